@@ -1,0 +1,613 @@
+//! `atelier audit verify` and friends: checks, with nothing but a clone, that every commit on
+//! the protected branch since adoption is a merge the gate allowed under the policy of its
+//! base, and that the ledger is intact (no edit, truncation, reordering or insertion).
+//!
+//! The walk streams: ledger entries are hashed and indexed chunk by chunk, merges are gathered
+//! in batches and their tokens verified on all cores, so memory stays small as history grows.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use anyhow::Result;
+use ed25519_dalek::VerifyingKey;
+use git2::{ObjectType, Oid, Repository};
+use serde::Serialize;
+
+use super::checkpoint::Checkpoint;
+use super::ledger::{self, Entry, Event};
+use super::merkle::{self, Hash, RootBuilder};
+use crate::git;
+use crate::governance::decision::{self, Change, GateInput};
+use crate::governance::policy::{policy_digest, Policy, PolicyError, GATE_KEY_PATH};
+use crate::governance::time::parse_rfc3339;
+use crate::governance::token::RawToken;
+
+/// One problem `audit verify` found.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Finding {
+    pub code: &'static str,
+    pub commit: Option<String>,
+    pub detail: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct VerifyReport {
+    pub branch: String,
+    pub adoption: Option<String>,
+    pub commits_checked: usize,
+    pub merges_verified: usize,
+    pub signatures_verified: usize,
+    pub ledger_entries: u64,
+    pub checkpoints_verified: usize,
+    pub findings: Vec<Finding>,
+}
+
+/// What the ledger says about merges and proposals, indexed while streaming its entries.
+#[derive(Default)]
+struct LedgerIndex {
+    adopted: Option<String>,
+    merged: HashMap<String, MergedRecord>,
+    proposers: HashMap<String, Option<String>>,
+    /// Merkle root after each entry (index i = root of size i + 1).
+    roots: Vec<Hash>,
+}
+
+struct MergedRecord {
+    proposal: String,
+    pull: u64,
+    at: i64,
+    base: String,
+    head: String,
+    tree: String,
+    seen_on_branch: bool,
+}
+
+fn finding(code: &'static str, commit: Option<String>, detail: String) -> Finding {
+    Finding {
+        code,
+        commit,
+        detail,
+    }
+}
+
+/// Every distinct gate public key committed on the branch from the adoption point on.
+fn gate_keys(repo: &Repository, commits: &[Oid]) -> Result<Vec<VerifyingKey>> {
+    let mut seen = Vec::new();
+    let mut keys = Vec::new();
+    for c in commits {
+        let tree = repo.find_commit(*c)?.tree()?;
+        let Ok(entry) = tree.get_path(std::path::Path::new(GATE_KEY_PATH)) else {
+            continue;
+        };
+        if seen.contains(&entry.id()) {
+            continue;
+        }
+        seen.push(entry.id());
+        let text = String::from_utf8_lossy(repo.find_blob(entry.id())?.content()).into_owned();
+        if let Ok(k) = ssh_key::PublicKey::from_openssh(text.trim()) {
+            if let Some(ed) = k.key_data().ed25519() {
+                if let Ok(vk) = VerifyingKey::from_bytes(&ed.0) {
+                    keys.push(vk);
+                }
+            }
+        }
+    }
+    Ok(keys)
+}
+
+/// Streams the ledger's entries once: checks sequence and checkpoints, builds the index.
+fn check_ledger(
+    repo: &Repository,
+    repository: &str,
+    keys: &[VerifyingKey],
+    report: &mut VerifyReport,
+) -> Result<Option<LedgerIndex>> {
+    let Some(tip) = ledger::tip(repo)? else {
+        return Ok(None);
+    };
+    let mut index = LedgerIndex::default();
+    let tree = repo.find_commit(tip)?.tree()?;
+    let mut builder = RootBuilder::new();
+    let mut count: u64 = 0;
+    if let Some(e) = tree
+        .get_name("entries")
+        .filter(|e| e.kind() == Some(ObjectType::Tree))
+    {
+        let dir = repo.find_tree(e.id())?;
+        let mut chunks: Vec<(String, Oid)> = dir
+            .iter()
+            .map(|e| (e.name().unwrap_or("").to_string(), e.id()))
+            .collect();
+        chunks.sort();
+        for (name, id) in chunks {
+            let blob = repo.find_blob(id)?;
+            let text = String::from_utf8_lossy(blob.content());
+            for line in text.lines() {
+                builder.push(merkle::leaf_hash(line.as_bytes()));
+                index.roots.push(builder.root());
+                let position = count;
+                count += 1;
+                match Entry::parse(line) {
+                    Err(e) => report.findings.push(finding(
+                        "E_LEDGER_MALFORMED",
+                        None,
+                        format!(
+                            "ledger entries/{name}, entry {position}: not a ledger entry ({e})"
+                        ),
+                    )),
+                    Ok(entry) => {
+                        if entry.seq != position {
+                            report.findings.push(finding(
+                                "E_LEDGER_SEQUENCE",
+                                None,
+                                format!(
+                                    "entry at position {position} carries seq {}: entries were removed, reordered or inserted",
+                                    entry.seq
+                                ),
+                            ));
+                        }
+                        index_entry(&mut index, entry);
+                    }
+                }
+            }
+        }
+    }
+    report.ledger_entries = count;
+    // The current checkpoint and every earlier one in the ledger ref's history.
+    let origin = ledger::origin(repository);
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    let mut latest = true;
+    for oid in walk {
+        let oid = oid?;
+        let tree = repo.find_commit(oid)?.tree()?;
+        let Some(entry) = tree.get_name("checkpoint") else {
+            report.findings.push(finding(
+                "E_LEDGER_MALFORMED",
+                None,
+                format!("ledger commit {oid} has no checkpoint"),
+            ));
+            continue;
+        };
+        let note = String::from_utf8_lossy(repo.find_blob(entry.id())?.content()).into_owned();
+        match Checkpoint::verify(&note, ledger::KEY_NAME, keys) {
+            Err(e) => report.findings.push(finding(
+                "E_LEDGER_SIGNATURE",
+                None,
+                format!("checkpoint in ledger commit {oid} does not verify under the gate key in {GATE_KEY_PATH}: {e}"),
+            )),
+            Ok(cp) => {
+                report.checkpoints_verified += 1;
+                report.signatures_verified += 1;
+                if cp.origin != origin {
+                    report.findings.push(finding(
+                        "E_LEDGER_ORIGIN",
+                        None,
+                        format!("checkpoint in ledger commit {oid}: origin expected `{origin}`, found `{}`", cp.origin),
+                    ));
+                }
+                if latest && cp.size != count {
+                    report.findings.push(finding(
+                        "E_LEDGER_SIZE_MISMATCH",
+                        None,
+                        format!(
+                            "the latest checkpoint covers {} entries but the ledger holds {count}: entries were {}",
+                            cp.size,
+                            if count < cp.size { "removed (truncation)" } else { "added without a checkpoint" }
+                        ),
+                    ));
+                }
+                let ours = if cp.size == 0 { Some(merkle::empty_root()) } else { index.roots.get(cp.size as usize - 1).copied() };
+                match ours {
+                    None => {
+                        if !latest {
+                            report.findings.push(finding(
+                                "E_LEDGER_TRUNCATED",
+                                None,
+                                format!("an earlier checkpoint (ledger commit {oid}) covers {} entries; only {count} remain", cp.size),
+                            ));
+                        }
+                    }
+                    Some(root) if root != cp.root => report.findings.push(finding(
+                        if latest { "E_LEDGER_ROOT_MISMATCH" } else { "E_LEDGER_INCONSISTENT" },
+                        None,
+                        format!(
+                            "checkpoint of size {} (ledger commit {oid}) has root {}, but the entries hash to {}: an entry was edited, reordered or inserted",
+                            cp.size,
+                            hex::encode(cp.root),
+                            hex::encode(root)
+                        ),
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        latest = false;
+    }
+    Ok(Some(index))
+}
+
+fn index_entry(index: &mut LedgerIndex, entry: Entry) {
+    match entry.event {
+        Event::Adopted { commit, .. } if index.adopted.is_none() => index.adopted = Some(commit),
+        Event::ProposalOpened {
+            proposal, proposer, ..
+        } => {
+            index.proposers.insert(proposal, proposer);
+        }
+        Event::Merged {
+            proposal,
+            pull,
+            commit,
+            base,
+            head,
+            tree,
+        } => {
+            let at = parse_rfc3339(&entry.at).unwrap_or(i64::MIN);
+            index.merged.insert(
+                commit,
+                MergedRecord {
+                    proposal,
+                    pull,
+                    at,
+                    base,
+                    head,
+                    tree,
+                    seen_on_branch: false,
+                },
+            );
+        }
+        _ => {}
+    }
+}
+
+type PolicyResult = Arc<Result<Policy, PolicyError>>;
+
+/// Policies parsed once per distinct set of policy blobs.
+#[derive(Default)]
+struct PolicyCache {
+    parsed: HashMap<[Oid; 3], PolicyResult>,
+    digests: HashMap<[Oid; 3], String>,
+}
+
+fn blob_or_zero(repo: &Repository, tree: &git2::Tree<'_>, path: &str) -> Oid {
+    let _ = repo;
+    tree.get_path(std::path::Path::new(path))
+        .map(|e| e.id())
+        .unwrap_or_else(|_| Oid::zero())
+}
+
+impl PolicyCache {
+    fn policy(&mut self, repo: &Repository, tree: &git2::Tree<'_>) -> Result<PolicyResult> {
+        let key = [
+            blob_or_zero(repo, tree, crate::governance::policy::GOVERNANCE_PATH),
+            blob_or_zero(repo, tree, crate::governance::policy::ALLOWED_SIGNERS_PATH),
+            blob_or_zero(repo, tree, GATE_KEY_PATH),
+        ];
+        if let Some(p) = self.parsed.get(&key) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(Policy::load(&git::policy_files(repo, tree)?));
+        self.parsed.insert(key, p.clone());
+        Ok(p)
+    }
+
+    fn digest(&mut self, repo: &Repository, tree: &git2::Tree<'_>) -> Result<String> {
+        let key = [
+            blob_or_zero(repo, tree, "policies"),
+            blob_or_zero(repo, tree, "reviewers"),
+            blob_or_zero(repo, tree, "GOVERNANCE.md"),
+        ];
+        if let Some(d) = self.digests.get(&key) {
+            return Ok(d.clone());
+        }
+        let d = policy_digest(&git::digest_files(repo, tree)?);
+        self.digests.insert(key, d.clone());
+        Ok(d)
+    }
+}
+
+/// One merge's gate inputs, gathered from git so the gate can run on any thread.
+struct MergeCheck {
+    commit: String,
+    change: Change,
+    base_policy: PolicyResult,
+    new_policy: PolicyResult,
+    tokens: Vec<RawToken>,
+    now: i64,
+}
+
+const BATCH: usize = 512;
+
+/// Verifies the history of `branch`. Findings are values; only IO problems are errors.
+pub fn verify(
+    repo: &Repository,
+    repository: &str,
+    branch: &str,
+    jobs: usize,
+) -> Result<VerifyReport> {
+    let mut report = VerifyReport {
+        branch: branch.to_string(),
+        ..VerifyReport::default()
+    };
+    let tip = git::branch_tip(repo, branch)?;
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    let mut line = Vec::new();
+    let mut adopted_at = None;
+    for oid in walk {
+        let oid = oid?;
+        if adopted_at.is_none() {
+            let tree = repo.find_commit(oid)?.tree()?;
+            if git::read_file(repo, &tree, crate::governance::policy::GOVERNANCE_PATH)?.is_some() {
+                adopted_at = Some(oid);
+                line.push(oid);
+            }
+        } else {
+            line.push(oid);
+        }
+    }
+    let Some(adoption) = adopted_at else {
+        report.findings.push(finding(
+            "E_NOT_ADOPTED",
+            None,
+            format!(
+                "no commit on {branch} carries {}: atelier was never adopted here",
+                crate::governance::policy::GOVERNANCE_PATH
+            ),
+        ));
+        return Ok(report);
+    };
+    report.adoption = Some(adoption.to_string());
+    let keys = gate_keys(repo, &line)?;
+    let mut index = check_ledger(repo, repository, &keys, &mut report)?.unwrap_or_default();
+    if let Some(adopted) = &index.adopted {
+        if *adopted != adoption.to_string() {
+            report.findings.push(finding(
+                "E_ADOPTION_MISMATCH",
+                Some(adoption.to_string()),
+                format!("the ledger records adoption at {adopted}, but the first commit on {branch} carrying the policy is {adoption}"),
+            ));
+        }
+    }
+    let mut cache = PolicyCache::default();
+    let mut batch = Vec::with_capacity(BATCH);
+    for oid in line.iter().skip(1) {
+        report.commits_checked += 1;
+        let commit = repo.find_commit(*oid)?;
+        let sha = oid.to_string();
+        let Some(rec) = index.merged.get_mut(&sha) else {
+            let author = commit.author();
+            report.findings.push(finding(
+                "E_UNLEDGERED_COMMIT",
+                Some(sha.clone()),
+                format!(
+                    "commit {sha} by {} <{}> (\"{}\") is on {branch} after adoption but is not a merge recorded in the ledger: it bypassed the gate",
+                    author.name().unwrap_or("?"),
+                    author.email().unwrap_or("?"),
+                    commit.summary().unwrap_or("")
+                ),
+            ));
+            continue;
+        };
+        rec.seen_on_branch = true;
+        let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
+        if parents != [rec.base.clone(), rec.head.clone()]
+            || commit.tree_id().to_string() != rec.tree
+        {
+            report.findings.push(finding(
+                "E_MERGE_MISMATCH",
+                Some(sha.clone()),
+                format!(
+                    "the ledger records proposal {} as base {} + head {} = tree {}, but commit {sha} has parents [{}] and tree {}",
+                    rec.proposal,
+                    rec.base,
+                    rec.head,
+                    rec.tree,
+                    parents.join(", "),
+                    commit.tree_id()
+                ),
+            ));
+            continue;
+        }
+        let base_tree = repo.find_commit(Oid::from_str(&rec.base)?)?.tree()?;
+        let tree = commit.tree()?;
+        let change = Change {
+            repository: repository.to_string(),
+            proposal: rec.proposal.clone(),
+            pull: rec.pull,
+            open: true,
+            base: rec.base.clone(),
+            head: rec.head.clone(),
+            merge_tree: Ok(rec.tree.clone()),
+            changed_paths: git::changed_paths(repo, &base_tree, &tree)?,
+            policy_digest: cache.digest(repo, &base_tree)?,
+            proposer: index.proposers.get(&rec.proposal).cloned().flatten(),
+        };
+        batch.push(MergeCheck {
+            commit: sha,
+            change,
+            base_policy: cache.policy(repo, &base_tree)?,
+            new_policy: cache.policy(repo, &tree)?,
+            tokens: RawToken::extract_all(commit.message().unwrap_or("")),
+            now: rec.at,
+        });
+        if batch.len() == BATCH {
+            run_batch(&mut batch, &index.roots, jobs, &mut report);
+        }
+    }
+    run_batch(&mut batch, &index.roots, jobs, &mut report);
+    let mut stray: Vec<(&String, &MergedRecord)> = index
+        .merged
+        .iter()
+        .filter(|(_, r)| !r.seen_on_branch)
+        .collect();
+    stray.sort_by_key(|(c, _)| c.as_str());
+    for (c, r) in stray {
+        report.findings.push(finding(
+            "E_MERGE_NOT_ON_BRANCH",
+            Some(c.clone()),
+            format!("the ledger records proposal {} merged as {c}, which is not on {branch}'s first-parent history (was the branch rewritten?)", r.proposal),
+        ));
+    }
+    index.roots.clear();
+    Ok(report)
+}
+
+fn run_batch(batch: &mut Vec<MergeCheck>, roots: &[Hash], jobs: usize, report: &mut VerifyReport) {
+    if batch.is_empty() {
+        return;
+    }
+    let jobs = jobs.max(1).min(batch.len());
+    let per = batch.len().div_ceil(jobs);
+    let results: Vec<(Option<Finding>, usize)> = std::thread::scope(|s| {
+        let handles: Vec<_> = batch
+            .chunks(per)
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|m| check_merge(m, roots))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a verification thread does not panic"))
+            .collect()
+    });
+    for (f, sigs) in results {
+        report.merges_verified += 1;
+        report.signatures_verified += sigs;
+        report.findings.extend(f);
+    }
+    batch.clear();
+}
+
+fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, usize) {
+    let mut ledger_roots = BTreeMap::new();
+    for t in &m.tokens {
+        if let Ok(p) = crate::governance::token::Payload::parse(&t.payload) {
+            if let Some(cp) = p.checkpoint {
+                let root = if cp.size == 0 {
+                    Some(merkle::empty_root())
+                } else {
+                    roots.get(cp.size as usize - 1).copied()
+                };
+                if let Some(r) = root {
+                    ledger_roots.insert(cp.size, hex::encode(r));
+                }
+            }
+        }
+    }
+    let d = decision::decide(&GateInput {
+        change: &m.change,
+        base_policy: &m.base_policy,
+        new_policy: &m.new_policy,
+        tokens: &m.tokens,
+        ledger_roots: &ledger_roots,
+        now: m.now,
+    });
+    let sigs = d.tokens.iter().filter(|t| t.fingerprint.is_some()).count();
+    if d.allowed {
+        return (None, sigs);
+    }
+    let unmet: Vec<String> = d
+        .unmet()
+        .map(|r| {
+            format!(
+                "{} ({}: expected {}, found {})",
+                r.code, r.summary, r.expected, r.found
+            )
+        })
+        .collect();
+    let tokens: Vec<String> = d
+        .tokens
+        .iter()
+        .filter(|t| !t.counted)
+        .map(|t| format!("token {}: {} {}", t.index + 1, t.code, t.detail))
+        .collect();
+    (
+        Some(finding(
+            "E_MERGE_NOT_APPROVED",
+            Some(m.commit.clone()),
+            format!(
+                "merge {} of proposal {} does not satisfy the policy of its base: {}{}",
+                m.commit,
+                m.change.proposal,
+                unmet.join("; "),
+                if tokens.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", tokens.join("; "))
+                }
+            ),
+        )),
+        sigs,
+    )
+}
+
+/// The ledger's entries, oldest first (for `audit log` and `audit show`).
+pub fn entries(repo: &Repository) -> Result<Vec<Entry>> {
+    let Some(snap) = ledger::read(repo)? else {
+        return Ok(Vec::new());
+    };
+    snap.lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            Entry::parse(l).map_err(|e| {
+                anyhow::anyhow!("ledger entry {i} is malformed ({e}): run `atelier audit verify`")
+            })
+        })
+        .collect()
+}
+
+/// A token as `audit show` explains it: who signed it, under the policy of the base it names.
+#[derive(Debug, Serialize)]
+pub struct TokenStory {
+    pub seq: u64,
+    pub at: String,
+    pub principal: Option<String>,
+    pub fingerprint: Option<String>,
+    pub decision: Option<String>,
+    pub signature: String,
+    pub token: String,
+}
+
+/// Reads who signed a recorded token (by the allowed_signers of the base the token names).
+pub fn explain_token(repo: &Repository, seq: u64, at: &str, text: &str) -> TokenStory {
+    let mut story = TokenStory {
+        seq,
+        at: at.to_string(),
+        principal: None,
+        fingerprint: None,
+        decision: None,
+        signature: "not a token".into(),
+        token: text.to_string(),
+    };
+    let Some(raw) = RawToken::extract_all(text).into_iter().next() else {
+        return story;
+    };
+    match crate::governance::token::verify(&raw) {
+        Err(e) => story.signature = e.to_string(),
+        Ok(v) => {
+            story.signature = "valid".into();
+            story.fingerprint = Some(v.fingerprint.clone());
+            story.decision = Some(v.payload.decision.as_str().to_string());
+            let principal = Oid::from_str(&v.payload.base)
+                .ok()
+                .and_then(|b| repo.find_commit(b).ok())
+                .and_then(|c| c.tree().ok())
+                .and_then(|t| git::policy_files(repo, &t).ok())
+                .and_then(|f| Policy::load(&f).ok())
+                .and_then(|p| p.signers.find(&v.key).first().map(|e| e.principal.clone()));
+            story.principal = principal;
+        }
+    }
+    story
+}

@@ -1,0 +1,309 @@
+//! The ledger: an append-only list of proposal events, hashed into an RFC 6962 Merkle tree whose
+//! checkpoints the gate key signs, stored in git under `refs/atelier/ledger` so it travels with
+//! clones and pushes.
+//!
+//! Storage: each append is a commit on the ledger ref (parent = the previous ledger commit)
+//! whose tree holds `entries/NNNNNNNN.jsonl` (1024 entries a chunk, one JSON object a line; the
+//! line's bytes are the Merkle leaf) and `checkpoint` (the signed note). An append refuses to
+//! extend a ledger whose entries no longer match its last checkpoint, proves the new
+//! checkpoint consistent with the old one, and moves the ref by compare-and-swap.
+
+use ed25519_dalek::SigningKey;
+use git2::{ObjectType, Oid, Repository};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::checkpoint::Checkpoint;
+use super::merkle::{self, Hash};
+use crate::governance::time::{format_rfc3339, Timestamp};
+
+pub const REF: &str = "refs/atelier/ledger";
+pub const KEY_NAME: &str = "atelier-gate";
+const CHUNK: usize = 1024;
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Event {
+    /// The protected branch came under the gate at `commit` (the first commit carrying the policy).
+    Adopted { branch: String, commit: String },
+    ProposalOpened {
+        proposal: String,
+        pull: u64,
+        title: String,
+        branch: String,
+        base: String,
+        head: String,
+        proposer: Option<String>,
+    },
+    TokenRecorded {
+        proposal: String,
+        pull: u64,
+        comment: u64,
+        token: String,
+    },
+    GateDecision {
+        proposal: String,
+        base: String,
+        head: String,
+        merge_tree: Option<String>,
+        allowed: bool,
+        unmet: Vec<String>,
+        approvers: Vec<String>,
+    },
+    Merged {
+        proposal: String,
+        pull: u64,
+        commit: String,
+        base: String,
+        head: String,
+        tree: String,
+    },
+    Closed {
+        proposal: String,
+        reason: Option<String>,
+    },
+}
+
+impl Event {
+    pub fn proposal(&self) -> Option<&str> {
+        match self {
+            Event::Adopted { .. } => None,
+            Event::ProposalOpened { proposal, .. }
+            | Event::TokenRecorded { proposal, .. }
+            | Event::GateDecision { proposal, .. }
+            | Event::Merged { proposal, .. }
+            | Event::Closed { proposal, .. } => Some(proposal),
+        }
+    }
+}
+
+/// An event with its position and time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    pub at: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+impl Entry {
+    pub fn parse(line: &str) -> Result<Entry, String> {
+        serde_json::from_str(line).map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum LedgerError {
+    #[error(
+        "E_LEDGER_CORRUPT: {0}; run `atelier audit verify` for details — nothing was appended"
+    )]
+    Corrupt(String),
+    #[error("E_LEDGER_MOVED: {REF} moved during the append (expected {expected}, found {found}); retry the command")]
+    Moved { expected: String, found: String },
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+/// The ledger as stored at one commit of the ledger ref.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub commit: Oid,
+    pub lines: Vec<String>,
+    pub checkpoint: String,
+}
+
+impl Snapshot {
+    pub fn leaf_hashes(&self) -> Vec<Hash> {
+        self.lines
+            .iter()
+            .map(|l| merkle::leaf_hash(l.as_bytes()))
+            .collect()
+    }
+
+    pub fn root_hex(&self) -> String {
+        hex::encode(merkle::root(&self.leaf_hashes()))
+    }
+}
+
+/// The origin line of this repository's checkpoints.
+pub fn origin(repository: &str) -> String {
+    format!("atelier/{repository}/ledger")
+}
+
+/// The current ledger commit, if any.
+pub fn tip(repo: &Repository) -> Result<Option<Oid>, LedgerError> {
+    match repo.find_reference(REF) {
+        Ok(r) => Ok(Some(r.peel_to_commit()?.id())),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads the ledger stored at a ledger commit.
+pub fn read_at(repo: &Repository, commit: Oid) -> Result<Snapshot, LedgerError> {
+    let tree = repo.find_commit(commit)?.tree()?;
+    let checkpoint = match tree.get_name("checkpoint") {
+        Some(e) => String::from_utf8_lossy(repo.find_blob(e.id())?.content()).into_owned(),
+        None => {
+            return Err(LedgerError::Corrupt(format!(
+                "ledger commit {commit} has no `checkpoint` file"
+            )))
+        }
+    };
+    let mut lines = Vec::new();
+    if let Some(e) = tree.get_name("entries") {
+        if e.kind() != Some(ObjectType::Tree) {
+            return Err(LedgerError::Corrupt(format!(
+                "ledger commit {commit}: `entries` is not a directory"
+            )));
+        }
+        let dir = repo.find_tree(e.id())?;
+        let mut names: Vec<(String, Oid)> = dir
+            .iter()
+            .map(|e| (e.name().unwrap_or("").to_string(), e.id()))
+            .collect();
+        names.sort();
+        for (name, id) in names {
+            let blob = repo.find_blob(id)?;
+            let text = std::str::from_utf8(blob.content())
+                .map_err(|_| LedgerError::Corrupt(format!("ledger entries/{name} is not UTF-8")))?;
+            lines.extend(text.lines().map(str::to_string));
+        }
+    }
+    Ok(Snapshot {
+        commit,
+        lines,
+        checkpoint,
+    })
+}
+
+/// Reads the current ledger, if there is one.
+pub fn read(repo: &Repository) -> Result<Option<Snapshot>, LedgerError> {
+    match tip(repo)? {
+        Some(c) => Ok(Some(read_at(repo, c)?)),
+        None => Ok(None),
+    }
+}
+
+/// Appends events, signing a new checkpoint with the gate key. Returns the new snapshot.
+pub fn append(
+    repo: &Repository,
+    repository: &str,
+    events: Vec<Event>,
+    now: Timestamp,
+    key: &SigningKey,
+) -> Result<Snapshot, LedgerError> {
+    let old = read(repo)?;
+    let origin = origin(repository);
+    let (mut lines, old_cp, parent) = match &old {
+        None => (Vec::new(), None, None),
+        Some(s) => {
+            let cp = Checkpoint::verify(&s.checkpoint, KEY_NAME, &[key.verifying_key()]).map_err(
+                |e| {
+                    LedgerError::Corrupt(format!(
+                        "the last checkpoint does not verify under this gate key: {e}"
+                    ))
+                },
+            )?;
+            if cp.size != s.lines.len() as u64 || cp.root != merkle::root(&s.leaf_hashes()) {
+                return Err(LedgerError::Corrupt(format!(
+                    "the stored entries ({} lines) do not match the last checkpoint (size {})",
+                    s.lines.len(),
+                    cp.size
+                )));
+            }
+            (s.lines.clone(), Some(cp), Some(s.commit))
+        }
+    };
+    let first_new = lines.len();
+    for event in events {
+        let entry = Entry {
+            seq: lines.len() as u64,
+            at: format_rfc3339(now),
+            event,
+        };
+        lines.push(serde_json::to_string(&entry).expect("an entry always serializes"));
+    }
+    let leaves: Vec<Hash> = lines
+        .iter()
+        .map(|l| merkle::leaf_hash(l.as_bytes()))
+        .collect();
+    let new_cp = Checkpoint {
+        origin,
+        size: lines.len() as u64,
+        root: merkle::root(&leaves),
+    };
+    if let Some(old_cp) = &old_cp {
+        let proof = merkle::consistency_proof(&leaves, old_cp.size)
+            .expect("the old size is never larger than the new one");
+        if !merkle::verify_consistency(old_cp.size, new_cp.size, &old_cp.root, &new_cp.root, &proof)
+        {
+            return Err(LedgerError::Corrupt(
+                "the new tree is not consistent with the last checkpoint".into(),
+            ));
+        }
+    }
+    // Rewrite only the chunks that changed.
+    let old_tree = match parent {
+        Some(p) => Some(repo.find_commit(p)?.tree()?),
+        None => None,
+    };
+    let old_entries = match old_tree.as_ref().and_then(|t| t.get_name("entries")) {
+        Some(e) => Some(repo.find_tree(e.id())?),
+        None => None,
+    };
+    let mut entries = repo.treebuilder(old_entries.as_ref())?;
+    for chunk in (first_new / CHUNK)..lines.len().div_ceil(CHUNK) {
+        let end = ((chunk + 1) * CHUNK).min(lines.len());
+        let mut text = lines[chunk * CHUNK..end].join("\n");
+        text.push('\n');
+        let blob = repo.blob(text.as_bytes())?;
+        entries.insert(format!("{chunk:08}.jsonl"), blob, 0o100644)?;
+    }
+    let entries_id = entries.write()?;
+    let note = new_cp.sign(KEY_NAME, key);
+    let mut root = repo.treebuilder(None)?;
+    root.insert("entries", entries_id, 0o040000)?;
+    root.insert("checkpoint", repo.blob(note.as_bytes())?, 0o100644)?;
+    let tree = repo.find_tree(root.write()?)?;
+    let sig = git2::Signature::new(
+        "atelier gate",
+        "gate@atelier.invalid",
+        &git2::Time::new(now, 0),
+    )?;
+    let parents: Vec<git2::Commit<'_>> = match parent {
+        Some(p) => vec![repo.find_commit(p)?],
+        None => Vec::new(),
+    };
+    let parent_refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+    let message = format!(
+        "ledger: {} entries, checkpoint {}\n",
+        new_cp.size,
+        hex::encode(new_cp.root)
+    );
+    let commit = repo.commit(None, &sig, &sig, &message, &tree, &parent_refs)?;
+    let moved = match parent {
+        Some(p) => repo
+            .reference_matching(REF, commit, true, p, "atelier: ledger append")
+            .map(|_| ()),
+        None => repo
+            .reference(REF, commit, false, "atelier: ledger start")
+            .map(|_| ()),
+    };
+    if let Err(e) = moved {
+        let found = tip(repo)?.map_or("nothing".to_string(), |o| o.to_string());
+        if found != parent.map_or("nothing".to_string(), |o| o.to_string()) {
+            return Err(LedgerError::Moved {
+                expected: parent.map_or("nothing".to_string(), |o| o.to_string()),
+                found,
+            });
+        }
+        return Err(e.into());
+    }
+    Ok(Snapshot {
+        commit,
+        lines,
+        checkpoint: note,
+    })
+}

@@ -1,0 +1,238 @@
+//! `atelier audit log | show | verify`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use super::{json, out};
+use crate::audit::history;
+use crate::audit::ledger::Event;
+use crate::workflow::Workspace;
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// The ledger, one line per event.
+    Log(LogArgs),
+    /// One proposal's full story: record, tokens and signers, gate decisions, merge.
+    Show(ShowArgs),
+    /// Verify offline that every change since adoption went through the gate, and the ledger is intact.
+    Verify(VerifyArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LogArgs {
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// The proposal id.
+    id: String,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    #[arg(long)]
+    json: bool,
+    /// Threads for signature verification (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+pub fn audit(dir: &Path, cmd: AuditCommand) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    match cmd {
+        AuditCommand::Log(a) => log(&ws, a),
+        AuditCommand::Show(a) => show(&ws, a),
+        AuditCommand::Verify(a) => verify(&ws, a),
+    }
+}
+
+fn summary(e: &Event) -> String {
+    match e {
+        Event::Adopted { branch, commit } => format!("{branch} adopted at {commit}"),
+        Event::ProposalOpened {
+            title,
+            head,
+            proposer,
+            ..
+        } => {
+            format!(
+                "\"{title}\" head {} by {}",
+                &head[..12],
+                proposer.as_deref().unwrap_or("?")
+            )
+        }
+        Event::TokenRecorded { comment, .. } => format!("token recorded (comment {comment})"),
+        Event::GateDecision {
+            allowed,
+            unmet,
+            approvers,
+            ..
+        } => {
+            if *allowed {
+                format!("gate allowed (approvers: {})", approvers.join(", "))
+            } else {
+                format!("gate refused ({})", unmet.join(", "))
+            }
+        }
+        Event::Merged { commit, .. } => format!("merged as {commit}"),
+        Event::Closed { reason, .. } => format!(
+            "closed ({})",
+            reason.as_deref().unwrap_or("no reason given")
+        ),
+    }
+}
+
+fn kind(e: &Event) -> &'static str {
+    match e {
+        Event::Adopted { .. } => "adopted",
+        Event::ProposalOpened { .. } => "proposal-opened",
+        Event::TokenRecorded { .. } => "token-recorded",
+        Event::GateDecision { .. } => "gate-decision",
+        Event::Merged { .. } => "merged",
+        Event::Closed { .. } => "closed",
+    }
+}
+
+fn log(ws: &Workspace, a: LogArgs) -> anyhow::Result<ExitCode> {
+    let entries = history::entries(&ws.repo)?;
+    if a.json {
+        json(&entries)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = String::new();
+    for e in &entries {
+        t.push_str(&format!(
+            "{:>5} {} {:<16} {:<4} {}\n",
+            e.seq,
+            e.at,
+            kind(&e.event),
+            e.event.proposal().unwrap_or("-"),
+            summary(&e.event)
+        ));
+    }
+    if entries.is_empty() {
+        t.push_str("(the ledger is empty: nothing has been proposed yet)\n");
+    }
+    out(&t)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(serde::Serialize)]
+struct Story {
+    proposal: String,
+    events: Vec<crate::audit::ledger::Entry>,
+    tokens: Vec<history::TokenStory>,
+    merge_commit: Option<String>,
+}
+
+fn show(ws: &Workspace, a: ShowArgs) -> anyhow::Result<ExitCode> {
+    let entries: Vec<_> = history::entries(&ws.repo)?
+        .into_iter()
+        .filter(|e| e.event.proposal() == Some(a.id.as_str()))
+        .collect();
+    if entries.is_empty() {
+        anyhow::bail!(
+            "the ledger has no proposal `{}`: `atelier audit log` lists what it has",
+            a.id
+        );
+    }
+    let tokens: Vec<history::TokenStory> = entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::TokenRecorded { token, .. } => {
+                Some(history::explain_token(&ws.repo, e.seq, &e.at, token))
+            }
+            _ => None,
+        })
+        .collect();
+    let merge_commit = entries.iter().find_map(|e| match &e.event {
+        Event::Merged { commit, .. } => Some(commit.clone()),
+        _ => None,
+    });
+    let story = Story {
+        proposal: a.id.clone(),
+        events: entries,
+        tokens,
+        merge_commit,
+    };
+    if a.json {
+        json(&story)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = format!("proposal {}\n\nhistory:\n", story.proposal);
+    for e in &story.events {
+        t.push_str(&format!(
+            "  {:>5} {} {:<16} {}\n",
+            e.seq,
+            e.at,
+            kind(&e.event),
+            summary(&e.event)
+        ));
+    }
+    t.push_str("\ntokens:\n");
+    if story.tokens.is_empty() {
+        t.push_str("  none\n");
+    }
+    for tok in &story.tokens {
+        t.push_str(&format!(
+            "  entry {}: {} by {} ({}), signature {}\n",
+            tok.seq,
+            tok.decision.as_deref().unwrap_or("?"),
+            tok.principal.as_deref().unwrap_or("an unknown key"),
+            tok.fingerprint.as_deref().unwrap_or("-"),
+            tok.signature
+        ));
+    }
+    t.push_str(&format!(
+        "\nmerge commit: {}\n",
+        story.merge_commit.as_deref().unwrap_or("not merged")
+    ));
+    out(&t)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(ws: &Workspace, a: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let r = history::verify(&ws.repo, &ws.config.forge.repository, ws.branch(), jobs)?;
+    if a.json {
+        json(&r)?;
+    } else {
+        let mut t = format!(
+            "audit of {} since adoption at {}\n  commits checked:      {}\n  merges verified:      {}\n  signatures verified:  {}\n  ledger entries:       {}\n  checkpoints verified: {}\n",
+            r.branch,
+            r.adoption.as_deref().unwrap_or("(never adopted)"),
+            r.commits_checked,
+            r.merges_verified,
+            r.signatures_verified,
+            r.ledger_entries,
+            r.checkpoints_verified
+        );
+        if r.findings.is_empty() {
+            t.push_str(
+                "\nresult: OK — every change went through the gate and the ledger is intact\n",
+            );
+        } else {
+            t.push_str(&format!("\nfindings ({}):\n", r.findings.len()));
+            for f in &r.findings {
+                t.push_str(&format!("  {}: {}\n", f.code, f.detail));
+            }
+            t.push_str("\nresult: FAILED\n");
+        }
+        out(&t)?;
+    }
+    Ok(if r.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,172 @@
+//! `atelier gate`, `atelier merge`, `atelier close`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::{json, now, out};
+use crate::governance::decision::Decision;
+use crate::workflow::{self, Evaluation, MergeOutcome, Workspace};
+
+#[derive(Args, Debug)]
+pub struct GateArgs {
+    /// The proposal id.
+    id: String,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct GateJson<'a> {
+    proposal: &'a str,
+    base: &'a str,
+    head: &'a str,
+    merge_tree: Option<String>,
+    #[serde(flatten)]
+    decision: &'a Decision,
+}
+
+fn short(s: &str) -> &str {
+    &s[..12.min(s.len())]
+}
+
+/// The human form of a gate decision.
+pub(crate) fn render(eval: &Evaluation) -> String {
+    let d = &eval.decision;
+    let mut t = format!(
+        "proposal {} \"{}\": head {} onto {} at {}\n\nrequirements:\n",
+        eval.pull.proposal,
+        eval.pull.title,
+        short(&eval.change.head),
+        eval.pull.base_branch,
+        short(&eval.change.base)
+    );
+    for r in &d.requirements {
+        t.push_str(&format!(
+            "  [{}] {:<24} {}\n",
+            if r.met { " ok " } else { "FAIL" },
+            r.code,
+            r.summary
+        ));
+        if !r.met {
+            t.push_str(&format!(
+                "         expected: {}\n         found:    {}\n",
+                r.expected, r.found
+            ));
+        }
+    }
+    if d.tokens.is_empty() {
+        t.push_str("\ntokens: none recorded (`atelier approve ID --key KEY` signs one)\n");
+    } else {
+        t.push_str("\ntokens:\n");
+        for tok in &d.tokens {
+            t.push_str(&format!(
+                "  #{} {:<22} {} {}\n",
+                tok.index + 1,
+                tok.code,
+                tok.principal.as_deref().unwrap_or("-"),
+                tok.fingerprint.as_deref().unwrap_or("")
+            ));
+            t.push_str(&format!("       {}\n", tok.detail));
+        }
+    }
+    let unmet = d.unmet().count();
+    if d.allowed {
+        t.push_str(&format!(
+            "\ngate: ALLOWED (approved by {})\n",
+            d.approvers.join(", ")
+        ));
+    } else {
+        let codes: Vec<&str> = d.unmet().map(|r| r.code).collect();
+        t.push_str(&format!(
+            "\ngate: REFUSED ({unmet} unmet: {})\n",
+            codes.join(", ")
+        ));
+    }
+    t
+}
+
+fn print(eval: &Evaluation, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        json(&GateJson {
+            proposal: &eval.pull.proposal,
+            base: &eval.change.base,
+            head: &eval.change.head,
+            merge_tree: eval.merge_tree.map(|t| t.to_string()),
+            decision: &eval.decision,
+        })
+    } else {
+        out(&render(eval))
+    }
+}
+
+pub fn gate(dir: &Path, args: GateArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    let eval = workflow::gate(&ws, &args.id, now()?)?;
+    print(&eval, args.json)?;
+    Ok(if eval.decision.allowed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The proposal id.
+    id: String,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    match workflow::merge(&ws, &args.id, now()?)? {
+        MergeOutcome::Refused(eval) => {
+            print(&eval, args.json)?;
+            eprintln!(
+                "refused: proposal {} was not merged (the gate is not satisfied)",
+                args.id
+            );
+            Ok(ExitCode::from(1))
+        }
+        MergeOutcome::Merged(m) => {
+            if args.json {
+                json(&m)?;
+            } else {
+                out(&format!(
+                    "merged proposal {} as {}\n  base {}\n  head {}\n  tree {} (re-checked after landing)\n  approved by {}\n",
+                    m.id,
+                    m.commit,
+                    m.base,
+                    m.head,
+                    m.tree,
+                    m.approvers.join(", ")
+                ))?;
+            }
+            if let Some(n) = &m.note {
+                eprintln!("note: {n}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct CloseArgs {
+    /// The proposal id.
+    id: String,
+    /// Why it is closed (recorded in the ledger).
+    #[arg(long)]
+    reason: Option<String>,
+}
+
+pub fn close(dir: &Path, args: CloseArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    workflow::close(&ws, &args.id, args.reason, now()?)?;
+    out(&format!("closed proposal {}\n", args.id))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,149 @@
+//! The command line: arguments → options → one domain call, then printing. This is the only
+//! module that prints, and the one place errors become exit codes: 0 success, 1 refused or a
+//! check failed, 2 bad input or usage. A closed stdout (broken pipe) counts as success.
+
+mod approve;
+mod audit;
+mod demo;
+mod gate;
+mod init;
+mod propose;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::governance::time::Timestamp;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "atelier",
+    version,
+    about = "Governed self-improvement: nothing merges without enough signed human approvals."
+)]
+struct Cli {
+    /// Run as if atelier was started in <dir> (like git -C).
+    #[arg(short = 'C', global = true, value_name = "dir")]
+    dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Adopt Atelier in this git repository (writes config, policy and the gate key; commits nothing).
+    Init(init::InitArgs),
+    /// Make an OpenSSH ed25519 key pair for an approver and print its allowed_signers line.
+    Keygen(init::KeygenArgs),
+    /// Propose a change: a patch becomes a proposal branch and a pull request.
+    Propose(propose::ProposeArgs),
+    /// List proposals with their state and approvals.
+    Proposals(propose::ProposalsArgs),
+    /// Sign and record an approval (or rejection) token for a proposal.
+    Approve(approve::ApproveArgs),
+    /// Decide whether a proposal may merge now (exit 0) or not (exit 1), explaining every requirement.
+    Gate(gate::GateArgs),
+    /// Merge a proposal if, and only if, the gate passes at this instant.
+    Merge(gate::MergeArgs),
+    /// Close a proposal without merging.
+    Close(gate::CloseArgs),
+    /// Read and verify the proposal history.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
+    /// Run the whole governed loop in a temporary repository, offline, narrated.
+    Demo(demo::DemoArgs),
+}
+
+/// Writes to stdout; a closed pipe ends the program successfully.
+pub(crate) fn out(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+pub(crate) fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    out(&format!("{}\n", serde_json::to_string_pretty(value)?))
+}
+
+/// The gate's clock, announcing an override.
+pub(crate) fn now() -> anyhow::Result<Timestamp> {
+    let (t, source) = crate::clock::now()?;
+    if source == crate::clock::Source::Override {
+        eprintln!(
+            "note: the clock is set by {}={}",
+            crate::clock::OVERRIDE_VAR,
+            crate::governance::time::format_rfc3339(t)
+        );
+    }
+    Ok(t)
+}
+
+pub(crate) fn dir(d: &Option<PathBuf>) -> PathBuf {
+    d.clone().unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let dir = dir(&cli.dir);
+    match cli.command {
+        Command::Init(a) => init::init(&dir, a),
+        Command::Keygen(a) => init::keygen(a),
+        Command::Propose(a) => propose::propose(&dir, a),
+        Command::Proposals(a) => propose::proposals(&dir, a),
+        Command::Approve(a) => approve::approve(&dir, a),
+        Command::Gate(a) => gate::gate(&dir, a),
+        Command::Merge(a) => gate::merge(&dir, a),
+        Command::Close(a) => gate::close(&dir, a),
+        Command::Audit(a) => audit::audit(&dir, a),
+        Command::Demo(a) => demo::demo(a),
+    }
+}
+
+/// Parses arguments, runs the command and classifies the outcome into an exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            if err.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            if let Some(r) = err
+                .chain()
+                .find_map(|c| c.downcast_ref::<crate::workflow::Refusal>())
+            {
+                eprintln!("refused: {}: {}", r.code, r.message);
+                return ExitCode::from(1);
+            }
+            if let Some(l) = err
+                .chain()
+                .find_map(|c| c.downcast_ref::<crate::audit::ledger::LedgerError>())
+            {
+                if !matches!(l, crate::audit::ledger::LedgerError::Git(_)) {
+                    eprintln!("refused: {l}");
+                    return ExitCode::from(1);
+                }
+            }
+            eprintln!("error: {err}");
+            for cause in err.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! The one place that reads the wall clock. `ATELIER_NOW` (RFC 3339, e.g.
+//! `2026-11-29T09:51:13Z`) replaces it, so tests and reproductions get a fixed time; the CLI
+//! says so on stderr whenever it is set.
+
+use crate::governance::time::{parse_rfc3339, Timestamp};
+
+pub const OVERRIDE_VAR: &str = "ATELIER_NOW";
+
+/// Where the current time came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    System,
+    Override,
+}
+
+/// The current time, in unix seconds (UTC).
+pub fn now() -> anyhow::Result<(Timestamp, Source)> {
+    match std::env::var(OVERRIDE_VAR) {
+        Ok(text) => {
+            let t = parse_rfc3339(&text)
+                .map_err(|e| anyhow::anyhow!("environment variable {OVERRIDE_VAR}: {e}"))?;
+            Ok((t, Source::Override))
+        }
+        Err(_) => {
+            #[allow(clippy::disallowed_methods)]
+            let since = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_err(|_| anyhow::anyhow!("the system clock is before 1970"))?;
+            Ok((since.as_secs() as Timestamp, Source::System))
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! `atelier.toml`: the operator's configuration of one repository (which forge, which protected
+//! branch, the repository's name in approval tokens, where the gate's key lives).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub const FILE: &str = "atelier.toml";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub forge: ForgeConfig,
+    #[serde(default)]
+    pub gate: GateConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ForgeConfig {
+    /// `local` (the embedded default: pull requests kept under .atelier/forge).
+    #[serde(default = "default_kind")]
+    pub kind: String,
+    /// The repository's name as approval tokens bind it.
+    pub repository: String,
+    /// The protected branch.
+    #[serde(default = "default_branch")]
+    pub branch: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct GateConfig {
+    /// The gate's private key (signs ledger checkpoints), relative to the repository root.
+    #[serde(default = "default_gate_key")]
+    pub key: PathBuf,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            key: default_gate_key(),
+        }
+    }
+}
+
+fn default_kind() -> String {
+    "local".into()
+}
+fn default_branch() -> String {
+    "main".into()
+}
+fn default_gate_key() -> PathBuf {
+    PathBuf::from(".atelier/gate_key")
+}
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("{path} not found: run `atelier init` in this repository first")]
+    Missing { path: String },
+    #[error("{path}: {reason}")]
+    Invalid { path: String, reason: String },
+}
+
+impl Config {
+    pub fn load(root: &Path) -> Result<Config, ConfigError> {
+        let path = root.join(FILE);
+        let text = std::fs::read_to_string(&path).map_err(|_| ConfigError::Missing {
+            path: path.display().to_string(),
+        })?;
+        let config: Config = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+            path: path.display().to_string(),
+            reason: e.to_string().trim_end().to_string(),
+        })?;
+        if config.forge.kind != "local" {
+            return Err(ConfigError::Invalid {
+                path: path.display().to_string(),
+                reason: format!(
+                    "[forge] kind = \"{}\" is not available in this build: only \"local\" is implemented (the GitHub forge is not built yet)",
+                    config.forge.kind
+                ),
+            });
+        }
+        Ok(config)
+    }
+
+    pub fn render(&self) -> String {
+        format!(
+            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = \"{}\"\n# The repository's name as approval tokens bind it.\nrepository = \"{}\"\n# The protected branch: every change to it goes through the gate.\nbranch = \"{}\"\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = \"{}\"\n",
+            self.forge.kind,
+            self.forge.repository,
+            self.forge.branch,
+            self.gate.key.display()
+        )
+    }
+}

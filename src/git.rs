@@ -1,0 +1,260 @@
+//! The git edge: everything Atelier reads from or writes to a repository goes through git2 here
+//! (policy files at a commit, merge trees, changed paths, patch application, commits and the
+//! compare-and-swap that moves a branch).
+
+use std::path::Path;
+
+use git2::{Commit, Diff, ObjectType, Oid, Repository, Tree};
+use thiserror::Error;
+
+use crate::governance::policy::{
+    PolicyFiles, ALLOWED_SIGNERS_PATH, GATE_KEY_PATH, GOVERNANCE_PATH,
+};
+
+#[derive(Debug, Error)]
+pub enum GitError {
+    #[error("{dir} is not inside a git repository: run `git init` there first, or pass -C <repo>")]
+    NotARepo { dir: String },
+    #[error("branch `{branch}` does not exist: commit something to it first (atelier protects an existing branch)")]
+    NoBranch { branch: String },
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+pub fn open(dir: &Path) -> Result<Repository, GitError> {
+    Repository::discover(dir).map_err(|_| GitError::NotARepo {
+        dir: dir.display().to_string(),
+    })
+}
+
+/// The commit a local branch points at.
+pub fn branch_tip(repo: &Repository, branch: &str) -> Result<Oid, GitError> {
+    match repo.find_reference(&format!("refs/heads/{branch}")) {
+        Ok(r) => Ok(r.peel_to_commit()?.id()),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Err(GitError::NoBranch {
+            branch: branch.into(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The bytes of the blob at `path` in `tree`, if it is a file there.
+pub fn read_file(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    path: &str,
+) -> Result<Option<Vec<u8>>, GitError> {
+    match tree.get_path(Path::new(path)) {
+        Ok(entry) if entry.kind() == Some(ObjectType::Blob) => {
+            Ok(Some(repo.find_blob(entry.id())?.content().to_vec()))
+        }
+        Ok(_) => Ok(None),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The three policy files in `tree`.
+pub fn policy_files(repo: &Repository, tree: &Tree<'_>) -> Result<PolicyFiles, GitError> {
+    Ok(PolicyFiles {
+        governance: read_file(repo, tree, GOVERNANCE_PATH)?,
+        allowed_signers: read_file(repo, tree, ALLOWED_SIGNERS_PATH)?,
+        gate_key: read_file(repo, tree, GATE_KEY_PATH)?,
+    })
+}
+
+/// Every file the policy digest covers (policies/, reviewers/, GOVERNANCE.md) in `tree`.
+pub fn digest_files(
+    repo: &Repository,
+    tree: &Tree<'_>,
+) -> Result<Vec<(String, Vec<u8>)>, GitError> {
+    let mut out = Vec::new();
+    for dir in ["policies", "reviewers"] {
+        let Ok(entry) = tree.get_path(Path::new(dir)) else {
+            continue;
+        };
+        if entry.kind() != Some(ObjectType::Tree) {
+            continue;
+        }
+        let sub = repo.find_tree(entry.id())?;
+        let mut err = None;
+        sub.walk(git2::TreeWalkMode::PreOrder, |prefix, e| {
+            if e.kind() == Some(ObjectType::Blob) {
+                let path = format!("{dir}/{prefix}{}", e.name().unwrap_or(""));
+                match repo.find_blob(e.id()) {
+                    Ok(b) => out.push((path, b.content().to_vec())),
+                    Err(x) => {
+                        err = Some(x);
+                        return git2::TreeWalkResult::Abort;
+                    }
+                }
+            }
+            git2::TreeWalkResult::Ok
+        })?;
+        if let Some(e) = err {
+            return Err(e.into());
+        }
+    }
+    if let Some(bytes) = read_file(repo, tree, "GOVERNANCE.md")? {
+        out.push(("GOVERNANCE.md".into(), bytes));
+    }
+    Ok(out)
+}
+
+/// The tree of merging `head` into `base`, or a description of the conflicts.
+pub fn merge_tree(
+    repo: &Repository,
+    base: Oid,
+    head: Oid,
+) -> Result<Result<Oid, String>, GitError> {
+    let base_c = repo.find_commit(base)?;
+    let head_c = repo.find_commit(head)?;
+    let mut index = repo.merge_commits(&base_c, &head_c, None)?;
+    if index.has_conflicts() {
+        let mut paths = Vec::new();
+        for c in index.conflicts()? {
+            let c = c?;
+            let entry = c.our.or(c.their).or(c.ancestor);
+            if let Some(e) = entry {
+                paths.push(String::from_utf8_lossy(&e.path).into_owned());
+            }
+        }
+        return Ok(Err(format!("conflicts in {}", paths.join(", "))));
+    }
+    Ok(Ok(index.write_tree_to(repo)?))
+}
+
+/// Paths that differ between two trees (both sides of renames).
+pub fn changed_paths(
+    repo: &Repository,
+    old: &Tree<'_>,
+    new: &Tree<'_>,
+) -> Result<Vec<String>, GitError> {
+    let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
+    let mut paths = std::collections::BTreeSet::new();
+    for d in diff.deltas() {
+        for f in [d.old_file(), d.new_file()] {
+            if let Some(p) = f.path() {
+                paths.insert(p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    Ok(paths.into_iter().collect())
+}
+
+/// Why a patch was refused.
+#[derive(Debug, Error)]
+pub enum PatchError {
+    #[error("{file}: not a patch git can read ({reason}); produce it with `git diff` or `git format-patch`")]
+    Unreadable { file: String, reason: String },
+    #[error("{file}: does not apply cleanly to {branch} at {tip}: {reason}; rebase the change onto {branch} and make the patch again")]
+    DoesNotApply {
+        file: String,
+        branch: String,
+        tip: String,
+        reason: String,
+    },
+    #[error("{file}: the patch is empty; there is nothing to propose")]
+    Empty { file: String },
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+/// Applies a unified diff to `base`'s tree, returning the new tree.
+pub fn apply_patch(
+    repo: &Repository,
+    base: &Commit<'_>,
+    patch: &[u8],
+    file: &str,
+    branch: &str,
+) -> Result<Oid, PatchError> {
+    let diff = Diff::from_buffer(patch).map_err(|e| PatchError::Unreadable {
+        file: file.into(),
+        reason: e.message().to_string(),
+    })?;
+    if diff.deltas().len() == 0 {
+        return Err(PatchError::Empty { file: file.into() });
+    }
+    let base_tree = base.tree()?;
+    let mut index =
+        repo.apply_to_tree(&base_tree, &diff, None)
+            .map_err(|e| PatchError::DoesNotApply {
+                file: file.into(),
+                branch: branch.into(),
+                tip: base.id().to_string(),
+                reason: e.message().to_string(),
+            })?;
+    Ok(index.write_tree_to(repo)?)
+}
+
+/// A signature for commits Atelier makes: the repository's configured identity, or Atelier's.
+pub fn signature(repo: &Repository, when: i64) -> Result<git2::Signature<'static>, GitError> {
+    let time = git2::Time::new(when, 0);
+    let (name, email) = match repo.signature() {
+        Ok(s) => (
+            s.name().unwrap_or("atelier").to_string(),
+            s.email().unwrap_or("atelier@localhost").to_string(),
+        ),
+        Err(_) => ("atelier".to_string(), "atelier@localhost".to_string()),
+    };
+    Ok(git2::Signature::new(&name, &email, &time)?)
+}
+
+/// Adds or replaces one file in a tree, creating intermediate directories.
+pub fn tree_with_file(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    path: &str,
+    bytes: &[u8],
+) -> Result<Oid, GitError> {
+    let blob = repo.blob(bytes)?;
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let name = parts.pop().expect("split always yields one part");
+    insert(repo, Some(tree), &parts, name, blob)
+}
+
+fn insert(
+    repo: &Repository,
+    tree: Option<&Tree<'_>>,
+    dirs: &[&str],
+    name: &str,
+    blob: Oid,
+) -> Result<Oid, GitError> {
+    let mut builder = repo.treebuilder(tree)?;
+    match dirs.split_first() {
+        None => {
+            builder.insert(name, blob, 0o100644)?;
+        }
+        Some((first, rest)) => {
+            let sub = match tree.and_then(|t| t.get_name(first)) {
+                Some(e) if e.kind() == Some(ObjectType::Tree) => Some(repo.find_tree(e.id())?),
+                _ => None,
+            };
+            let id = insert(repo, sub.as_ref(), rest, name, blob)?;
+            builder.insert(first, id, 0o040000)?;
+        }
+    }
+    Ok(builder.write()?)
+}
+
+/// Moves `refs/heads/<branch>` from `expected` to `new` atomically, failing if it moved.
+pub fn compare_and_swap(
+    repo: &Repository,
+    refname: &str,
+    expected: Oid,
+    new: Oid,
+    message: &str,
+) -> Result<bool, GitError> {
+    match repo.reference_matching(refname, new, true, expected, message) {
+        Ok(_) => Ok(true),
+        Err(e)
+            if matches!(
+                e.code(),
+                git2::ErrorCode::Modified | git2::ErrorCode::Locked | git2::ErrorCode::NotFound
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

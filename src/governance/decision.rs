@@ -1,0 +1,538 @@
+//! The gate: one pure function from plain data to a [`Decision`]. It decides whether a change
+//! may merge now and explains every requirement, met or not, with a stable code and the
+//! expected and found values. No IO, no clock: the caller passes `now` and everything it read.
+//!
+//! Requirements are small rules evaluated independently ([`requirements`]); the decision allows
+//! the merge only when all of them are met.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::policy::{Policy, PolicyError, Rule};
+use super::time::{format_rfc3339, Timestamp};
+use super::token::{self, RawToken, Verdict};
+
+/// The change as the gate sees it, gathered by the caller from git and the forge.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub repository: String,
+    pub proposal: String,
+    pub pull: u64,
+    pub open: bool,
+    /// The protected branch's tip the change would merge onto.
+    pub base: String,
+    /// The proposal branch's tip.
+    pub head: String,
+    /// The tree of merging head into base, or why it could not be computed (a conflict).
+    pub merge_tree: Result<String, String>,
+    /// Paths that differ between base and the merge tree.
+    pub changed_paths: Vec<String>,
+    /// [`super::policy::policy_digest`] of the base commit.
+    pub policy_digest: String,
+    /// The principal who proposed the change, whose approval never counts.
+    pub proposer: Option<String>,
+}
+
+/// All inputs of one gate evaluation.
+#[derive(Debug, Clone)]
+pub struct GateInput<'a> {
+    pub change: &'a Change,
+    /// The policy read from the base commit.
+    pub base_policy: &'a Result<Policy, PolicyError>,
+    /// The policy the merge tree would install (read from the merge tree).
+    pub new_policy: &'a Result<Policy, PolicyError>,
+    /// Every token recorded on the pull request, in order, as received.
+    pub tokens: &'a [RawToken],
+    /// Merkle roots of the ledger at the sizes tokens name (`size -> hex root`).
+    pub ledger_roots: &'a BTreeMap<u64, String>,
+    pub now: Timestamp,
+}
+
+/// One requirement of the gate, met or not.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Requirement {
+    pub code: &'static str,
+    pub met: bool,
+    pub summary: String,
+    pub expected: String,
+    pub found: String,
+}
+
+/// What the gate made of one token.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct TokenReport {
+    pub index: usize,
+    pub principal: Option<String>,
+    pub fingerprint: Option<String>,
+    pub decision: Option<Verdict>,
+    /// `OK` when the token counts (an approval or a veto), otherwise why it does not.
+    pub code: &'static str,
+    pub counted: bool,
+    pub detail: String,
+}
+
+/// The gate's answer: an outcome value, never an error.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub requirements: Vec<Requirement>,
+    pub tokens: Vec<TokenReport>,
+    /// Distinct principals whose approvals count, sorted.
+    pub approvers: Vec<String>,
+    /// Distinct eligible principals who rejected, sorted.
+    pub vetoes: Vec<String>,
+}
+
+impl Decision {
+    pub fn unmet(&self) -> impl Iterator<Item = &Requirement> {
+        self.requirements.iter().filter(|r| !r.met)
+    }
+}
+
+fn req(
+    code: &'static str,
+    met: bool,
+    summary: String,
+    expected: String,
+    found: String,
+) -> Requirement {
+    Requirement {
+        code,
+        met,
+        summary,
+        expected,
+        found,
+    }
+}
+
+struct Judged {
+    reports: Vec<TokenReport>,
+    approvers: BTreeSet<String>,
+    vetoes: BTreeSet<String>,
+}
+
+/// A counted token: principal, key fingerprint, decision.
+type Counted = (String, String, Verdict);
+/// Why a token does not count: code, principal (if known), fingerprint (if it verified), detail.
+type NotCounted = (&'static str, Option<String>, Option<String>, String);
+
+/// Checks one token against the change and the base policy; returns the counting principal or
+/// the code and detail of the first failed check.
+fn judge_one(
+    raw: &RawToken,
+    input: &GateInput<'_>,
+    policy: &Policy,
+    seen_nonces: &mut BTreeSet<String>,
+) -> Result<Counted, NotCounted> {
+    let verified = token::verify(raw).map_err(|e| (e.code(), None, None, e.to_string()))?;
+    let fp = verified.fingerprint.clone();
+    let fail = |code: &'static str, principal: Option<&str>, detail: String| {
+        (
+            code,
+            principal.map(str::to_string),
+            Some(fp.clone()),
+            detail,
+        )
+    };
+    let p = &verified.payload;
+    let c = input.change;
+    if policy.gate_key.as_ref() == Some(&verified.key) {
+        return Err(fail(
+            "E_GATE_KEY_SIGNER",
+            None,
+            "signed with the gate's own key, which never counts".into(),
+        ));
+    }
+    let entries = policy.signers.find(&verified.key);
+    let Some(entry) = entries.first() else {
+        return Err(fail(
+            "E_UNKNOWN_SIGNER",
+            None,
+            format!("key {fp} is not in policies/allowed_signers at the base commit"),
+        ));
+    };
+    let principal = entry.principal.as_str();
+    if entries.iter().any(|e| e.principal != entry.principal) {
+        let all: Vec<&str> = entries.iter().map(|e| e.principal.as_str()).collect();
+        return Err(fail(
+            "E_AMBIGUOUS_SIGNER",
+            None,
+            format!("key {fp} is listed for several principals ({}); list a key under one principal only", all.join(", ")),
+        ));
+    }
+    let pr = Some(principal);
+    if !entries.iter().any(|e| e.allows_namespace(token::NAMESPACE)) {
+        return Err(fail(
+            "E_SIGNER_NAMESPACE",
+            pr,
+            format!(
+                "allowed_signers line {} restricts this key to other namespaces than `{}`",
+                entry.line,
+                token::NAMESPACE
+            ),
+        ));
+    }
+    if let Some(rev) = policy.is_revoked(&fp) {
+        return Err(fail(
+            "E_KEY_REVOKED",
+            pr,
+            format!(
+                "key {fp} is revoked in policies/governance.toml ({})",
+                rev.reason.as_deref().unwrap_or("no reason given")
+            ),
+        ));
+    }
+    if !entries.iter().any(|e| e.validity_at(input.now).is_none()) {
+        let why = entry.validity_at(input.now).unwrap_or_default();
+        return Err(fail(
+            "E_KEY_OUTSIDE_VALIDITY",
+            pr,
+            format!(
+                "allowed_signers line {}: {why} (gate clock {})",
+                entry.line,
+                format_rfc3339(input.now)
+            ),
+        ));
+    }
+    let bind = |code: &'static str, field: &str, expected: &str, found: &str| {
+        if expected == found {
+            Ok(())
+        } else {
+            Err(fail(
+                code,
+                pr,
+                format!("{field}: expected {expected}, found {found}"),
+            ))
+        }
+    };
+    bind(
+        "E_WRONG_REPOSITORY",
+        "repository",
+        &c.repository,
+        &p.repository,
+    )?;
+    bind("E_WRONG_PROPOSAL", "proposal", &c.proposal, &p.proposal)?;
+    bind(
+        "E_WRONG_PULL",
+        "pull",
+        &c.pull.to_string(),
+        &p.pull.to_string(),
+    )?;
+    bind("E_STALE_HEAD", "head", &c.head, &p.head)?;
+    bind("E_STALE_BASE", "base", &c.base, &p.base)?;
+    if let Ok(tree) = &c.merge_tree {
+        bind("E_MERGE_TREE_MISMATCH", "merge-tree", tree, &p.merge_tree)?;
+    }
+    bind(
+        "E_POLICY_DIGEST_MISMATCH",
+        "policy",
+        &c.policy_digest,
+        &p.policy,
+    )?;
+    if p.expires <= p.issued || p.expires - p.issued > policy.max_lifetime {
+        return Err(fail(
+            "E_TOKEN_LIFETIME",
+            pr,
+            format!(
+                "lifetime: expected at most {}s, found {}s (issued {}, expires {})",
+                policy.max_lifetime,
+                p.expires - p.issued,
+                format_rfc3339(p.issued),
+                format_rfc3339(p.expires)
+            ),
+        ));
+    }
+    if p.issued > input.now + policy.clock_skew {
+        return Err(fail(
+            "E_TOKEN_NOT_YET_VALID",
+            pr,
+            format!(
+                "issued: expected at or before {}, found {}",
+                format_rfc3339(input.now + policy.clock_skew),
+                format_rfc3339(p.issued)
+            ),
+        ));
+    }
+    if input.now >= p.expires {
+        return Err(fail(
+            "E_TOKEN_EXPIRED",
+            pr,
+            format!(
+                "expires: expected after {}, found {}",
+                format_rfc3339(input.now),
+                format_rfc3339(p.expires)
+            ),
+        ));
+    }
+    if let Some(cp) = &p.checkpoint {
+        let ours = input.ledger_roots.get(&cp.size);
+        if ours != Some(&cp.root) {
+            return Err(fail(
+                "E_CHECKPOINT_MISMATCH",
+                pr,
+                format!(
+                    "ledger root at size {}: expected {}, found {} (the approver saw a different ledger)",
+                    cp.size,
+                    ours.map_or("none (the ledger is shorter)", String::as_str),
+                    cp.root
+                ),
+            ));
+        }
+    }
+    if c.proposer.as_deref() == Some(principal) {
+        return Err(fail(
+            "E_PROPOSER_SIGNER",
+            pr,
+            format!("{principal} proposed this change; the proposer's approval never counts"),
+        ));
+    }
+    if policy.bots.iter().any(|b| b == principal) {
+        return Err(fail(
+            "E_BOT_SIGNER",
+            pr,
+            format!("{principal} is listed under `bots` and never counts"),
+        ));
+    }
+    if !seen_nonces.insert(p.nonce.clone()) {
+        return Err(fail(
+            "E_DUPLICATE_TOKEN",
+            pr,
+            format!("nonce {} was already presented by another token", p.nonce),
+        ));
+    }
+    Ok((principal.to_string(), fp, p.decision))
+}
+
+fn judge(input: &GateInput<'_>, policy: &Policy) -> Judged {
+    let mut judged = Judged {
+        reports: Vec::new(),
+        approvers: BTreeSet::new(),
+        vetoes: BTreeSet::new(),
+    };
+    let mut nonces = BTreeSet::new();
+    for (index, raw) in input.tokens.iter().enumerate() {
+        let report = match judge_one(raw, input, policy, &mut nonces) {
+            Ok((principal, fp, verdict)) => {
+                let set = match verdict {
+                    Verdict::Approve => &mut judged.approvers,
+                    Verdict::Reject => &mut judged.vetoes,
+                };
+                let fresh = set.insert(principal.clone());
+                TokenReport {
+                    index,
+                    code: if fresh { "OK" } else { "E_DUPLICATE_PRINCIPAL" },
+                    counted: fresh,
+                    detail: if fresh {
+                        format!("{} by {principal}", verdict.as_str())
+                    } else {
+                        format!("{principal} already counted once; a principal counts once however many tokens or keys")
+                    },
+                    principal: Some(principal),
+                    fingerprint: Some(fp),
+                    decision: Some(verdict),
+                }
+            }
+            Err((code, principal, fingerprint, detail)) => TokenReport {
+                index,
+                principal,
+                fingerprint,
+                decision: None,
+                code,
+                counted: false,
+                detail,
+            },
+        };
+        judged.reports.push(report);
+    }
+    judged
+}
+
+fn rule_requirement(
+    code: &'static str,
+    which: &str,
+    rule: &Rule,
+    approvers: &BTreeSet<String>,
+    changed: &[String],
+) -> Requirement {
+    let counting: Vec<&str> = approvers
+        .iter()
+        .map(String::as_str)
+        .filter(|p| rule.counts(p))
+        .collect();
+    let met = counting.len() as u32 >= rule.quorum;
+    let paths = rule.matched(changed);
+    let shown: Vec<&str> = paths.iter().take(3).copied().collect();
+    let more = if paths.len() > 3 {
+        format!(" and {} more", paths.len() - 3)
+    } else {
+        String::new()
+    };
+    req(
+        code,
+        met,
+        format!(
+            "{which} rule `{}` (touches {}{more})",
+            rule.name,
+            shown.join(", ")
+        ),
+        format!(
+            "{} distinct approval(s){}",
+            rule.quorum,
+            rule.approvers
+                .as_ref()
+                .map_or(String::new(), |a| format!(" from {}", a.join(", ")))
+        ),
+        if counting.is_empty() {
+            "0".into()
+        } else {
+            format!("{} ({})", counting.len(), counting.join(", "))
+        },
+    )
+}
+
+/// Every requirement for the change, met or not.
+pub fn requirements(
+    input: &GateInput<'_>,
+) -> (Vec<Requirement>, Vec<TokenReport>, Vec<String>, Vec<String>) {
+    let c = input.change;
+    let mut out = vec![req(
+        "E_NOT_OPEN",
+        c.open,
+        "the proposal is open".into(),
+        "open".into(),
+        if c.open {
+            "open".into()
+        } else {
+            "closed or merged".into()
+        },
+    )];
+    let policy = match input.base_policy {
+        Ok(p) => {
+            out.push(req(
+                "E_POLICY_INVALID",
+                true,
+                "the policy at base parses".into(),
+                "valid".into(),
+                "valid".into(),
+            ));
+            p
+        }
+        Err(e) => {
+            out.push(req(
+                "E_POLICY_INVALID",
+                false,
+                "the policy at base parses (a malformed policy halts all merges until fixed)"
+                    .into(),
+                "valid".into(),
+                e.to_string(),
+            ));
+            return (out, Vec::new(), Vec::new(), Vec::new());
+        }
+    };
+    out.push(match &c.merge_tree {
+        Ok(t) => req(
+            "E_MERGE_CONFLICT",
+            true,
+            "head merges into base cleanly".into(),
+            "a merge tree".into(),
+            t.clone(),
+        ),
+        Err(why) => req(
+            "E_MERGE_CONFLICT",
+            false,
+            "head merges into base cleanly".into(),
+            "a merge tree".into(),
+            why.clone(),
+        ),
+    });
+    let judged = judge(input, policy);
+    out.push(req(
+        "E_VETOED",
+        judged.vetoes.is_empty(),
+        "no eligible principal rejected the change".into(),
+        "no reject tokens".into(),
+        if judged.vetoes.is_empty() {
+            "none".into()
+        } else {
+            judged.vetoes.iter().cloned().collect::<Vec<_>>().join(", ")
+        },
+    ));
+    let constitutional = !policy.constitution.matched(&c.changed_paths).is_empty();
+    for rule in policy.touched(&c.changed_paths) {
+        let code = if std::ptr::eq(rule, &policy.constitution) {
+            "E_CONSTITUTION_QUORUM"
+        } else {
+            "E_QUORUM_NOT_MET"
+        };
+        out.push(rule_requirement(
+            code,
+            "base policy",
+            rule,
+            &judged.approvers,
+            &c.changed_paths,
+        ));
+    }
+    if constitutional {
+        match input.new_policy {
+            Err(e) => out.push(req(
+                "E_NEW_POLICY_INVALID",
+                false,
+                "the policy this change installs parses (it would halt all later merges)".into(),
+                "valid".into(),
+                e.to_string(),
+            )),
+            Ok(new) => {
+                out.push(req(
+                    "E_NEW_POLICY_INVALID",
+                    true,
+                    "the policy this change installs parses".into(),
+                    "valid".into(),
+                    "valid".into(),
+                ));
+                // Approvers counted under the base policy who are also neither bots nor revoked
+                // under the new one: a change can only narrow who counts, never widen it.
+                let still: BTreeSet<String> = judged
+                    .reports
+                    .iter()
+                    .filter(|r| r.counted && r.decision == Some(Verdict::Approve))
+                    .filter(|r| {
+                        r.fingerprint
+                            .as_deref()
+                            .is_none_or(|f| new.is_revoked(f).is_none())
+                    })
+                    .filter_map(|r| r.principal.clone())
+                    .filter(|p| !new.bots.contains(p))
+                    .collect();
+                for rule in new.touched(&c.changed_paths) {
+                    out.push(rule_requirement(
+                        "E_NEW_POLICY_QUORUM",
+                        "new policy",
+                        rule,
+                        &still,
+                        &c.changed_paths,
+                    ));
+                }
+            }
+        }
+    }
+    (
+        out,
+        judged.reports,
+        judged.approvers.into_iter().collect(),
+        judged.vetoes.into_iter().collect(),
+    )
+}
+
+/// The gate.
+pub fn decide(input: &GateInput<'_>) -> Decision {
+    let (requirements, tokens, approvers, vetoes) = requirements(input);
+    let allowed = requirements.iter().all(|r| r.met);
+    Decision {
+        allowed,
+        requirements,
+        tokens,
+        approvers,
+        vetoes,
+    }
+}

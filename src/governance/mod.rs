@@ -1,0 +1,11 @@
+//! Governance: approval tokens, allowed signers, policy and the gate's decision.
+//!
+//! Everything here is pure — no IO, no async, no network, no clock: time is passed in and
+//! files arrive as bytes — so it can be tested with plain data and later become its own crate.
+//! The CLI and the forge gather the inputs; this module only decides.
+
+pub mod allowed_signers;
+pub mod decision;
+pub mod policy;
+pub mod time;
+pub mod token;

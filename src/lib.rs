@@ -1,0 +1,16 @@
+//! Atelier: a self-improving agent swarm behind a human-signed governance gate.
+//!
+//! Start with ARCHITECTURE.md for the codemap and invariants. In short: `governance` decides
+//! (pure), `workflow` gathers data and acts, `forge` keeps pull requests, `audit` keeps and
+//! verifies the ledger, `git` is the only module that touches repositories, and `cli` is the only
+//! module that prints.
+
+pub mod audit;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod forge;
+pub mod fsutil;
+pub mod git;
+pub mod governance;
+pub mod workflow;

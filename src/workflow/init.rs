@@ -1,0 +1,247 @@
+//! `atelier init` (adopt Atelier in a repository) and `atelier keygen` (an approver's key).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use ed25519_dalek::SigningKey;
+use ssh_key::private::{Ed25519Keypair, KeypairData};
+use ssh_key::{LineEnding, PrivateKey};
+
+use crate::config::{Config, ForgeConfig, GateConfig};
+use crate::fsutil::atomic_write;
+use crate::git;
+use crate::governance::policy::{DEFAULT_GOVERNANCE_TOML, GATE_KEY_PATH};
+
+/// What `init` did.
+#[derive(Debug, serde::Serialize)]
+pub struct InitReport {
+    pub root: PathBuf,
+    pub created: Vec<String>,
+    pub kept: Vec<String>,
+    pub gate_key_fingerprint: String,
+    pub to_commit: Vec<String>,
+}
+
+const ALLOWED_SIGNERS_TEMPLATE: &str = "# Approvers' public keys, in OpenSSH allowed_signers format (see `man ssh-keygen`).\n# The gate reads this file from the base commit of each change. One principal per line:\n#\n#   alice@example.org namespaces=\"atelier-approval\" ssh-ed25519 AAAAC3Nz... alice laptop\n#   bob@example.org namespaces=\"atelier-approval\",valid-before=\"20270101Z\" ssh-ed25519 AAAAC3Nz...\n#\n# `atelier keygen KEY --principal NAME` prints a line to paste here. Adding, rotating or\n# removing a line changes the constitution, which needs the constitution quorum.\n";
+
+const GOVERNANCE_MD: &str = include_str!("../../GOVERNANCE.md");
+
+const REVIEWERS_README: &str = "# Reviewers\n\nDefinitions of the adversarial review panel live here (one `<name>.toml` each, with\n`templates/*.j2`). This directory is part of the constitution and of the policy digest.\n";
+
+const PROPOSALS_README: &str = "# Proposals\n\nEach proposal's record lives in `<id>-<slug>/proposal.toml`, committed on its proposal branch\nand merged with the change.\n";
+
+fn write_if_missing(root: &Path, rel: &str, bytes: &[u8], report: &mut InitReport) -> Result<()> {
+    let path = root.join(rel);
+    if path.exists() {
+        report.kept.push(rel.to_string());
+    } else {
+        atomic_write(&path, bytes)?;
+        report.created.push(rel.to_string());
+    }
+    Ok(())
+}
+
+/// Adopts Atelier in the repository containing `dir`. Idempotent: existing files are kept.
+pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> Result<InitReport> {
+    let repo = git::open(dir)?;
+    let root = repo
+        .workdir()
+        .context("the repository is bare: atelier needs a working tree")?
+        .to_path_buf();
+    let mut report = InitReport {
+        root: root.clone(),
+        created: Vec::new(),
+        kept: Vec::new(),
+        gate_key_fingerprint: String::new(),
+        to_commit: Vec::new(),
+    };
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repository".into());
+    let config = Config {
+        forge: ForgeConfig {
+            kind: "local".into(),
+            repository: repository.unwrap_or_else(|| format!("local/{name}")),
+            branch: branch.unwrap_or_else(|| "main".into()),
+        },
+        gate: GateConfig::default(),
+    };
+    write_if_missing(
+        &root,
+        crate::config::FILE,
+        config.render().as_bytes(),
+        &mut report,
+    )?;
+    let config = Config::load(&root)?;
+    write_if_missing(
+        &root,
+        "policies/governance.toml",
+        DEFAULT_GOVERNANCE_TOML.as_bytes(),
+        &mut report,
+    )?;
+    write_if_missing(
+        &root,
+        "policies/allowed_signers",
+        ALLOWED_SIGNERS_TEMPLATE.as_bytes(),
+        &mut report,
+    )?;
+    write_if_missing(
+        &root,
+        "reviewers/README.md",
+        REVIEWERS_README.as_bytes(),
+        &mut report,
+    )?;
+    write_if_missing(
+        &root,
+        "proposals/README.md",
+        PROPOSALS_README.as_bytes(),
+        &mut report,
+    )?;
+    write_if_missing(
+        &root,
+        "GOVERNANCE.md",
+        GOVERNANCE_MD.as_bytes(),
+        &mut report,
+    )?;
+
+    // The gate's key: private under .atelier/ (ignored), public in policies/.
+    let key_path = root.join(&config.gate.key);
+    let key = if key_path.exists() {
+        report.kept.push(config.gate.key.display().to_string());
+        super::read_signing_key(&key_path)?
+    } else {
+        let (key, _) = write_keypair(&key_path, "atelier-gate")?;
+        report.created.push(config.gate.key.display().to_string());
+        key
+    };
+    let public = public_line(&key, "atelier-gate")?;
+    let pub_path = root.join(GATE_KEY_PATH);
+    match std::fs::read_to_string(&pub_path) {
+        Ok(existing) if existing.trim() == public.trim() => report.kept.push(GATE_KEY_PATH.into()),
+        Ok(_) => anyhow::bail!(
+            "{} holds a different key than {}: restore the matching private key, or delete both to make a new gate key",
+            pub_path.display(),
+            key_path.display()
+        ),
+        Err(_) => {
+            atomic_write(&pub_path, format!("{public}\n").as_bytes())?;
+            report.created.push(GATE_KEY_PATH.into());
+        }
+    }
+    report.gate_key_fingerprint =
+        crate::governance::token::fingerprint(&ssh_key::public::KeyData::Ed25519(
+            ssh_key::public::Ed25519PublicKey(key.verifying_key().to_bytes()),
+        ));
+
+    // Keep .atelier/ out of git.
+    let ignore = root.join(".gitignore");
+    let current = std::fs::read_to_string(&ignore).unwrap_or_default();
+    if !current
+        .lines()
+        .any(|l| l.trim() == ".atelier/" || l.trim() == ".atelier")
+    {
+        let mut text = current.clone();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(".atelier/\n");
+        atomic_write(&ignore, text.as_bytes())?;
+        report.created.push(".gitignore (.atelier/ entry)".into());
+    }
+    report.to_commit = vec![
+        ".gitignore".into(),
+        crate::config::FILE.into(),
+        "GOVERNANCE.md".into(),
+        "policies".into(),
+        "reviewers".into(),
+        "proposals".into(),
+    ];
+    Ok(report)
+}
+
+fn public_line(key: &SigningKey, comment: &str) -> Result<String> {
+    let pair = Ed25519Keypair::from_seed(&key.to_bytes());
+    let private = PrivateKey::new(KeypairData::Ed25519(pair), comment)?;
+    Ok(private.public_key().to_openssh()?)
+}
+
+/// Writes a new OpenSSH ed25519 key pair (`path` mode 0600, `path.pub`); refuses to overwrite.
+fn write_keypair(path: &Path, comment: &str) -> Result<(SigningKey, String)> {
+    let key = SigningKey::generate(&mut rand_core::OsRng);
+    let pair = Ed25519Keypair::from_seed(&key.to_bytes());
+    let private = PrivateKey::new(KeypairData::Ed25519(pair), comment)?;
+    let text = private.to_openssh(LineEnding::LF)?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            anyhow::anyhow!(
+                "{} already exists; atelier never overwrites a key — choose another path",
+                path.display()
+            )
+        } else {
+            anyhow::anyhow!("creating {}: {e}", path.display())
+        }
+    })?;
+    file.write_all(text.as_bytes())?;
+    file.sync_all()?;
+    let public = private.public_key().to_openssh()?;
+    atomic_write(
+        &path.with_extension(pub_extension(path)),
+        format!("{public}\n").as_bytes(),
+    )?;
+    Ok((key, public))
+}
+
+fn pub_extension(path: &Path) -> String {
+    match path.extension() {
+        Some(e) => format!("{}.pub", e.to_string_lossy()),
+        None => "pub".into(),
+    }
+}
+
+/// What `keygen` made.
+#[derive(Debug, serde::Serialize)]
+pub struct KeygenReport {
+    pub private: PathBuf,
+    pub public: PathBuf,
+    pub fingerprint: String,
+    pub allowed_signers_line: String,
+}
+
+/// Makes an approver's key pair and the allowed_signers line for it.
+pub fn keygen(path: &Path, principal: Option<String>) -> Result<KeygenReport> {
+    let principal = principal.unwrap_or_else(|| {
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "approver".into())
+    });
+    if principal.is_empty() || principal.contains([',', '*', '?', '!', ' ', '"']) {
+        anyhow::bail!("--principal `{principal}`: a principal is one name without spaces, commas, quotes or wildcards (e.g. alice@example.org)");
+    }
+    let (key, public) = write_keypair(path, &principal)?;
+    let fingerprint = crate::governance::token::fingerprint(&ssh_key::public::KeyData::Ed25519(
+        ssh_key::public::Ed25519PublicKey(key.verifying_key().to_bytes()),
+    ));
+    let mut fields = public.split(' ');
+    let (kind, b64) = (
+        fields.next().unwrap_or("ssh-ed25519"),
+        fields.next().unwrap_or(""),
+    );
+    Ok(KeygenReport {
+        private: path.to_path_buf(),
+        public: path.with_extension(pub_extension(path)),
+        fingerprint,
+        allowed_signers_line: format!("{principal} namespaces=\"atelier-approval\" {kind} {b64}"),
+    })
+}

@@ -1,0 +1,185 @@
+//! `atelier merge` and `atelier close`. A merge happens only when the gate, recomputed at that
+//! instant, allows it; the protected branch then moves from the verified base to a merge commit
+//! with exactly the approved tree, by compare-and-swap, and the landed tree is checked again.
+
+use anyhow::Result;
+use git2::Oid;
+
+use super::{decision_event, evaluate, refuse, Evaluation, Workspace};
+use crate::audit::ledger::Event;
+use crate::forge::PullState;
+use crate::git;
+use crate::governance::time::Timestamp;
+use crate::governance::token::{self, Verdict};
+
+#[derive(Debug, serde::Serialize)]
+pub struct Merged {
+    pub id: String,
+    pub commit: String,
+    pub base: String,
+    pub head: String,
+    pub tree: String,
+    pub approvers: Vec<String>,
+    /// Whether the checked-out protected branch's files were updated.
+    pub worktree_updated: bool,
+    pub note: Option<String>,
+}
+
+/// The outcome of a merge attempt: merged, or refused with the gate's evaluation.
+pub enum MergeOutcome {
+    Merged(Merged),
+    Refused(Box<Evaluation>),
+}
+
+/// The commit message of a gate merge: trailers, then every counted approval token.
+pub fn merge_message(eval: &Evaluation) -> String {
+    let mut msg = format!(
+        "Merge proposal {}: {}\n\nAtelier-Proposal: {}\nAtelier-Pull: {}\nAtelier-Base: {}\nAtelier-Head: {}\nAtelier-Approvers: {}\n",
+        eval.pull.proposal,
+        eval.pull.title,
+        eval.pull.proposal,
+        eval.pull.number,
+        eval.change.base,
+        eval.change.head,
+        eval.decision.approvers.join(", ")
+    );
+    for report in eval
+        .decision
+        .tokens
+        .iter()
+        .filter(|r| r.counted && r.decision == Some(Verdict::Approve))
+    {
+        msg.push('\n');
+        msg.push_str(&eval.tokens[report.index].to_text());
+    }
+    msg
+}
+
+pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
+    let _lock = ws.lock()?;
+    let eval = evaluate(ws, ws.pull(id)?, now)?;
+    ws.record(vec![decision_event(&eval)], now)?;
+    if !eval.decision.allowed {
+        return Ok(MergeOutcome::Refused(Box::new(eval)));
+    }
+    let repo = &ws.repo;
+    let base = Oid::from_str(&eval.change.base)?;
+    let head = Oid::from_str(&eval.change.head)?;
+    let tree_id = eval
+        .merge_tree
+        .expect("an allowed decision always has a merge tree");
+    let clean_checkout = protected_checkout_is_clean(ws)?;
+    let sig = git::signature(repo, now)?;
+    let message = merge_message(&eval);
+    debug_assert!(token::RawToken::extract_all(&message).len() == eval.decision.approvers.len());
+    let commit = repo.commit(
+        None,
+        &sig,
+        &sig,
+        &message,
+        &repo.find_tree(tree_id)?,
+        &[&repo.find_commit(base)?, &repo.find_commit(head)?],
+    )?;
+    let refname = format!("refs/heads/{}", eval.pull.base_branch);
+    if !git::compare_and_swap(
+        repo,
+        &refname,
+        base,
+        commit,
+        &format!("atelier: merge proposal {id}"),
+    )? {
+        let found = git::branch_tip(repo, &eval.pull.base_branch)
+            .map(|o| o.to_string())
+            .unwrap_or_else(|_| "nothing".into());
+        return Err(refuse(
+            "E_BASE_MOVED",
+            format!("{} moved while merging: expected {base}, found {found}; nothing was merged — run the gate again", eval.pull.base_branch),
+        ));
+    }
+    let landed = repo
+        .find_commit(git::branch_tip(repo, &eval.pull.base_branch)?)?
+        .tree_id();
+    if landed != tree_id {
+        return Err(refuse(
+            "E_LANDED_TREE_MISMATCH",
+            format!("{} landed tree {landed}, but the approved merge tree is {tree_id}; investigate before anything else merges", eval.pull.base_branch),
+        ));
+    }
+    ws.forge.set_state(
+        eval.pull.number,
+        PullState::Merged,
+        Some(commit.to_string()),
+        None,
+    )?;
+    ws.record(
+        vec![Event::Merged {
+            proposal: eval.pull.proposal.clone(),
+            pull: eval.pull.number,
+            commit: commit.to_string(),
+            base: base.to_string(),
+            head: head.to_string(),
+            tree: tree_id.to_string(),
+        }],
+        now,
+    )?;
+    let (worktree_updated, note) = match clean_checkout {
+        None => (false, None),
+        Some(true) => {
+            repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
+            (true, None)
+        }
+        Some(false) => (
+            false,
+            Some(format!(
+                "your checkout of {} has local changes, so its files were left as they were; `git status` will show the merge as reverted until you run `git stash && git reset --hard && git stash pop`",
+                eval.pull.base_branch
+            )),
+        ),
+    };
+    Ok(MergeOutcome::Merged(Merged {
+        id: id.to_string(),
+        commit: commit.to_string(),
+        base: base.to_string(),
+        head: head.to_string(),
+        tree: tree_id.to_string(),
+        approvers: eval.decision.approvers.clone(),
+        worktree_updated,
+        note,
+    }))
+}
+
+/// `None` when the protected branch is not checked out; otherwise whether the checkout is clean.
+fn protected_checkout_is_clean(ws: &Workspace) -> Result<Option<bool>> {
+    let repo = &ws.repo;
+    let head = match repo.head() {
+        Ok(h) => h,
+        Err(_) => return Ok(None),
+    };
+    if head.name() != Some(&format!("refs/heads/{}", ws.branch())) {
+        return Ok(None);
+    }
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(false).include_ignored(false);
+    Ok(Some(repo.statuses(Some(&mut opts))?.is_empty()))
+}
+
+pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -> Result<()> {
+    let _lock = ws.lock()?;
+    let pull = ws.pull(id)?;
+    if pull.state != PullState::Open {
+        return Err(refuse(
+            "E_NOT_OPEN",
+            format!("proposal {id} is already {}", pull.state.as_str()),
+        ));
+    }
+    ws.forge
+        .set_state(pull.number, PullState::Closed, None, reason.clone())?;
+    ws.record(
+        vec![Event::Closed {
+            proposal: pull.proposal.clone(),
+            reason,
+        }],
+        now,
+    )?;
+    Ok(())
+}

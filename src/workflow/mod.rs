@@ -1,0 +1,346 @@
+//! The governed change loop as domain operations: each CLI command builds options and calls one
+//! function here. This layer gathers plain data from git, the forge and the ledger, hands it to
+//! the pure gate in `governance`, and records every step in the ledger. It never prints.
+
+mod approve;
+mod init;
+mod merge;
+mod propose;
+
+pub use approve::{
+    approve, payload_for, record_signature, record_token_file, ApproveOptions, Approved, SignWith,
+};
+pub use init::{init, keygen, InitReport, KeygenReport};
+pub use merge::{close, merge, merge_message, MergeOutcome, Merged};
+pub use propose::{propose, ProposeOptions, Proposed};
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use ed25519_dalek::SigningKey;
+use git2::{Oid, Repository};
+use thiserror::Error;
+
+use crate::audit::ledger::{self, Event};
+use crate::config::Config;
+use crate::forge::local::LocalForge;
+use crate::forge::{Forge, PullRequest, PullState};
+use crate::fsutil::Lock;
+use crate::git;
+use crate::governance::decision::{self, Change, Decision, GateInput};
+use crate::governance::policy::{policy_digest, Policy, PolicyError};
+use crate::governance::time::Timestamp;
+use crate::governance::token::RawToken;
+
+/// A refusal: the command understood the request and said no. Exit code 1, with a stable code.
+#[derive(Debug, Error)]
+#[error("{code}: {message}")]
+pub struct Refusal {
+    pub code: &'static str,
+    pub message: String,
+}
+
+pub fn refuse(code: &'static str, message: impl Into<String>) -> anyhow::Error {
+    Refusal {
+        code,
+        message: message.into(),
+    }
+    .into()
+}
+
+/// An opened repository with its configuration and forge.
+pub struct Workspace {
+    pub root: PathBuf,
+    pub repo: Repository,
+    pub config: Config,
+    pub forge: Box<dyn Forge>,
+}
+
+impl Workspace {
+    pub fn open(dir: &Path) -> Result<Workspace> {
+        let repo = git::open(dir)?;
+        let root = repo
+            .workdir()
+            .context("the repository is bare: atelier needs a working tree for atelier.toml and .atelier/")?
+            .to_path_buf();
+        let config = Config::load(&root)?;
+        let forge = Box::new(LocalForge::new(root.join(".atelier")));
+        Ok(Workspace {
+            root,
+            repo,
+            config,
+            forge,
+        })
+    }
+
+    pub fn atelier_dir(&self) -> PathBuf {
+        self.root.join(".atelier")
+    }
+
+    /// The repository-wide lock every mutation holds (forge state and ledger appends).
+    pub fn lock(&self) -> Result<Lock> {
+        Lock::acquire(&self.atelier_dir().join("lock"))
+    }
+
+    pub fn branch(&self) -> &str {
+        &self.config.forge.branch
+    }
+
+    pub fn gate_key(&self) -> Result<SigningKey> {
+        let path = self.root.join(&self.config.gate.key);
+        read_signing_key(&path).with_context(|| {
+            format!("the gate key {} is needed to sign ledger checkpoints (run `atelier init` on the gate's machine)", path.display())
+        })
+    }
+
+    /// Resolves a proposal id (`1`) to its pull request.
+    pub fn pull(&self, id: &str) -> Result<PullRequest> {
+        let n: u64 = id.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "`{id}` is not a proposal id: ids are numbers (`atelier proposals` lists them)"
+            )
+        })?;
+        Ok(self.forge.get(n)?)
+    }
+
+    /// Appends events to the ledger, starting it with the adoption point if it is new.
+    pub fn record(&self, events: Vec<Event>, now: Timestamp) -> Result<ledger::Snapshot> {
+        let key = self.gate_key()?;
+        let mut all = Vec::new();
+        if ledger::tip(&self.repo)?.is_none() {
+            let adoption = adoption_commit(&self.repo, self.branch())?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "branch `{}` has no commit carrying {}: commit the files `atelier init` wrote, then retry",
+                    self.branch(),
+                    crate::governance::policy::GOVERNANCE_PATH
+                )
+            })?;
+            all.push(Event::Adopted {
+                branch: self.branch().to_string(),
+                commit: adoption.to_string(),
+            });
+        }
+        all.extend(events);
+        Ok(ledger::append(
+            &self.repo,
+            &self.config.forge.repository,
+            all,
+            now,
+            &key,
+        )?)
+    }
+}
+
+/// Reads an unencrypted OpenSSH ed25519 private key.
+pub fn read_signing_key(path: &Path) -> Result<SigningKey> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading key {}", path.display()))?;
+    let key = ssh_key::PrivateKey::from_openssh(&text)
+        .with_context(|| format!("{}: not an OpenSSH private key", path.display()))?;
+    if key.is_encrypted() {
+        anyhow::bail!(
+            "{}: the key is passphrase-protected; atelier does not read encrypted keys. Sign with ssh-keygen instead: `atelier approve <id> --payload > p && ssh-keygen -Y sign -f {} -n atelier-approval p && atelier approve <id> --signature p.sig`",
+            path.display(),
+            path.display()
+        );
+    }
+    let Some(pair) = key.key_data().ed25519() else {
+        anyhow::bail!(
+            "{}: a {} key; approvals must use ed25519 (`atelier keygen` makes one)",
+            path.display(),
+            key.algorithm()
+        );
+    };
+    Ok(SigningKey::from_bytes(&pair.private.to_bytes()))
+}
+
+/// The first commit on `branch`'s first-parent line that carries the governance policy.
+pub fn adoption_commit(repo: &Repository, branch: &str) -> Result<Option<Oid>> {
+    let tip = git::branch_tip(repo, branch)?;
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    for oid in walk {
+        let oid = oid?;
+        let tree = repo.find_commit(oid)?.tree()?;
+        if git::read_file(repo, &tree, crate::governance::policy::GOVERNANCE_PATH)?.is_some() {
+            return Ok(Some(oid));
+        }
+    }
+    Ok(None)
+}
+
+/// Everything the gate was given and what it decided.
+pub struct Evaluation {
+    pub pull: PullRequest,
+    pub change: Change,
+    pub decision: Decision,
+    pub tokens: Vec<RawToken>,
+    pub merge_tree: Option<Oid>,
+}
+
+/// Gathers the change as it is now and runs the gate. Records nothing.
+pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Evaluation> {
+    let repo = &ws.repo;
+    let base = git::branch_tip(repo, &pull.base_branch)?;
+    let head = git::branch_tip(repo, &pull.head_branch)
+        .with_context(|| format!("the proposal branch {} is gone", pull.head_branch))?;
+    let base_tree = repo.find_commit(base)?.tree()?;
+    let merge = git::merge_tree(repo, base, head)?;
+    let (changed, new_policy) = match &merge {
+        Ok(t) => {
+            let tree = repo.find_tree(*t)?;
+            (
+                git::changed_paths(repo, &base_tree, &tree)?,
+                Policy::load(&git::policy_files(repo, &tree)?),
+            )
+        }
+        Err(_) => (
+            Vec::new(),
+            Err(PolicyError::Missing {
+                path: crate::governance::policy::GOVERNANCE_PATH,
+            }),
+        ),
+    };
+    let base_policy = Policy::load(&git::policy_files(repo, &base_tree)?);
+    let digest = policy_digest(&git::digest_files(repo, &base_tree)?);
+    let tokens: Vec<RawToken> = pull
+        .comments
+        .iter()
+        .flat_map(|c| RawToken::extract_all(&c.body))
+        .collect();
+    let ledger_roots = ledger_roots(repo, &tokens)?;
+    let change = Change {
+        repository: ws.config.forge.repository.clone(),
+        proposal: pull.proposal.clone(),
+        pull: pull.number,
+        open: pull.state == PullState::Open,
+        base: base.to_string(),
+        head: head.to_string(),
+        merge_tree: merge.as_ref().map(|t| t.to_string()).map_err(|e| e.clone()),
+        changed_paths: changed,
+        policy_digest: digest,
+        proposer: pull.proposer.clone(),
+    };
+    let decision = decision::decide(&GateInput {
+        change: &change,
+        base_policy: &base_policy,
+        new_policy: &new_policy,
+        tokens: &tokens,
+        ledger_roots: &ledger_roots,
+        now,
+    });
+    Ok(Evaluation {
+        pull,
+        change,
+        decision,
+        tokens,
+        merge_tree: merge.ok(),
+    })
+}
+
+/// The ledger's Merkle root at each size a token names.
+pub fn ledger_roots(repo: &Repository, tokens: &[RawToken]) -> Result<BTreeMap<u64, String>> {
+    let sizes: Vec<u64> = tokens
+        .iter()
+        .filter_map(|t| crate::governance::token::Payload::parse(&t.payload).ok())
+        .filter_map(|p| p.checkpoint.map(|c| c.size))
+        .collect();
+    let mut out = BTreeMap::new();
+    if sizes.is_empty() {
+        return Ok(out);
+    }
+    if let Some(snap) = ledger::read(repo)? {
+        let leaves = snap.leaf_hashes();
+        for s in sizes {
+            if let Some(prefix) = leaves.get(..s as usize) {
+                out.insert(s, hex::encode(crate::audit::merkle::root(prefix)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the gate and records its decision in the ledger (the `gate` command).
+pub fn gate(ws: &Workspace, id: &str, now: Timestamp) -> Result<Evaluation> {
+    let _lock = ws.lock()?;
+    let eval = evaluate(ws, ws.pull(id)?, now)?;
+    ws.record(vec![decision_event(&eval)], now)?;
+    Ok(eval)
+}
+
+pub fn decision_event(eval: &Evaluation) -> Event {
+    Event::GateDecision {
+        proposal: eval.pull.proposal.clone(),
+        base: eval.change.base.clone(),
+        head: eval.change.head.clone(),
+        merge_tree: eval.merge_tree.map(|t| t.to_string()),
+        allowed: eval.decision.allowed,
+        unmet: eval.decision.unmet().map(|r| r.code.to_string()).collect(),
+        approvers: eval.decision.approvers.clone(),
+    }
+}
+
+/// One line of `atelier proposals`.
+#[derive(Debug, serde::Serialize)]
+pub struct Summary {
+    pub id: String,
+    pub title: String,
+    pub state: &'static str,
+    pub head: Option<String>,
+    pub approvals: usize,
+    pub required: Option<u32>,
+    pub may_merge: bool,
+}
+
+/// Lists proposals with their approvals against what the gate requires now.
+pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
+    let mut out = Vec::new();
+    for pull in ws.forge.list()? {
+        let state = pull.state.as_str();
+        let id = pull.proposal.clone();
+        let title = pull.title.clone();
+        let head = git::branch_tip(&ws.repo, &pull.head_branch)
+            .ok()
+            .map(|h| h.to_string());
+        let (approvals, required, may_merge) = if pull.state == PullState::Open && head.is_some() {
+            let eval = evaluate(ws, pull, now)?;
+            let required = eval
+                .decision
+                .requirements
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        r.code,
+                        "E_QUORUM_NOT_MET" | "E_CONSTITUTION_QUORUM" | "E_NEW_POLICY_QUORUM"
+                    )
+                })
+                .filter_map(|r| {
+                    r.expected
+                        .split(' ')
+                        .next()
+                        .and_then(|n| n.parse::<u32>().ok())
+                })
+                .max();
+            (
+                eval.decision.approvers.len(),
+                required,
+                eval.decision.allowed,
+            )
+        } else {
+            (0, None, false)
+        };
+        out.push(Summary {
+            id,
+            title,
+            state,
+            head,
+            approvals,
+            required,
+            may_merge,
+        });
+    }
+    Ok(out)
+}

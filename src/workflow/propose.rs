@@ -1,0 +1,163 @@
+//! `atelier propose`: a patch becomes a proposal branch with its record, and a pull request.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use super::Workspace;
+use crate::audit::ledger::Event;
+use crate::forge::{PullRequest, PullState};
+use crate::git;
+use crate::governance::time::{format_rfc3339, Timestamp};
+
+pub struct ProposeOptions {
+    pub patch: PathBuf,
+    pub title: String,
+    pub rationale: Option<String>,
+    /// The principal proposing; defaults to the repository's `user.email`.
+    pub proposer: Option<String>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Proposed {
+    pub id: String,
+    pub branch: String,
+    pub head: String,
+    pub base: String,
+    pub record: String,
+}
+
+/// `fix the retry loop!` → `fix-the-retry-loop`.
+pub fn slug(title: &str) -> String {
+    let mut out = String::new();
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+        if out.len() >= 40 {
+            break;
+        }
+    }
+    let trimmed = out.trim_end_matches('-');
+    if trimmed.is_empty() {
+        "proposal".into()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<Proposed> {
+    let title = opts.title.trim();
+    if title.is_empty() || title.contains('\n') {
+        anyhow::bail!("--title: expected one non-empty line");
+    }
+    let patch = std::fs::read(&opts.patch)
+        .with_context(|| format!("reading patch {}", opts.patch.display()))?;
+    let _lock = ws.lock()?;
+    let repo = &ws.repo;
+    let branch = ws.branch().to_string();
+    let base = git::branch_tip(repo, &branch)?;
+    let base_commit = repo.find_commit(base)?;
+    let patched = git::apply_patch(
+        repo,
+        &base_commit,
+        &patch,
+        &opts.patch.display().to_string(),
+        &branch,
+    )?;
+    let number = ws.forge.next_number()?;
+    // Never reuse an id whose branch survived a crash.
+    let mut number = number;
+    while repo
+        .find_reference(&format!("refs/heads/atelier/proposals/{number}"))
+        .is_ok()
+    {
+        number += 1;
+    }
+    let id = number.to_string();
+    let record = format!("proposals/{id}-{}", slug(title));
+    let proposer = opts.proposer.or_else(|| {
+        repo.config()
+            .ok()
+            .and_then(|c| c.get_string("user.email").ok())
+    });
+    let mut text = format!(
+        "# The record of proposal {id}. Written by `atelier propose`; merged with the change.\nid = {}\ntitle = {}\n",
+        toml_string(&id),
+        toml_string(title)
+    );
+    if let Some(r) = &opts.rationale {
+        text.push_str(&format!("rationale = {}\n", toml_string(r)));
+    }
+    if let Some(p) = &proposer {
+        text.push_str(&format!("proposer = {}\n", toml_string(p)));
+    }
+    text.push_str(&format!(
+        "created = {}\nbase = {}\n",
+        toml_string(&format_rfc3339(now)),
+        toml_string(&base.to_string())
+    ));
+    let tree_id = git::tree_with_file(
+        repo,
+        &repo.find_tree(patched)?,
+        &format!("{record}/proposal.toml"),
+        text.as_bytes(),
+    )?;
+    let tree = repo.find_tree(tree_id)?;
+    let sig = git::signature(repo, now)?;
+    let message = format!(
+        "{title}\n\n{}Atelier-Proposal: {id}\n",
+        opts.rationale
+            .as_ref()
+            .map(|r| format!("{r}\n\n"))
+            .unwrap_or_default()
+    );
+    let head = repo.commit(None, &sig, &sig, &message, &tree, &[&base_commit])?;
+    let head_branch = format!("atelier/proposals/{id}");
+    repo.reference(
+        &format!("refs/heads/{head_branch}"),
+        head,
+        false,
+        &format!("atelier: proposal {id}"),
+    )?;
+    let pull = PullRequest {
+        number,
+        proposal: id.clone(),
+        title: title.to_string(),
+        head_branch: head_branch.clone(),
+        base_branch: branch,
+        state: PullState::Open,
+        proposer: proposer.clone(),
+        created: now,
+        record: record.clone(),
+        comments: Vec::new(),
+        merge_commit: None,
+        closed_reason: None,
+    };
+    ws.forge.create(&pull)?;
+    ws.record(
+        vec![Event::ProposalOpened {
+            proposal: id.clone(),
+            pull: number,
+            title: title.to_string(),
+            branch: head_branch.clone(),
+            base: base.to_string(),
+            head: head.to_string(),
+            proposer,
+        }],
+        now,
+    )?;
+    Ok(Proposed {
+        id,
+        branch: head_branch,
+        head: head.to_string(),
+        base: base.to_string(),
+        record,
+    })
+}
