@@ -1,1 +1,11 @@
+//! The one integration-test binary: a module per user story, all driving the real `atelier`
+//! program in temporary repositories (see support/).
 
+mod support;
+
+mod adopt;
+mod approvals;
+mod audit;
+mod constitution;
+mod merge;
+mod tokens;

@@ -1,0 +1,198 @@
+//! A maintainer adopts atelier, proposes changes and sees the gate explain itself.
+
+use crate::support::{unmet, Env};
+
+#[test]
+fn init_is_idempotent_and_commits_nothing() {
+    let env = Env::bare_repo();
+    let first = env.atelier(&["init"]).ok();
+    assert!(
+        first.stdout.contains("created  policies/governance.toml"),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        first.stdout.contains("git add"),
+        "init prints what to commit"
+    );
+    let status_after_first = env.git(&["status", "--porcelain"]);
+    let gate_key = env.read("policies/gate_key.pub");
+    let second = env.atelier(&["init"]).ok();
+    assert!(
+        !second.stdout.contains("created  policies"),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(
+        env.read("policies/gate_key.pub"),
+        gate_key,
+        "the gate key is kept"
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), status_after_first);
+    assert_eq!(
+        env.git(&["rev-list", "--count", "HEAD"]).trim(),
+        "1",
+        "init commits nothing"
+    );
+    assert!(env.read(".gitignore").contains(".atelier/"));
+    assert!(
+        !status_after_first.contains(".atelier"),
+        "the private gate key stays ignored"
+    );
+}
+
+#[test]
+fn keygen_writes_a_0600_key_and_refuses_to_overwrite() {
+    let env = Env::bare_repo();
+    let line = env.keygen("dana");
+    assert!(
+        line.starts_with("dana@example.org namespaces=\"atelier-approval\" ssh-ed25519 "),
+        "{line}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(env.key("dana"))
+        .expect("key")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(env.keys.join("dana.pub").exists());
+    let again = env
+        .atelier(&["keygen", env.key("dana").to_str().expect("utf8")])
+        .code(2);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+}
+
+#[test]
+fn a_patch_that_does_not_apply_is_refused_and_nothing_is_created() {
+    let env = Env::new();
+    let bad = env.file(
+        "bad.patch",
+        "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n pub fn nothing() -> u32 {\n-    7\n+    8\n }\n",
+    );
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            bad.to_str().expect("utf8"),
+            "--title",
+            "Nope",
+        ])
+        .code(2);
+    assert!(
+        run.stderr.contains("bad.patch") && run.stderr.contains("does not apply cleanly"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.git(&["branch", "--list", "atelier/*"]), "");
+    let list = env.atelier(&["proposals", "--json"]).ok();
+    assert_eq!(list.json(), serde_json::json!([]));
+    assert!(
+        env.git(&["for-each-ref", "refs/atelier"]).is_empty(),
+        "no ledger entry either"
+    );
+}
+
+#[test]
+fn propose_creates_branch_record_and_sequential_ids() {
+    let env = Env::new();
+    assert_eq!(env.propose_code(), "1");
+    assert_eq!(
+        env.propose(&[("README.md", "# demo\n\nmore\n")], "Expand the readme"),
+        "2"
+    );
+    let files = env.git(&["ls-tree", "-r", "--name-only", "atelier/proposals/1"]);
+    assert!(
+        files.contains("proposals/1-fix-the-answer/proposal.toml"),
+        "{files}"
+    );
+    let record = env.git(&[
+        "show",
+        "atelier/proposals/1:proposals/1-fix-the-answer/proposal.toml",
+    ]);
+    assert!(record.contains("title = \"Fix the answer\""), "{record}");
+    let list = env.atelier(&["proposals"]).ok();
+    assert!(
+        list.stdout.contains("Expand the readme") && list.stdout.contains("0/1"),
+        "{}",
+        list.stdout
+    );
+}
+
+#[test]
+fn the_gate_refuses_without_tokens_and_names_what_is_missing() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_QUORUM_NOT_MET"]);
+    let human = env.atelier(&["gate", &id]).code(1);
+    assert!(
+        human.stdout.contains("expected: 1 distinct approval(s)"),
+        "{}",
+        human.stdout
+    );
+    assert!(human.stdout.contains("gate: REFUSED"), "{}", human.stdout);
+}
+
+#[test]
+fn a_plain_lgtm_comment_counts_for_nothing() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let lgtm = env.file("lgtm.txt", "LGTM! Ship it.\n");
+    let run = env
+        .atelier(&["approve", &id, "--token", lgtm.to_str().expect("utf8")])
+        .ok();
+    assert!(
+        run.stderr.contains("no approval token found"),
+        "{}",
+        run.stderr
+    );
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_QUORUM_NOT_MET"]);
+}
+
+#[test]
+fn a_malformed_policy_at_base_fails_closed() {
+    let env = Env::with(crate::support::Setup {
+        governance: "version = 1\n[constitution]\npaths = [\"policies/**\"]\nquorum = \"two\"\n"
+            .into(),
+        ..Default::default()
+    });
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.approve(&id, "bob").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_POLICY_INVALID"]);
+    let merge = env.atelier(&["merge", &id]).code(1);
+    assert!(
+        merge.stdout.contains("policies/governance.toml"),
+        "{}",
+        merge.stdout
+    );
+}
+
+#[test]
+fn bad_usage_exits_2_and_unknown_proposals_are_named() {
+    let env = Env::new();
+    env.atelier(&["approve", "1"]).code(2);
+    let run = env.atelier(&["gate", "9"]).code(2);
+    assert!(
+        run.stderr.contains("proposal 9 does not exist"),
+        "{}",
+        run.stderr
+    );
+    let run = env
+        .atelier(&["approve", "1", "--key", "/nonexistent", "--expires", "1w"])
+        .code(2);
+    assert!(run.stderr.contains("--expires"), "{}", run.stderr);
+    let elsewhere = tempfile::tempdir().expect("tmp");
+    let run = env.atelier_in(elsewhere.path(), &["proposals"]).code(2);
+    assert!(
+        run.stderr.contains("not inside a git repository"),
+        "{}",
+        run.stderr
+    );
+}

@@ -1,0 +1,307 @@
+//! Approvers sign tokens; the gate counts distinct eligible principals bound to the exact change.
+
+use crate::support::{token_codes, unmet, Env, Setup};
+
+#[test]
+fn a_valid_quorum_merges_and_the_audit_passes() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let token = env.approve(&id, "alice").ok().stdout;
+    assert!(
+        token.starts_with("atelier-approval 1\nrepository local/repo\nproposal 1\npull 1\n"),
+        "{token}"
+    );
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["approvers"], serde_json::json!(["alice@example.org"]));
+    let merged = env.atelier(&["merge", &id, "--json"]).ok().json();
+    let commit = merged["commit"].as_str().expect("commit");
+    assert_eq!(env.git(&["rev-parse", "main"]).trim(), commit);
+    assert_eq!(
+        env.git(&["rev-parse", &format!("{commit}^1")]).trim(),
+        v["base"].as_str().expect("base")
+    );
+    assert_eq!(
+        env.git(&["rev-parse", &format!("{commit}^2")]).trim(),
+        v["head"].as_str().expect("head")
+    );
+    assert_eq!(
+        env.git(&["rev-parse", &format!("{commit}^{{tree}}")])
+            .trim(),
+        v["merge_tree"].as_str().expect("tree")
+    );
+    let message = env.git(&["log", "-1", "--format=%B", commit]);
+    assert!(
+        message.contains("Atelier-Proposal: 1")
+            && message.contains("-----BEGIN SSH SIGNATURE-----"),
+        "{message}"
+    );
+    assert!(
+        env.read("src/lib.rs").contains("42"),
+        "the checked-out main was updated"
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    env.atelier(&["audit", "verify"]).ok();
+    let list = env.atelier(&["proposals", "--json"]).ok().json();
+    assert_eq!(list[0]["state"], "merged");
+}
+
+#[test]
+fn the_merge_tree_matches_git_merge_tree() {
+    let env = Env::new();
+    let id = env.propose_code();
+    // Move main with an unrelated approved change so the merge is a real three-way merge.
+    let other = env.propose(&[("README.md", "# demo\n\nsecond\n")], "Readme");
+    env.approve(&other, "alice").ok();
+    env.atelier(&["merge", &other]).ok();
+    let (_, v) = env.gate(&id);
+    let reference = env.git(&["merge-tree", "--write-tree", "main", "atelier/proposals/1"]);
+    assert_eq!(v["merge_tree"].as_str().expect("tree"), reference.trim());
+}
+
+#[test]
+fn the_same_principal_counts_once_across_tokens_and_keys() {
+    let second_alice = "alice@example.org namespaces=\"atelier-approval\" ";
+    let env = Env::with(Setup {
+        principals: vec!["alice", "bob"],
+        ..Default::default()
+    });
+    // A second key for alice, added by a (governed) change is the realistic path; here the
+    // adoption commit carries it directly.
+    let line = env.keygen("alice2").replace(
+        "alice2@example.org namespaces=\"atelier-approval\" ",
+        second_alice,
+    );
+    let mut signers = env.read("policies/allowed_signers");
+    signers.push_str(&format!("{line}\n"));
+    env.write("policies/allowed_signers", &signers);
+    env.git(&["commit", "-q", "-am", "Add alice's second key"]);
+    let id = env.propose(
+        &[(
+            "policies/governance.toml",
+            &env.read("policies/governance.toml").replace("30d", "20d"),
+        )],
+        "Shorter tokens",
+    );
+    env.approve(&id, "alice").ok();
+    env.approve(&id, "alice").ok();
+    env.approve(&id, "alice2").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(
+        token_codes(&v),
+        ["OK", "E_DUPLICATE_PRINCIPAL", "E_DUPLICATE_PRINCIPAL"]
+    );
+    assert!(
+        unmet(&v).contains(&"E_CONSTITUTION_QUORUM".to_string()),
+        "{v:#}"
+    );
+    env.approve(&id, "bob").ok();
+    assert_eq!(env.gate(&id).0, 0);
+}
+
+#[test]
+fn the_gate_key_and_the_proposer_never_count() {
+    let env = Env::with(Setup {
+        principals: vec!["alice", "proposer"],
+        ..Default::default()
+    });
+    let id = env.propose_code();
+    env.atelier(&["approve", &id, "--key", ".atelier/gate_key"])
+        .ok();
+    env.approve(&id, "proposer").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(token_codes(&v), ["E_GATE_KEY_SIGNER", "E_PROPOSER_SIGNER"]);
+}
+
+#[test]
+fn the_gate_key_in_allowed_signers_is_a_config_error() {
+    let env = Env::new();
+    let gate_pub = env.read("policies/gate_key.pub");
+    let mut signers = env.read("policies/allowed_signers");
+    signers.push_str(&format!("gate@example.org {}", gate_pub));
+    env.write("policies/allowed_signers", &signers);
+    env.git(&["commit", "-q", "-am", "List the gate key (wrong)"]);
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_POLICY_INVALID"]);
+    assert!(v.to_string().contains("the gate's own key"), "{v:#}");
+}
+
+#[test]
+fn a_reject_token_vetoes() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&[
+        "approve",
+        &id,
+        "--key",
+        env.key("bob").to_str().expect("utf8"),
+        "--reject",
+    ])
+    .ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_VETOED"]);
+    assert_eq!(v["vetoes"], serde_json::json!(["bob@example.org"]));
+}
+
+#[test]
+fn an_unknown_principal_does_not_count() {
+    let env = Env::new();
+    env.keygen("mallory");
+    let id = env.propose_code();
+    let run = env.approve(&id, "mallory").ok();
+    assert!(
+        run.stderr.contains("E_UNKNOWN_SIGNER"),
+        "approve warns early: {}",
+        run.stderr
+    );
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(token_codes(&v), ["E_UNKNOWN_SIGNER"]);
+}
+
+#[test]
+fn a_revoked_key_does_not_count() {
+    let pre = Env::new();
+    let fp = {
+        let out = pre
+            .command("ssh-keygen")
+            .args(["-lf"])
+            .arg(pre.keys.join("alice.pub"))
+            .output()
+            .expect("ssh-keygen");
+        String::from_utf8_lossy(&out.stdout)
+            .split(' ')
+            .nth(1)
+            .expect("fingerprint")
+            .to_string()
+    };
+    let governance = format!(
+        "{}\n[[revoked]]\nkey = \"{fp}\"\nreason = \"laptop lost\"\n",
+        atelier::governance::policy::DEFAULT_GOVERNANCE_TOML
+    );
+    // Same keys, now with alice revoked at the base.
+    pre.write("policies/governance.toml", &governance);
+    pre.git(&["commit", "-q", "-am", "Revoke alice"]);
+    let id = pre.propose_code();
+    pre.approve(&id, "alice").ok();
+    let (code, v) = pre.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(token_codes(&v), ["E_KEY_REVOKED"]);
+    assert!(v.to_string().contains("laptop lost"));
+}
+
+#[test]
+fn a_key_outside_its_validity_window_does_not_count() {
+    for (options, at) in [
+        ("valid-before=\"20261101Z\"", "2026-11-29T10:00:00Z"),
+        ("valid-after=\"20261201Z\"", "2026-11-29T10:00:00Z"),
+    ] {
+        let env = Env::with(Setup {
+            alice_options: options.into(),
+            ..Default::default()
+        });
+        assert_eq!(env.now, at);
+        let id = env.propose_code();
+        env.approve(&id, "alice").ok();
+        let (code, v) = env.gate(&id);
+        assert_eq!(code, 1, "{options}");
+        assert_eq!(token_codes(&v), ["E_KEY_OUTSIDE_VALIDITY"], "{options}");
+    }
+}
+
+#[test]
+fn an_expired_token_does_not_count() {
+    let mut env = Env::new();
+    let id = env.propose_code();
+    env.atelier(&[
+        "approve",
+        &id,
+        "--key",
+        env.key("alice").to_str().expect("utf8"),
+        "--expires",
+        "1h",
+    ])
+    .ok();
+    assert_eq!(env.gate(&id).0, 0);
+    env.now = "2026-11-29T11:00:00Z".into();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(token_codes(&v), ["E_TOKEN_EXPIRED"]);
+    // A lifetime beyond the policy's maximum (30d) never counts.
+    env.atelier(&[
+        "approve",
+        &id,
+        "--key",
+        env.key("bob").to_str().expect("utf8"),
+        "--expires",
+        "31d",
+    ])
+    .ok();
+    assert_eq!(
+        token_codes(&env.gate(&id).1),
+        ["E_TOKEN_EXPIRED", "E_TOKEN_LIFETIME"]
+    );
+}
+
+#[test]
+fn a_push_after_approval_makes_the_token_stale() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.git(&["checkout", "-q", "atelier/proposals/1"]);
+    env.write("src/lib.rs", "pub fn answer() -> u32 {\n    666\n}\n");
+    env.git(&["commit", "-q", "-am", "sneaky"]);
+    env.git(&["checkout", "-q", "main"]);
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(token_codes(&v), ["E_STALE_HEAD"]);
+    env.atelier(&["merge", &id]).code(1);
+    assert!(env.read("src/lib.rs").contains("41"));
+}
+
+#[test]
+fn a_moved_base_makes_the_token_stale() {
+    let env = Env::new();
+    let first = env.propose_code();
+    let second = env.propose(&[("README.md", "# demo\n\nchanged\n")], "Readme");
+    env.approve(&first, "alice").ok();
+    env.approve(&second, "alice").ok();
+    env.atelier(&["merge", &second]).ok();
+    let (code, v) = env.gate(&first);
+    assert_eq!(code, 1);
+    assert_eq!(token_codes(&v), ["E_STALE_BASE"]);
+}
+
+#[test]
+fn a_token_for_another_proposal_does_not_count() {
+    let env = Env::new();
+    let first = env.propose_code();
+    let second = env.propose(&[("README.md", "# demo\n\nchanged\n")], "Readme");
+    let token = env.approve(&first, "alice").ok().stdout;
+    let file = env.file("replayed.txt", &token);
+    env.atelier(&["approve", &second, "--token", file.to_str().expect("utf8")])
+        .ok();
+    let (code, v) = env.gate(&second);
+    assert_eq!(code, 1);
+    assert_eq!(token_codes(&v), ["E_WRONG_PROPOSAL"]);
+}
+
+#[test]
+fn closing_records_and_refuses_further_tokens() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.atelier(&["close", &id, "--reason", "superseded"]).ok();
+    let run = env.approve(&id, "alice").code(1);
+    assert!(run.stderr.contains("E_NOT_OPEN"), "{}", run.stderr);
+    let run = env.atelier(&["merge", &id, "--json"]).code(1);
+    assert!(crate::support::unmet(&run.json()).contains(&"E_NOT_OPEN".to_string()));
+    let log = env.atelier(&["audit", "log"]).ok().stdout;
+    assert!(log.contains("closed (superseded)"), "{log}");
+}

@@ -1,0 +1,257 @@
+//! An auditor with nothing but a clone checks that every change went through the gate and that
+//! the ledger was not tampered with.
+
+use atelier::audit::ledger;
+use git2::Repository;
+
+use crate::support::Env;
+
+/// A repository with two merged proposals and one closed.
+fn history() -> Env {
+    let env = Env::new();
+    let a = env.propose_code();
+    env.approve(&a, "alice").ok();
+    env.atelier(&["merge", &a]).ok();
+    let b = env.propose(&[("README.md", "# demo\n\nsecond\n")], "Readme");
+    env.approve(&b, "bob").ok();
+    env.atelier(&["merge", &b]).ok();
+    let c = env.propose(&[("README.md", "# nope\n")], "Rejected idea");
+    env.atelier(&["close", &c, "--reason", "not wanted"]).ok();
+    env.atelier(&["audit", "verify"]).ok();
+    env
+}
+
+fn codes(env: &Env) -> Vec<String> {
+    let run = env.atelier(&["audit", "verify", "--json"]).code(1);
+    let v = run.json();
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["code"].as_str().expect("code").to_string())
+        .collect()
+}
+
+/// Rewrites the ledger's entries with `edit`, keeping the signed checkpoint, as an attacker
+/// without the gate key would.
+fn tamper(env: &Env, edit: impl Fn(&mut Vec<String>)) {
+    let repo = Repository::open(&env.repo).expect("open");
+    let snap = ledger::read(&repo).expect("read").expect("a ledger");
+    let mut lines = snap.lines.clone();
+    edit(&mut lines);
+    let mut text = lines.join("\n");
+    text.push('\n');
+    let old = repo.find_commit(snap.commit).expect("commit");
+    let mut entries = repo.treebuilder(None).expect("tb");
+    entries
+        .insert(
+            "00000000.jsonl",
+            repo.blob(text.as_bytes()).expect("blob"),
+            0o100644,
+        )
+        .expect("insert");
+    let entries = entries.write().expect("write");
+    let mut root = repo
+        .treebuilder(Some(&old.tree().expect("tree")))
+        .expect("tb");
+    root.insert("entries", entries, 0o040000).expect("insert");
+    let tree = repo.find_tree(root.write().expect("write")).expect("tree");
+    let sig = git2::Signature::now("mallory", "mallory@example.org").expect("sig");
+    let c = repo
+        .commit(None, &sig, &sig, "tidy up", &tree, &[&old])
+        .expect("commit");
+    repo.reference(ledger::REF, c, true, "tamper").expect("ref");
+}
+
+#[test]
+fn a_commit_pushed_straight_to_main_is_flagged_with_sha_and_author() {
+    let env = history();
+    env.write("src/lib.rs", "pub fn answer() -> u32 {\n    7\n}\n");
+    env.git(&[
+        "-c",
+        "user.name=Eve",
+        "-c",
+        "user.email=eve@example.org",
+        "commit",
+        "-q",
+        "-am",
+        "hotfix",
+    ]);
+    let sha = env.git(&["rev-parse", "HEAD"]);
+    let run = env.atelier(&["audit", "verify"]).code(1);
+    assert!(run.stdout.contains("E_UNLEDGERED_COMMIT"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(sha.trim()) && run.stdout.contains("Eve <eve@example.org>"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn an_edited_ledger_entry_is_flagged() {
+    let env = history();
+    tamper(&env, |l| {
+        l[1] = l[1].replace("Fix the answer", "Fix the answer (harmless)")
+    });
+    let c = codes(&env);
+    assert!(c.contains(&"E_LEDGER_ROOT_MISMATCH".to_string()), "{c:?}");
+    assert!(
+        c.contains(&"E_LEDGER_INCONSISTENT".to_string()),
+        "earlier checkpoints disagree too: {c:?}"
+    );
+}
+
+#[test]
+fn a_removed_ledger_entry_is_flagged() {
+    let env = history();
+    tamper(&env, |l| {
+        l.remove(3);
+    });
+    let c = codes(&env);
+    assert!(
+        c.contains(&"E_LEDGER_SEQUENCE".to_string())
+            && c.contains(&"E_LEDGER_SIZE_MISMATCH".to_string()),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn reordered_ledger_entries_are_flagged() {
+    let env = history();
+    tamper(&env, |l| l.swap(2, 3));
+    let c = codes(&env);
+    assert!(
+        c.contains(&"E_LEDGER_SEQUENCE".to_string())
+            && c.contains(&"E_LEDGER_ROOT_MISMATCH".to_string()),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn an_inserted_or_truncated_ledger_is_flagged() {
+    let env = history();
+    tamper(&env, |l| {
+        let forged = l[2].clone();
+        l.insert(2, forged);
+    });
+    assert!(codes(&env).contains(&"E_LEDGER_SIZE_MISMATCH".to_string()));
+    let env = history();
+    tamper(&env, |l| {
+        l.pop();
+    });
+    let c = codes(&env);
+    assert!(c.contains(&"E_LEDGER_SIZE_MISMATCH".to_string()), "{c:?}");
+}
+
+#[test]
+fn a_ledger_rolled_back_to_an_older_checkpoint_leaves_merges_unledgered() {
+    let env = history();
+    let repo = Repository::open(&env.repo).expect("open");
+    let tip = repo.refname_to_id(ledger::REF).expect("ledger");
+    let mut c = repo.find_commit(tip).expect("commit");
+    for _ in 0..6 {
+        c = c.parent(0).expect("parent");
+    }
+    repo.reference(ledger::REF, c.id(), true, "rollback")
+        .expect("ref");
+    assert!(codes(&env).contains(&"E_UNLEDGERED_COMMIT".to_string()));
+}
+
+#[test]
+fn a_recorded_merge_whose_tokens_do_not_satisfy_the_base_policy_is_flagged() {
+    // A gate operator (holding the gate key) lands and records a merge nobody approved.
+    let env = Env::new();
+    let id = env.propose_code();
+    let repo = Repository::open(&env.repo).expect("open");
+    let base = repo.refname_to_id("refs/heads/main").expect("main");
+    let head = repo
+        .refname_to_id("refs/heads/atelier/proposals/1")
+        .expect("head");
+    let tree = atelier::git::merge_tree(&repo, base, head)
+        .expect("merge")
+        .expect("clean");
+    let sig = git2::Signature::now("gate", "gate@example.org").expect("sig");
+    let commit = repo
+        .commit(
+            None,
+            &sig,
+            &sig,
+            "Merge proposal 1\n\nAtelier-Proposal: 1\n",
+            &repo.find_tree(tree).expect("tree"),
+            &[
+                &repo.find_commit(base).expect("c"),
+                &repo.find_commit(head).expect("c"),
+            ],
+        )
+        .expect("commit");
+    repo.reference("refs/heads/main", commit, true, "force")
+        .expect("ref");
+    let key =
+        atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+    let event = ledger::Event::Merged {
+        proposal: id,
+        pull: 1,
+        commit: commit.to_string(),
+        base: base.to_string(),
+        head: head.to_string(),
+        tree: tree.to_string(),
+    };
+    ledger::append(&repo, "local/repo", vec![event], 1_795_946_400, &key).expect("append");
+    let c = codes(&env);
+    assert_eq!(c, ["E_MERGE_NOT_APPROVED"]);
+}
+
+#[test]
+fn a_fresh_clone_verifies_once_the_ledger_ref_is_fetched() {
+    let env = history();
+    let clone = env.tmp.path().join("clone");
+    env.git(&[
+        "clone",
+        "-q",
+        env.repo.to_str().expect("utf8"),
+        clone.to_str().expect("utf8"),
+    ]);
+    let run = env.atelier_in(&clone, &["audit", "verify"]).code(1);
+    assert!(
+        run.stdout.contains("E_UNLEDGERED_COMMIT"),
+        "without the ledger nothing is accounted for: {}",
+        run.stdout
+    );
+    env.command("git")
+        .current_dir(&clone)
+        .args([
+            "fetch",
+            "-q",
+            "origin",
+            "refs/atelier/ledger:refs/atelier/ledger",
+        ])
+        .status()
+        .expect("fetch");
+    let run = env.atelier_in(&clone, &["audit", "verify"]).ok();
+    assert!(
+        run.stdout.contains("merges verified:      2"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn audit_show_tells_one_proposals_story() {
+    let env = history();
+    let run = env.atelier(&["audit", "show", "1"]).ok();
+    assert!(
+        run.stdout.contains("approve by alice@example.org"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("merge commit: ") && !run.stdout.contains("not merged"),
+        "{}",
+        run.stdout
+    );
+    let v = env.atelier(&["audit", "show", "3", "--json"]).ok().json();
+    assert_eq!(v["merge_commit"], serde_json::Value::Null);
+    let log = env.atelier(&["audit", "log", "--json"]).ok().json();
+    assert_eq!(log[0]["kind"], "adopted");
+    env.atelier(&["audit", "show", "99"]).code(2);
+}
