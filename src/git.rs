@@ -258,3 +258,28 @@ pub fn compare_and_swap(
         Err(e) => Err(e.into()),
     }
 }
+
+/// A unified diff (as `git diff` prints it) that turns `base`'s tree into one with `edits`
+/// applied (path, new content).
+pub fn patch_for(
+    repo: &Repository,
+    base: &Tree<'_>,
+    edits: &[(&str, &str)],
+) -> Result<Vec<u8>, GitError> {
+    let mut tree_id = base.id();
+    for (path, text) in edits {
+        let tree = repo.find_tree(tree_id)?;
+        tree_id = tree_with_file(repo, &tree, path, text.as_bytes())?;
+    }
+    let new = repo.find_tree(tree_id)?;
+    let diff = repo.diff_tree_to_tree(Some(base), Some(&new), None)?;
+    let mut out = Vec::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin() as u8);
+        }
+        out.extend_from_slice(line.content());
+        true
+    })?;
+    Ok(out)
+}

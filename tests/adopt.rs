@@ -196,3 +196,40 @@ fn bad_usage_exits_2_and_unknown_proposals_are_named() {
         run.stderr
     );
 }
+
+#[test]
+fn the_demo_runs_the_whole_loop_and_says_where_it_is() {
+    let env = Env::bare_repo();
+    let dir = env.tmp.path().join("demo");
+    let run = env
+        .atelier(&["demo", "--dir", dir.to_str().expect("utf8")])
+        .ok();
+    for phrase in [
+        "gate: REFUSED (1 unmet: E_QUORUM_NOT_MET)",
+        "gate: ALLOWED (approved by alice@demo.invalid)",
+        "E_CONSTITUTION_QUORUM",
+        "E_WRONG_PROPOSAL",
+        "E_BAD_SIGNATURE",
+        "findings: none",
+        "E_UNLEDGERED_COMMIT",
+        "The demo repository is",
+    ] {
+        assert!(
+            run.stdout.contains(phrase),
+            "missing {phrase:?} in:\n{}",
+            run.stdout
+        );
+    }
+    let repo = dir.join("repo");
+    env.atelier_in(&repo, &["audit", "verify"]).ok();
+    let list = env.atelier_in(&repo, &["proposals", "--json"]).ok().json();
+    let states: Vec<&str> = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|p| p["state"].as_str().expect("state"))
+        .collect();
+    assert_eq!(states, ["merged", "merged", "closed"]);
+    env.atelier(&["demo", "--dir", dir.to_str().expect("utf8")])
+        .code(2);
+}

@@ -1,12 +1,327 @@
-//! `atelier demo`: the whole governed loop in a temporary repository, offline, narrated.
+//! `atelier demo`: the whole governed loop in a temporary repository, offline, narrated. Every
+//! step is the real operation (the same domain calls the commands make); nothing is simulated.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{Context, Result};
 use clap::Args;
 
-#[derive(Args, Debug)]
-pub struct DemoArgs {}
+use super::{gate::render, out};
+use crate::governance::token::{RawToken, Verdict};
+use crate::workflow::{self, ApproveOptions, MergeOutcome, ProposeOptions, SignWith, Workspace};
 
-pub fn demo(_args: DemoArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("the demo is not built yet")
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Where to build the demo repository (must not exist yet; default: a new temporary directory that is kept).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+struct Narrator {
+    step: usize,
+}
+
+impl Narrator {
+    fn step(&mut self, title: &str) -> Result<()> {
+        self.step += 1;
+        out(&format!("\n== {}. {title}\n", self.step))
+    }
+
+    fn say(&self, text: &str) -> Result<()> {
+        let mut t = String::new();
+        for line in text.lines() {
+            t.push_str(&format!("   {line}\n"));
+        }
+        out(&t)
+    }
+}
+
+fn commit_all(repo: &git2::Repository, message: &str) -> Result<git2::Oid> {
+    let mut index = repo.index()?;
+    index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let sig = repo.signature()?;
+    let parents: Vec<git2::Commit<'_>> = match repo.head() {
+        Ok(h) => vec![h.peel_to_commit()?],
+        Err(_) => Vec::new(),
+    };
+    let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+    Ok(repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &refs)?)
+}
+
+fn write(root: &Path, rel: &str, text: &str) -> Result<()> {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("a repository path has a parent"))?;
+    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+}
+
+fn propose(
+    ws: &Workspace,
+    root: &Path,
+    edits: &[(&str, &str)],
+    title: &str,
+    rationale: &str,
+    now: i64,
+) -> Result<String> {
+    let base = ws
+        .repo
+        .find_commit(crate::git::branch_tip(&ws.repo, ws.branch())?)?
+        .tree()?;
+    let patch = crate::git::patch_for(&ws.repo, &base, edits)?;
+    let n = std::fs::read_dir(root.join("patches"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+        + 1;
+    let path = root.join("patches").join(format!("{n}.patch"));
+    std::fs::create_dir_all(root.join("patches"))?;
+    std::fs::write(&path, &patch)?;
+    let p = workflow::propose(
+        ws,
+        ProposeOptions {
+            patch: path,
+            title: title.into(),
+            rationale: Some(rationale.into()),
+            proposer: None,
+        },
+        now,
+    )?;
+    Ok(p.id)
+}
+
+pub fn demo(args: DemoArgs) -> Result<ExitCode> {
+    let now = super::now()?;
+    let base_dir = match args.dir {
+        Some(d) => {
+            if d.exists()
+                && std::fs::read_dir(&d)
+                    .map(|mut e| e.next().is_some())
+                    .unwrap_or(true)
+            {
+                anyhow::bail!(
+                    "--dir {}: already exists and is not empty; give a new path",
+                    d.display()
+                );
+            }
+            std::fs::create_dir_all(&d)?;
+            d
+        }
+        None => tempfile::Builder::new()
+            .prefix("atelier-demo-")
+            .tempdir()?
+            .keep(),
+    };
+    let root = base_dir.join("repo");
+    let keys = base_dir.join("keys");
+    std::fs::create_dir_all(&root)?;
+    let mut n = Narrator { step: 0 };
+    out("Atelier demo: the governed change loop, offline, on the local forge.\n")?;
+
+    n.step("A project under git")?;
+    let repo = git2::Repository::init_opts(
+        &root,
+        git2::RepositoryInitOptions::new().initial_head("main"),
+    )?;
+    let mut cfg = repo.config()?;
+    cfg.set_str("user.name", "Maintainer")?;
+    cfg.set_str("user.email", "maintainer@demo.invalid")?;
+    write(&root, "README.md", "# calc\n\nA tiny library.\n")?;
+    write(
+        &root,
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+    )?;
+    commit_all(&repo, "calc: first version")?;
+    n.say(&format!(
+        "{} with one commit on main (src/lib.rs has a bug: add subtracts)",
+        root.display()
+    ))?;
+
+    n.step("Adopt atelier: policy, gate key, two approvers")?;
+    let init = workflow::init(&root, Some("demo/calc".into()), None)?;
+    n.say(&format!("atelier init wrote {}", init.created.join(", ")))?;
+    let alice = workflow::keygen(&keys.join("alice"), Some("alice@demo.invalid".into()))?;
+    let bob = workflow::keygen(&keys.join("bob"), Some("bob@demo.invalid".into()))?;
+    let mut signers = std::fs::read_to_string(root.join("policies/allowed_signers"))?;
+    signers.push_str(&format!(
+        "{}\n{}\n",
+        alice.allowed_signers_line, bob.allowed_signers_line
+    ));
+    std::fs::write(root.join("policies/allowed_signers"), signers)?;
+    let adoption = commit_all(&repo, "Adopt atelier")?;
+    n.say(&format!(
+        "approver keys: {} ({}), {} ({})\ncommitted the policy as {adoption}: from here on, every change to main goes through the gate\n(default policy: 1 approval for any change, 2 for the constitution: policies/, reviewers/, GOVERNANCE.md, .ci/, src/governance/, src/audit/)",
+        "alice@demo.invalid", alice.fingerprint, "bob@demo.invalid", bob.fingerprint
+    ))?;
+
+    let ws = Workspace::open(&root)?;
+    let week = ApproveOptions {
+        expires_in: 7 * 86_400,
+        decision: Verdict::Approve,
+    };
+
+    n.step("Propose a fix")?;
+    let fix = propose(
+        &ws,
+        &base_dir,
+        &[(
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+        )],
+        "Make add add",
+        "add() subtracted its arguments.",
+        now,
+    )?;
+    n.say(&format!(
+        "atelier propose → proposal {fix} on branch atelier/proposals/{fix}"
+    ))?;
+
+    n.step("The gate refuses: nobody has approved yet")?;
+    let eval = workflow::gate(&ws, &fix, now)?;
+    n.say(&render(&eval))?;
+
+    n.step("alice approves with her SSH key; the gate allows; merge")?;
+    let token = workflow::approve(&ws, &fix, SignWith::Key(keys.join("alice")), &week, now)?;
+    n.say(&format!(
+        "alice's token (verifiable with `ssh-keygen -Y verify`):\n{}",
+        token.token
+    ))?;
+    let eval = workflow::gate(&ws, &fix, now)?;
+    n.say(&render(&eval))?;
+    match workflow::merge(&ws, &fix, now)? {
+        MergeOutcome::Merged(m) => n.say(&format!(
+            "merged as {} (tree {} re-checked after landing)",
+            m.commit, m.tree
+        ))?,
+        MergeOutcome::Refused(e) => {
+            anyhow::bail!("demo: the approved fix was refused:\n{}", render(&e))
+        }
+    }
+
+    n.step("A constitution change needs two approvals")?;
+    let gov = std::fs::read_to_string(root.join("policies/governance.toml"))?
+        .replace("max_lifetime = \"30d\"", "max_lifetime = \"14d\"");
+    let constitutional = propose(
+        &ws,
+        &base_dir,
+        &[("policies/governance.toml", &gov)],
+        "Shorter token lifetime",
+        "Approvals should not linger.",
+        now,
+    )?;
+    workflow::approve(
+        &ws,
+        &constitutional,
+        SignWith::Key(keys.join("alice")),
+        &week,
+        now,
+    )?;
+    let eval = workflow::gate(&ws, &constitutional, now)?;
+    n.say(&format!(
+        "proposal {constitutional} changes policies/governance.toml; alice approved:\n\n{}",
+        render(&eval)
+    ))?;
+    workflow::approve(
+        &ws,
+        &constitutional,
+        SignWith::Key(keys.join("bob")),
+        &week,
+        now,
+    )?;
+    match workflow::merge(&ws, &constitutional, now)? {
+        MergeOutcome::Merged(m) => n.say(&format!("bob approved too: merged as {}", m.commit))?,
+        MergeOutcome::Refused(e) => {
+            anyhow::bail!("demo: the constitution change was refused:\n{}", render(&e))
+        }
+    }
+
+    n.step("Tampered and replayed tokens are refused")?;
+    let docs = propose(
+        &ws,
+        &base_dir,
+        &[("README.md", "# calc\n\nA tiny library that adds.\n")],
+        "Describe calc",
+        "Say what it does.",
+        now,
+    )?;
+    let replayed = token.token.clone();
+    let mut tampered = RawToken::extract_all(&token.token).remove(0);
+    tampered.payload = tampered.payload.replace(
+        &format!("proposal {fix}\npull {fix}\n"),
+        &format!("proposal {docs}\npull {docs}\n"),
+    );
+    for (name, text) in [("replayed", replayed), ("tampered", tampered.to_text())] {
+        let path = base_dir.join(format!("{name}-token.txt"));
+        std::fs::write(&path, text)?;
+        workflow::record_token_file(&ws, &docs, &path, now)?;
+    }
+    let eval = workflow::gate(&ws, &docs, now)?;
+    n.say(&format!(
+        "alice's token for proposal {fix} was posted on proposal {docs} as is (replayed) and with its proposal number edited (tampered):\n\n{}",
+        render(&eval)
+    ))?;
+    workflow::close(&ws, &docs, Some("demo: left unapproved".into()), now)?;
+
+    n.step("Audit: verify the history offline")?;
+    let report =
+        crate::audit::history::verify(&ws.repo, &ws.config.forge.repository, ws.branch(), 2)?;
+    n.say(&format!(
+        "{} commits since adoption, {} merges verified, {} signatures verified, {} ledger entries, {} checkpoints; findings: {}",
+        report.commits_checked,
+        report.merges_verified,
+        report.signatures_verified,
+        report.ledger_entries,
+        report.checkpoints_verified,
+        if report.findings.is_empty() { "none".to_string() } else { report.findings.iter().map(|f| f.code).collect::<Vec<_>>().join(", ") }
+    ))?;
+    if !report.findings.is_empty() {
+        anyhow::bail!("demo: audit verify found problems in a history it just made");
+    }
+
+    n.step("A commit that bypasses the gate is caught")?;
+    let clone_dir = base_dir.join("bypass-clone");
+    let clone =
+        git2::Repository::clone(root.to_str().context("the demo path is UTF-8")?, &clone_dir)?;
+    clone
+        .find_remote("origin")?
+        .fetch(&["refs/atelier/ledger:refs/atelier/ledger"], None, None)?;
+    let mut cfg = clone.config()?;
+    cfg.set_str("user.name", "Eve")?;
+    cfg.set_str("user.email", "eve@demo.invalid")?;
+    write(
+        &clone_dir,
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a * b\n}\n",
+    )?;
+    let bypass = commit_all(&clone, "quick fix")?;
+    let report =
+        crate::audit::history::verify(&clone, &ws.config.forge.repository, ws.branch(), 2)?;
+    let shown: Vec<String> = report
+        .findings
+        .iter()
+        .map(|f| format!("{}: {}", f.code, f.detail))
+        .collect();
+    n.say(&format!(
+        "in a clone, Eve commits {bypass} straight to main; audit verify there reports:\n{}",
+        shown.join("\n")
+    ))?;
+    if !report
+        .findings
+        .iter()
+        .any(|f| f.code == "E_UNLEDGERED_COMMIT")
+    {
+        anyhow::bail!("demo: the bypassing commit was not flagged");
+    }
+
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "atelier".into());
+    out(&format!(
+        "\nDone. The demo repository is {root}\nLook around:\n  git -C {root} log --graph --oneline main\n  {exe} -C {root} proposals\n  {exe} -C {root} audit log\n  {exe} -C {root} audit show {fix}\n  {exe} -C {root} audit verify\n(keys are in {keys}; the bypassing clone is {clone})\n",
+        root = root.display(),
+        keys = keys.display(),
+        clone = clone_dir.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -308,15 +308,15 @@ pub struct VerifiedToken {
 /// Why a signature was refused; each is a stable gate code.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SignatureError {
-    #[error("E_TOKEN_MALFORMED: {0}")]
+    #[error("{0}")]
     Malformed(TokenError),
-    #[error("E_WRONG_NAMESPACE: signed for namespace `{found}`, expected `{NAMESPACE}`")]
+    #[error("signed for namespace `{found}`, expected `{NAMESPACE}`")]
     WrongNamespace { found: String },
-    #[error("E_UNSUPPORTED_KEY: signed with a {found} key; approvals must use ed25519")]
+    #[error("signed with a {found} key; approvals must use ed25519")]
     UnsupportedKey { found: String },
-    #[error("E_WEAK_KEY: the signing key {fingerprint} is a small-order ed25519 point, which verifies any message; it is refused")]
+    #[error("the signing key {fingerprint} is a small-order ed25519 point, which verifies any message; it is refused")]
     WeakKey { fingerprint: String },
-    #[error("E_BAD_SIGNATURE: the signature does not verify over the payload bytes ({reason})")]
+    #[error("the signature does not verify over the payload bytes ({reason})")]
     BadSignature { reason: String },
 }
 
