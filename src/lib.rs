@@ -13,4 +13,5 @@ pub mod forge;
 pub mod fsutil;
 pub mod git;
 pub mod governance;
+pub mod proposal;
 pub mod workflow;

@@ -7,5 +7,7 @@ mod adopt;
 mod approvals;
 mod audit;
 mod constitution;
+mod gate_table;
 mod merge;
+mod tidy;
 mod tokens;

@@ -8,6 +8,7 @@ mod demo;
 mod gate;
 mod init;
 mod propose;
+mod show;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -41,6 +42,8 @@ enum Command {
     Propose(propose::ProposeArgs),
     /// List proposals with their state and approvals.
     Proposals(propose::ProposalsArgs),
+    /// Show what a proposal changes (its record and a unified diff).
+    Show(show::ShowArgs),
     /// Sign and record an approval (or rejection) token for a proposal.
     Approve(approve::ApproveArgs),
     /// Decide whether a proposal may merge now (exit 0) or not (exit 1), explaining every requirement.
@@ -92,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Keygen(a) => init::keygen(a),
         Command::Propose(a) => propose::propose(&dir, a),
         Command::Proposals(a) => propose::proposals(&dir, a),
+        Command::Show(a) => show::show(&dir, a),
         Command::Approve(a) => approve::approve(&dir, a),
         Command::Gate(a) => gate::gate(&dir, a),
         Command::Merge(a) => gate::merge(&dir, a),

@@ -1,0 +1,102 @@
+//! Proposals as people read them: the record and the change, with a unified diff rendered by
+//! `similar` for display (patches that git applies are always produced and applied by git2).
+
+use anyhow::Result;
+use git2::{ObjectType, Oid, Repository};
+use similar::TextDiff;
+
+use crate::git;
+use crate::workflow::Workspace;
+
+/// One changed file.
+#[derive(Debug, serde::Serialize)]
+pub struct FileChange {
+    pub path: String,
+    pub status: &'static str,
+    /// The unified diff, or a note for binary files.
+    pub diff: String,
+}
+
+/// A proposal with its change against the protected branch as it is now.
+#[derive(Debug, serde::Serialize)]
+pub struct View {
+    pub id: String,
+    pub title: String,
+    pub state: &'static str,
+    pub proposer: Option<String>,
+    pub record: Option<String>,
+    pub base: String,
+    pub head: String,
+    pub files: Vec<FileChange>,
+}
+
+fn blob_text(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    path: &str,
+) -> Result<Option<Result<String, usize>>> {
+    Ok(
+        git::read_file(repo, tree, path)?.map(|bytes| match String::from_utf8(bytes) {
+            Ok(s) if !s.contains('\0') => Ok(s),
+            Ok(s) => Err(s.len()),
+            Err(e) => Err(e.into_bytes().len()),
+        }),
+    )
+}
+
+/// The change a proposal makes: head against the merge base with the protected branch.
+pub fn view(ws: &Workspace, id: &str) -> Result<View> {
+    let pull = ws.pull(id)?;
+    let repo = &ws.repo;
+    let head = git::branch_tip(repo, &pull.head_branch)?;
+    let tip = git::branch_tip(repo, &pull.base_branch)?;
+    let base = match pull.merge_commit.as_deref().map(Oid::from_str) {
+        // A merged proposal: show what it changed relative to the base it merged onto.
+        Some(Ok(m)) => repo.find_commit(m)?.parent_id(0)?,
+        _ => repo.merge_base(tip, head)?,
+    };
+    let old = repo.find_commit(base)?.tree()?;
+    let new = repo.find_commit(head)?.tree()?;
+    let mut files = Vec::new();
+    for path in git::changed_paths(repo, &old, &new)? {
+        let before = blob_text(repo, &old, &path)?;
+        let after = blob_text(repo, &new, &path)?;
+        let status = match (&before, &after) {
+            (None, Some(_)) => "added",
+            (Some(_), None) => "deleted",
+            _ => "modified",
+        };
+        let diff = match (before, after) {
+            (Some(Err(n)), _) | (_, Some(Err(n))) => format!("binary file ({n} bytes)\n"),
+            (b, a) => {
+                let b = b.and_then(Result::ok).unwrap_or_default();
+                let a = a.and_then(Result::ok).unwrap_or_default();
+                TextDiff::from_lines(&b, &a)
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&format!("a/{path}"), &format!("b/{path}"))
+                    .to_string()
+            }
+        };
+        files.push(FileChange { path, status, diff });
+    }
+    let record = new
+        .get_path(std::path::Path::new(&format!(
+            "{}/proposal.toml",
+            pull.record
+        )))
+        .ok()
+        .filter(|e| e.kind() == Some(ObjectType::Blob))
+        .and_then(|e| repo.find_blob(e.id()).ok())
+        .map(|b| String::from_utf8_lossy(b.content()).into_owned());
+    Ok(View {
+        id: pull.proposal.clone(),
+        title: pull.title.clone(),
+        state: pull.state.as_str(),
+        proposer: pull.proposer.clone(),
+        record,
+        base: base.to_string(),
+        head: head.to_string(),
+        files,
+    })
+}
