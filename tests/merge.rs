@@ -86,3 +86,15 @@ fn the_branch_moves_only_by_compare_and_swap() {
         atelier::git::compare_and_swap(&repo, "refs/heads/main", tip, parent, "test").expect("cas")
     );
 }
+
+#[test]
+fn a_merge_never_overwrites_local_work_in_the_checkout() {
+    let env = Env::new();
+    let id = env.propose(&[("notes.txt", "from the proposal\n")], "Add notes");
+    env.approve(&id, "alice").ok();
+    env.write("notes.txt", "my own untracked notes\n");
+    let run = env.atelier(&["merge", &id]).ok();
+    assert!(run.stderr.contains("left as they were"), "{}", run.stderr);
+    assert_eq!(env.read("notes.txt"), "my own untracked notes\n");
+    assert_eq!(env.git(&["show", "main:notes.txt"]), "from the proposal\n");
+}

@@ -68,7 +68,7 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
     let tree_id = eval
         .merge_tree
         .expect("an allowed decision always has a merge tree");
-    let clean_checkout = protected_checkout_is_clean(ws)?;
+    let clean_checkout = protected_checkout_is_clean(ws, tree_id)?;
     let sig = git::signature(repo, now)?;
     let message = merge_message(&eval);
     debug_assert!(token::RawToken::extract_all(&message).len() == eval.decision.approvers.len());
@@ -131,7 +131,7 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         Some(false) => (
             false,
             Some(format!(
-                "your checkout of {} has local changes, so its files were left as they were; `git status` will show the merge as reverted until you run `git stash && git reset --hard && git stash pop`",
+                "your checkout of {} has local changes (or untracked files where the merge adds files), so its files were left as they were; `git status` will show the merge as reverted until you run `git stash -u && git reset --hard && git stash pop`",
                 eval.pull.base_branch
             )),
         ),
@@ -148,8 +148,10 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
     }))
 }
 
-/// `None` when the protected branch is not checked out; otherwise whether the checkout is clean.
-fn protected_checkout_is_clean(ws: &Workspace) -> Result<Option<bool>> {
+/// `None` when the protected branch is not checked out; otherwise whether its files can be
+/// brought up to `merged_tree` without losing anything: no tracked file is modified and no
+/// untracked file sits where the merge adds one.
+fn protected_checkout_is_clean(ws: &Workspace, merged_tree: Oid) -> Result<Option<bool>> {
     let repo = &ws.repo;
     let head = match repo.head() {
         Ok(h) => h,
@@ -158,9 +160,21 @@ fn protected_checkout_is_clean(ws: &Workspace) -> Result<Option<bool>> {
     if head.name() != Some(&format!("refs/heads/{}", ws.branch())) {
         return Ok(None);
     }
+    let tree = repo.find_tree(merged_tree)?;
     let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(false).include_ignored(false);
-    Ok(Some(repo.statuses(Some(&mut opts))?.is_empty()))
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    for entry in repo.statuses(Some(&mut opts))?.iter() {
+        let untracked = entry.status() == git2::Status::WT_NEW;
+        let collides = entry
+            .path()
+            .is_some_and(|p| tree.get_path(std::path::Path::new(p)).is_ok());
+        if !untracked || collides {
+            return Ok(Some(false));
+        }
+    }
+    Ok(Some(true))
 }
 
 pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -> Result<()> {
