@@ -55,6 +55,11 @@ fn default_gate_key() -> PathBuf {
     PathBuf::from(".atelier/gate_key")
 }
 
+/// A TOML string literal, escaped.
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("{path} not found: run `atelier init` in this repository first")]
@@ -87,11 +92,11 @@ impl Config {
 
     pub fn render(&self) -> String {
         format!(
-            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = \"{}\"\n# The repository's name as approval tokens bind it.\nrepository = \"{}\"\n# The protected branch: every change to it goes through the gate.\nbranch = \"{}\"\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = \"{}\"\n",
-            self.forge.kind,
-            self.forge.repository,
-            self.forge.branch,
-            self.gate.key.display()
+            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n",
+            quote(&self.forge.kind),
+            quote(&self.forge.repository),
+            quote(&self.forge.branch),
+            quote(&self.gate.key.display().to_string())
         )
     }
 }

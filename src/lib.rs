@@ -2,8 +2,8 @@
 //!
 //! Start with ARCHITECTURE.md for the codemap and invariants. In short: `governance` decides
 //! (pure), `workflow` gathers data and acts, `forge` keeps pull requests, `audit` keeps and
-//! verifies the ledger, `git` is the only module that touches repositories, and `cli` is the only
-//! module that prints.
+//! verifies the ledger, `git` holds the repository operations the others share, and `cli` is the
+//! only module that prints.
 
 pub mod audit;
 pub mod cli;

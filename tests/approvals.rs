@@ -305,3 +305,68 @@ fn closing_records_and_refuses_further_tokens() {
     let log = env.atelier(&["audit", "log"]).ok().stdout;
     assert!(log.contains("closed (superseded)"), "{log}");
 }
+
+#[test]
+fn a_deleted_reject_comment_still_vetoes() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&[
+        "approve",
+        &id,
+        "--key",
+        env.key("bob").to_str().expect("utf8"),
+        "--reject",
+    ])
+    .ok();
+    // Someone with access to the forge's storage deletes bob's comment.
+    let path = env.repo.join(".atelier/forge/pulls/1.json");
+    let mut pull: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+    pull["comments"]
+        .as_array_mut()
+        .expect("comments")
+        .truncate(1);
+    std::fs::write(&path, pull.to_string()).expect("write");
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_VETOED"], "the ledger still holds the veto");
+}
+
+#[test]
+fn an_edited_forge_record_cannot_retarget_a_proposal() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let path = env.repo.join(".atelier/forge/pulls/1.json");
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("\"atelier/proposals/1\"", "\"main\"")).expect("write");
+    let run = env.atelier(&["merge", &id]).code(1);
+    assert!(run.stderr.contains("E_FORGE_STATE"), "{}", run.stderr);
+}
+
+#[test]
+fn the_ledger_refuses_a_clock_turned_back() {
+    let mut env = Env::new();
+    let id = env.propose_code();
+    env.now = "2026-05-15T00:00:00Z".into();
+    let run = env.approve(&id, "alice").code(1);
+    assert!(
+        run.stderr.contains("E_CLOCK_BEHIND_LEDGER"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn proposal_ids_are_canonical() {
+    let env = Env::new();
+    env.propose_code();
+    for id in ["01", "+1", "1.0", ""] {
+        let run = env.atelier(&["gate", id]).code(2);
+        assert!(
+            run.stderr.contains("is not a proposal id"),
+            "{id}: {}",
+            run.stderr
+        );
+    }
+}

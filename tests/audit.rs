@@ -217,6 +217,7 @@ fn a_fresh_clone_verifies_once_the_ledger_ref_is_fetched() {
         "without the ledger nothing is accounted for: {}",
         run.stdout
     );
+    assert!(run.stdout.contains("E_LEDGER_MISSING"), "{}", run.stdout);
     env.command("git")
         .current_dir(&clone)
         .args([

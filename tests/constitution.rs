@@ -93,3 +93,20 @@ fn a_change_that_breaks_the_policy_is_refused() {
     assert_eq!(code, 1);
     assert_eq!(unmet(&v), ["E_NEW_POLICY_INVALID"]);
 }
+
+#[test]
+fn an_approver_the_change_removes_does_not_count_under_the_new_policy() {
+    let env = Env::new();
+    let without_bob: String = env
+        .read("policies/allowed_signers")
+        .lines()
+        .filter(|l| !l.starts_with("bob@"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let id = env.propose(&[("policies/allowed_signers", &without_bob)], "Remove bob");
+    env.approve(&id, "alice").ok();
+    env.approve(&id, "bob").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_NEW_POLICY_QUORUM"]);
+}

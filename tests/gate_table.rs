@@ -355,6 +355,73 @@ const CASES: &[Case] = &[
         &["OK"],
     ),
     (
+        "a copied nonce does not hide a veto",
+        |s| {
+            s.sign(ALICE, |p| p.nonce = "a".repeat(32));
+            s.sign(BOB, |p| {
+                p.nonce = "a".repeat(32);
+                p.decision = Verdict::Reject;
+            });
+        },
+        &["E_VETOED"],
+        &["OK", "OK"],
+    ),
+    (
+        "a veto outlives a moved base",
+        |s| {
+            s.sign(ALICE, |_| {});
+            s.sign(BOB, |p| {
+                p.base = "f".repeat(40);
+                p.merge_tree = "f".repeat(40);
+                p.decision = Verdict::Reject;
+            });
+        },
+        &["E_VETOED"],
+        &["OK", "OK"],
+    ),
+    (
+        "a veto on an older head is stale",
+        |s| {
+            s.sign(ALICE, |_| {});
+            s.sign(BOB, |p| {
+                p.head = "f".repeat(40);
+                p.decision = Verdict::Reject;
+            });
+        },
+        &[],
+        &["OK", "E_STALE_HEAD"],
+    ),
+    (
+        "principals compare case-insensitively",
+        |s| {
+            s.change.proposer = Some("Alice@X".into());
+            s.sign(ALICE, |_| {});
+        },
+        &["E_QUORUM_NOT_MET"],
+        &["E_PROPOSER_SIGNER"],
+    ),
+    (
+        "an empty change",
+        |s| {
+            s.change.changed_paths = Vec::new();
+            s.sign(ALICE, |_| {});
+        },
+        &["E_EMPTY_CHANGE"],
+        &["OK"],
+    ),
+    (
+        "a path no rule covers fails closed",
+        |s| {
+            s.governance = s
+                .governance
+                .replace("paths = [\"**\"]", "paths = [\"src/**\"]");
+            s.change.changed_paths = vec!["src/lib.rs".into(), "notes.txt".into()];
+            s.sign(ALICE, |_| {});
+        },
+        &["E_NO_RULE"],
+        &["OK"],
+    ),
+    (
         "a closed proposal",
         |s| {
             s.change.open = false;

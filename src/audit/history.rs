@@ -48,6 +48,11 @@ struct LedgerIndex {
     adopted: Option<String>,
     merged: HashMap<String, MergedRecord>,
     proposers: HashMap<String, Option<String>>,
+    /// Rejections recorded per (proposal, pull): a merge must hold against them too, even if the
+    /// merge commit does not carry them.
+    rejections: HashMap<(String, u64), Vec<RawToken>>,
+    /// The time of the latest entry, to check that ledger time never goes backwards.
+    last_at: Option<i64>,
     /// Merkle root after each entry (index i = root of size i + 1).
     roots: Vec<Hash>,
 }
@@ -60,6 +65,9 @@ struct MergedRecord {
     head: String,
     tree: String,
     seen_on_branch: bool,
+    /// Whether a `merged` entry (not only `merge-started`) records it.
+    completed: bool,
+    aborted: bool,
 }
 
 fn finding(code: &'static str, commit: Option<String>, detail: String) -> Finding {
@@ -120,7 +128,14 @@ fn check_ledger(
             .collect();
         chunks.sort();
         for (name, id) in chunks {
-            let blob = repo.find_blob(id)?;
+            let Ok(blob) = repo.find_blob(id) else {
+                report.findings.push(finding(
+                    "E_LEDGER_MALFORMED",
+                    None,
+                    format!("ledger entries/{name} is not a file"),
+                ));
+                continue;
+            };
             let text = String::from_utf8_lossy(blob.content());
             for line in text.lines() {
                 builder.push(merkle::leaf_hash(line.as_bytes()));
@@ -145,6 +160,23 @@ fn check_ledger(
                                     entry.seq
                                 ),
                             ));
+                        }
+                        let at = parse_rfc3339(&entry.at).ok();
+                        match (index.last_at, at) {
+                            (_, None) => report.findings.push(finding(
+                                "E_LEDGER_MALFORMED",
+                                None,
+                                format!("entry {position}: `at` is not a time: {}", entry.at),
+                            )),
+                            (Some(last), Some(t)) if t < last => report.findings.push(finding(
+                                "E_LEDGER_TIME_REVERSED",
+                                None,
+                                format!(
+                                    "entry {position} is dated {}, before the entry preceding it: ledger time never goes backwards (was the clock turned back to revive expired approvals?)",
+                                    entry.at
+                                ),
+                            )),
+                            (_, Some(t)) => index.last_at = Some(t),
                         }
                         index_entry(&mut index, entry);
                     }
@@ -229,6 +261,8 @@ fn check_ledger(
 }
 
 fn index_entry(index: &mut LedgerIndex, entry: Entry) {
+    let at = parse_rfc3339(&entry.at).unwrap_or(i64::MIN);
+    let completed = matches!(entry.event, Event::Merged { .. });
     match entry.event {
         Event::Adopted { commit, .. } if index.adopted.is_none() => index.adopted = Some(commit),
         Event::ProposalOpened {
@@ -236,7 +270,33 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
         } => {
             index.proposers.insert(proposal, proposer);
         }
-        Event::Merged {
+        Event::TokenRecorded {
+            proposal,
+            pull,
+            token,
+            ..
+        } => {
+            for t in RawToken::extract_all(&token) {
+                let reject = crate::governance::token::Payload::parse(&t.payload)
+                    .is_ok_and(|p| p.decision == crate::governance::token::Verdict::Reject);
+                if reject {
+                    index
+                        .rejections
+                        .entry((proposal.clone(), pull))
+                        .or_default()
+                        .push(t);
+                }
+            }
+        }
+        Event::MergeStarted {
+            proposal,
+            pull,
+            commit,
+            base,
+            head,
+            tree,
+        }
+        | Event::Merged {
             proposal,
             pull,
             commit,
@@ -244,19 +304,23 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             head,
             tree,
         } => {
-            let at = parse_rfc3339(&entry.at).unwrap_or(i64::MIN);
-            index.merged.insert(
-                commit,
-                MergedRecord {
-                    proposal,
-                    pull,
-                    at,
-                    base,
-                    head,
-                    tree,
-                    seen_on_branch: false,
-                },
-            );
+            let rec = index.merged.entry(commit).or_insert(MergedRecord {
+                proposal,
+                pull,
+                at,
+                base,
+                head,
+                tree,
+                seen_on_branch: false,
+                completed: false,
+                aborted: false,
+            });
+            rec.completed |= completed;
+        }
+        Event::MergeAborted { commit, .. } => {
+            if let Some(rec) = index.merged.get_mut(&commit) {
+                rec.aborted = true;
+            }
         }
         _ => {}
     }
@@ -363,7 +427,21 @@ pub fn verify(
     };
     report.adoption = Some(adoption.to_string());
     let keys = gate_keys(repo, &line)?;
-    let mut index = check_ledger(repo, repository, &keys, &mut report)?.unwrap_or_default();
+    let ledger = check_ledger(repo, repository, &keys, &mut report)?;
+    if ledger.is_none() && line.len() > 1 {
+        report.findings.push(finding(
+            "E_LEDGER_MISSING",
+            None,
+            format!(
+                "there is no {} in this repository, yet {branch} has {} commit(s) after adoption; fetch it (`git fetch origin {}:{}`) or the history cannot be accounted for",
+                ledger::REF,
+                line.len() - 1,
+                ledger::REF,
+                ledger::REF
+            ),
+        ));
+    }
+    let mut index = ledger.unwrap_or_default();
     if let Some(adopted) = &index.adopted {
         if *adopted != adoption.to_string() {
             report.findings.push(finding(
@@ -432,7 +510,20 @@ pub fn verify(
             change,
             base_policy: cache.policy(repo, &base_tree)?,
             new_policy: cache.policy(repo, &tree)?,
-            tokens: RawToken::extract_all(commit.message().unwrap_or("")),
+            tokens: {
+                let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
+                for r in index
+                    .rejections
+                    .get(&(rec.proposal.clone(), rec.pull))
+                    .into_iter()
+                    .flatten()
+                {
+                    if !tokens.contains(r) {
+                        tokens.push(r.clone());
+                    }
+                }
+                tokens
+            },
             now: rec.at,
         });
         if batch.len() == BATCH {
@@ -443,7 +534,7 @@ pub fn verify(
     let mut stray: Vec<(&String, &MergedRecord)> = index
         .merged
         .iter()
-        .filter(|(_, r)| !r.seen_on_branch)
+        .filter(|(_, r)| !r.seen_on_branch && r.completed && !r.aborted)
         .collect();
     stray.sort_by_key(|(c, _)| c.as_str());
     for (c, r) in stray {

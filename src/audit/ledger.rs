@@ -51,6 +51,22 @@ pub enum Event {
         unmet: Vec<String>,
         approvers: Vec<String>,
     },
+    /// The merge commit exists and the branch is about to move to it (written before the
+    /// compare-and-swap, so a crash between the two never leaves an unrecorded merge).
+    MergeStarted {
+        proposal: String,
+        pull: u64,
+        commit: String,
+        base: String,
+        head: String,
+        tree: String,
+    },
+    /// The compare-and-swap failed: the started merge never landed.
+    MergeAborted {
+        proposal: String,
+        commit: String,
+        reason: String,
+    },
     Merged {
         proposal: String,
         pull: u64,
@@ -73,6 +89,8 @@ impl Event {
             | Event::TokenRecorded { proposal, .. }
             | Event::GateDecision { proposal, .. }
             | Event::Merged { proposal, .. }
+            | Event::MergeStarted { proposal, .. }
+            | Event::MergeAborted { proposal, .. }
             | Event::Closed { proposal, .. } => Some(proposal),
         }
     }
@@ -101,6 +119,8 @@ pub enum LedgerError {
     Corrupt(String),
     #[error("E_LEDGER_MOVED: {REF} moved during the append (expected {expected}, found {found}); retry the command")]
     Moved { expected: String, found: String },
+    #[error("E_CLOCK_BEHIND_LEDGER: the clock says {now}, but the ledger's last entry is from {last}; ledger time never goes backwards — fix the clock (or ATELIER_NOW)")]
+    ClockBehind { now: String, last: String },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
 }
@@ -165,7 +185,9 @@ pub fn read_at(repo: &Repository, commit: Oid) -> Result<Snapshot, LedgerError> 
             .collect();
         names.sort();
         for (name, id) in names {
-            let blob = repo.find_blob(id)?;
+            let blob = repo.find_blob(id).map_err(|_| {
+                LedgerError::Corrupt(format!("ledger entries/{name} is not a file"))
+            })?;
             let text = std::str::from_utf8(blob.content())
                 .map_err(|_| LedgerError::Corrupt(format!("ledger entries/{name} is not UTF-8")))?;
             lines.extend(text.lines().map(str::to_string));
@@ -216,6 +238,16 @@ pub fn append(
             (s.lines.clone(), Some(cp), Some(s.commit))
         }
     };
+    if let Some(last) = lines.last().and_then(|l| Entry::parse(l).ok()) {
+        if let Ok(t) = crate::governance::time::parse_rfc3339(&last.at) {
+            if now < t {
+                return Err(LedgerError::ClockBehind {
+                    now: format_rfc3339(now),
+                    last: last.at,
+                });
+            }
+        }
+    }
     let first_new = lines.len();
     for event in events {
         let entry = Entry {

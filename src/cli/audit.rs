@@ -41,6 +41,9 @@ pub struct VerifyArgs {
     /// Threads for signature verification (default: all cores).
     #[arg(long)]
     jobs: Option<usize>,
+    /// The protected branch to audit (default: the one in atelier.toml).
+    #[arg(long)]
+    branch: Option<String>,
 }
 
 pub fn audit(dir: &Path, cmd: AuditCommand) -> anyhow::Result<ExitCode> {
@@ -63,7 +66,7 @@ fn summary(e: &Event) -> String {
         } => {
             format!(
                 "\"{title}\" head {} by {}",
-                &head[..12],
+                head.get(..12).unwrap_or(head),
                 proposer.as_deref().unwrap_or("?")
             )
         }
@@ -80,6 +83,8 @@ fn summary(e: &Event) -> String {
                 format!("gate refused ({})", unmet.join(", "))
             }
         }
+        Event::MergeStarted { commit, .. } => format!("merge started: {commit}"),
+        Event::MergeAborted { commit, reason, .. } => format!("merge {commit} aborted: {reason}"),
         Event::Merged { commit, .. } => format!("merged as {commit}"),
         Event::Closed { reason, .. } => format!(
             "closed ({})",
@@ -94,6 +99,8 @@ fn kind(e: &Event) -> &'static str {
         Event::ProposalOpened { .. } => "proposal-opened",
         Event::TokenRecorded { .. } => "token-recorded",
         Event::GateDecision { .. } => "gate-decision",
+        Event::MergeStarted { .. } => "merge-started",
+        Event::MergeAborted { .. } => "merge-aborted",
         Event::Merged { .. } => "merged",
         Event::Closed { .. } => "closed",
     }
@@ -101,6 +108,9 @@ fn kind(e: &Event) -> &'static str {
 
 fn log(ws: &Workspace, a: LogArgs) -> anyhow::Result<ExitCode> {
     let entries = history::entries(&ws.repo)?;
+    if !a.json {
+        eprintln!("(the ledger's entries as stored; `atelier audit verify` checks their signatures and history)");
+    }
     if a.json {
         json(&entries)?;
         return Ok(ExitCode::SUCCESS);
@@ -203,7 +213,8 @@ fn verify(ws: &Workspace, a: VerifyArgs) -> anyhow::Result<ExitCode> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let r = history::verify(&ws.repo, &ws.config.forge.repository, ws.branch(), jobs)?;
+    let branch = a.branch.clone().unwrap_or_else(|| ws.branch().to_string());
+    let r = history::verify(&ws.repo, &ws.config.forge.repository, &branch, jobs)?;
     if a.json {
         json(&r)?;
     } else {

@@ -19,9 +19,6 @@ pub struct ProposeArgs {
     /// Why this change.
     #[arg(long)]
     rationale: Option<String>,
-    /// The proposing principal, whose approval will not count (default: git's user.email).
-    #[arg(long)]
-    proposer: Option<String>,
 }
 
 pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
@@ -33,7 +30,7 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
             patch: args.patch,
             title: args.title,
             rationale: args.rationale,
-            proposer: args.proposer,
+            proposer: None,
         },
         now,
     )?;

@@ -33,7 +33,7 @@ pub struct SignerEntry {
     pub namespaces: Option<Vec<String>>,
     /// Unix seconds, UTC; the entry is valid from this instant on (inclusive).
     pub valid_after: Option<Timestamp>,
-    /// Unix seconds, UTC; the entry is valid strictly before this instant (exclusive).
+    /// Unix seconds, UTC; the entry is valid up to and including this instant (as OpenSSH).
     pub valid_before: Option<Timestamp>,
     /// The key, of any type; ed25519-only is enforced elsewhere. Its comment is empty.
     pub key: PublicKey,

@@ -54,6 +54,9 @@ pub struct GateInput<'a> {
 pub struct Requirement {
     pub code: &'static str,
     pub met: bool,
+    /// For quorum requirements: how many distinct approvals the rule needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required: Option<u32>,
     pub summary: String,
     pub expected: String,
     pub found: String,
@@ -100,6 +103,7 @@ fn req(
     Requirement {
         code,
         met,
+        required: None,
         summary,
         expected,
         found,
@@ -123,7 +127,7 @@ fn judge_one(
     raw: &RawToken,
     input: &GateInput<'_>,
     policy: &Policy,
-    seen_nonces: &mut BTreeSet<String>,
+    seen: &mut BTreeSet<(String, String)>,
 ) -> Result<Counted, NotCounted> {
     let verified = token::verify(raw).map_err(|e| (e.code(), None, None, e.to_string()))?;
     let fp = verified.fingerprint.clone();
@@ -152,8 +156,13 @@ fn judge_one(
             format!("key {fp} is not in policies/allowed_signers at the base commit"),
         ));
     };
-    let principal = entry.principal.as_str();
-    if entries.iter().any(|e| e.principal != entry.principal) {
+    // Principals compare case-insensitively (they are e-mail addresses in practice).
+    let principal_lc = entry.principal.to_ascii_lowercase();
+    let principal = principal_lc.as_str();
+    if entries
+        .iter()
+        .any(|e| !e.principal.eq_ignore_ascii_case(&entry.principal))
+    {
         let all: Vec<&str> = entries.iter().map(|e| e.principal.as_str()).collect();
         return Err(fail(
             "E_AMBIGUOUS_SIGNER",
@@ -220,16 +229,20 @@ fn judge_one(
         &p.pull.to_string(),
     )?;
     bind("E_STALE_HEAD", "head", &c.head, &p.head)?;
-    bind("E_STALE_BASE", "base", &c.base, &p.base)?;
-    if let Ok(tree) = &c.merge_tree {
-        bind("E_MERGE_TREE_MISMATCH", "merge-tree", tree, &p.merge_tree)?;
+    // A rejection is about the proposed change (its head): it keeps vetoing when unrelated
+    // merges move the base. An approval binds the exact merge: base, tree and policy too.
+    if p.decision == Verdict::Approve {
+        bind("E_STALE_BASE", "base", &c.base, &p.base)?;
+        if let Ok(tree) = &c.merge_tree {
+            bind("E_MERGE_TREE_MISMATCH", "merge-tree", tree, &p.merge_tree)?;
+        }
+        bind(
+            "E_POLICY_DIGEST_MISMATCH",
+            "policy",
+            &c.policy_digest,
+            &p.policy,
+        )?;
     }
-    bind(
-        "E_POLICY_DIGEST_MISMATCH",
-        "policy",
-        &c.policy_digest,
-        &p.policy,
-    )?;
     if p.expires <= p.issued || p.expires - p.issued > policy.max_lifetime {
         return Err(fail(
             "E_TOKEN_LIFETIME",
@@ -243,13 +256,13 @@ fn judge_one(
             ),
         ));
     }
-    if p.issued > input.now + policy.clock_skew {
+    if p.issued > input.now.saturating_add(policy.clock_skew) {
         return Err(fail(
             "E_TOKEN_NOT_YET_VALID",
             pr,
             format!(
                 "issued: expected at or before {}, found {}",
-                format_rfc3339(input.now + policy.clock_skew),
+                format_rfc3339(input.now.saturating_add(policy.clock_skew)),
                 format_rfc3339(p.issued)
             ),
         ));
@@ -280,25 +293,34 @@ fn judge_one(
             ));
         }
     }
-    if c.proposer.as_deref() == Some(principal) {
+    if c.proposer
+        .as_deref()
+        .is_some_and(|p| p.eq_ignore_ascii_case(principal))
+    {
         return Err(fail(
             "E_PROPOSER_SIGNER",
             pr,
             format!("{principal} proposed this change; the proposer's approval never counts"),
         ));
     }
-    if policy.bots.iter().any(|b| b == principal) {
+    if policy
+        .bots
+        .iter()
+        .any(|b| b.eq_ignore_ascii_case(principal))
+    {
         return Err(fail(
             "E_BOT_SIGNER",
             pr,
             format!("{principal} is listed under `bots` and never counts"),
         ));
     }
-    if !seen_nonces.insert(p.nonce.clone()) {
+    // The same signer presenting the same nonce twice is one token; another signer's token
+    // with a copied nonce is a different token and is judged on its own.
+    if !seen.insert((fp.clone(), p.nonce.clone())) {
         return Err(fail(
             "E_DUPLICATE_TOKEN",
             pr,
-            format!("nonce {} was already presented by another token", p.nonce),
+            format!("this key already presented a token with nonce {}", p.nonce),
         ));
     }
     Ok((principal.to_string(), fp, p.decision))
@@ -361,6 +383,7 @@ fn rule_requirement(
         .filter(|p| rule.counts(p))
         .collect();
     let met = counting.len() as u32 >= rule.quorum;
+    let required = Some(rule.quorum);
     let paths = rule.matched(changed);
     let shown: Vec<&str> = paths.iter().take(3).copied().collect();
     let more = if paths.len() > 3 {
@@ -368,7 +391,7 @@ fn rule_requirement(
     } else {
         String::new()
     };
-    req(
+    let r = req(
         code,
         met,
         format!(
@@ -388,7 +411,8 @@ fn rule_requirement(
         } else {
             format!("{} ({})", counting.len(), counting.join(", "))
         },
-    )
+    );
+    Requirement { required, ..r }
 }
 
 /// Every requirement for the change, met or not.
@@ -458,6 +482,32 @@ pub fn requirements(
             judged.vetoes.iter().cloned().collect::<Vec<_>>().join(", ")
         },
     ));
+    if c.merge_tree.is_ok() {
+        out.push(req(
+            "E_EMPTY_CHANGE",
+            !c.changed_paths.is_empty(),
+            "the change changes something".into(),
+            "at least one changed path".into(),
+            format!("{} changed path(s)", c.changed_paths.len()),
+        ));
+        let uncovered: Vec<&str> = c
+            .changed_paths
+            .iter()
+            .filter(|p| policy.touched(std::slice::from_ref(*p)).is_empty())
+            .map(String::as_str)
+            .collect();
+        out.push(req(
+            "E_NO_RULE",
+            uncovered.is_empty(),
+            "every changed path is covered by a quorum rule (uncovered paths fail closed)".into(),
+            "a rule for every path".into(),
+            if uncovered.is_empty() {
+                "all covered".into()
+            } else {
+                format!("no rule covers {}", uncovered.join(", "))
+            },
+        ));
+    }
     let constitutional = !policy.constitution.matched(&c.changed_paths).is_empty();
     for rule in policy.touched(&c.changed_paths) {
         let code = if std::ptr::eq(rule, &policy.constitution) {
@@ -490,19 +540,17 @@ pub fn requirements(
                     "valid".into(),
                     "valid".into(),
                 ));
-                // Approvers counted under the base policy who are also neither bots nor revoked
-                // under the new one: a change can only narrow who counts, never widen it.
+                // Approvers counted under the base policy whose key the new policy still lists
+                // under the same principal, unrevoked and not a bot: a change can only narrow
+                // who counts, never widen it.
                 let still: BTreeSet<String> = judged
                     .reports
                     .iter()
                     .filter(|r| r.counted && r.decision == Some(Verdict::Approve))
-                    .filter(|r| {
-                        r.fingerprint
-                            .as_deref()
-                            .is_none_or(|f| new.is_revoked(f).is_none())
-                    })
-                    .filter_map(|r| r.principal.clone())
-                    .filter(|p| !new.bots.contains(p))
+                    .filter_map(|r| Some((r.principal.clone()?, r.fingerprint.clone()?)))
+                    .filter(|(p, f)| new.is_revoked(f).is_none() && new.lists(f, p))
+                    .map(|(p, _)| p)
+                    .filter(|p| !new.bots.iter().any(|b| b.eq_ignore_ascii_case(p)))
                     .collect();
                 for rule in new.touched(&c.changed_paths) {
                     out.push(rule_requirement(

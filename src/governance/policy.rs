@@ -132,7 +132,7 @@ impl Rule {
     pub fn counts(&self, principal: &str) -> bool {
         self.approvers
             .as_ref()
-            .is_none_or(|a| a.iter().any(|x| x == principal))
+            .is_none_or(|a| a.iter().any(|x| x.eq_ignore_ascii_case(principal)))
     }
 }
 
@@ -226,6 +226,24 @@ impl Policy {
         };
         let max_lifetime = duration("max_lifetime", &raw.tokens.max_lifetime)?;
         let clock_skew = duration("clock_skew", &raw.tokens.clock_skew)?;
+        if max_lifetime > 366 * 86_400 {
+            return Err(invalid(
+                GOVERNANCE_PATH,
+                format!(
+                    "[tokens] max_lifetime: at most 366d, found {}",
+                    raw.tokens.max_lifetime
+                ),
+            ));
+        }
+        if clock_skew > 86_400 {
+            return Err(invalid(
+                GOVERNANCE_PATH,
+                format!(
+                    "[tokens] clock_skew: at most 1d, found {}",
+                    raw.tokens.clock_skew
+                ),
+            ));
+        }
         if max_lifetime == 0 {
             return Err(invalid(
                 GOVERNANCE_PATH,
@@ -301,6 +319,14 @@ impl Policy {
             .collect()
     }
 
+    /// Whether allowed_signers lists the key with this fingerprint under `principal`.
+    pub fn lists(&self, fingerprint: &str, principal: &str) -> bool {
+        self.signers.entries.iter().any(|e| {
+            e.principal.eq_ignore_ascii_case(principal)
+                && super::token::fingerprint(e.key.key_data()) == fingerprint
+        })
+    }
+
     pub fn is_revoked(&self, fingerprint: &str) -> Option<&Revocation> {
         self.revoked.iter().find(|r| r.fingerprint == fingerprint)
     }
@@ -326,7 +352,11 @@ clock_skew = "5m"
 # The constitution: changes here need `quorum` approvals under the current policy *and* under
 # the policy the change would install.
 [constitution]
-paths = ["policies/**", "reviewers/**", "GOVERNANCE.md", ".ci/**", "src/governance/**", "src/audit/**"]
+paths = [
+    "policies/**", "reviewers/**", "GOVERNANCE.md", ".ci/**", "atelier.toml",
+    # Atelier's own gate: the decision, the ledger and audit, and the code that feeds and enforces them.
+    "src/governance/**", "src/audit/**", "src/workflow/**", "src/git.rs", "Cargo.toml", "Cargo.lock", "build.rs",
+]
 quorum = 2
 
 # Every rule whose paths a change touches must be met. `approvers = ["alice@example.org"]`
@@ -386,6 +416,8 @@ mod tests {
             ("version = 1\n[constitution]\npaths=[\"a[\"]\nquorum=1\n", "does not parse"),
             ("version = 1\nquorom = 3\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "quorom"),
             ("version = 1\n[tokens]\nmax_lifetime=\"1w\"\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "max_lifetime"),
+            ("version = 1\n[tokens]\nclock_skew=\"9223372036854775807s\"\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "at most 1d"),
+            ("version = 1\n[tokens]\nclock_skew=\"9223372036854775807s\"\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "at most 1d"),
         ] {
             let err = Policy::load(&files(gov)).expect_err(gov).to_string();
             assert!(err.contains(phrase), "{err}");

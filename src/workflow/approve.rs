@@ -186,14 +186,15 @@ fn record(ws: &Workspace, id: &str, body: &str, now: Timestamp) -> Result<Approv
             token: t.to_text(),
         })
         .collect();
-    // Tell the approver now what the gate will make of each new token (the last ones judged).
+    // Tell the approver now what the gate will make of each new token.
     let eval = super::evaluate(ws, ws.pull(id)?, now)?;
-    let reports = &eval.decision.tokens;
-    for r in reports
-        .iter()
-        .skip(reports.len().saturating_sub(tokens.len()))
-    {
-        if !r.counted {
+    for t in &tokens {
+        let judged = eval
+            .tokens
+            .iter()
+            .position(|x| x == t)
+            .and_then(|i| eval.decision.tokens.get(i));
+        if let Some(r) = judged.filter(|r| !r.counted) {
             warnings.push(format!(
                 "the gate will not count this token: {}: {}",
                 r.code, r.detail

@@ -80,6 +80,30 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         &repo.find_tree(tree_id)?,
         &[&repo.find_commit(base)?, &repo.find_commit(head)?],
     )?;
+    // Record the intent first: a crash after the swap below still leaves the merge in the ledger.
+    let started = |kind: fn(String, u64, String, String, String, String) -> Event| {
+        kind(
+            eval.pull.proposal.clone(),
+            eval.pull.number,
+            commit.to_string(),
+            base.to_string(),
+            head.to_string(),
+            tree_id.to_string(),
+        )
+    };
+    ws.record(
+        vec![started(|proposal, pull, commit, base, head, tree| {
+            Event::MergeStarted {
+                proposal,
+                pull,
+                commit,
+                base,
+                head,
+                tree,
+            }
+        })],
+        now,
+    )?;
     let refname = format!("refs/heads/{}", eval.pull.base_branch);
     if !git::compare_and_swap(
         repo,
@@ -91,6 +115,17 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         let found = git::branch_tip(repo, &eval.pull.base_branch)
             .map(|o| o.to_string())
             .unwrap_or_else(|_| "nothing".into());
+        ws.record(
+            vec![Event::MergeAborted {
+                proposal: eval.pull.proposal.clone(),
+                commit: commit.to_string(),
+                reason: format!(
+                    "{} moved: expected {base}, found {found}",
+                    eval.pull.base_branch
+                ),
+            }],
+            now,
+        )?;
         return Err(refuse(
             "E_BASE_MOVED",
             format!("{} moved while merging: expected {base}, found {found}; nothing was merged — run the gate again", eval.pull.base_branch),
@@ -112,14 +147,16 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         None,
     )?;
     ws.record(
-        vec![Event::Merged {
-            proposal: eval.pull.proposal.clone(),
-            pull: eval.pull.number,
-            commit: commit.to_string(),
-            base: base.to_string(),
-            head: head.to_string(),
-            tree: tree_id.to_string(),
-        }],
+        vec![started(|proposal, pull, commit, base, head, tree| {
+            Event::Merged {
+                proposal,
+                pull,
+                commit,
+                base,
+                head,
+                tree,
+            }
+        })],
         now,
     )?;
     let (worktree_updated, note) = match clean_checkout {
@@ -131,8 +168,8 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         Some(false) => (
             false,
             Some(format!(
-                "your checkout of {} has local changes (or untracked files where the merge adds files), so its files were left as they were; `git status` will show the merge as reverted until you run `git stash -u && git reset --hard && git stash pop`",
-                eval.pull.base_branch
+                "your checkout of {branch} has local changes (or untracked files where the merge adds files), so its files were left as they were; bring them up to date, keeping your changes, with `git read-tree -m -u {base} {branch}`",
+                branch = eval.pull.base_branch
             )),
         ),
     };

@@ -96,9 +96,12 @@ impl Workspace {
 
     /// Resolves a proposal id (`1`) to its pull request.
     pub fn pull(&self, id: &str) -> Result<PullRequest> {
-        let n: u64 = id.parse().map_err(|_| {
+        let canonical = !id.is_empty()
+            && id.bytes().all(|b| b.is_ascii_digit())
+            && !(id.len() > 1 && id.starts_with('0'));
+        let n: u64 = id.parse().ok().filter(|_| canonical).ok_or_else(|| {
             anyhow::anyhow!(
-                "`{id}` is not a proposal id: ids are numbers (`atelier proposals` lists them)"
+                "`{id}` is not a proposal id: ids are numbers written without leading zeros (`atelier proposals` lists them)"
             )
         })?;
         Ok(self.forge.get(n)?)
@@ -184,6 +187,21 @@ pub struct Evaluation {
 /// Gathers the change as it is now and runs the gate. Records nothing.
 pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Evaluation> {
     let repo = &ws.repo;
+    // The forge's record names the branches; they must be the protected branch and this
+    // proposal's own branch, whatever the record says.
+    let expected_head = format!("atelier/proposals/{}", pull.number);
+    if pull.base_branch != ws.branch() || pull.head_branch != expected_head {
+        return Err(refuse(
+            "E_FORGE_STATE",
+            format!(
+                "pull request {} targets `{}` from `{}`; expected `{}` from `{expected_head}` — the forge record was edited",
+                pull.number,
+                pull.base_branch,
+                pull.head_branch,
+                ws.branch()
+            ),
+        ));
+    }
     let base = git::branch_tip(repo, &pull.base_branch)?;
     let head = git::branch_tip(repo, &pull.head_branch)
         .with_context(|| format!("the proposal branch {} is gone", pull.head_branch))?;
@@ -206,11 +224,7 @@ pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Eva
     };
     let base_policy = Policy::load(&git::policy_files(repo, &base_tree)?);
     let digest = policy_digest(&git::digest_files(repo, &base_tree)?);
-    let tokens: Vec<RawToken> = pull
-        .comments
-        .iter()
-        .flat_map(|c| RawToken::extract_all(&c.body))
-        .collect();
+    let tokens = tokens_for(repo, &pull)?;
     let ledger_roots = ledger_roots(repo, &tokens)?;
     let change = Change {
         repository: ws.config.forge.repository.clone(),
@@ -239,6 +253,40 @@ pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Eva
         tokens,
         merge_tree: merge.ok(),
     })
+}
+
+/// Every token recorded for a pull request: its comments, then any the ledger recorded that the
+/// comments no longer carry (an edited or deleted comment cannot withdraw a recorded veto).
+pub fn tokens_for(repo: &Repository, pull: &PullRequest) -> Result<Vec<RawToken>> {
+    let mut tokens: Vec<RawToken> = pull
+        .comments
+        .iter()
+        .flat_map(|c| RawToken::extract_all(&c.body))
+        .collect();
+    if let Some(snap) = ledger::read(repo)? {
+        for line in &snap.lines {
+            if let Ok(ledger::Entry {
+                event:
+                    Event::TokenRecorded {
+                        proposal,
+                        pull: n,
+                        token,
+                        ..
+                    },
+                ..
+            }) = ledger::Entry::parse(line)
+            {
+                if proposal == pull.proposal && n == pull.number {
+                    for t in RawToken::extract_all(&token) {
+                        if !tokens.contains(&t) {
+                            tokens.push(t);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(tokens)
 }
 
 /// The ledger's Merkle root at each size a token names.
@@ -311,18 +359,7 @@ pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
                 .decision
                 .requirements
                 .iter()
-                .filter(|r| {
-                    matches!(
-                        r.code,
-                        "E_QUORUM_NOT_MET" | "E_CONSTITUTION_QUORUM" | "E_NEW_POLICY_QUORUM"
-                    )
-                })
-                .filter_map(|r| {
-                    r.expected
-                        .split(' ')
-                        .next()
-                        .and_then(|n| n.parse::<u32>().ok())
-                })
+                .filter_map(|r| r.required)
                 .max();
             (
                 eval.decision.approvers.len(),

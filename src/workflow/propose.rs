@@ -14,7 +14,8 @@ pub struct ProposeOptions {
     pub patch: PathBuf,
     pub title: String,
     pub rationale: Option<String>,
-    /// The principal proposing; defaults to the repository's `user.email`.
+    /// The principal proposing; `None` means the repository's `user.email`. The CLI never
+    /// lets a user name someone else: the proposer's approval must not count.
     pub proposer: Option<String>,
 }
 
