@@ -256,3 +256,18 @@ fn audit_show_tells_one_proposals_story() {
     assert_eq!(log[0]["kind"], "adopted");
     env.atelier(&["audit", "show", "99"]).code(2);
 }
+
+#[test]
+fn a_pinned_adoption_point_catches_a_rewritten_root() {
+    let env = history();
+    let adoption = env.atelier(&["audit", "verify", "--json"]).ok().json()["adoption"]
+        .as_str()
+        .expect("sha")
+        .to_string();
+    env.atelier(&["audit", "verify", "--adoption", &adoption[..12]])
+        .ok();
+    let run = env
+        .atelier(&["audit", "verify", "--adoption", "0123456789abcdef"])
+        .code(1);
+    assert!(run.stdout.contains("E_ADOPTION_MISMATCH"), "{}", run.stdout);
+}

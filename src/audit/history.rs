@@ -702,3 +702,18 @@ pub fn explain_token(repo: &Repository, seq: u64, at: &str, text: &str) -> Token
     }
     story
 }
+
+/// Compares the adoption point found with one the auditor pinned (recorded earlier, out of
+/// band): a history rewritten from its root would otherwise look self-consistent.
+pub fn check_adoption_pin(report: &mut VerifyReport, pinned: &str) {
+    let found = report.adoption.clone().unwrap_or_else(|| "none".into());
+    let matches =
+        found.len() == 40 && pinned.len() >= 7 && found.starts_with(&pinned.to_ascii_lowercase());
+    if !matches {
+        report.findings.push(finding(
+            "E_ADOPTION_MISMATCH",
+            report.adoption.clone(),
+            format!("the adoption point is {found}, but --adoption pins {pinned}: the branch was rewritten from before adoption"),
+        ));
+    }
+}

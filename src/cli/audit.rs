@@ -44,6 +44,9 @@ pub struct VerifyArgs {
     /// The protected branch to audit (default: the one in atelier.toml).
     #[arg(long)]
     branch: Option<String>,
+    /// The adoption commit you recorded earlier; a different one is a finding.
+    #[arg(long, value_name = "sha")]
+    adoption: Option<String>,
 }
 
 pub fn audit(dir: &Path, cmd: AuditCommand) -> anyhow::Result<ExitCode> {
@@ -214,7 +217,10 @@ fn verify(ws: &Workspace, a: VerifyArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(1)
     });
     let branch = a.branch.clone().unwrap_or_else(|| ws.branch().to_string());
-    let r = history::verify(&ws.repo, &ws.config.forge.repository, &branch, jobs)?;
+    let mut r = history::verify(&ws.repo, &ws.config.forge.repository, &branch, jobs)?;
+    if let Some(pin) = &a.adoption {
+        history::check_adoption_pin(&mut r, pin);
+    }
     if a.json {
         json(&r)?;
     } else {
