@@ -136,14 +136,7 @@ fn a_reject_token_vetoes() {
     let env = Env::new();
     let id = env.propose_code();
     env.approve(&id, "alice").ok();
-    env.atelier(&[
-        "approve",
-        &id,
-        "--key",
-        env.key("bob").to_str().expect("utf8"),
-        "--reject",
-    ])
-    .ok();
+    env.reject(&id, "bob").ok();
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1);
     assert_eq!(unmet(&v), ["E_VETOED"]);
@@ -311,14 +304,7 @@ fn a_deleted_reject_comment_still_vetoes() {
     let env = Env::new();
     let id = env.propose_code();
     env.approve(&id, "alice").ok();
-    env.atelier(&[
-        "approve",
-        &id,
-        "--key",
-        env.key("bob").to_str().expect("utf8"),
-        "--reject",
-    ])
-    .ok();
+    env.reject(&id, "bob").ok();
     // Someone with access to the forge's storage deletes bob's comment.
     let path = env.repo.join(".atelier/forge/pulls/1.json");
     let mut pull: serde_json::Value =

@@ -188,14 +188,14 @@ fn a_recorded_merge_whose_tokens_do_not_satisfy_the_base_policy_is_flagged() {
         .expect("ref");
     let key =
         atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
-    let event = ledger::Event::Merged {
+    let event = ledger::Event::Merged(ledger::MergeRecord {
         proposal: id,
         pull: 1,
         commit: commit.to_string(),
         base: base.to_string(),
         head: head.to_string(),
         tree: tree.to_string(),
-    };
+    });
     ledger::append(&repo, "local/repo", vec![event], 1_795_946_400, &key).expect("append");
     let c = codes(&env);
     assert_eq!(c, ["E_MERGE_NOT_APPROVED"]);

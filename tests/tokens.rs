@@ -26,27 +26,7 @@ fn ssh_keygen(env: &Env, args: &[&str], stdin: Option<&Path>) -> std::process::O
 fn signatures_made_by_ssh_keygen_are_accepted() {
     let env = Env::new();
     let id = env.propose_code();
-    let payload = env.atelier(&["approve", &id, "--payload"]).ok().stdout;
-    let file = env.file("payload", &payload);
-    let out = ssh_keygen(
-        &env,
-        &[
-            "-Y",
-            "sign",
-            "-f",
-            env.key("alice").to_str().expect("utf8"),
-            "-n",
-            "atelier-approval",
-            file.to_str().expect("utf8"),
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sig = env.tmp.path().join("payload.sig");
+    let (_, sig) = env.ssh_sign(&id, &env.key("alice"), "atelier-approval");
     env.atelier(&["approve", &id, "--signature", sig.to_str().expect("utf8")])
         .ok();
     let (code, v) = env.gate(&id);
@@ -156,25 +136,12 @@ fn line_ending_variants_are_refused() {
 fn wrong_namespaces_are_refused() {
     let env = Env::new();
     let id = env.propose_code();
-    let payload = env.atelier(&["approve", &id, "--payload"]).ok().stdout;
-    let file = env.file("payload", &payload);
     for ns in ["git", "file"] {
-        let out = ssh_keygen(
-            &env,
-            &[
-                "-Y",
-                "sign",
-                "-f",
-                env.key("alice").to_str().expect("utf8"),
-                "-n",
-                ns,
-                file.to_str().expect("utf8"),
-            ],
-            None,
+        let (payload, sig) = env.ssh_sign(&id, &env.key("alice"), ns);
+        let (payload, sig) = (
+            std::fs::read_to_string(payload).expect("payload"),
+            std::fs::read_to_string(sig).expect("sig"),
         );
-        assert!(out.status.success());
-        let sig = std::fs::read_to_string(env.tmp.path().join("payload.sig")).expect("sig");
-        std::fs::remove_file(env.tmp.path().join("payload.sig")).expect("rm");
         record(&env, &id, &format!("{payload}{sig}"));
     }
     let (code, v) = env.gate(&id);
@@ -208,29 +175,9 @@ fn a_non_ed25519_key_is_refused_even_when_listed() {
     env.write("policies/allowed_signers", &signers);
     env.git(&["commit", "-q", "-am", "Add erin (ecdsa)"]);
     let id = env.propose_code();
-    let payload = env.atelier(&["approve", &id, "--payload"]).ok().stdout;
-    let file = env.file("payload", &payload);
-    let out = ssh_keygen(
-        &env,
-        &[
-            "-Y",
-            "sign",
-            "-f",
-            ecdsa.to_str().expect("utf8"),
-            "-n",
-            "atelier-approval",
-            file.to_str().expect("utf8"),
-        ],
-        None,
-    );
-    assert!(out.status.success());
-    env.atelier(&[
-        "approve",
-        &id,
-        "--signature",
-        env.tmp.path().join("payload.sig").to_str().expect("utf8"),
-    ])
-    .ok();
+    let (_, sig) = env.ssh_sign(&id, &ecdsa, "atelier-approval");
+    env.atelier(&["approve", &id, "--signature", sig.to_str().expect("utf8")])
+        .ok();
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1);
     assert_eq!(token_codes(&v), ["E_UNSUPPORTED_KEY"]);

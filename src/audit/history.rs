@@ -14,7 +14,7 @@ use git2::{ObjectType, Oid, Repository};
 use serde::Serialize;
 
 use super::checkpoint::Checkpoint;
-use super::ledger::{self, Entry, Event};
+use super::ledger::{self, Entry, Event, MergeRecord};
 use super::merkle::{self, Hash, RootBuilder};
 use crate::git;
 use crate::governance::decision::{self, Change, GateInput};
@@ -288,22 +288,15 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                 }
             }
         }
-        Event::MergeStarted {
-            proposal,
-            pull,
-            commit,
-            base,
-            head,
-            tree,
-        }
-        | Event::Merged {
-            proposal,
-            pull,
-            commit,
-            base,
-            head,
-            tree,
-        } => {
+        Event::MergeStarted(m) | Event::Merged(m) => {
+            let MergeRecord {
+                proposal,
+                pull,
+                commit,
+                base,
+                head,
+                tree,
+            } = m;
             let rec = index.merged.entry(commit).or_insert(MergedRecord {
                 proposal,
                 pull,

@@ -21,6 +21,17 @@ pub const REF: &str = "refs/atelier/ledger";
 pub const KEY_NAME: &str = "atelier-gate";
 const CHUNK: usize = 1024;
 
+/// A gate merge: the commit with parents [base, head] and the approved tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeRecord {
+    pub proposal: String,
+    pub pull: u64,
+    pub commit: String,
+    pub base: String,
+    pub head: String,
+    pub tree: String,
+}
+
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -53,28 +64,15 @@ pub enum Event {
     },
     /// The merge commit exists and the branch is about to move to it (written before the
     /// compare-and-swap, so a crash between the two never leaves an unrecorded merge).
-    MergeStarted {
-        proposal: String,
-        pull: u64,
-        commit: String,
-        base: String,
-        head: String,
-        tree: String,
-    },
+    MergeStarted(MergeRecord),
     /// The compare-and-swap failed: the started merge never landed.
     MergeAborted {
         proposal: String,
         commit: String,
         reason: String,
     },
-    Merged {
-        proposal: String,
-        pull: u64,
-        commit: String,
-        base: String,
-        head: String,
-        tree: String,
-    },
+    /// The branch moved to the merge commit.
+    Merged(MergeRecord),
     Closed {
         proposal: String,
         reason: Option<String>,
@@ -88,10 +86,9 @@ impl Event {
             Event::ProposalOpened { proposal, .. }
             | Event::TokenRecorded { proposal, .. }
             | Event::GateDecision { proposal, .. }
-            | Event::Merged { proposal, .. }
-            | Event::MergeStarted { proposal, .. }
             | Event::MergeAborted { proposal, .. }
             | Event::Closed { proposal, .. } => Some(proposal),
+            Event::MergeStarted(m) | Event::Merged(m) => Some(&m.proposal),
         }
     }
 }

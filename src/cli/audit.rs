@@ -86,9 +86,9 @@ fn summary(e: &Event) -> String {
                 format!("gate refused ({})", unmet.join(", "))
             }
         }
-        Event::MergeStarted { commit, .. } => format!("merge started: {commit}"),
+        Event::MergeStarted(m) => format!("merge started: {}", m.commit),
         Event::MergeAborted { commit, reason, .. } => format!("merge {commit} aborted: {reason}"),
-        Event::Merged { commit, .. } => format!("merged as {commit}"),
+        Event::Merged(m) => format!("merged as {}", m.commit),
         Event::Closed { reason, .. } => format!(
             "closed ({})",
             reason.as_deref().unwrap_or("no reason given")
@@ -102,9 +102,9 @@ fn kind(e: &Event) -> &'static str {
         Event::ProposalOpened { .. } => "proposal-opened",
         Event::TokenRecorded { .. } => "token-recorded",
         Event::GateDecision { .. } => "gate-decision",
-        Event::MergeStarted { .. } => "merge-started",
+        Event::MergeStarted(_) => "merge-started",
         Event::MergeAborted { .. } => "merge-aborted",
-        Event::Merged { .. } => "merged",
+        Event::Merged(_) => "merged",
         Event::Closed { .. } => "closed",
     }
 }
@@ -165,7 +165,7 @@ fn show(ws: &Workspace, a: ShowArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let merge_commit = entries.iter().find_map(|e| match &e.event {
-        Event::Merged { commit, .. } => Some(commit.clone()),
+        Event::Merged(m) => Some(m.commit.clone()),
         _ => None,
     });
     let story = Story {

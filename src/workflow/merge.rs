@@ -6,7 +6,7 @@ use anyhow::Result;
 use git2::Oid;
 
 use super::{decision_event, evaluate, refuse, Evaluation, Workspace};
-use crate::audit::ledger::Event;
+use crate::audit::ledger::{Event, MergeRecord};
 use crate::forge::PullState;
 use crate::git;
 use crate::governance::time::Timestamp;
@@ -81,29 +81,15 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         &[&repo.find_commit(base)?, &repo.find_commit(head)?],
     )?;
     // Record the intent first: a crash after the swap below still leaves the merge in the ledger.
-    let started = |kind: fn(String, u64, String, String, String, String) -> Event| {
-        kind(
-            eval.pull.proposal.clone(),
-            eval.pull.number,
-            commit.to_string(),
-            base.to_string(),
-            head.to_string(),
-            tree_id.to_string(),
-        )
+    let record = MergeRecord {
+        proposal: eval.pull.proposal.clone(),
+        pull: eval.pull.number,
+        commit: commit.to_string(),
+        base: base.to_string(),
+        head: head.to_string(),
+        tree: tree_id.to_string(),
     };
-    ws.record(
-        vec![started(|proposal, pull, commit, base, head, tree| {
-            Event::MergeStarted {
-                proposal,
-                pull,
-                commit,
-                base,
-                head,
-                tree,
-            }
-        })],
-        now,
-    )?;
+    ws.record(vec![Event::MergeStarted(record.clone())], now)?;
     let refname = format!("refs/heads/{}", eval.pull.base_branch);
     if !git::compare_and_swap(
         repo,
@@ -146,19 +132,7 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         Some(commit.to_string()),
         None,
     )?;
-    ws.record(
-        vec![started(|proposal, pull, commit, base, head, tree| {
-            Event::Merged {
-                proposal,
-                pull,
-                commit,
-                base,
-                head,
-                tree,
-            }
-        })],
-        now,
-    )?;
+    ws.record(vec![Event::Merged(record)], now)?;
     let (worktree_updated, note) = match clean_checkout {
         None => (false, None),
         Some(true) => {

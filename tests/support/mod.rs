@@ -252,6 +252,39 @@ impl Env {
         ])
     }
 
+    pub fn reject(&self, id: &str, who: &str) -> Run {
+        self.atelier(&[
+            "approve",
+            id,
+            "--key",
+            self.key(who).to_str().expect("utf8"),
+            "--reject",
+        ])
+    }
+
+    /// Signs proposal `id`'s current payload with `ssh-keygen -Y sign` and returns the paths of
+    /// the payload and the `.sig` it wrote.
+    pub fn ssh_sign(&self, id: &str, key: &Path, namespace: &str) -> (PathBuf, PathBuf) {
+        let payload = self.atelier(&["approve", id, "--payload"]).ok().stdout;
+        let n = std::fs::read_dir(self.tmp.path()).expect("ls").count();
+        let file = self.file(&format!("payload-{n}"), &payload);
+        let out = self
+            .command("ssh-keygen")
+            .args(["-Y", "sign", "-f"])
+            .arg(key)
+            .args(["-n", namespace])
+            .arg(&file)
+            .output()
+            .expect("ssh-keygen runs");
+        assert!(
+            out.status.success(),
+            "ssh-keygen -Y sign: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let sig = PathBuf::from(format!("{}.sig", file.display()));
+        (file, sig)
+    }
+
     pub fn gate(&self, id: &str) -> (i32, Value) {
         let run = self.atelier(&["gate", id, "--json"]);
         let v = run.json();
