@@ -22,6 +22,17 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
     tmp.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))?;
+    // Temporary files are private (0600); the result keeps the target's mode, or gets 0644.
+    let mode = match std::fs::metadata(path) {
+        Ok(m) => m.permissions(),
+        Err(_) => {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::Permissions::from_mode(0o644)
+        }
+    };
+    tmp.as_file()
+        .set_permissions(mode)
+        .with_context(|| format!("setting the mode of {}", path.display()))?;
     tmp.as_file()
         .sync_all()
         .with_context(|| format!("syncing {}", path.display()))?;

@@ -39,6 +39,17 @@ fn init_is_idempotent_and_commits_nothing() {
         !status_after_first.contains(".atelier"),
         "the private gate key stays ignored"
     );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |rel: &str| {
+        std::fs::metadata(env.repo.join(rel))
+            .expect("stat")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("policies/governance.toml"), 0o644);
+    assert_eq!(mode("atelier.toml"), 0o644);
+    assert_eq!(mode(".atelier/gate_key"), 0o600);
 }
 
 #[test]
