@@ -417,7 +417,6 @@ mod tests {
             ("version = 1\nquorom = 3\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "quorom"),
             ("version = 1\n[tokens]\nmax_lifetime=\"1w\"\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "max_lifetime"),
             ("version = 1\n[tokens]\nclock_skew=\"9223372036854775807s\"\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "at most 1d"),
-            ("version = 1\n[tokens]\nclock_skew=\"9223372036854775807s\"\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "at most 1d"),
         ] {
             let err = Policy::load(&files(gov)).expect_err(gov).to_string();
             assert!(err.contains(phrase), "{err}");
