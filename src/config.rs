@@ -14,6 +14,30 @@ pub struct Config {
     pub forge: ForgeConfig,
     #[serde(default)]
     pub gate: GateConfig,
+    /// Plan roles routed to agent backends (`[roles.implementer]`).
+    #[serde(default)]
+    pub roles: std::collections::BTreeMap<String, RoleConfig>,
+}
+
+/// How one role's workers run. Parsed and checked now; running them is not built yet.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    /// `command`, `http`, or a preset: `claude`, `codex`, `aider`.
+    pub backend: String,
+    /// For `command`: the program and its arguments (the prompt arrives on stdin).
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// Environment variables passed through besides PATH, HOME and LANG.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// For `http`: the OpenAI-compatible base URL, the model, and the *name* of the key variable.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -86,6 +110,28 @@ impl Config {
                     config.forge.kind
                 ),
             });
+        }
+        for (name, role) in &config.roles {
+            let bad = |reason: String| ConfigError::Invalid {
+                path: path.display().to_string(),
+                reason: format!("[roles.{name}] {reason}"),
+            };
+            match role.backend.as_str() {
+                "command" if role.command.as_ref().is_none_or(|c| c.is_empty()) => {
+                    return Err(bad(
+                        "backend = \"command\" needs `command = [\"program\", \"arg\"]`".into(),
+                    ))
+                }
+                "http" if role.base_url.is_none() || role.model.is_none() => {
+                    return Err(bad("backend = \"http\" needs `base_url` and `model`".into()))
+                }
+                "command" | "http" | "claude" | "codex" | "aider" => {}
+                other => {
+                    return Err(bad(format!(
+                        "backend `{other}` is unknown: use command, http, claude, codex or aider"
+                    )))
+                }
+            }
         }
         Ok(config)
     }

@@ -14,4 +14,5 @@ pub mod fsutil;
 pub mod git;
 pub mod governance;
 pub mod proposal;
+pub mod swarm;
 pub mod workflow;

@@ -9,5 +9,6 @@ mod audit;
 mod constitution;
 mod gate_table;
 mod merge;
+mod plans;
 mod tidy;
 mod tokens;

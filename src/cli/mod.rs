@@ -7,6 +7,7 @@ mod audit;
 mod demo;
 mod gate;
 mod init;
+mod plan;
 mod propose;
 mod show;
 
@@ -55,6 +56,9 @@ enum Command {
     /// Read and verify the proposal history.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Plans of tasks for the swarm (only `plan check` is built so far).
+    #[command(subcommand)]
+    Plan(plan::PlanCommand),
     /// Run the whole governed loop in a temporary repository, offline, narrated.
     Demo(demo::DemoArgs),
 }
@@ -101,6 +105,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => gate::merge(&dir, a),
         Command::Close(a) => gate::close(&dir, a),
         Command::Audit(a) => audit::audit(&dir, a),
+        Command::Plan(a) => plan::plan(&dir, a),
         Command::Demo(a) => demo::demo(a),
     }
 }

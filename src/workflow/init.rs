@@ -67,6 +67,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
             branch: branch.unwrap_or_else(|| "main".into()),
         },
         gate: GateConfig::default(),
+        roles: Default::default(),
     };
     write_if_missing(
         &root,

@@ -1,0 +1,53 @@
+//! The core swarm: plans of tasks (a DAG with exclusive file claims and validation contracts)
+//! and their scheduling. Built so far: parsing, the contract validator and the schedule
+//! (waves, critical path, claims). Running plans with agents is not built yet.
+
+pub mod plan;
+pub mod schedule;
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+/// What `atelier plan check` found.
+#[derive(Debug, Serialize)]
+pub struct CheckReport {
+    pub plans: Vec<String>,
+    pub tasks: usize,
+    pub refusals: Vec<plan::Refusal>,
+    /// Kahn waves across all plans (empty when refused).
+    pub waves: Vec<Vec<String>>,
+    pub max_width: usize,
+    pub critical_path: Vec<String>,
+    /// Groups of tasks in one wave whose claims overlap, so they run one after another.
+    pub serialised: Vec<Vec<String>>,
+}
+
+/// Parses and validates plan files together (`(file name, text)` pairs).
+pub fn check(
+    files: &[(String, String)],
+    roles: &BTreeSet<String>,
+) -> Result<CheckReport, plan::PlanFileError> {
+    let plans = files
+        .iter()
+        .map(|(f, t)| plan::parse(f, t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let refusals = plan::validate(&plans, roles);
+    let (waves, critical_path, serialised) = if refusals.is_empty() {
+        let w = schedule::waves(&plans);
+        let cp = schedule::critical_path(&plans, &w);
+        let s = schedule::serialised(&plans, &w);
+        (w, cp, s)
+    } else {
+        (Vec::new(), Vec::new(), Vec::new())
+    };
+    Ok(CheckReport {
+        plans: plans.iter().map(|p| p.id.clone()).collect(),
+        tasks: plans.iter().map(|p| p.tasks.len()).sum(),
+        max_width: waves.iter().map(Vec::len).max().unwrap_or(0),
+        refusals,
+        waves,
+        critical_path,
+        serialised,
+    })
+}

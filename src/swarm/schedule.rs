@@ -1,0 +1,313 @@
+//! Scheduling: which tasks may run together. Dependencies give Kahn waves and a critical path;
+//! claims (the files a task may write) must never overlap between tasks in flight.
+//!
+//! Pure. Glob overlap is decided conservatively: when two patterns might match a common path,
+//! they overlap.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::plan::{compile_glob, Plan, Task};
+
+const META: &[char] = &['*', '?', '[', '{', '\\'];
+
+fn literal_prefix(pattern: &str) -> &str {
+    match pattern.find(META) {
+        Some(i) => &pattern[..i],
+        None => pattern,
+    }
+}
+
+fn is_literal(pattern: &str) -> bool {
+    !pattern.contains(META)
+}
+
+/// Whether `a` is `b` or a directory containing it (component-wise).
+fn contains_path(dir: &str, path: &str) -> bool {
+    let dir = dir.trim_end_matches('/');
+    path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Whether two claim patterns might match a common path. Conservative: never says "no" when a
+/// common path exists.
+pub fn patterns_overlap(a: &str, b: &str) -> bool {
+    match (is_literal(a), is_literal(b)) {
+        (true, true) => contains_path(a, b) || contains_path(b, a),
+        (true, false) | (false, true) => {
+            let (lit, glob) = if is_literal(a) { (a, b) } else { (b, a) };
+            // The glob matches the literal path, or (the literal being possibly a directory)
+            // something below it.
+            let under = format!("{}/", lit.trim_end_matches('/'));
+            let prefix = literal_prefix(glob);
+            // Without `**` a glob matches paths of exactly its own depth only.
+            let deep_enough = glob.contains("**") || glob.split('/').count() > lit.split('/').count();
+            compile_glob(glob).map(|m| m.is_match(lit)).unwrap_or(true)
+                || (deep_enough && (prefix.starts_with(&under) || under.starts_with(prefix)))
+        }
+        (false, false) => {
+            let (pa, pb) = (literal_prefix(a), literal_prefix(b));
+            pa.starts_with(pb) || pb.starts_with(pa)
+        }
+    }
+}
+
+/// Whether two tasks' claims overlap.
+pub fn claims_overlap(a: &Task, b: &Task) -> bool {
+    a.files
+        .iter()
+        .any(|x| b.files.iter().any(|y| patterns_overlap(x, y)))
+}
+
+fn index(plans: &[Plan]) -> BTreeMap<&str, &Task> {
+    plans
+        .iter()
+        .flat_map(|p| p.tasks.iter())
+        .map(|t| (t.key.as_str(), t))
+        .collect()
+}
+
+/// A dependency cycle among known tasks, as the list of keys around it (first repeated last).
+pub fn find_cycle(plans: &[Plan]) -> Option<Vec<String>> {
+    let tasks = index(plans);
+    // Iterative DFS with colours: 0 new, 1 on the stack, 2 done.
+    let mut colour: BTreeMap<&str, u8> = BTreeMap::new();
+    for start in tasks.keys() {
+        if colour.get(start).copied().unwrap_or(0) != 0 {
+            continue;
+        }
+        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
+        colour.insert(start, 1);
+        while let Some((node, next)) = stack.pop() {
+            let deps: Vec<&str> = tasks
+                .get(node)
+                .map(|t| {
+                    t.depends_on
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|d| tasks.contains_key(d))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(dep) = deps.get(next).copied() {
+                stack.push((node, next + 1));
+                match colour.get(dep).copied().unwrap_or(0) {
+                    0 => {
+                        colour.insert(dep, 1);
+                        stack.push((dep, 0));
+                    }
+                    1 => {
+                        let mut cycle: Vec<String> =
+                            stack.iter().map(|(n, _)| n.to_string()).collect();
+                        let from = cycle.iter().position(|n| n == dep).unwrap_or(0);
+                        cycle.drain(..from);
+                        cycle.push(dep.to_string());
+                        return Some(cycle);
+                    }
+                    _ => {}
+                }
+            } else {
+                colour.insert(node, 2);
+            }
+        }
+    }
+    None
+}
+
+/// Kahn's algorithm across all plans: each wave holds the tasks whose dependencies are all in
+/// earlier waves. Assumes no cycle (validate first).
+pub fn waves(plans: &[Plan]) -> Vec<Vec<String>> {
+    let tasks = index(plans);
+    let mut indegree: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (k, t) in &tasks {
+        let deps: Vec<&str> = t
+            .depends_on
+            .iter()
+            .map(String::as_str)
+            .filter(|d| tasks.contains_key(d))
+            .collect();
+        indegree.insert(k, deps.len());
+        for d in deps {
+            dependents.entry(d).or_default().push(k);
+        }
+    }
+    let mut current: Vec<&str> = indegree
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(k, _)| *k)
+        .collect();
+    let mut out = Vec::new();
+    while !current.is_empty() {
+        let mut next = Vec::new();
+        for k in &current {
+            for d in dependents.get(k).into_iter().flatten() {
+                let n = indegree.get_mut(d).expect("every dependent is indexed");
+                *n -= 1;
+                if *n == 0 {
+                    next.push(*d);
+                }
+            }
+        }
+        next.sort_unstable();
+        out.push(current.iter().map(|s| s.to_string()).collect());
+        current = next;
+    }
+    out
+}
+
+/// The longest dependency chain (by task count), earliest first.
+pub fn critical_path(plans: &[Plan], waves: &[Vec<String>]) -> Vec<String> {
+    let tasks = index(plans);
+    let mut best: BTreeMap<&str, (usize, Option<&str>)> = BTreeMap::new();
+    for wave in waves {
+        for k in wave {
+            let t = tasks[k.as_str()];
+            let prev = t
+                .depends_on
+                .iter()
+                .filter_map(|d| best.get_key_value(d.as_str()).map(|(dk, v)| (*dk, v.0)))
+                .max_by_key(|(_, len)| *len);
+            let entry = match prev {
+                Some((d, len)) => (len + 1, Some(d)),
+                None => (1, None),
+            };
+            best.insert(tasks.get_key_value(k.as_str()).expect("indexed").0, entry);
+        }
+    }
+    let Some((mut at, _)) = best.iter().max_by_key(|(_, v)| v.0).map(|(k, v)| (*k, v.0)) else {
+        return Vec::new();
+    };
+    let mut path = vec![at.to_string()];
+    while let Some(Some(prev)) = best.get(at).map(|v| v.1) {
+        path.push(prev.to_string());
+        at = prev;
+    }
+    path.reverse();
+    path
+}
+
+/// Groups of tasks in the same wave whose claims overlap: they will run one after another.
+pub fn serialised(plans: &[Plan], waves: &[Vec<String>]) -> Vec<Vec<String>> {
+    let tasks = index(plans);
+    let mut groups = Vec::new();
+    for wave in waves {
+        // Union-find over the wave by claim overlap.
+        let n = wave.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn find(p: &mut [usize], i: usize) -> usize {
+            let mut r = i;
+            while p[r] != r {
+                r = p[r];
+            }
+            p[i] = r;
+            r
+        }
+        for i in 0..n {
+            for j in i + 1..n {
+                if claims_overlap(tasks[wave[i].as_str()], tasks[wave[j].as_str()]) {
+                    let (a, b) = (find(&mut parent, i), find(&mut parent, j));
+                    parent[a] = b;
+                }
+            }
+        }
+        let mut by_root: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (i, k) in wave.iter().enumerate() {
+            let r = find(&mut parent, i);
+            by_root.entry(r).or_default().push(k.clone());
+        }
+        groups.extend(by_root.into_values().filter(|g| g.len() > 1));
+    }
+    groups
+}
+
+/// The tasks that may start now: every dependency succeeded, and no claim overlaps a claim of a
+/// task in flight (nor of another task picked in the same call).
+pub fn next_runnable<'a>(
+    plans: &'a [Plan],
+    completed: &BTreeSet<String>,
+    in_flight: &BTreeSet<String>,
+    limit: usize,
+) -> Vec<&'a Task> {
+    let tasks = index(plans);
+    let mut held: Vec<&Task> = in_flight
+        .iter()
+        .filter_map(|k| tasks.get(k.as_str()).copied())
+        .collect();
+    let free = limit.saturating_sub(in_flight.len());
+    let mut picked = Vec::new();
+    for t in plans.iter().flat_map(|p| p.tasks.iter()) {
+        if picked.len() >= free {
+            break;
+        }
+        if completed.contains(&t.key) || in_flight.contains(&t.key) {
+            continue;
+        }
+        if !t.depends_on.iter().all(|d| completed.contains(d)) {
+            continue;
+        }
+        if held.iter().any(|h| claims_overlap(h, t)) {
+            continue;
+        }
+        held.push(t);
+        picked.push(t);
+    }
+    picked
+}
+
+/// Simulates running every task with unit duration at `parallelism`, honouring dependencies and
+/// claims; returns the number of steps (the makespan). Ready tasks are tracked incrementally, so
+/// the cost grows with tasks × parallelism, not tasks².
+pub fn simulate(plans: &[Plan], parallelism: usize) -> usize {
+    let tasks = index(plans);
+    let mut indegree: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (k, t) in &tasks {
+        let deps: Vec<&str> = t
+            .depends_on
+            .iter()
+            .map(String::as_str)
+            .filter(|d| tasks.contains_key(d))
+            .collect();
+        indegree.insert(k, deps.len());
+        for d in deps {
+            dependents.entry(d).or_default().push(k);
+        }
+    }
+    let mut ready: VecDeque<&str> = indegree
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(k, _)| *k)
+        .collect();
+    let mut steps = 0;
+    let parallelism = parallelism.max(1);
+    while !ready.is_empty() {
+        let mut running: Vec<&Task> = Vec::new();
+        let mut deferred = VecDeque::new();
+        while let Some(k) = ready.pop_front() {
+            let t = tasks[k];
+            if running.len() < parallelism && !running.iter().any(|r| claims_overlap(r, t)) {
+                running.push(t);
+            } else {
+                deferred.push_back(k);
+            }
+            if running.len() == parallelism {
+                break;
+            }
+        }
+        deferred.extend(ready.drain(..));
+        ready = deferred;
+        for t in &running {
+            for d in dependents.get(t.key.as_str()).into_iter().flatten() {
+                let n = indegree.get_mut(d).expect("every dependent is indexed");
+                *n -= 1;
+                if *n == 0 {
+                    ready.push_back(d);
+                }
+            }
+        }
+        steps += 1;
+    }
+    steps
+}
