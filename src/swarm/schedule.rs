@@ -42,7 +42,8 @@ pub fn patterns_overlap(a: &str, b: &str) -> bool {
             let under = format!("{}/", lit.trim_end_matches('/'));
             let prefix = literal_prefix(glob);
             // Without `**` a glob matches paths of exactly its own depth only.
-            let deep_enough = glob.contains("**") || glob.split('/').count() > lit.split('/').count();
+            let deep_enough =
+                glob.contains("**") || glob.split('/').count() > lit.split('/').count();
             compile_glob(glob).map(|m| m.is_match(lit)).unwrap_or(true)
                 || (deep_enough && (prefix.starts_with(&under) || under.starts_with(prefix)))
         }
