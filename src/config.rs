@@ -17,6 +17,111 @@ pub struct Config {
     /// Plan roles routed to agent backends (`[roles.implementer]`).
     #[serde(default)]
     pub roles: std::collections::BTreeMap<String, RoleConfig>,
+    #[serde(default)]
+    pub gauntlet: GauntletConfig,
+    #[serde(default)]
+    pub conductor: ConductorConfig,
+    #[serde(default)]
+    pub swarm: SwarmConfig,
+}
+
+/// Checks every attempt must pass, in order, before the task's own contract checks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct GauntletConfig {
+    #[serde(default)]
+    pub steps: Vec<StepConfig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StepConfig {
+    pub name: String,
+    /// A shell command, run with `sh -c` in the attempt's worktree.
+    pub run: String,
+    #[serde(default = "default_step_timeout")]
+    pub timeout: String,
+}
+
+fn default_step_timeout() -> String {
+    "10m".into()
+}
+
+/// Liveness and retries.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ConductorConfig {
+    #[serde(default = "default_nudge")]
+    pub nudge_after: String,
+    #[serde(default = "default_restart")]
+    pub restart_after: String,
+    #[serde(default = "default_budget")]
+    pub failure_budget: u32,
+    /// The longest one worker may run, silent or not.
+    #[serde(default = "default_attempt_timeout")]
+    pub attempt_timeout: String,
+}
+
+impl Default for ConductorConfig {
+    fn default() -> Self {
+        ConductorConfig {
+            nudge_after: default_nudge(),
+            restart_after: default_restart(),
+            failure_budget: default_budget(),
+            attempt_timeout: default_attempt_timeout(),
+        }
+    }
+}
+
+fn default_nudge() -> String {
+    "300s".into()
+}
+fn default_restart() -> String {
+    "600s".into()
+}
+fn default_budget() -> u32 {
+    3
+}
+fn default_attempt_timeout() -> String {
+    "60m".into()
+}
+
+/// How runs use this machine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SwarmConfig {
+    #[serde(default = "default_parallel")]
+    pub max_parallel: usize,
+    /// Bytes of context (the task's files and reads) in a worker's prompt; at most 15360.
+    #[serde(default = "default_context")]
+    pub context_budget: usize,
+    /// Bytes of a worker's output kept; the rest is counted and dropped.
+    #[serde(default = "default_max_output")]
+    pub max_output: usize,
+    /// A build cache shared by all worktrees (exported as CARGO_TARGET_DIR), relative to the root.
+    #[serde(default)]
+    pub shared_target_dir: Option<PathBuf>,
+}
+
+impl Default for SwarmConfig {
+    fn default() -> Self {
+        SwarmConfig {
+            max_parallel: default_parallel(),
+            context_budget: default_context(),
+            max_output: default_max_output(),
+            shared_target_dir: None,
+        }
+    }
+}
+
+fn default_parallel() -> usize {
+    2
+}
+fn default_context() -> usize {
+    12 * 1024
+}
+fn default_max_output() -> usize {
+    1024 * 1024
 }
 
 /// How one role's workers run. Parsed and checked now; running them is not built yet.
@@ -110,6 +215,36 @@ impl Config {
                     config.forge.kind
                 ),
             });
+        }
+        let invalid = |reason: String| ConfigError::Invalid {
+            path: path.display().to_string(),
+            reason,
+        };
+        for (field, v) in [
+            ("conductor.nudge_after", &config.conductor.nudge_after),
+            ("conductor.restart_after", &config.conductor.restart_after),
+            (
+                "conductor.attempt_timeout",
+                &config.conductor.attempt_timeout,
+            ),
+        ] {
+            crate::governance::time::parse_duration(v)
+                .map_err(|e| invalid(format!("{field}: {e}")))?;
+        }
+        for (i, step) in config.gauntlet.steps.iter().enumerate() {
+            crate::governance::time::parse_duration(&step.timeout)
+                .map_err(|e| invalid(format!("gauntlet.steps[{i}].timeout: {e}")))?;
+        }
+        if config.swarm.context_budget > 15 * 1024 {
+            return Err(invalid(format!(
+                "swarm.context_budget: at most 15360 bytes, found {}",
+                config.swarm.context_budget
+            )));
+        }
+        if config.swarm.max_parallel == 0 || config.conductor.failure_budget == 0 {
+            return Err(invalid(
+                "swarm.max_parallel and conductor.failure_budget must be at least 1".into(),
+            ));
         }
         for (name, role) in &config.roles {
             let bad = |reason: String| ConfigError::Invalid {

@@ -283,3 +283,86 @@ pub fn patch_for(
     })?;
     Ok(out)
 }
+
+/// Adds a worktree at `path` on a new branch `branch` starting at `at`.
+pub fn add_worktree(
+    repo: &Repository,
+    name: &str,
+    path: &Path,
+    branch: &str,
+    at: Oid,
+) -> Result<(), GitError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| git2::Error::from_str(&format!("creating {}: {e}", parent.display())))?;
+    }
+    let commit = repo.find_commit(at)?;
+    let reference = repo.branch(branch, &commit, true)?.into_reference();
+    let mut opts = git2::WorktreeAddOptions::new();
+    opts.reference(Some(&reference));
+    repo.worktree(name, path, Some(&opts))?;
+    Ok(())
+}
+
+/// Removes a worktree's files and its administrative entry.
+pub fn remove_worktree(repo: &Repository, name: &str, path: &Path) -> Result<(), GitError> {
+    if path.exists() {
+        let _ = std::fs::remove_dir_all(path);
+    }
+    if let Ok(wt) = repo.find_worktree(name) {
+        wt.prune(Some(
+            git2::WorktreePruneOptions::new()
+                .valid(true)
+                .working_tree(true),
+        ))?;
+    }
+    // An administrative entry whose worktree vanished (a crash mid-add) is removed by hand.
+    let admin = repo.commondir().join("worktrees").join(name);
+    if admin.exists() {
+        std::fs::remove_dir_all(&admin)
+            .map_err(|e| git2::Error::from_str(&format!("removing {}: {e}", admin.display())))?;
+    }
+    Ok(())
+}
+
+/// Paths changed in a worktree relative to its HEAD (tracked and untracked, not ignored).
+pub fn worktree_changes(path: &Path) -> Result<Vec<String>, GitError> {
+    let repo = Repository::open(path)?;
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    Ok(statuses
+        .iter()
+        .filter_map(|e| e.path().map(str::to_string))
+        .collect())
+}
+
+/// Commits everything in a worktree on its branch; `None` when nothing changed.
+pub fn commit_worktree(path: &Path, message: &str, when: i64) -> Result<Option<Oid>, GitError> {
+    let repo = Repository::open(path)?;
+    let mut index = repo.index()?;
+    index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"].iter(), None)?;
+    index.write()?;
+    let tree_id = index.write_tree()?;
+    let head = repo.head()?.peel_to_commit()?;
+    if head.tree_id() == tree_id {
+        return Ok(None);
+    }
+    let sig = git2::Signature::new(
+        "atelier swarm",
+        "swarm@atelier.invalid",
+        &git2::Time::new(when, 0),
+    )?;
+    let tree = repo.find_tree(tree_id)?;
+    Ok(Some(repo.commit(
+        Some("HEAD"),
+        &sig,
+        &sig,
+        message,
+        &tree,
+        &[&head],
+    )?))
+}

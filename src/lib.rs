@@ -5,6 +5,7 @@
 //! verifies the ledger, `git` holds the repository operations the others share, and `cli` is the
 //! only module that prints.
 
+pub mod agent;
 pub mod audit;
 pub mod cli;
 pub mod clock;

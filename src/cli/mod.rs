@@ -9,6 +9,7 @@ mod gate;
 mod init;
 mod plan;
 mod propose;
+mod run;
 mod show;
 
 use std::io::Write;
@@ -59,6 +60,12 @@ enum Command {
     /// Plans of tasks for the swarm (only `plan check` is built so far).
     #[command(subcommand)]
     Plan(plan::PlanCommand),
+    /// Run plans with agents in worktrees, through the gauntlet (or --resume a crashed run).
+    Run(run::RunArgs),
+    /// Show a run's tasks: state, attempt, nudges, restarts, claims held, waves.
+    Status(run::StatusArgs),
+    /// Show a run's status, refreshed every second until it finishes.
+    Watch(run::WatchArgs),
     /// Run the whole governed loop in a temporary repository, offline, narrated.
     Demo(demo::DemoArgs),
 }
@@ -106,6 +113,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Close(a) => gate::close(&dir, a),
         Command::Audit(a) => audit::audit(&dir, a),
         Command::Plan(a) => plan::plan(&dir, a),
+        Command::Run(a) => run::run(&dir, a),
+        Command::Status(a) => run::status(&dir, a),
+        Command::Watch(a) => run::watch(&dir, a),
         Command::Demo(a) => demo::demo(a),
     }
 }

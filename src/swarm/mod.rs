@@ -2,7 +2,10 @@
 //! and their scheduling. Built so far: parsing, the contract validator and the schedule
 //! (waves, critical path, claims). Running plans with agents is not built yet.
 
+pub mod events;
+pub mod memory;
 pub mod plan;
+pub mod runtime;
 pub mod schedule;
 
 use std::collections::BTreeSet;

@@ -231,6 +231,17 @@ pub fn next_runnable<'a>(
     in_flight: &BTreeSet<String>,
     limit: usize,
 ) -> Vec<&'a Task> {
+    next_runnable_except(plans, completed, in_flight, &BTreeSet::new(), limit)
+}
+
+/// [`next_runnable`], never picking a task in `skip` (failed or blocked ones).
+pub fn next_runnable_except<'a>(
+    plans: &'a [Plan],
+    completed: &BTreeSet<String>,
+    in_flight: &BTreeSet<String>,
+    skip: &BTreeSet<String>,
+    limit: usize,
+) -> Vec<&'a Task> {
     let tasks = index(plans);
     let mut held: Vec<&Task> = in_flight
         .iter()
@@ -242,7 +253,7 @@ pub fn next_runnable<'a>(
         if picked.len() >= free {
             break;
         }
-        if completed.contains(&t.key) || in_flight.contains(&t.key) {
+        if completed.contains(&t.key) || in_flight.contains(&t.key) || skip.contains(&t.key) {
             continue;
         }
         if !t.depends_on.iter().all(|d| completed.contains(d)) {

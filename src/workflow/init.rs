@@ -68,6 +68,9 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         },
         gate: GateConfig::default(),
         roles: Default::default(),
+        gauntlet: Default::default(),
+        conductor: Default::default(),
+        swarm: Default::default(),
     };
     write_if_missing(
         &root,

@@ -1,0 +1,71 @@
+//! Agents: the programs that do a task's work. A role in atelier.toml names a backend; this
+//! module turns it into a command line (any executable, or a preset for Claude Code, Codex or
+//! Aider in non-interactive mode), renders the worker's prompt, and runs untrusted programs
+//! (`process`) with a scrubbed environment and limits.
+
+pub mod process;
+pub mod prompt;
+
+use anyhow::Result;
+
+use crate::config::RoleConfig;
+
+/// How to start one worker: the prompt always arrives on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backend {
+    pub argv: Vec<String>,
+    /// Variables passed through besides PATH, HOME and LANG.
+    pub pass_env: Vec<String>,
+}
+
+/// The command line of each preset (documented in README).
+pub fn preset(name: &str) -> Option<Vec<String>> {
+    let argv: &[&str] = match name {
+        // Claude Code prints mode: the prompt is read from stdin; edits are accepted.
+        "claude" => &["claude", "-p", "--permission-mode", "acceptEdits"],
+        // Codex non-interactive: `-` reads the prompt from stdin; writes stay in the worktree.
+        "codex" => &[
+            "codex",
+            "exec",
+            "--sandbox",
+            "workspace-write",
+            "--skip-git-repo-check",
+            "-",
+        ],
+        // Aider: one message from stdin, no prompts, no commits of its own (atelier commits).
+        "aider" => &[
+            "aider",
+            "--yes-always",
+            "--no-auto-commits",
+            "--no-stream",
+            "--message-file",
+            "/dev/stdin",
+        ],
+        _ => return None,
+    };
+    Some(argv.iter().map(|s| s.to_string()).collect())
+}
+
+/// The backend for a role.
+pub fn backend(role_name: &str, role: &RoleConfig) -> Result<Backend> {
+    let argv = match role.backend.as_str() {
+        "command" => role.command.clone().unwrap_or_default(),
+        "http" => anyhow::bail!(
+            "role `{role_name}`: the http backend (OpenAI-compatible endpoints) is not built yet; use backend = \"command\" or a preset"
+        ),
+        other => match preset(other) {
+            Some(mut argv) => {
+                argv.extend(role.command.clone().unwrap_or_default());
+                argv
+            }
+            None => anyhow::bail!("role `{role_name}`: unknown backend `{other}`"),
+        },
+    };
+    if argv.is_empty() {
+        anyhow::bail!("role `{role_name}`: the command is empty");
+    }
+    Ok(Backend {
+        argv,
+        pass_env: role.env.clone(),
+    })
+}

@@ -1,0 +1,106 @@
+//! Worker prompts: a minijinja template (strict undefined, no auto-escaping) that users may
+//! replace with `prompts/worker.j2` in the repository; the built-in default is below.
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+
+/// The default worker prompt.
+pub const DEFAULT_TEMPLATE: &str = r#"You are a worker on one task of a larger change. Work only in the current directory.
+
+# Task {{ task.id }}: {{ task.title }}
+
+{{ task.goal }}
+
+## You may change only these paths
+{% for f in task.files %}- {{ f }}
+{% else %}- (none: this task writes nothing)
+{% endfor %}
+## Done means (the contract)
+{% for c in task.criteria %}- {{ c }}
+{% endfor %}
+These commands must exit 0 when you are done:
+{% for c in task.checks %}- `{{ c }}`
+{% endfor %}{% if completed %}
+## Already done in this run
+{% for line in completed %}- {{ line }}
+{% endfor %}{% endif %}{% if do_not_retry %}
+## Do not retry: these failed in earlier attempts
+{% for d in do_not_retry %}- {{ d }}
+{% endfor %}{% endif %}{% if context %}
+## Context
+{% for f in context %}--- {{ f.path }}{% if f.truncated %} (truncated){% endif %}
+{{ f.text }}
+{% endfor %}{% endif %}"#;
+
+/// A file (or its head) shown to the worker.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContextFile {
+    pub path: String,
+    pub text: String,
+    pub truncated: bool,
+}
+
+/// What the template sees.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptTask {
+    pub id: String,
+    pub title: String,
+    pub goal: String,
+    pub files: Vec<String>,
+    pub criteria: Vec<String>,
+    pub checks: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptInput {
+    pub task: PromptTask,
+    pub completed: Vec<String>,
+    pub do_not_retry: Vec<String>,
+    pub context: Vec<ContextFile>,
+}
+
+/// Renders a template; an unknown variable is an error naming it.
+pub fn render(template: &str, input: &PromptInput) -> Result<String, String> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.add_template("worker", template)
+        .map_err(|e| format!("prompt template: {e}"))?;
+    let t = env
+        .get_template("worker")
+        .map_err(|e| format!("prompt template: {e}"))?;
+    t.render(minijinja::value::Serde(input))
+        .map_err(|e| format!("prompt template: {e}"))
+}
+
+/// Cuts files to a byte budget, in order, marking what was cut.
+pub fn slice(files: Vec<(String, String)>, budget: usize) -> Vec<ContextFile> {
+    let mut left = budget;
+    let mut out = Vec::new();
+    for (path, text) in files {
+        if left == 0 {
+            break;
+        }
+        let overhead = path.len() + 8;
+        if overhead >= left {
+            break;
+        }
+        let room = left - overhead;
+        let (text, truncated) = if text.len() > room {
+            let mut cut = room;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            (text[..cut].to_string(), true)
+        } else {
+            (text, false)
+        };
+        left -= overhead + text.len();
+        out.push(ContextFile {
+            path,
+            text,
+            truncated,
+        });
+    }
+    out
+}

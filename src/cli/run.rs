@@ -1,0 +1,192 @@
+//! `atelier run`, `atelier status`, `atelier watch` and `atelier clean`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::{json, out};
+use crate::swarm::events::{self, RunState, TaskState};
+use crate::swarm::runtime::{self, RunOptions};
+use crate::workflow::Workspace;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Plan files to run together.
+    #[arg(required_unless_present = "resume")]
+    plans: Vec<PathBuf>,
+    /// Continue a run after a crash.
+    #[arg(long, value_name = "run-id", conflicts_with = "plans")]
+    resume: Option<String>,
+    /// Tasks in flight at once (default: the plan's max_parallel, else atelier.toml's).
+    #[arg(long)]
+    max_parallel: Option<usize>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    let mut plan_files = Vec::new();
+    for p in &args.plans {
+        plan_files.push((
+            p.display().to_string(),
+            std::fs::read_to_string(p).with_context(|| format!("reading plan {}", p.display()))?,
+        ));
+    }
+    let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
+    let summary = runtime::run(
+        &ws,
+        RunOptions {
+            plan_files,
+            max_parallel: args.max_parallel,
+            resume: args.resume,
+        },
+        &clock,
+    )?;
+    if args.json {
+        json(&summary)?;
+    } else {
+        let mut t = format!("run {} on branch {}\n", summary.run, summary.branch);
+        t.push_str(&format!("  succeeded: {}\n", summary.succeeded.len()));
+        for (k, why) in &summary.failed {
+            t.push_str(&format!("  failed:    {k}: {why}\n"));
+        }
+        for (k, why) in &summary.blocked {
+            t.push_str(&format!("  blocked:   {k}: {why}\n"));
+        }
+        t.push_str(&format!("events: {}\n", summary.events));
+        out(&t)?;
+    }
+    Ok(if summary.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// The run (default: the latest).
+    run: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn latest(ws: &Workspace) -> anyhow::Result<String> {
+    let runs = ws.atelier_dir().join("runs");
+    let mut ids: Vec<u64> = std::fs::read_dir(&runs)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .strip_prefix('r')
+                        .and_then(|n| n.parse().ok())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort_unstable();
+    ids.last()
+        .map(|n| format!("r{n}"))
+        .ok_or_else(|| anyhow::anyhow!("there are no runs yet: `atelier run PLAN.toml` starts one"))
+}
+
+fn load(ws: &Workspace, run: &str) -> anyhow::Result<RunState> {
+    let path = runtime::run_dir(ws, run).join("events.jsonl");
+    let records = events::read(&path).with_context(|| format!("run {run}"))?;
+    let tasks = records
+        .iter()
+        .find_map(|r| match &r.event {
+            events::RunEvent::RunStarted { tasks, .. } => Some(tasks.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    Ok(RunState::fold(&records, &tasks))
+}
+
+fn render(s: &RunState) -> String {
+    let mut t = format!(
+        "run {} ({}) on {}\n\n",
+        s.run,
+        if s.finished {
+            "finished"
+        } else {
+            "in progress or interrupted"
+        },
+        s.branch
+    );
+    t.push_str(&format!(
+        "{:<16} {:<10} {:>7} {:>6} {:>8}  {}\n",
+        "TASK", "STATE", "ATTEMPT", "NUDGES", "RESTARTS", "LAST"
+    ));
+    for (k, v) in &s.tasks {
+        let state = match v.state {
+            TaskState::Pending => "pending",
+            TaskState::Running => "running",
+            TaskState::Succeeded => "succeeded",
+            TaskState::Failed => "failed",
+            TaskState::Blocked => "blocked",
+        };
+        let last = match v.state {
+            TaskState::Succeeded | TaskState::Running => v.last_step.clone(),
+            _ => v.last_failure.clone().or(v.last_step.clone()),
+        }
+        .unwrap_or_default();
+        t.push_str(&format!(
+            "{:<16} {:<10} {:>7} {:>6} {:>8}  {}\n",
+            k, state, v.attempt, v.nudges, v.restarts, last
+        ));
+    }
+    if !s.held.is_empty() {
+        t.push_str("\nclaims held:\n");
+        for (k, c) in &s.held {
+            t.push_str(&format!("  {k}: {}\n", c.join(", ")));
+        }
+    }
+    t.push_str("\nwaves:\n");
+    for (i, w) in s.waves.iter().enumerate() {
+        t.push_str(&format!("  {:>3}: {}\n", i + 1, w.join(" ")));
+    }
+    t
+}
+
+pub fn status(dir: &Path, args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    let run = match args.run {
+        Some(r) => r,
+        None => latest(&ws)?,
+    };
+    let s = load(&ws, &run)?;
+    if args.json {
+        json(&s)?;
+    } else {
+        out(&render(&s))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// The run (default: the latest).
+    run: Option<String>,
+}
+
+/// Redraws the status every second until the run finishes.
+pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    let run = match args.run {
+        Some(r) => r,
+        None => latest(&ws)?,
+    };
+    loop {
+        let s = load(&ws, &run)?;
+        out(&format!("\x1b[2J\x1b[H{}", render(&s)))?;
+        if s.finished {
+            return Ok(ExitCode::SUCCESS);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}

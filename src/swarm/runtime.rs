@@ -1,0 +1,776 @@
+//! Running plans: the conductor loop. It starts attempts when the schedule allows (dependencies
+//! met, claims free), gives each a fresh worktree on its own branch and a fresh worker, runs the
+//! gauntlet and the contract checks, integrates passing work into the run's branch one task at a
+//! time, remembers failures for the next attempt, and records every state change in the run's
+//! event stream before relying on it. A crashed run resumes from its events.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use git2::Oid;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::events::{self, RunEvent, RunState, Sink, TaskState};
+use super::memory;
+use super::plan::{compile_glob, Plan, Task};
+use super::schedule;
+use crate::agent::{self, process};
+use crate::config::Config;
+use crate::git;
+use crate::governance::time::{parse_duration, Timestamp};
+use crate::workflow::Workspace;
+
+/// Variables that never reach a worker, whatever a role asks for.
+const NEVER_PASSED: &[&str] = &[
+    "GITHUB_TOKEN",
+    "ATELIER_GITHUB_TOKEN",
+    "ATELIER_WEBHOOK_SECRET",
+    "SSH_AUTH_SOCK",
+];
+
+/// How a run ended.
+#[derive(Debug, Serialize)]
+pub struct RunSummary {
+    pub run: String,
+    pub branch: String,
+    pub events: String,
+    pub succeeded: Vec<String>,
+    pub failed: BTreeMap<String, String>,
+    pub blocked: BTreeMap<String, String>,
+}
+
+impl RunSummary {
+    pub fn ok(&self) -> bool {
+        self.failed.is_empty() && self.blocked.is_empty()
+    }
+}
+
+/// The run's directory under `.atelier/runs/`.
+pub fn run_dir(ws: &Workspace, run: &str) -> PathBuf {
+    ws.atelier_dir().join("runs").join(run)
+}
+
+fn slug(key: &str) -> String {
+    key.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+struct Limits {
+    nudge: Duration,
+    restart: Duration,
+    attempt: Duration,
+    steps: Vec<(String, String, Duration)>,
+    budget: u32,
+    context: usize,
+    max_output: usize,
+    target_dir: Option<PathBuf>,
+}
+
+fn secs(text: &str) -> Duration {
+    Duration::from_secs(parse_duration(text).unwrap_or(0).max(0) as u64)
+}
+
+impl Limits {
+    fn from(config: &Config, root: &Path) -> Limits {
+        Limits {
+            nudge: secs(&config.conductor.nudge_after),
+            restart: secs(&config.conductor.restart_after),
+            attempt: secs(&config.conductor.attempt_timeout),
+            steps: config
+                .gauntlet
+                .steps
+                .iter()
+                .map(|s| (s.name.clone(), s.run.clone(), secs(&s.timeout)))
+                .collect(),
+            budget: config.conductor.failure_budget,
+            context: config.swarm.context_budget,
+            max_output: config.swarm.max_output,
+            target_dir: config
+                .swarm
+                .shared_target_dir
+                .as_ref()
+                .map(|d| root.join(d)),
+        }
+    }
+}
+
+/// What one attempt needs, prepared on the main loop (which owns git).
+struct AttemptJob {
+    task: Task,
+    attempt: u32,
+    run: String,
+    worktree: PathBuf,
+    backend: agent::Backend,
+    prompt: String,
+}
+
+enum AttemptResult {
+    Passed,
+    Failed { reason: String, digest: Vec<String> },
+}
+
+fn claimed(task: &Task, path: &str) -> bool {
+    task.files.iter().any(|f| {
+        let dir = f.trim_end_matches('/');
+        path == dir
+            || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+            || compile_glob(f).map(|m| m.is_match(path)).unwrap_or(false)
+    })
+}
+
+async fn run_attempt(
+    job: AttemptJob,
+    limits: &Limits,
+    tx: mpsc::UnboundedSender<RunEvent>,
+) -> AttemptResult {
+    let extra = vec![
+        ("ATELIER_TASK_ID".to_string(), job.task.key.clone()),
+        ("ATELIER_ATTEMPT".to_string(), job.attempt.to_string()),
+        ("ATELIER_RUN_ID".to_string(), job.run.clone()),
+    ];
+    let pass: Vec<String> = job
+        .backend
+        .pass_env
+        .iter()
+        .filter(|v| !NEVER_PASSED.contains(&v.as_str()))
+        .cloned()
+        .collect();
+    let worker = process::Spawn {
+        program: job.backend.argv[0].clone(),
+        args: job.backend.argv[1..].to_vec(),
+        cwd: job.worktree.clone(),
+        env: process::scrubbed_env(&pass, &extra),
+        stdin: job.prompt.into_bytes(),
+        timeout: limits.attempt,
+        silence: Some(process::Silence {
+            nudge_after: limits.nudge,
+            restart_after: limits.restart,
+        }),
+        max_output: limits.max_output,
+    };
+    let (task, attempt) = (job.task.key.clone(), job.attempt);
+    let ntx = tx.clone();
+    let outcome = match process::run(&worker, |silent_secs| {
+        let _ = ntx.send(RunEvent::Nudged {
+            task: task.clone(),
+            attempt,
+            silent_secs,
+        });
+    })
+    .await
+    {
+        Ok(o) => o,
+        Err(e) => {
+            return AttemptResult::Failed {
+                reason: format!("the worker `{}` could not start: {e}", worker.program),
+                digest: vec![format!(
+                    "[worker] could not start `{}`: {e}",
+                    worker.program
+                )],
+            }
+        }
+    };
+    let _ = tx.send(RunEvent::WorkerExited {
+        task: task.clone(),
+        attempt,
+        code: outcome.code,
+        output_bytes: outcome.output_bytes,
+        truncated: outcome.truncated,
+    });
+    if outcome.silenced {
+        let silent = limits.restart.as_secs();
+        let _ = tx.send(RunEvent::Restarted {
+            task: task.clone(),
+            attempt,
+            silent_secs: silent,
+        });
+        return AttemptResult::Failed {
+            reason: format!("the worker was silent for {silent}s and was restarted"),
+            digest: vec![format!("[worker] silent for {silent}s: the attempt was killed; produce output while working")]
+        };
+    }
+    if outcome.timed_out {
+        return AttemptResult::Failed {
+            reason: format!(
+                "the worker ran past the attempt timeout ({}s)",
+                limits.attempt.as_secs()
+            ),
+            digest: vec![format!(
+                "[worker] ran past {}s and was killed",
+                limits.attempt.as_secs()
+            )],
+        };
+    }
+    if outcome.code != Some(0) {
+        return AttemptResult::Failed {
+            reason: format!(
+                "the worker exited with {}",
+                outcome.code.map_or("a signal".into(), |c| c.to_string())
+            ),
+            digest: memory::digest("worker", &outcome.output),
+        };
+    }
+    // Writes outside the task's claims fail the attempt before anything is checked.
+    let path = job.worktree.clone();
+    let changed = tokio::task::spawn_blocking(move || git::worktree_changes(&path)).await;
+    let changed = match changed {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            return AttemptResult::Failed {
+                reason: format!("reading the worktree: {e}"),
+                digest: Vec::new(),
+            }
+        }
+        Err(e) => {
+            return AttemptResult::Failed {
+                reason: format!("reading the worktree: {e}"),
+                digest: Vec::new(),
+            }
+        }
+    };
+    let outside: Vec<&String> = changed.iter().filter(|p| !claimed(&job.task, p)).collect();
+    if !outside.is_empty() {
+        let list: Vec<&str> = outside.iter().map(|s| s.as_str()).collect();
+        return AttemptResult::Failed {
+            reason: format!("wrote outside its claims: {}", list.join(", ")),
+            digest: vec![format!(
+                "[claims] wrote {} outside the task's files; change only {}",
+                list.join(", "),
+                job.task.files.join(", ")
+            )],
+        };
+    }
+    let mut env_extra = extra.clone();
+    if let Some(dir) = &limits.target_dir {
+        env_extra.push(("CARGO_TARGET_DIR".into(), dir.display().to_string()));
+    }
+    let checks = job.task.contract.checks.iter().enumerate().map(|(i, c)| {
+        (
+            format!("check {}", i + 1),
+            c.clone(),
+            Duration::from_secs(600),
+        )
+    });
+    for (name, run, timeout) in limits.steps.iter().cloned().chain(checks) {
+        let step = process::Spawn {
+            program: "sh".into(),
+            args: vec!["-c".into(), run.clone()],
+            cwd: job.worktree.clone(),
+            env: process::scrubbed_env(&[], &env_extra),
+            stdin: Vec::new(),
+            timeout,
+            silence: None,
+            max_output: limits.max_output,
+        };
+        let o = match process::run(&step, |_| {}).await {
+            Ok(o) => o,
+            Err(e) => {
+                return AttemptResult::Failed {
+                    reason: format!("step {name} could not start: {e}"),
+                    digest: Vec::new(),
+                }
+            }
+        };
+        let passed = o.success();
+        let _ = tx.send(RunEvent::StepFinished {
+            task: task.clone(),
+            attempt,
+            step: name.clone(),
+            passed,
+            secs: o.elapsed.as_secs(),
+        });
+        if !passed {
+            let why = if o.timed_out {
+                format!("timed out after {}s", timeout.as_secs())
+            } else {
+                format!(
+                    "exited with {}",
+                    o.code.map_or("a signal".into(), |c| c.to_string())
+                )
+            };
+            let mut digest = memory::digest(&name, &o.output);
+            digest.insert(0, format!("[{name}] `{run}` {why}"));
+            digest.truncate(memory::MAX_BLOCKS);
+            return AttemptResult::Failed {
+                reason: format!("step {name} (`{run}`) {why}"),
+                digest,
+            };
+        }
+    }
+    AttemptResult::Passed
+}
+
+/// Files of the task's claims and reads that exist in the worktree, for the prompt's context.
+fn context_files(root: &Path, task: &Task) -> Vec<(String, String)> {
+    let patterns: Vec<&String> = task.files.iter().chain(task.reads.iter()).collect();
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.path());
+        for e in entries {
+            let p = e.path();
+            let rel = p
+                .strip_prefix(root)
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if rel == ".git" || rel.starts_with(".atelier") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if patterns.iter().any(|g| {
+                compile_glob(g).map(|m| m.is_match(&rel)).unwrap_or(false) || rel == g.as_str()
+            }) {
+                if let Ok(text) = std::fs::read_to_string(&p) {
+                    out.push((rel, text));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What `run` is asked to do.
+pub struct RunOptions {
+    pub plan_files: Vec<(String, String)>,
+    pub max_parallel: Option<usize>,
+    /// Continue this run instead of starting a new one.
+    pub resume: Option<String>,
+}
+
+/// Runs (or resumes) plans to the end. `clock` gives the time for events.
+pub fn run(ws: &Workspace, opts: RunOptions, clock: &dyn Fn() -> Timestamp) -> Result<RunSummary> {
+    let tokio_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    tokio_rt.block_on(run_async(ws, opts, clock))
+}
+
+async fn run_async(
+    ws: &Workspace,
+    opts: RunOptions,
+    clock: &dyn Fn() -> Timestamp,
+) -> Result<RunSummary> {
+    let limits = Limits::from(&ws.config, &ws.root);
+    let runs = ws.atelier_dir().join("runs");
+    let (run_id, plan_files, resumed) = match &opts.resume {
+        Some(id) => {
+            let dir = runs.join(id);
+            let mut files = Vec::new();
+            let mut names: Vec<PathBuf> = std::fs::read_dir(dir.join("plans"))
+                .with_context(|| {
+                    format!(
+                        "run {id} does not exist (no {})",
+                        dir.join("plans").display()
+                    )
+                })?
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            names.sort();
+            for p in names {
+                files.push((p.display().to_string(), std::fs::read_to_string(&p)?));
+            }
+            (id.clone(), files, true)
+        }
+        None => {
+            let n = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0) + 1;
+            let id = format!("r{n}");
+            let dir = runs.join(&id).join("plans");
+            std::fs::create_dir_all(&dir)?;
+            for (i, (_, text)) in opts.plan_files.iter().enumerate() {
+                crate::fsutil::atomic_write(&dir.join(format!("{i:03}.toml")), text.as_bytes())?;
+            }
+            (id, opts.plan_files.clone(), false)
+        }
+    };
+    let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();
+    let report = super::check(&plan_files, &roles)?;
+    if !report.refusals.is_empty() {
+        let first = &report.refusals[0];
+        anyhow::bail!(
+            "the plans do not pass `atelier plan check` ({} problem(s); first: {} {}: {})",
+            report.refusals.len(),
+            first.code,
+            first.file,
+            first.message
+        );
+    }
+    let plans: Vec<Plan> = plan_files
+        .iter()
+        .map(|(f, t)| super::plan::parse(f, t))
+        .collect::<Result<_, _>>()?;
+    let tasks: BTreeMap<String, Task> = plans
+        .iter()
+        .flat_map(|p| p.tasks.iter())
+        .map(|t| (t.key.clone(), t.clone()))
+        .collect();
+    let backends: BTreeMap<String, agent::Backend> = roles
+        .iter()
+        .filter(|r| tasks.values().any(|t| &t.role == *r))
+        .map(|r| Ok((r.clone(), agent::backend(r, &ws.config.roles[r])?)))
+        .collect::<Result<_>>()?;
+    let max_parallel = opts
+        .max_parallel
+        .or(plans.iter().filter_map(|p| p.max_parallel).min())
+        .unwrap_or(ws.config.swarm.max_parallel)
+        .max(1);
+    let branch = format!("atelier/runs/{run_id}");
+    let events_path = run_dir(ws, &run_id).join("events.jsonl");
+    let mut sink = Sink::open(&events_path)?;
+    let repo = &ws.repo;
+    let keys: Vec<String> = tasks.keys().cloned().collect();
+    let mut attempts: BTreeMap<String, u32> = BTreeMap::new();
+    let mut memory_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut passed_commit: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut state;
+    if resumed {
+        let records = events::read(&events_path)?;
+        state = RunState::fold(&records, &keys);
+        for r in &records {
+            match &r.event {
+                RunEvent::AttemptStarted { task, attempt, .. } => {
+                    attempts.insert(task.clone(), *attempt);
+                }
+                RunEvent::AttemptFailed { task, digest, .. } => {
+                    memory::remember(memory_of.entry(task.clone()).or_default(), digest)
+                }
+                RunEvent::AttemptPassed { task, commit, .. } => {
+                    passed_commit
+                        .insert(task.clone(), Some(commit.clone()).filter(|c| !c.is_empty()));
+                }
+                _ => {}
+            }
+        }
+        // Attempts in flight at the crash: remove their worktrees and release their claims.
+        let abandoned: Vec<String> = state.held.keys().cloned().collect();
+        for t in &abandoned {
+            let a = attempts.get(t).copied().unwrap_or(0);
+            let name = format!("{run_id}-{}-{a}", slug(t));
+            git::remove_worktree(repo, &name, &run_dir(ws, &run_id).join("wt").join(&name))?;
+        }
+        sink.emit(
+            RunEvent::RunResumed {
+                abandoned: abandoned.clone(),
+            },
+            clock(),
+        )?;
+        for t in &abandoned {
+            let a = attempts.get(t).copied().unwrap_or(0);
+            sink.emit(
+                RunEvent::ClaimsReleased {
+                    task: t.clone(),
+                    attempt: a,
+                },
+                clock(),
+            )?;
+        }
+        state = RunState::fold(&events::read(&events_path)?, &keys);
+    } else {
+        let base = git::branch_tip(repo, ws.branch())?;
+        repo.branch(&branch, &repo.find_commit(base)?, false)
+            .with_context(|| format!("creating branch {branch}"))?;
+        let waves = schedule::waves(&plans);
+        sink.emit(
+            RunEvent::RunStarted {
+                run: run_id.clone(),
+                plans: plans.iter().map(|p| p.id.clone()).collect(),
+                branch: branch.clone(),
+                base: base.to_string(),
+                max_parallel,
+                tasks: keys.clone(),
+                waves,
+            },
+            clock(),
+        )?;
+        state = RunState::fold(&events::read(&events_path)?, &keys);
+    }
+    let mut completed: BTreeSet<String> = state.completed();
+    let mut done_badly: BTreeMap<String, String> = state
+        .tasks
+        .iter()
+        .filter(|(_, v)| matches!(v.state, TaskState::Failed | TaskState::Blocked))
+        .map(|(k, v)| (k.clone(), v.last_failure.clone().unwrap_or_default()))
+        .collect();
+    let mut in_flight: BTreeSet<String> = BTreeSet::new();
+    let mut worktrees: BTreeMap<String, (String, PathBuf, u32)> = BTreeMap::new();
+    let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
+    let mut set: tokio::task::JoinSet<(String, u32, AttemptResult)> = tokio::task::JoinSet::new();
+    let limits = std::sync::Arc::new(limits);
+
+    // A passed attempt whose integration the crash interrupted is integrated now (once).
+    for (task, commit) in passed_commit.clone() {
+        if completed.contains(&task) || done_badly.contains_key(&task) {
+            continue;
+        }
+        integrate(
+            ws,
+            &mut sink,
+            &branch,
+            &task,
+            commit.as_deref(),
+            clock,
+            &mut completed,
+            &mut done_badly,
+        )?;
+    }
+
+    loop {
+        // Block the dependents of failed and blocked tasks.
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (k, t) in &tasks {
+                if completed.contains(k) || done_badly.contains_key(k) || in_flight.contains(k) {
+                    continue;
+                }
+                if let Some(dep) = t.depends_on.iter().find(|d| done_badly.contains_key(*d)) {
+                    sink.emit(
+                        RunEvent::TaskBlocked {
+                            task: k.clone(),
+                            by: dep.clone(),
+                        },
+                        clock(),
+                    )?;
+                    done_badly.insert(k.clone(), format!("blocked by {dep}"));
+                    changed = true;
+                }
+            }
+        }
+        let skip: BTreeSet<String> = done_badly.keys().cloned().collect();
+        let ready: Vec<Task> =
+            schedule::next_runnable_except(&plans, &completed, &in_flight, &skip, max_parallel)
+                .into_iter()
+                .cloned()
+                .collect();
+        for task in ready {
+            let attempt = attempts.get(&task.key).copied().unwrap_or(0) + 1;
+            attempts.insert(task.key.clone(), attempt);
+            let name = format!("{run_id}-{}-{attempt}", slug(&task.key));
+            let path = run_dir(ws, &run_id).join("wt").join(&name);
+            let at = git::branch_tip(repo, &branch)?;
+            git::remove_worktree(repo, &name, &path)?;
+            git::add_worktree(
+                repo,
+                &name,
+                &path,
+                &format!("atelier/attempts/{run_id}/{}/{attempt}", slug(&task.key)),
+                at,
+            )?;
+            let done_lines: Vec<String> = completed
+                .iter()
+                .filter_map(|k| tasks.get(k))
+                .map(|t| format!("{}: {}", t.key, t.title))
+                .collect();
+            let input = agent::prompt::PromptInput {
+                task: agent::prompt::PromptTask {
+                    id: task.key.clone(),
+                    title: task.title.clone(),
+                    goal: task.goal.clone(),
+                    files: task.files.clone(),
+                    criteria: task.contract.criteria.clone(),
+                    checks: task.contract.checks.clone(),
+                },
+                completed: done_lines,
+                do_not_retry: memory_of.get(&task.key).cloned().unwrap_or_default(),
+                context: agent::prompt::slice(context_files(&path, &task), limits.context),
+            };
+            let template = std::fs::read_to_string(ws.root.join("prompts/worker.j2"))
+                .unwrap_or_else(|_| agent::prompt::DEFAULT_TEMPLATE.to_string());
+            let prompt = agent::prompt::render(&template, &input)
+                .map_err(|e| anyhow::anyhow!("prompts/worker.j2: {e}"))?;
+            sink.emit(
+                RunEvent::AttemptStarted {
+                    task: task.key.clone(),
+                    attempt,
+                    claims: task.files.clone(),
+                    worktree: path.display().to_string(),
+                    prompt_bytes: prompt.len(),
+                },
+                clock(),
+            )?;
+            in_flight.insert(task.key.clone());
+            worktrees.insert(task.key.clone(), (name, path.clone(), attempt));
+            let job = AttemptJob {
+                backend: backends[&task.role].clone(),
+                task: task.clone(),
+                attempt,
+                run: run_id.clone(),
+                worktree: path,
+                prompt,
+            };
+            let (tx, limits) = (tx.clone(), limits.clone());
+            set.spawn(async move {
+                let key = job.task.key.clone();
+                let attempt = job.attempt;
+                (key, attempt, run_attempt(job, &limits, tx).await)
+            });
+        }
+        if in_flight.is_empty() {
+            break;
+        }
+        tokio::select! {
+            Some(ev) = rx.recv() => { sink.emit(ev, clock())?; }
+            Some(joined) = set.join_next() => {
+                while let Ok(ev) = rx.try_recv() {
+                    sink.emit(ev, clock())?;
+                }
+                let (task, attempt, result) = joined.context("an attempt task panicked")?;
+                let (name, path, _) = worktrees.remove(&task).expect("every attempt in flight has a worktree");
+                in_flight.remove(&task);
+                match result {
+                    AttemptResult::Passed => {
+                        let t = &tasks[&task];
+                        let message = format!(
+                            "{}: {}\n\nAtelier-Run: {run_id}\nAtelier-Task: {task}\nAtelier-Attempt: {attempt}\n{}",
+                            task,
+                            t.title,
+                            t.contract.checks.iter().map(|c| format!("Atelier-Check: {c}\n")).collect::<String>()
+                        );
+                        let commit = git::commit_worktree(&path, &message, clock())?;
+                        sink.emit(RunEvent::AttemptPassed { task: task.clone(), attempt, commit: commit.map(|c| c.to_string()).unwrap_or_default() }, clock())?;
+                        git::remove_worktree(repo, &name, &path)?;
+                        sink.emit(RunEvent::ClaimsReleased { task: task.clone(), attempt }, clock())?;
+                        integrate(ws, &mut sink, &branch, &task, commit.map(|c| c.to_string()).as_deref(), clock, &mut completed, &mut done_badly)?;
+                    }
+                    AttemptResult::Failed { reason, digest } => {
+                        memory::remember(memory_of.entry(task.clone()).or_default(), &digest);
+                        sink.emit(RunEvent::AttemptFailed { task: task.clone(), attempt, reason: reason.clone(), digest }, clock())?;
+                        // Failed worktrees stay for inspection until `atelier clean`.
+                        sink.emit(RunEvent::ClaimsReleased { task: task.clone(), attempt }, clock())?;
+                        if attempt >= limits.budget {
+                            let why = format!("failed {attempt} attempt(s); last: {reason}");
+                            sink.emit(RunEvent::TaskFailed { task: task.clone(), reason: why.clone() }, clock())?;
+                            done_badly.insert(task.clone(), why);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let final_state = RunState::fold(&events::read(&events_path)?, &keys);
+    let failed: BTreeMap<String, String> = final_state
+        .tasks
+        .iter()
+        .filter(|(_, v)| v.state == TaskState::Failed)
+        .map(|(k, v)| (k.clone(), v.last_failure.clone().unwrap_or_default()))
+        .collect();
+    let blocked: BTreeMap<String, String> = final_state
+        .tasks
+        .iter()
+        .filter(|(_, v)| v.state == TaskState::Blocked)
+        .map(|(k, v)| (k.clone(), v.last_failure.clone().unwrap_or_default()))
+        .collect();
+    let succeeded: Vec<String> = final_state.completed().into_iter().collect();
+    sink.emit(
+        RunEvent::RunFinished {
+            succeeded: succeeded.len(),
+            failed: failed.len(),
+            blocked: blocked.len(),
+        },
+        clock(),
+    )?;
+    Ok(RunSummary {
+        run: run_id,
+        branch,
+        events: events_path.display().to_string(),
+        succeeded,
+        failed,
+        blocked,
+    })
+}
+
+/// Merges a passed attempt into the run's branch (once), or fails the task on a conflict.
+#[allow(clippy::too_many_arguments)]
+fn integrate(
+    ws: &Workspace,
+    sink: &mut Sink,
+    branch: &str,
+    task: &str,
+    commit: Option<&str>,
+    clock: &dyn Fn() -> Timestamp,
+    completed: &mut BTreeSet<String>,
+    done_badly: &mut BTreeMap<String, String>,
+) -> Result<()> {
+    let repo = &ws.repo;
+    let tip = git::branch_tip(repo, branch)?;
+    let Some(commit) = commit.map(Oid::from_str).transpose()? else {
+        sink.emit(
+            RunEvent::Integrated {
+                task: task.to_string(),
+                commit: tip.to_string(),
+            },
+            clock(),
+        )?;
+        completed.insert(task.to_string());
+        return Ok(());
+    };
+    // Already integrated before a crash: record it, never merge twice.
+    if repo.graph_descendant_of(tip, commit)? || tip == commit {
+        sink.emit(
+            RunEvent::Integrated {
+                task: task.to_string(),
+                commit: tip.to_string(),
+            },
+            clock(),
+        )?;
+        completed.insert(task.to_string());
+        return Ok(());
+    }
+    match git::merge_tree(repo, tip, commit)? {
+        Err(conflict) => {
+            let why = format!("integration into {branch} conflicts: {conflict}");
+            sink.emit(
+                RunEvent::TaskFailed {
+                    task: task.to_string(),
+                    reason: why.clone(),
+                },
+                clock(),
+            )?;
+            done_badly.insert(task.to_string(), why);
+        }
+        Ok(tree) => {
+            let sig = git2::Signature::new(
+                "atelier swarm",
+                "swarm@atelier.invalid",
+                &git2::Time::new(clock(), 0),
+            )?;
+            let merged = repo.commit(
+                None,
+                &sig,
+                &sig,
+                &format!("Integrate {task}\n\nAtelier-Task: {task}\n"),
+                &repo.find_tree(tree)?,
+                &[&repo.find_commit(tip)?, &repo.find_commit(commit)?],
+            )?;
+            if !git::compare_and_swap(
+                repo,
+                &format!("refs/heads/{branch}"),
+                tip,
+                merged,
+                "atelier: integrate",
+            )? {
+                anyhow::bail!("{branch} moved during integration; resume the run");
+            }
+            sink.emit(
+                RunEvent::Integrated {
+                    task: task.to_string(),
+                    commit: merged.to_string(),
+                },
+                clock(),
+            )?;
+            completed.insert(task.to_string());
+        }
+    }
+    Ok(())
+}
