@@ -3,6 +3,8 @@
 
 mod support;
 
+mod swarm;
+
 mod adopt;
 mod approvals;
 mod audit;

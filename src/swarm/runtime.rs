@@ -394,6 +394,11 @@ async fn run_async(
             (id, opts.plan_files.clone(), false)
         }
     };
+    // One conductor per run: a second `run --resume` of the same run waits for the first.
+    let _run_lock = crate::fsutil::Lock::acquire(&runs.join(&run_id).join("lock"))?;
+    if resumed {
+        clear_stale_ref_locks(ws, &run_id)?;
+    }
     let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();
     let report = super::check(&plan_files, &roles)?;
     if !report.refusals.is_empty() {
@@ -688,6 +693,32 @@ async fn run_async(
         failed,
         blocked,
     })
+}
+
+/// Ref lock files a killed conductor left behind for this run's branches. Only called while the
+/// run's own lock is held, so no live writer can own them.
+fn clear_stale_ref_locks(ws: &Workspace, run: &str) -> Result<()> {
+    let heads = ws.repo.commondir().join("refs/heads/atelier");
+    let run_lock = heads.join("runs").join(format!("{run}.lock"));
+    if run_lock.exists() {
+        std::fs::remove_file(&run_lock)
+            .with_context(|| format!("removing {}", run_lock.display()))?;
+    }
+    let mut stack = vec![heads.join("attempts").join(run)];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "lock") {
+                std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Merges a passed attempt into the run's branch (once), or fails the task on a conflict.

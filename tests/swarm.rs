@@ -1,0 +1,519 @@
+//! Running plans with a scripted fake agent: a real program (a shell script) whose behaviour
+//! per task comes from scenario scripts, behaving and misbehaving on purpose.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use atelier::swarm::events::{self, RunEvent};
+
+use crate::support::{bin, Env, Run};
+
+const AGENT: &str = r#"#!/bin/sh
+slug=$(echo "$ATELIER_TASK_ID" | tr ':' '-')
+cat > "$FAKE_AGENT_DIR/prompt-$slug-$ATELIER_ATTEMPT.txt"
+env > "$FAKE_AGENT_DIR/env-$slug-$ATELIER_ATTEMPT.txt"
+if [ -f "$FAKE_AGENT_DIR/$slug.sh" ]; then . "$FAKE_AGENT_DIR/$slug.sh"; fi
+"#;
+
+struct Swarm {
+    env: Env,
+    fake: PathBuf,
+}
+
+impl Swarm {
+    fn new(conductor: &str) -> Swarm {
+        let env = Env::new();
+        let fake = env.tmp.path().join("fake");
+        std::fs::create_dir_all(&fake).expect("mkdir");
+        let agent = fake.join("agent.sh");
+        std::fs::write(&agent, AGENT).expect("write agent");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let config = env.read("atelier.toml");
+        env.write(
+            "atelier.toml",
+            &format!(
+                "{config}\n[roles.implementer]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\", \"GITHUB_TOKEN\", \"ATELIER_GITHUB_TOKEN\"]\n\n[conductor]\n{conductor}\n",
+                agent.display()
+            ),
+        );
+        env.git(&["commit", "-q", "-am", "Configure the swarm"]);
+        Swarm { env, fake }
+    }
+
+    /// What the fake agent does for `task` (`plan:id`): shell code, run in the worktree.
+    fn scenario(&self, task: &str, script: &str) {
+        std::fs::write(
+            self.fake.join(format!("{}.sh", task.replace(':', "-"))),
+            script,
+        )
+        .expect("write scenario");
+    }
+
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut c = self.env.command(bin());
+        c.arg("-C")
+            .arg(&self.env.repo)
+            .args(args)
+            .env("FAKE_AGENT_DIR", &self.fake)
+            .env("GITHUB_TOKEN", "ghp_secret")
+            .env("ATELIER_GITHUB_TOKEN", "ghp_secret2");
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let o = self.command(args).output().expect("run atelier");
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    fn plan(&self, name: &str, text: &str) -> String {
+        self.env.file(name, text).display().to_string()
+    }
+
+    fn events(&self, run: &str) -> Vec<RunEvent> {
+        events::read(
+            &self
+                .env
+                .repo
+                .join(".atelier/runs")
+                .join(run)
+                .join("events.jsonl"),
+        )
+        .expect("events")
+        .into_iter()
+        .map(|r| r.event)
+        .collect()
+    }
+
+    fn prompt(&self, task: &str, attempt: u32) -> String {
+        std::fs::read_to_string(
+            self.fake
+                .join(format!("prompt-{}-{attempt}.txt", task.replace(':', "-"))),
+        )
+        .expect("prompt")
+    }
+}
+
+fn task(id: &str, files: &[&str], deps: &[&str], check: &str) -> String {
+    let q = |v: &[&str]| {
+        v.iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "[[task]]\nid = \"{id}\"\ntitle = \"Task {id}\"\nrole = \"implementer\"\ngoal = \"Do {id}\"\nfiles = [{}]\ndepends_on = [{}]\n[task.contract]\ncriteria = [\"the check for {id} exits 0 on the finished worktree\"]\nchecks = [{}]\n\n",
+        q(files),
+        q(deps),
+        toml_str(check)
+    )
+}
+
+fn toml_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn plan(id: &str, tasks: &[String]) -> String {
+    format!(
+        "[plan]\nid = \"{id}\"\ntitle = \"Plan {id}\"\n\n{}",
+        tasks.concat()
+    )
+}
+
+#[test]
+fn twenty_tasks_with_overlapping_claims_never_hold_overlapping_claims_at_once() {
+    let s = Swarm::new("");
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let file = format!("src/m{}/f{i}.rs", i % 5);
+        let claim = if i % 3 == 0 {
+            format!("src/m{}/*.rs", i % 5)
+        } else {
+            file.clone()
+        };
+        let deps: Vec<String> = if i >= 6 {
+            vec![format!("T{}", i - 6)]
+        } else {
+            Vec::new()
+        };
+        let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
+        s.scenario(
+            &format!("p:T{i}"),
+            &format!(
+                "mkdir -p src/m{m} && echo '// {i}' > {file} && sleep 0.05",
+                m = i % 5
+            ),
+        );
+        tasks.push(task(
+            &format!("T{i}"),
+            &[&claim],
+            &deps,
+            &format!("test -f {file}"),
+        ));
+    }
+    let p = s.plan("p.toml", &plan("p", &tasks));
+    let run = s.run(&["run", &p, "--max-parallel", "4", "--json"]).ok();
+    let summary = run.json();
+    assert_eq!(
+        summary["succeeded"].as_array().expect("list").len(),
+        24,
+        "{}",
+        run.stdout
+    );
+    // Replay the events: claims held at once never overlap, dependencies finish first.
+    let plans = [atelier::swarm::plan::parse("p.toml", &plan("p", &tasks)).expect("plan")];
+    let by_key: BTreeMap<String, atelier::swarm::plan::Task> = plans[0]
+        .tasks
+        .iter()
+        .map(|t| (t.key.clone(), t.clone()))
+        .collect();
+    let mut held: BTreeMap<String, ()> = BTreeMap::new();
+    let mut integrated = std::collections::BTreeSet::new();
+    let mut max_held = 0;
+    for e in s.events("r1") {
+        match e {
+            RunEvent::AttemptStarted { task, .. } => {
+                let t = &by_key[&task];
+                for d in &t.depends_on {
+                    assert!(
+                        integrated.contains(d),
+                        "{task} started before {d} was integrated"
+                    );
+                }
+                for other in held.keys() {
+                    assert!(
+                        !atelier::swarm::schedule::claims_overlap(t, &by_key[other]),
+                        "{task} and {other} held overlapping claims"
+                    );
+                }
+                held.insert(task, ());
+                max_held = max_held.max(held.len());
+            }
+            RunEvent::ClaimsReleased { task, .. } => {
+                held.remove(&task);
+            }
+            RunEvent::Integrated { task, .. } => {
+                integrated.insert(task);
+            }
+            _ => {}
+        }
+    }
+    assert!((2..=4).contains(&max_held), "parallelism used: {max_held}");
+    let files = s
+        .env
+        .git(&["ls-tree", "-r", "--name-only", "atelier/runs/r1"]);
+    assert_eq!(
+        files.lines().filter(|l| l.starts_with("src/m")).count(),
+        24,
+        "{files}"
+    );
+}
+
+#[test]
+fn a_task_that_fails_twice_then_passes_gets_the_do_not_retry_list() {
+    let s = Swarm::new("");
+    s.scenario("p:A", "if [ \"$ATELIER_ATTEMPT\" -lt 3 ]; then echo 'error: expected `;` at src/a.rs:3' > src/a.rs; else echo 'ok' > src/a.rs; fi");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task(
+                "A",
+                &["src/a.rs"],
+                &[],
+                "grep -q '^ok' src/a.rs || { cat src/a.rs; exit 1; }",
+            )],
+        ),
+    );
+    s.run(&["run", &p]).ok();
+    let third = s.prompt("p:A", 3);
+    assert!(
+        third.contains("Do not retry") && third.contains("src/a.rs:3"),
+        "{third}"
+    );
+    assert!(!s.prompt("p:A", 1).contains("Do not retry"));
+    let status = s.run(&["status", "--json"]).ok().json();
+    assert_eq!(status["tasks"]["p:A"]["state"], "succeeded");
+    assert_eq!(status["tasks"]["p:A"]["attempt"], 3);
+}
+
+#[test]
+fn the_same_error_every_time_exhausts_the_budget_and_blocks_dependents_only() {
+    let s = Swarm::new("failure_budget = 3");
+    let errors: String = (0..30)
+        .map(|i| format!("echo 'error[E0{i:03}]: bad thing at src/a.rs:{i}'; echo; "))
+        .collect();
+    s.scenario("p:A", "echo broken > src/a.rs");
+    s.scenario("p:C", "echo fine > src/c.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["src/a.rs"], &[], &format!("{errors} exit 1")),
+                task("B", &["src/b.rs"], &["A"], "true && test -d src"),
+                task("C", &["src/c.rs"], &[], "grep -q fine src/c.rs"),
+            ],
+        ),
+    );
+    let run = s.run(&["run", &p, "--json"]).code(1);
+    let v = run.json();
+    assert!(
+        v["failed"]["p:A"]
+            .as_str()
+            .expect("reason")
+            .contains("failed 3 attempt(s)"),
+        "{v:#}"
+    );
+    assert_eq!(v["blocked"]["p:B"], "blocked by p:A");
+    assert_eq!(v["succeeded"], serde_json::json!(["p:C"]));
+    let digests: Vec<Vec<String>> = s
+        .events("r1")
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::AttemptFailed { digest, .. } => Some(digest),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(digests.len(), 3);
+    assert!(digests.iter().all(|d| d.len() <= 10), "{digests:?}");
+    assert!(
+        s.prompt("p:A", 3).contains("src/a.rs:1"),
+        "the do-not-retry list reaches the prompt"
+    );
+}
+
+#[test]
+fn a_silent_worker_is_nudged_then_restarted() {
+    let s = Swarm::new("nudge_after = \"1s\"\nrestart_after = \"2s\"\nfailure_budget = 2");
+    s.scenario(
+        "p:A",
+        "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then sleep 30; fi; echo ok > src/a.rs",
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    s.run(&["run", &p]).ok();
+    let events = s.events("r1");
+    let nudged = events
+        .iter()
+        .position(|e| matches!(e, RunEvent::Nudged { attempt: 1, .. }))
+        .expect("nudged");
+    let restarted = events
+        .iter()
+        .position(|e| matches!(e, RunEvent::Restarted { attempt: 1, .. }))
+        .expect("restarted");
+    assert!(nudged < restarted);
+    let status = s.run(&["status", "--json"]).ok().json();
+    assert_eq!(status["tasks"]["p:A"]["restarts"], 1);
+    assert_eq!(status["tasks"]["p:A"]["state"], "succeeded");
+}
+
+#[test]
+fn a_crashing_or_noisy_worker_and_writes_outside_claims_are_contained() {
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario("p:Crash", "kill -9 $$");
+    s.scenario(
+        "p:Noisy",
+        "head -c 3000000 /dev/zero | tr '\\0' x; echo ok > src/n.rs",
+    );
+    s.scenario("p:Outside", "echo ok > src/o.rs; echo sneaky > README.md");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("Crash", &["src/c.rs"], &[], "test -f src/c.rs"),
+                task("Noisy", &["src/n.rs"], &[], "grep -q ok src/n.rs"),
+                task("Outside", &["src/o.rs"], &[], "grep -q ok src/o.rs"),
+            ],
+        ),
+    );
+    let v = s.run(&["run", &p, "--json"]).code(1).json();
+    assert!(
+        v["failed"]["p:Crash"]
+            .as_str()
+            .expect("reason")
+            .contains("exited with a signal"),
+        "{v:#}"
+    );
+    assert!(
+        v["failed"]["p:Outside"]
+            .as_str()
+            .expect("reason")
+            .contains("wrote outside its claims: README.md"),
+        "{v:#}"
+    );
+    assert_eq!(v["succeeded"], serde_json::json!(["p:Noisy"]));
+    let exited = s.events("r1").into_iter().find_map(|e| match e {
+        RunEvent::WorkerExited {
+            task,
+            output_bytes,
+            truncated,
+            ..
+        } if task == "p:Noisy" => Some((output_bytes, truncated)),
+        _ => None,
+    });
+    assert_eq!(exited, Some((3_000_000, true)));
+}
+
+#[test]
+fn workers_never_see_forge_tokens_or_keys() {
+    let s = Swarm::new("");
+    s.scenario("p:A", "echo ok > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    s.run(&["run", &p]).ok();
+    let env = std::fs::read_to_string(s.fake.join("env-p-A-1.txt")).expect("env dump");
+    assert!(!env.contains("ghp_secret"), "{env}");
+    assert!(
+        env.contains("ATELIER_TASK_ID=p:A")
+            && env.contains("ATELIER_ATTEMPT=1")
+            && env.contains("ATELIER_RUN_ID=r1"),
+        "{env}"
+    );
+    let names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
+    for n in &names {
+        assert!(
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "PWD",
+                "SHLVL",
+                "_",
+                "OLDPWD",
+                "FAKE_AGENT_DIR"
+            ]
+            .contains(n)
+                || n.starts_with("ATELIER_"),
+            "unexpected variable {n}"
+        );
+    }
+}
+
+#[test]
+fn cross_plan_dependencies_run_in_order() {
+    let s = Swarm::new("");
+    s.scenario("a:T1", "echo one > src/one.rs");
+    s.scenario("b:T1", "test -f src/one.rs && echo two > src/two.rs");
+    let a = s.plan(
+        "a.toml",
+        &plan(
+            "a",
+            &[task("T1", &["src/one.rs"], &[], "test -f src/one.rs")],
+        ),
+    );
+    let b = s.plan(
+        "b.toml",
+        &plan(
+            "b",
+            &[task("T1", &["src/two.rs"], &["a:T1"], "test -f src/two.rs")],
+        ),
+    );
+    s.run(&["run", &b, &a]).ok();
+    let files = s
+        .env
+        .git(&["ls-tree", "-r", "--name-only", "atelier/runs/r1"]);
+    assert!(
+        files.contains("src/one.rs") && files.contains("src/two.rs"),
+        "{files}"
+    );
+}
+
+#[test]
+fn a_run_killed_mid_way_resumes_to_the_same_result() {
+    let tasks: Vec<String> = (0..6)
+        .map(|i| {
+            let deps: Vec<String> = if i > 0 {
+                vec![format!("T{}", i - 1)]
+            } else {
+                Vec::new()
+            };
+            let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
+            task(
+                &format!("T{i}"),
+                &[&format!("src/f{i}.rs")],
+                &deps,
+                &format!("test -f src/f{i}.rs"),
+            )
+        })
+        .collect();
+    let setup = |s: &Swarm| {
+        for i in 0..6 {
+            s.scenario(
+                &format!("p:T{i}"),
+                &format!("sleep 0.3; echo 'pub const N: u32 = {i};' > src/f{i}.rs"),
+            );
+        }
+    };
+    // Uninterrupted.
+    let a = Swarm::new("");
+    setup(&a);
+    let pa = a.plan("p.toml", &plan("p", &tasks));
+    a.run(&["run", &pa]).ok();
+    let expected = a.env.git(&["rev-parse", "atelier/runs/r1:src"]);
+    // Killed with SIGKILL at several points of the run, then resumed.
+    for kill_after in [2, 6, 11] {
+        let b = Swarm::new("");
+        setup(&b);
+        let pb = b.plan("p.toml", &plan("p", &tasks));
+        let mut child = b
+            .command(&["run", &pb])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let events = b.env.repo.join(".atelier/runs/r1/events.jsonl");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let n = std::fs::read_to_string(&events)
+                .map(|t| t.lines().count())
+                .unwrap_or(0);
+            if n >= kill_after || std::time::Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        let status = b.run(&["status", "--json"]).ok().json();
+        assert_eq!(
+            status["finished"], false,
+            "killed after {kill_after} events"
+        );
+        b.run(&["run", "--resume", "r1"]).ok();
+        assert_eq!(
+            b.env.git(&["rev-parse", "atelier/runs/r1:src"]),
+            expected,
+            "killed after {kill_after} events"
+        );
+        // No task integrated twice, and no worktree or claim leaked.
+        let integrated: Vec<String> = b
+            .events("r1")
+            .into_iter()
+            .filter_map(|e| match e {
+                RunEvent::Integrated { task, .. } => Some(task),
+                _ => None,
+            })
+            .collect();
+        let unique: std::collections::BTreeSet<&String> = integrated.iter().collect();
+        assert_eq!(unique.len(), integrated.len(), "{integrated:?}");
+        assert_eq!(unique.len(), 6);
+        let status = b.run(&["status", "--json"]).ok().json();
+        assert_eq!(status["held"], serde_json::json!({}));
+        assert_eq!(
+            b.env.git(&["worktree", "list"]).lines().count(),
+            1,
+            "only the main checkout remains"
+        );
+    }
+}
