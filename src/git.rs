@@ -124,22 +124,69 @@ pub fn merge_tree(
     Ok(Ok(index.write_tree_to(repo)?))
 }
 
-/// Paths that differ between two trees (both sides of renames).
+/// Paths that differ between two trees (both sides of renames, mode changes included), found by
+/// descending only into subtrees whose ids differ.
 pub fn changed_paths(
     repo: &Repository,
     old: &Tree<'_>,
     new: &Tree<'_>,
 ) -> Result<Vec<String>, GitError> {
-    let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
-    let mut paths = std::collections::BTreeSet::new();
-    for d in diff.deltas() {
-        for f in [d.old_file(), d.new_file()] {
-            if let Some(p) = f.path() {
-                paths.insert(p.to_string_lossy().into_owned());
+    let mut out = Vec::new();
+    diff_trees(repo, Some(old), Some(new), "", &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
+type Entries = std::collections::BTreeMap<Vec<u8>, (Oid, i32, bool)>;
+
+fn entries(tree: Option<&Tree<'_>>) -> Entries {
+    tree.map(|t| {
+        t.iter()
+            .map(|e| {
+                (
+                    e.name_bytes().to_vec(),
+                    (e.id(), e.filemode(), e.kind() == Some(ObjectType::Tree)),
+                )
+            })
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+fn diff_trees(
+    repo: &Repository,
+    a: Option<&Tree<'_>>,
+    b: Option<&Tree<'_>>,
+    prefix: &str,
+    out: &mut Vec<String>,
+) -> Result<(), GitError> {
+    let (ea, eb) = (entries(a), entries(b));
+    let names: std::collections::BTreeSet<&Vec<u8>> = ea.keys().chain(eb.keys()).collect();
+    for name in names {
+        let path = format!("{prefix}{}", String::from_utf8_lossy(name));
+        let (x, y) = (ea.get(name), eb.get(name));
+        if let (Some(x), Some(y)) = (x, y) {
+            if x.0 == y.0 && x.1 == y.1 {
+                continue;
             }
         }
+        let sub = |e: Option<&(Oid, i32, bool)>| -> Result<Option<Tree<'_>>, GitError> {
+            match e {
+                Some((id, _, true)) => Ok(Some(repo.find_tree(*id)?)),
+                _ => Ok(None),
+            }
+        };
+        let (ta, tb) = (sub(x)?, sub(y)?);
+        if ta.is_some() || tb.is_some() {
+            diff_trees(repo, ta.as_ref(), tb.as_ref(), &format!("{path}/"), out)?;
+        }
+        let blob_a = x.is_some_and(|e| !e.2);
+        let blob_b = y.is_some_and(|e| !e.2);
+        if blob_a || blob_b {
+            out.push(path);
+        }
     }
-    Ok(paths.into_iter().collect())
+    Ok(())
 }
 
 /// Why a patch was refused.

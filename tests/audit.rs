@@ -271,3 +271,44 @@ fn a_pinned_adoption_point_catches_a_rewritten_root() {
         .code(1);
     assert!(run.stdout.contains("E_ADOPTION_MISMATCH"), "{}", run.stdout);
 }
+
+#[test]
+fn changed_paths_agree_with_git_diff() {
+    let env = Env::new();
+    env.write("src/deep/a/b.rs", "1\n");
+    env.write("docs/x.md", "x\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "more files"]);
+    let before = env.git(&["rev-parse", "HEAD"]);
+    env.git(&["rm", "-q", "-r", "docs"]);
+    env.write("docs", "now a file\n");
+    env.write("src/deep/a/c.rs", "2\n");
+    env.write("src/lib.rs", "changed\n");
+    env.git(&["mv", "README.md", "READ.md"]);
+    env.git(&["add", "-A"]);
+    env.git(&["update-index", "--chmod=+x", "src/deep/a/b.rs"]);
+    env.git(&["commit", "-q", "-m", "reshape"]);
+    let after = env.git(&["rev-parse", "HEAD"]);
+    let reference = env.git(&[
+        "diff",
+        "--no-renames",
+        "--name-only",
+        before.trim(),
+        after.trim(),
+    ]);
+    let repo = Repository::open(&env.repo).expect("open");
+    let old = repo
+        .find_commit(git2::Oid::from_str(before.trim()).expect("oid"))
+        .expect("c")
+        .tree()
+        .expect("t");
+    let new = repo
+        .find_commit(git2::Oid::from_str(after.trim()).expect("oid"))
+        .expect("c")
+        .tree()
+        .expect("t");
+    let ours = atelier::git::changed_paths(&repo, &old, &new).expect("paths");
+    let mut theirs: Vec<String> = reference.lines().map(str::to_string).collect();
+    theirs.sort();
+    assert_eq!(ours, theirs);
+}

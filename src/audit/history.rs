@@ -367,6 +367,7 @@ impl PolicyCache {
 
 /// One merge's gate inputs, gathered from git so the gate can run on any thread.
 struct MergeCheck {
+    seq: usize,
     commit: String,
     change: Change,
     base_policy: PolicyResult,
@@ -375,7 +376,7 @@ struct MergeCheck {
     now: i64,
 }
 
-const BATCH: usize = 512;
+const BATCH: usize = 64;
 
 /// Verifies the history of `branch`. Findings are values; only IO problems are errors.
 pub fn verify(
@@ -444,15 +445,38 @@ pub fn verify(
             ));
         }
     }
-    let mut cache = PolicyCache::default();
-    let mut batch = Vec::with_capacity(BATCH);
-    for oid in line.iter().skip(1) {
-        report.commits_checked += 1;
-        let commit = repo.find_commit(*oid)?;
-        let sha = oid.to_string();
-        let Some(rec) = index.merged.get_mut(&sha) else {
-            let author = commit.author();
-            report.findings.push(finding(
+    // Gathering (git reads, on this thread) overlaps with verification (signatures and the
+    // gate, on `jobs` worker threads): batches flow through a bounded channel.
+    let roots = std::mem::take(&mut index.roots);
+    let jobs = jobs.max(1);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<MergeCheck>>(jobs * 2);
+    let rx = std::sync::Mutex::new(rx);
+    let (rtx, rrx) = std::sync::mpsc::channel::<(usize, Option<Finding>, usize)>();
+    let gathered: Result<()> = std::thread::scope(|s| {
+        for _ in 0..jobs {
+            let (rx, rtx, roots) = (&rx, rtx.clone(), &roots);
+            s.spawn(move || loop {
+                let next = rx.lock().expect("the batch lock is never poisoned").recv();
+                let Ok(batch) = next else { return };
+                for m in &batch {
+                    let (finding, sigs) = check_merge(m, roots);
+                    if rtx.send((m.seq, finding, sigs)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(rtx);
+        let mut cache = PolicyCache::default();
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut seq = 0usize;
+        for oid in line.iter().skip(1) {
+            report.commits_checked += 1;
+            let commit = repo.find_commit(*oid)?;
+            let sha = oid.to_string();
+            let Some(rec) = index.merged.get_mut(&sha) else {
+                let author = commit.author();
+                report.findings.push(finding(
                 "E_UNLEDGERED_COMMIT",
                 Some(sha.clone()),
                 format!(
@@ -462,14 +486,14 @@ pub fn verify(
                     commit.summary().unwrap_or("")
                 ),
             ));
-            continue;
-        };
-        rec.seen_on_branch = true;
-        let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
-        if parents != [rec.base.clone(), rec.head.clone()]
-            || commit.tree_id().to_string() != rec.tree
-        {
-            report.findings.push(finding(
+                continue;
+            };
+            rec.seen_on_branch = true;
+            let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
+            if parents != [rec.base.clone(), rec.head.clone()]
+                || commit.tree_id().to_string() != rec.tree
+            {
+                report.findings.push(finding(
                 "E_MERGE_MISMATCH",
                 Some(sha.clone()),
                 format!(
@@ -482,48 +506,65 @@ pub fn verify(
                     commit.tree_id()
                 ),
             ));
-            continue;
-        }
-        let base_tree = repo.find_commit(Oid::from_str(&rec.base)?)?.tree()?;
-        let tree = commit.tree()?;
-        let change = Change {
-            repository: repository.to_string(),
-            proposal: rec.proposal.clone(),
-            pull: rec.pull,
-            open: true,
-            base: rec.base.clone(),
-            head: rec.head.clone(),
-            merge_tree: Ok(rec.tree.clone()),
-            changed_paths: git::changed_paths(repo, &base_tree, &tree)?,
-            policy_digest: cache.digest(repo, &base_tree)?,
-            proposer: index.proposers.get(&rec.proposal).cloned().flatten(),
-        };
-        batch.push(MergeCheck {
-            commit: sha,
-            change,
-            base_policy: cache.policy(repo, &base_tree)?,
-            new_policy: cache.policy(repo, &tree)?,
-            tokens: {
-                let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
-                for r in index
-                    .rejections
-                    .get(&(rec.proposal.clone(), rec.pull))
-                    .into_iter()
-                    .flatten()
-                {
-                    if !tokens.contains(r) {
-                        tokens.push(r.clone());
+                continue;
+            }
+            let base_tree = repo.find_commit(Oid::from_str(&rec.base)?)?.tree()?;
+            let tree = commit.tree()?;
+            let change = Change {
+                repository: repository.to_string(),
+                proposal: rec.proposal.clone(),
+                pull: rec.pull,
+                open: true,
+                base: rec.base.clone(),
+                head: rec.head.clone(),
+                merge_tree: Ok(rec.tree.clone()),
+                changed_paths: git::changed_paths(repo, &base_tree, &tree)?,
+                policy_digest: cache.digest(repo, &base_tree)?,
+                proposer: index.proposers.get(&rec.proposal).cloned().flatten(),
+            };
+            seq += 1;
+            batch.push(MergeCheck {
+                seq,
+                commit: sha,
+                change,
+                base_policy: cache.policy(repo, &base_tree)?,
+                new_policy: cache.policy(repo, &tree)?,
+                tokens: {
+                    let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
+                    for r in index
+                        .rejections
+                        .get(&(rec.proposal.clone(), rec.pull))
+                        .into_iter()
+                        .flatten()
+                    {
+                        if !tokens.contains(r) {
+                            tokens.push(r.clone());
+                        }
                     }
-                }
-                tokens
-            },
-            now: rec.at,
-        });
-        if batch.len() == BATCH {
-            run_batch(&mut batch, &index.roots, jobs, &mut report);
+                    tokens
+                },
+                now: rec.at,
+            });
+            if batch.len() == BATCH {
+                tx.send(std::mem::take(&mut batch))
+                    .map_err(|_| anyhow::anyhow!("a verification thread stopped"))?;
+            }
         }
+        if !batch.is_empty() {
+            tx.send(batch)
+                .map_err(|_| anyhow::anyhow!("a verification thread stopped"))?;
+        }
+        drop(tx);
+        Ok(())
+    });
+    gathered?;
+    let mut results: Vec<(usize, Option<Finding>, usize)> = rrx.into_iter().collect();
+    results.sort_by_key(|r| r.0);
+    for (_, finding, sigs) in results {
+        report.merges_verified += 1;
+        report.signatures_verified += sigs;
+        report.findings.extend(finding);
     }
-    run_batch(&mut batch, &index.roots, jobs, &mut report);
     let mut stray: Vec<(&String, &MergedRecord)> = index
         .merged
         .iter()
@@ -539,37 +580,6 @@ pub fn verify(
     }
     index.roots.clear();
     Ok(report)
-}
-
-fn run_batch(batch: &mut Vec<MergeCheck>, roots: &[Hash], jobs: usize, report: &mut VerifyReport) {
-    if batch.is_empty() {
-        return;
-    }
-    let jobs = jobs.max(1).min(batch.len());
-    let per = batch.len().div_ceil(jobs);
-    let results: Vec<(Option<Finding>, usize)> = std::thread::scope(|s| {
-        let handles: Vec<_> = batch
-            .chunks(per)
-            .map(|chunk| {
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|m| check_merge(m, roots))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a verification thread does not panic"))
-            .collect()
-    });
-    for (f, sigs) in results {
-        report.merges_verified += 1;
-        report.signatures_verified += sigs;
-        report.findings.extend(f);
-    }
-    batch.clear();
 }
 
 fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, usize) {
