@@ -367,7 +367,6 @@ impl PolicyCache {
 
 /// One merge's gate inputs, gathered from git so the gate can run on any thread.
 struct MergeCheck {
-    seq: usize,
     commit: String,
     change: Change,
     base_policy: PolicyResult,
@@ -376,7 +375,8 @@ struct MergeCheck {
     now: i64,
 }
 
-const BATCH: usize = 64;
+/// Commits a worker takes at a time.
+const SLICE: usize = 32;
 
 /// Verifies the history of `branch`. Findings are values; only IO problems are errors.
 pub fn verify(
@@ -445,125 +445,59 @@ pub fn verify(
             ));
         }
     }
-    // Gathering (git reads, on this thread) overlaps with verification (signatures and the
-    // gate, on `jobs` worker threads): batches flow through a bounded channel.
+    // Each worker opens its own repository handle (git2 handles are not shared between
+    // threads), takes the next slice of commits, gathers each merge's inputs and runs the gate.
     let roots = std::mem::take(&mut index.roots);
-    let jobs = jobs.max(1);
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<MergeCheck>>(jobs * 2);
-    let rx = std::sync::Mutex::new(rx);
-    let (rtx, rrx) = std::sync::mpsc::channel::<(usize, Option<Finding>, usize)>();
-    let gathered: Result<()> = std::thread::scope(|s| {
-        for _ in 0..jobs {
-            let (rx, rtx, roots) = (&rx, rtx.clone(), &roots);
-            s.spawn(move || loop {
-                let next = rx.lock().expect("the batch lock is never poisoned").recv();
-                let Ok(batch) = next else { return };
-                for m in &batch {
-                    let (finding, sigs) = check_merge(m, roots);
-                    if rtx.send((m.seq, finding, sigs)).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(rtx);
-        let mut cache = PolicyCache::default();
-        let mut batch = Vec::with_capacity(BATCH);
-        let mut seq = 0usize;
-        for oid in line.iter().skip(1) {
-            report.commits_checked += 1;
-            let commit = repo.find_commit(*oid)?;
-            let sha = oid.to_string();
-            let Some(rec) = index.merged.get_mut(&sha) else {
-                let author = commit.author();
-                report.findings.push(finding(
-                "E_UNLEDGERED_COMMIT",
-                Some(sha.clone()),
-                format!(
-                    "commit {sha} by {} <{}> (\"{}\") is on {branch} after adoption but is not a merge recorded in the ledger: it bypassed the gate",
-                    author.name().unwrap_or("?"),
-                    author.email().unwrap_or("?"),
-                    commit.summary().unwrap_or("")
-                ),
-            ));
-                continue;
-            };
-            rec.seen_on_branch = true;
-            let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
-            if parents != [rec.base.clone(), rec.head.clone()]
-                || commit.tree_id().to_string() != rec.tree
-            {
-                report.findings.push(finding(
-                "E_MERGE_MISMATCH",
-                Some(sha.clone()),
-                format!(
-                    "the ledger records proposal {} as base {} + head {} = tree {}, but commit {sha} has parents [{}] and tree {}",
-                    rec.proposal,
-                    rec.base,
-                    rec.head,
-                    rec.tree,
-                    parents.join(", "),
-                    commit.tree_id()
-                ),
-            ));
-                continue;
-            }
-            let base_tree = repo.find_commit(Oid::from_str(&rec.base)?)?.tree()?;
-            let tree = commit.tree()?;
-            let change = Change {
-                repository: repository.to_string(),
-                proposal: rec.proposal.clone(),
-                pull: rec.pull,
-                open: true,
-                base: rec.base.clone(),
-                head: rec.head.clone(),
-                merge_tree: Ok(rec.tree.clone()),
-                changed_paths: git::changed_paths(repo, &base_tree, &tree)?,
-                policy_digest: cache.digest(repo, &base_tree)?,
-                proposer: index.proposers.get(&rec.proposal).cloned().flatten(),
-            };
-            seq += 1;
-            batch.push(MergeCheck {
-                seq,
-                commit: sha,
-                change,
-                base_policy: cache.policy(repo, &base_tree)?,
-                new_policy: cache.policy(repo, &tree)?,
-                tokens: {
-                    let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
-                    for r in index
-                        .rejections
-                        .get(&(rec.proposal.clone(), rec.pull))
-                        .into_iter()
-                        .flatten()
-                    {
-                        if !tokens.contains(r) {
-                            tokens.push(r.clone());
+    let commits: Vec<Oid> = line.iter().skip(1).copied().collect();
+    report.commits_checked = commits.len();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let path = repo.path().to_path_buf();
+    let index_ref = &index;
+    let roots_ref = &roots;
+    let outcomes: Vec<Result<Vec<Outcome>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..jobs.max(1))
+            .map(|_| {
+                let (next, path, commits) = (&next, &path, &commits);
+                s.spawn(move || -> Result<Vec<Outcome>> {
+                    let repo = Repository::open(path)?;
+                    let mut cache = PolicyCache::default();
+                    let mut out = Vec::new();
+                    loop {
+                        let start = next.fetch_add(SLICE, std::sync::atomic::Ordering::Relaxed);
+                        if start >= commits.len() {
+                            return Ok(out);
+                        }
+                        for (i, oid) in commits.iter().enumerate().skip(start).take(SLICE) {
+                            let o = examine(
+                                &repo, &mut cache, index_ref, roots_ref, repository, branch, *oid,
+                            )?;
+                            out.push(Outcome { seq: i, ..o });
                         }
                     }
-                    tokens
-                },
-                now: rec.at,
-            });
-            if batch.len() == BATCH {
-                tx.send(std::mem::take(&mut batch))
-                    .map_err(|_| anyhow::anyhow!("a verification thread stopped"))?;
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a verification thread does not panic"))
+            .collect()
+    });
+    let mut all = Vec::new();
+    for o in outcomes {
+        all.extend(o?);
+    }
+    all.sort_by_key(|o| o.seq);
+    for o in all {
+        if let Some(sha) = o.seen {
+            if let Some(rec) = index.merged.get_mut(&sha) {
+                rec.seen_on_branch = true;
             }
         }
-        if !batch.is_empty() {
-            tx.send(batch)
-                .map_err(|_| anyhow::anyhow!("a verification thread stopped"))?;
+        if o.verified {
+            report.merges_verified += 1;
         }
-        drop(tx);
-        Ok(())
-    });
-    gathered?;
-    let mut results: Vec<(usize, Option<Finding>, usize)> = rrx.into_iter().collect();
-    results.sort_by_key(|r| r.0);
-    for (_, finding, sigs) in results {
-        report.merges_verified += 1;
-        report.signatures_verified += sigs;
-        report.findings.extend(finding);
+        report.signatures_verified += o.signatures;
+        report.findings.extend(o.finding);
     }
     let mut stray: Vec<(&String, &MergedRecord)> = index
         .merged
@@ -580,6 +514,108 @@ pub fn verify(
     }
     index.roots.clear();
     Ok(report)
+}
+
+/// What examining one commit on the branch found.
+#[derive(Default)]
+struct Outcome {
+    seq: usize,
+    /// The commit, when the ledger records it as a merge.
+    seen: Option<String>,
+    verified: bool,
+    signatures: usize,
+    finding: Option<Finding>,
+}
+
+/// Checks one commit after adoption: recorded in the ledger, shaped as recorded, and allowed by
+/// the gate under the policy of its base.
+fn examine(
+    repo: &Repository,
+    cache: &mut PolicyCache,
+    index: &LedgerIndex,
+    roots: &[Hash],
+    repository: &str,
+    branch: &str,
+    oid: Oid,
+) -> Result<Outcome> {
+    let commit = repo.find_commit(oid)?;
+    let sha = oid.to_string();
+    let Some(rec) = index.merged.get(&sha) else {
+        let author = commit.author();
+        return Ok(Outcome {
+            finding: Some(finding(
+                "E_UNLEDGERED_COMMIT",
+                Some(sha.clone()),
+                format!(
+                    "commit {sha} by {} <{}> (\"{}\") is on {branch} after adoption but is not a merge recorded in the ledger: it bypassed the gate",
+                    author.name().unwrap_or("?"),
+                    author.email().unwrap_or("?"),
+                    commit.summary().unwrap_or("")
+                ),
+            )),
+            ..Outcome::default()
+        });
+    };
+    let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
+    if parents != [rec.base.clone(), rec.head.clone()] || commit.tree_id().to_string() != rec.tree {
+        return Ok(Outcome {
+            seen: Some(sha.clone()),
+            finding: Some(finding(
+                "E_MERGE_MISMATCH",
+                Some(sha.clone()),
+                format!(
+                    "the ledger records proposal {} as base {} + head {} = tree {}, but commit {sha} has parents [{}] and tree {}",
+                    rec.proposal,
+                    rec.base,
+                    rec.head,
+                    rec.tree,
+                    parents.join(", "),
+                    commit.tree_id()
+                ),
+            )),
+            ..Outcome::default()
+        });
+    }
+    let base_tree = repo.find_commit(Oid::from_str(&rec.base)?)?.tree()?;
+    let tree = commit.tree()?;
+    let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
+    for r in index
+        .rejections
+        .get(&(rec.proposal.clone(), rec.pull))
+        .into_iter()
+        .flatten()
+    {
+        if !tokens.contains(r) {
+            tokens.push(r.clone());
+        }
+    }
+    let check = MergeCheck {
+        commit: sha.clone(),
+        change: Change {
+            repository: repository.to_string(),
+            proposal: rec.proposal.clone(),
+            pull: rec.pull,
+            open: true,
+            base: rec.base.clone(),
+            head: rec.head.clone(),
+            merge_tree: Ok(rec.tree.clone()),
+            changed_paths: git::changed_paths(repo, &base_tree, &tree)?,
+            policy_digest: cache.digest(repo, &base_tree)?,
+            proposer: index.proposers.get(&rec.proposal).cloned().flatten(),
+        },
+        base_policy: cache.policy(repo, &base_tree)?,
+        new_policy: cache.policy(repo, &tree)?,
+        tokens,
+        now: rec.at,
+    };
+    let (finding, signatures) = check_merge(&check, roots);
+    Ok(Outcome {
+        seq: 0,
+        seen: Some(sha),
+        verified: true,
+        signatures,
+        finding,
+    })
 }
 
 fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, usize) {
