@@ -445,6 +445,16 @@ pub fn verify(
             ));
         }
     }
+    // A history walk reads each commit, large tree and ledger blob about once: libgit2's object
+    // cache would only grow with the history (about 13 KiB per merge), so those are not cached.
+    // SAFETY: this only sets libgit2's global cache limits; it is called before any handle
+    // below is opened and never concurrently with another libgit2 option call.
+    unsafe {
+        // Small trees (the policy directories every merge reads again) stay cached.
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Tree, 1024);
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Commit, 0);
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Blob, 0);
+    }
     // Each worker opens its own repository handle (git2 handles are not shared between
     // threads), takes the next slice of commits, gathers each merge's inputs and runs the gate.
     let roots = std::mem::take(&mut index.roots);
