@@ -427,6 +427,13 @@ fn cross_plan_dependencies_run_in_order() {
         files.contains("src/one.rs") && files.contains("src/two.rs"),
         "{files}"
     );
+    // a:T1 passed on its first attempt: a golden path, shown to the next task of its role.
+    let prompt = s.prompt("b:T1", 1);
+    assert!(
+        prompt.contains("A worked example") && prompt.contains("+one"),
+        "{prompt}"
+    );
+    assert!(!s.prompt("a:T1", 1).contains("A worked example"));
 }
 
 #[test]
@@ -516,4 +523,40 @@ fn a_run_killed_mid_way_resumes_to_the_same_result() {
             "only the main checkout remains"
         );
     }
+}
+
+#[test]
+fn a_successful_run_becomes_a_proposal_and_clean_removes_what_failures_kept() {
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario("p:A", "echo 'pub fn a() {}' > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task("A", &["src/a.rs"], &[], "grep -q 'pub fn a' src/a.rs")],
+        ),
+    );
+    let v = s.run(&["run", &p, "--propose", "--json"]).ok().json();
+    assert_eq!(v["proposal"]["id"], "1", "{v:#}");
+    let shown = s.env.atelier(&["show", "1"]).ok().stdout;
+    assert!(
+        shown.contains("+pub fn a() {}") && shown.contains("p:A Task A: criteria"),
+        "{shown}"
+    );
+    // The proposal goes through the governed loop like any other.
+    s.env.approve("1", "alice").ok();
+    s.env.atelier(&["merge", "1"]).ok();
+    assert!(s.env.read("src/a.rs").contains("pub fn a"));
+    // A failed run keeps its worktree until `clean`.
+    s.scenario("q:B", "exit 3");
+    let q = s.plan(
+        "q.toml",
+        &plan("q", &[task("B", &["src/b.rs"], &[], "test -f src/b.rs")]),
+    );
+    let v = s.run(&["run", &q, "--propose", "--json"]).code(1).json();
+    assert_eq!(v["proposal"], serde_json::Value::Null);
+    assert_eq!(s.env.git(&["worktree", "list"]).lines().count(), 2);
+    let c = s.run(&["clean", "--json"]).ok().json();
+    assert_eq!(c["worktrees"].as_array().expect("list").len(), 1, "{c:#}");
+    assert_eq!(s.env.git(&["worktree", "list"]).lines().count(), 1);
 }

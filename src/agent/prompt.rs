@@ -26,6 +26,9 @@ These commands must exit 0 when you are done:
 {% endfor %}{% endif %}{% if do_not_retry %}
 ## Do not retry: these failed in earlier attempts
 {% for d in do_not_retry %}- {{ d }}
+{% endfor %}{% endif %}{% if examples %}
+## A worked example (an earlier task of your role that passed on its first attempt)
+{% for e in examples %}{{ e }}
 {% endfor %}{% endif %}{% if context %}
 ## Context
 {% for f in context %}--- {{ f.path }}{% if f.truncated %} (truncated){% endif %}
@@ -56,6 +59,8 @@ pub struct PromptInput {
     pub task: PromptTask,
     pub completed: Vec<String>,
     pub do_not_retry: Vec<String>,
+    /// Golden paths of the same role, trimmed.
+    pub examples: Vec<String>,
     pub context: Vec<ContextFile>,
 }
 

@@ -66,6 +66,8 @@ enum Command {
     Status(run::StatusArgs),
     /// Show a run's status, refreshed every second until it finishes.
     Watch(run::WatchArgs),
+    /// Remove the worktrees and attempt branches that finished runs kept for inspection.
+    Clean(run::CleanArgs),
     /// Run the whole governed loop in a temporary repository, offline, narrated.
     Demo(demo::DemoArgs),
 }
@@ -116,6 +118,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(a) => run::run(&dir, a),
         Command::Status(a) => run::status(&dir, a),
         Command::Watch(a) => run::watch(&dir, a),
+        Command::Clean(a) => run::clean(&dir, a),
         Command::Demo(a) => demo::demo(a),
     }
 }

@@ -22,6 +22,9 @@ pub struct RunArgs {
     /// Tasks in flight at once (default: the plan's max_parallel, else atelier.toml's).
     #[arg(long)]
     max_parallel: Option<usize>,
+    /// When every task succeeds, open a proposal with the run's combined change.
+    #[arg(long)]
+    propose: bool,
     #[arg(long)]
     json: bool,
 }
@@ -45,10 +48,25 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         &clock,
     )?;
+    let proposed = if args.propose && summary.ok() {
+        Some(runtime::propose_run(&ws, &summary, clock())?)
+    } else {
+        None
+    };
     if args.json {
-        json(&summary)?;
+        let mut v = serde_json::to_value(&summary)?;
+        v["proposal"] = serde_json::to_value(&proposed)?;
+        json(&v)?;
     } else {
         let mut t = format!("run {} on branch {}\n", summary.run, summary.branch);
+        if let Some(p) = &proposed {
+            t.push_str(&format!(
+                "  proposed:  proposal {} on {} (`atelier gate {}` shows what it needs)\n",
+                p.id, p.branch, p.id
+            ));
+        } else if args.propose {
+            t.push_str("  proposed:  nothing (the run did not succeed entirely)\n");
+        }
         t.push_str(&format!("  succeeded: {}\n", summary.succeeded.len()));
         for (k, why) in &summary.failed {
             t.push_str(&format!("  failed:    {k}: {why}\n"));
@@ -189,4 +207,33 @@ pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
         }
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
+}
+
+#[derive(Args, Debug)]
+pub struct CleanArgs {
+    #[arg(long)]
+    json: bool,
+}
+
+/// Removes worktrees and attempt branches kept by finished runs.
+pub fn clean(dir: &Path, args: CleanArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    let c = runtime::clean(&ws)?;
+    if args.json {
+        json(&c)?;
+    } else {
+        let mut t = format!(
+            "removed {} worktree(s) and {} attempt branch(es)\n",
+            c.worktrees.len(),
+            c.branches.len()
+        );
+        if !c.skipped_runs.is_empty() {
+            t.push_str(&format!(
+                "left unfinished run(s) alone: {} (`atelier run --resume ID` finishes one)\n",
+                c.skipped_runs.join(", ")
+            ));
+        }
+        out(&t)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -77,6 +77,12 @@ pub enum RunEvent {
         task: String,
         commit: String,
     },
+    /// A first-attempt success, kept as a worked example for later tasks of the same role.
+    GoldenPath {
+        task: String,
+        role: String,
+        example: String,
+    },
     /// Claims released (after success, failure or a blocked dependency).
     ClaimsReleased {
         task: String,
@@ -314,7 +320,9 @@ impl RunState {
                     }
                     s.finished = false;
                 }
-                RunEvent::WorkerExited { .. } | RunEvent::AttemptPassed { .. } => {}
+                RunEvent::WorkerExited { .. }
+                | RunEvent::AttemptPassed { .. }
+                | RunEvent::GoldenPath { .. } => {}
             }
         }
         s

@@ -438,6 +438,7 @@ async fn run_async(
     let mut attempts: BTreeMap<String, u32> = BTreeMap::new();
     let mut memory_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut passed_commit: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut golden: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut state;
     if resumed {
         let records = events::read(&events_path)?;
@@ -450,6 +451,10 @@ async fn run_async(
                 RunEvent::AttemptFailed { task, digest, .. } => {
                     memory::remember(memory_of.entry(task.clone()).or_default(), digest)
                 }
+                RunEvent::GoldenPath { role, example, .. } => golden
+                    .entry(role.clone())
+                    .or_default()
+                    .push(example.clone()),
                 RunEvent::AttemptPassed { task, commit, .. } => {
                     passed_commit
                         .insert(task.clone(), Some(commit.clone()).filter(|c| !c.is_empty()));
@@ -588,6 +593,12 @@ async fn run_async(
                 },
                 completed: done_lines,
                 do_not_retry: memory_of.get(&task.key).cloned().unwrap_or_default(),
+                examples: golden
+                    .get(&task.role)
+                    .and_then(|g| g.last())
+                    .cloned()
+                    .into_iter()
+                    .collect(),
                 context: agent::prompt::slice(context_files(&path, &task), limits.context),
             };
             let template = std::fs::read_to_string(ws.root.join("prompts/worker.j2"))
@@ -644,6 +655,11 @@ async fn run_async(
                         );
                         let commit = git::commit_worktree(&path, &message, clock())?;
                         sink.emit(RunEvent::AttemptPassed { task: task.clone(), attempt, commit: commit.map(|c| c.to_string()).unwrap_or_default() }, clock())?;
+                        if let (1, Some(c)) = (attempt, commit) {
+                            let example = golden_example(ws, t, c)?;
+                            golden.entry(t.role.clone()).or_default().push(example.clone());
+                            sink.emit(RunEvent::GoldenPath { task: task.clone(), role: t.role.clone(), example }, clock())?;
+                        }
                         git::remove_worktree(repo, &name, &path)?;
                         sink.emit(RunEvent::ClaimsReleased { task: task.clone(), attempt }, clock())?;
                         integrate(ws, &mut sink, &branch, &task, commit.map(|c| c.to_string()).as_deref(), clock, &mut completed, &mut done_badly)?;
@@ -804,4 +820,185 @@ fn integrate(
         }
     }
     Ok(())
+}
+
+/// The most bytes a worked example adds to a prompt.
+const EXAMPLE_BUDGET: usize = 2048;
+
+/// A golden path as a prompt shows it: the task, its checks and its diff, trimmed.
+fn golden_example(ws: &Workspace, task: &Task, commit: Oid) -> Result<String> {
+    let repo = &ws.repo;
+    let c = repo.find_commit(commit)?;
+    let diff = repo.diff_tree_to_tree(Some(&c.parent(0)?.tree()?), Some(&c.tree()?), None)?;
+    let mut patch = String::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            patch.push(line.origin());
+        }
+        patch.push_str(&String::from_utf8_lossy(line.content()));
+        true
+    })?;
+    let mut text = format!(
+        "Task {}: {}\nGoal: {}\nChecks that passed: {}\nDiff:\n{patch}",
+        task.key,
+        task.title,
+        task.goal,
+        task.contract.checks.join("; ")
+    );
+    if text.len() > EXAMPLE_BUDGET {
+        let mut cut = EXAMPLE_BUDGET;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n… (trimmed)");
+    }
+    Ok(text)
+}
+
+/// What `clean` removed.
+#[derive(Debug, Serialize)]
+pub struct Cleaned {
+    pub worktrees: Vec<String>,
+    pub branches: Vec<String>,
+    pub skipped_runs: Vec<String>,
+}
+
+/// Removes the worktrees and attempt branches that finished runs kept for inspection. Runs that
+/// have not finished (in progress, or interrupted and waiting for `--resume`) are left alone.
+pub fn clean(ws: &Workspace) -> Result<Cleaned> {
+    let mut out = Cleaned {
+        worktrees: Vec::new(),
+        branches: Vec::new(),
+        skipped_runs: Vec::new(),
+    };
+    let runs = ws.atelier_dir().join("runs");
+    let Ok(entries) = std::fs::read_dir(&runs) else {
+        return Ok(out);
+    };
+    let mut ids: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    ids.sort();
+    for id in ids {
+        let dir = runs.join(&id);
+        let finished = events::read(&dir.join("events.jsonl"))
+            .map(|r| {
+                r.last()
+                    .is_some_and(|r| matches!(r.event, RunEvent::RunFinished { .. }))
+            })
+            .unwrap_or(false);
+        if !finished {
+            out.skipped_runs.push(id);
+            continue;
+        }
+        let _lock = crate::fsutil::Lock::acquire(&dir.join("lock"))?;
+        if let Ok(wts) = std::fs::read_dir(dir.join("wt")) {
+            for wt in wts.flatten() {
+                let name = wt.file_name().to_string_lossy().into_owned();
+                git::remove_worktree(&ws.repo, &name, &wt.path())?;
+                out.worktrees.push(name);
+            }
+        }
+        let prefix = format!("atelier/attempts/{id}/");
+        for b in ws.repo.branches(Some(git2::BranchType::Local))? {
+            let (mut b, _) = b?;
+            let name = b.name()?.unwrap_or("").to_string();
+            if name.starts_with(&prefix) {
+                b.delete()?;
+                out.branches.push(name);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Opens a proposal with a finished run's combined change, its contracts and its evidence.
+pub fn propose_run(
+    ws: &Workspace,
+    summary: &RunSummary,
+    now: Timestamp,
+) -> Result<crate::workflow::Proposed> {
+    if !summary.ok() {
+        anyhow::bail!(
+            "run {} did not succeed entirely; only a fully successful run becomes a proposal",
+            summary.run
+        );
+    }
+    let dir = run_dir(ws, &summary.run);
+    let records = events::read(&dir.join("events.jsonl"))?;
+    let (base, plans) = records
+        .iter()
+        .find_map(|r| match &r.event {
+            RunEvent::RunStarted { base, plans, .. } => Some((base.clone(), plans.clone())),
+            _ => None,
+        })
+        .context("the run has no run-started event")?;
+    let repo = &ws.repo;
+    let base_tree = repo.find_commit(Oid::from_str(&base)?)?.tree()?;
+    let tip_tree = repo
+        .find_commit(git::branch_tip(repo, &summary.branch)?)?
+        .tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&base_tree), Some(&tip_tree), None)?;
+    let mut patch = Vec::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            patch.push(line.origin() as u8);
+        }
+        patch.extend_from_slice(line.content());
+        true
+    })?;
+    if patch.is_empty() {
+        anyhow::bail!(
+            "run {} changed nothing; there is nothing to propose",
+            summary.run
+        );
+    }
+    let patch_path = dir.join("proposal.patch");
+    crate::fsutil::atomic_write(&patch_path, &patch)?;
+    let mut plan_files = Vec::new();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir.join("plans"))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    for p in names {
+        plan_files.push(super::plan::parse(
+            &p.display().to_string(),
+            &std::fs::read_to_string(&p)?,
+        )?);
+    }
+    let mut rationale = format!(
+        "Produced by swarm run {} (plans {}); every task passed the gauntlet and its contract checks. Evidence: {}.\n",
+        summary.run,
+        plans.join(", "),
+        summary.events
+    );
+    for p in &plan_files {
+        for t in &p.tasks {
+            rationale.push_str(&format!(
+                "\n{} {}: criteria: {}; checks: {}",
+                t.key,
+                t.title,
+                t.contract.criteria.join("; "),
+                t.contract.checks.join("; ")
+            ));
+        }
+    }
+    let title = plan_files
+        .iter()
+        .map(|p| p.title.clone())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    crate::workflow::propose(
+        ws,
+        crate::workflow::ProposeOptions {
+            patch: patch_path,
+            title,
+            rationale: Some(rationale),
+            proposer: None,
+        },
+        now,
+    )
 }
