@@ -273,7 +273,7 @@ impl Config {
 
     pub fn render(&self) -> String {
         format!(
-            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n",
+            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n\n# Swarm roles route plan tasks to agents (see README, \"running plans\"), for example:\n# [roles.implementer]\n# backend = \"claude\"            # or \"codex\", \"aider\", or \"command\" with command = [\"prog\"]\n# env = [\"ANTHROPIC_API_KEY\"]   # passed through besides PATH, HOME, LANG\n",
             quote(&self.forge.kind),
             quote(&self.forge.repository),
             quote(&self.forge.branch),
