@@ -319,7 +319,12 @@ pub fn patch_for(
         tree_id = tree_with_file(repo, &tree, path, text.as_bytes())?;
     }
     let new = repo.find_tree(tree_id)?;
-    let diff = repo.diff_tree_to_tree(Some(base), Some(&new), None)?;
+    diff_text(repo, base, &new)
+}
+
+/// The unified diff between two trees, as `git diff` prints it (a patch git2 can apply).
+pub fn diff_text(repo: &Repository, old: &Tree<'_>, new: &Tree<'_>) -> Result<Vec<u8>, GitError> {
+    let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
     let mut out = Vec::new();
     diff.print(git2::DiffFormat::Patch, |_, _, line| {
         if matches!(line.origin(), '+' | '-' | ' ') {

@@ -829,15 +829,8 @@ const EXAMPLE_BUDGET: usize = 2048;
 fn golden_example(ws: &Workspace, task: &Task, commit: Oid) -> Result<String> {
     let repo = &ws.repo;
     let c = repo.find_commit(commit)?;
-    let diff = repo.diff_tree_to_tree(Some(&c.parent(0)?.tree()?), Some(&c.tree()?), None)?;
-    let mut patch = String::new();
-    diff.print(git2::DiffFormat::Patch, |_, _, line| {
-        if matches!(line.origin(), '+' | '-' | ' ') {
-            patch.push(line.origin());
-        }
-        patch.push_str(&String::from_utf8_lossy(line.content()));
-        true
-    })?;
+    let patch = String::from_utf8_lossy(&git::diff_text(repo, &c.parent(0)?.tree()?, &c.tree()?)?)
+        .into_owned();
     let mut text = format!(
         "Task {}: {}\nGoal: {}\nChecks that passed: {}\nDiff:\n{patch}",
         task.key,
@@ -940,15 +933,7 @@ pub fn propose_run(
     let tip_tree = repo
         .find_commit(git::branch_tip(repo, &summary.branch)?)?
         .tree()?;
-    let diff = repo.diff_tree_to_tree(Some(&base_tree), Some(&tip_tree), None)?;
-    let mut patch = Vec::new();
-    diff.print(git2::DiffFormat::Patch, |_, _, line| {
-        if matches!(line.origin(), '+' | '-' | ' ') {
-            patch.push(line.origin() as u8);
-        }
-        patch.extend_from_slice(line.content());
-        true
-    })?;
+    let patch = git::diff_text(repo, &base_tree, &tip_tree)?;
     if patch.is_empty() {
         anyhow::bail!(
             "run {} changed nothing; there is nothing to propose",

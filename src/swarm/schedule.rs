@@ -116,24 +116,33 @@ pub fn find_cycle(plans: &[Plan]) -> Option<Vec<String>> {
     None
 }
 
-/// Kahn's algorithm across all plans: each wave holds the tasks whose dependencies are all in
-/// earlier waves. Assumes no cycle (validate first).
-pub fn waves(plans: &[Plan]) -> Vec<Vec<String>> {
-    let tasks = index(plans);
-    let mut indegree: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (k, t) in &tasks {
-        let deps: Vec<&str> = t
+type Indegree<'a> = BTreeMap<&'a str, usize>;
+type Dependents<'a> = BTreeMap<&'a str, Vec<&'a str>>;
+
+/// Each task's number of known dependencies, and who depends on each task.
+fn graph<'a>(tasks: &BTreeMap<&'a str, &'a Task>) -> (Indegree<'a>, Dependents<'a>) {
+    let mut indegree = BTreeMap::new();
+    let mut dependents: Dependents<'a> = BTreeMap::new();
+    for (k, t) in tasks {
+        let deps: Vec<&'a str> = t
             .depends_on
             .iter()
             .map(String::as_str)
             .filter(|d| tasks.contains_key(d))
             .collect();
-        indegree.insert(k, deps.len());
+        indegree.insert(*k, deps.len());
         for d in deps {
-            dependents.entry(d).or_default().push(k);
+            dependents.entry(d).or_default().push(*k);
         }
     }
+    (indegree, dependents)
+}
+
+/// Kahn's algorithm across all plans: each wave holds the tasks whose dependencies are all in
+/// earlier waves. Assumes no cycle (validate first).
+pub fn waves(plans: &[Plan]) -> Vec<Vec<String>> {
+    let tasks = index(plans);
+    let (mut indegree, dependents) = graph(&tasks);
     let mut current: Vec<&str> = indegree
         .iter()
         .filter(|(_, n)| **n == 0)
@@ -273,20 +282,7 @@ pub fn next_runnable_except<'a>(
 /// the cost grows with tasks × parallelism, not tasks².
 pub fn simulate(plans: &[Plan], parallelism: usize) -> usize {
     let tasks = index(plans);
-    let mut indegree: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (k, t) in &tasks {
-        let deps: Vec<&str> = t
-            .depends_on
-            .iter()
-            .map(String::as_str)
-            .filter(|d| tasks.contains_key(d))
-            .collect();
-        indegree.insert(k, deps.len());
-        for d in deps {
-            dependents.entry(d).or_default().push(k);
-        }
-    }
+    let (mut indegree, dependents) = graph(&tasks);
     let mut ready: VecDeque<&str> = indegree
         .iter()
         .filter(|(_, n)| **n == 0)
