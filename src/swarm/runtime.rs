@@ -751,7 +751,14 @@ fn integrate(
 ) -> Result<()> {
     let repo = &ws.repo;
     let tip = git::branch_tip(repo, branch)?;
-    let Some(commit) = commit.map(Oid::from_str).transpose()? else {
+    let commit = commit.map(Oid::from_str).transpose()?;
+    // Nothing to merge (the task changed nothing), or already integrated before a crash:
+    // record it, never merge twice.
+    let already = match commit {
+        None => true,
+        Some(c) => tip == c || repo.graph_descendant_of(tip, c)?,
+    };
+    let Some(commit) = commit.filter(|_| !already) else {
         sink.emit(
             RunEvent::Integrated {
                 task: task.to_string(),
@@ -762,18 +769,6 @@ fn integrate(
         completed.insert(task.to_string());
         return Ok(());
     };
-    // Already integrated before a crash: record it, never merge twice.
-    if repo.graph_descendant_of(tip, commit)? || tip == commit {
-        sink.emit(
-            RunEvent::Integrated {
-                task: task.to_string(),
-                commit: tip.to_string(),
-            },
-            clock(),
-        )?;
-        completed.insert(task.to_string());
-        return Ok(());
-    }
     match git::merge_tree(repo, tip, commit)? {
         Err(conflict) => {
             let why = format!("integration into {branch} conflicts: {conflict}");
