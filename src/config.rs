@@ -235,6 +235,16 @@ impl Config {
             crate::governance::time::parse_duration(&step.timeout)
                 .map_err(|e| invalid(format!("gauntlet.steps[{i}].timeout: {e}")))?;
         }
+        let nudge =
+            crate::governance::time::parse_duration(&config.conductor.nudge_after).unwrap_or(0);
+        let restart =
+            crate::governance::time::parse_duration(&config.conductor.restart_after).unwrap_or(0);
+        if nudge < 1 || restart < nudge {
+            return Err(invalid(format!(
+                "conductor: nudge_after must be at least 1s and restart_after at least nudge_after (found {} and {})",
+                config.conductor.nudge_after, config.conductor.restart_after
+            )));
+        }
         if config.swarm.context_budget > 15 * 1024 {
             return Err(invalid(format!(
                 "swarm.context_budget: at most 15360 bytes, found {}",

@@ -377,44 +377,107 @@ pub fn remove_worktree(repo: &Repository, name: &str, path: &Path) -> Result<(),
     Ok(())
 }
 
-/// Paths changed in a worktree relative to its HEAD (tracked and untracked, not ignored).
-pub fn worktree_changes(path: &Path) -> Result<Vec<String>, GitError> {
-    let repo = Repository::open(path)?;
-    let mut opts = git2::StatusOptions::new();
+/// The tree a worker left in an attempt's worktree, relative to the commit the attempt started
+/// from, and the paths that differ. The worktree is opened through the repository's own
+/// administrative entry (never through the `.git` file inside it, which the worker controls),
+/// compared with `at` directly (never with the worktree's HEAD or index, which the worker can
+/// move), and the tree is built from the files as they are now, in a conductor-owned object.
+pub fn snapshot(common: &Path, name: &str, at: Oid) -> Result<(Oid, Vec<String>), GitError> {
+    let repo = Repository::open(common)?;
+    let wt = repo.find_worktree(name)?;
+    let wt_repo = Repository::open_from_worktree(&wt)?;
+    let root = wt.path().to_path_buf();
+    let base = repo.find_commit(at)?.tree()?;
+    let mut opts = git2::DiffOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
-        .include_ignored(false);
-    let statuses = repo.statuses(Some(&mut opts))?;
-    Ok(statuses
-        .iter()
-        .filter_map(|e| e.path().map(str::to_string))
-        .collect())
+        .include_typechange(true);
+    let diff = wt_repo.diff_tree_to_workdir(Some(&base), Some(&mut opts))?;
+    let mut paths = std::collections::BTreeSet::new();
+    for d in diff.deltas() {
+        for f in [d.old_file(), d.new_file()] {
+            if let Some(p) = f.path() {
+                paths.insert(p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut tree = base.id();
+    for p in &paths {
+        if p.ends_with('/') {
+            return Err(git2::Error::from_str(&format!(
+                "{p} is a nested git repository; workers may not create repositories or submodules"
+            ))
+            .into());
+        }
+        let full = root.join(p);
+        let entry = match std::fs::symlink_metadata(&full) {
+            Err(_) => None,
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&full)
+                    .map_err(|e| git2::Error::from_str(&format!("reading link {p}: {e}")))?;
+                Some((repo.blob(target.to_string_lossy().as_bytes())?, 0o120000))
+            }
+            Ok(m) if m.is_file() => {
+                use std::os::unix::fs::PermissionsExt;
+                let bytes = std::fs::read(&full)
+                    .map_err(|e| git2::Error::from_str(&format!("reading {p}: {e}")))?;
+                let mode = if m.permissions().mode() & 0o111 != 0 {
+                    0o100755
+                } else {
+                    0o100644
+                };
+                Some((repo.blob(&bytes)?, mode))
+            }
+            Ok(_) => {
+                return Err(git2::Error::from_str(&format!(
+                    "{p} is neither a file nor a symbolic link"
+                ))
+                .into())
+            }
+        };
+        let current = repo.find_tree(tree)?;
+        let mut parts: Vec<&str> = p.split('/').collect();
+        let file = parts.pop().expect("split always yields one part");
+        tree = put(&repo, Some(&current), &parts, file, entry)?;
+    }
+    let changed = changed_paths(&repo, &base, &repo.find_tree(tree)?)?;
+    Ok((tree, changed))
 }
 
-/// Commits everything in a worktree on its branch; `None` when nothing changed.
-pub fn commit_worktree(path: &Path, message: &str, when: i64) -> Result<Option<Oid>, GitError> {
-    let repo = Repository::open(path)?;
-    let mut index = repo.index()?;
-    index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
-    index.update_all(["*"].iter(), None)?;
-    index.write()?;
-    let tree_id = index.write_tree()?;
-    let head = repo.head()?.peel_to_commit()?;
-    if head.tree_id() == tree_id {
-        return Ok(None);
+/// Sets (or with `None`, removes) one entry in a tree, creating or pruning directories.
+fn put(
+    repo: &Repository,
+    tree: Option<&Tree<'_>>,
+    dirs: &[&str],
+    name: &str,
+    entry: Option<(Oid, i32)>,
+) -> Result<Oid, GitError> {
+    let mut builder = repo.treebuilder(tree)?;
+    match dirs.split_first() {
+        None => match entry {
+            Some((id, mode)) => {
+                builder.insert(name, id, mode)?;
+            }
+            None => {
+                if builder.get(name)?.is_some() {
+                    builder.remove(name)?;
+                }
+            }
+        },
+        Some((first, rest)) => {
+            let sub = match tree.and_then(|t| t.get_name(first)) {
+                Some(e) if e.kind() == Some(ObjectType::Tree) => Some(repo.find_tree(e.id())?),
+                _ => None,
+            };
+            let id = put(repo, sub.as_ref(), rest, name, entry)?;
+            if repo.find_tree(id)?.is_empty() {
+                if builder.get(first)?.is_some() {
+                    builder.remove(first)?;
+                }
+            } else {
+                builder.insert(first, id, 0o040000)?;
+            }
+        }
     }
-    let sig = git2::Signature::new(
-        "atelier swarm",
-        "swarm@atelier.invalid",
-        &git2::Time::new(when, 0),
-    )?;
-    let tree = repo.find_tree(tree_id)?;
-    Ok(Some(repo.commit(
-        Some("HEAD"),
-        &sig,
-        &sig,
-        message,
-        &tree,
-        &[&head],
-    )?))
+    Ok(builder.write()?)
 }

@@ -560,3 +560,185 @@ fn a_successful_run_becomes_a_proposal_and_clean_removes_what_failures_kept() {
     assert_eq!(c["worktrees"].as_array().expect("list").len(), 1, "{c:#}");
     assert_eq!(s.env.git(&["worktree", "list"]).lines().count(), 1);
 }
+
+/// A one-task plan whose task claims `src/t.rs`, with a check that it exists.
+fn one(s: &Swarm, script: &str) -> String {
+    s.scenario("p:T", script);
+    s.plan(
+        "p.toml",
+        &plan("p", &[task("T", &["src/t.rs"], &[], "test -f src/t.rs")]),
+    )
+}
+
+#[test]
+fn a_worker_redirecting_its_git_dir_cannot_commit_onto_main() {
+    let s = Swarm::new("failure_budget = 1");
+    let main_before = s.env.git(&["rev-parse", "main"]);
+    let common = s.env.repo.join(".git");
+    let p = one(
+        &s,
+        &format!(
+            "echo ok > src/t.rs; echo 'gitdir: {}' > .git",
+            common.display()
+        ),
+    );
+    let v = s.run(&["run", &p, "--json"]).json();
+    assert_eq!(
+        s.env.git(&["rev-parse", "main"]),
+        main_before,
+        "main never moves in a run: {v:#}"
+    );
+    assert_eq!(
+        s.env.git(&["status", "--porcelain"]),
+        "",
+        "the main checkout is untouched"
+    );
+    if v["succeeded"] == serde_json::json!(["p:T"]) {
+        assert_eq!(s.env.git(&["show", "atelier/runs/r1:src/t.rs"]), "ok\n");
+    }
+}
+
+#[test]
+fn a_workers_own_commit_does_not_hide_writes_outside_its_claims() {
+    let s = Swarm::new("failure_budget = 1");
+    let p = one(&s, "echo sneaky > src/lib.rs; git -c user.name=w -c user.email=w@x commit -qam sneaky; echo ok > src/t.rs");
+    let v = s.run(&["run", &p, "--json"]).code(1).json();
+    assert!(
+        v["failed"]["p:T"]
+            .as_str()
+            .expect("reason")
+            .contains("outside its claims: src/lib.rs"),
+        "{v:#}"
+    );
+}
+
+#[test]
+fn a_worker_moving_the_run_branch_stops_the_run() {
+    let s = Swarm::new("failure_budget = 1");
+    let p = one(&s, "echo ok > src/t.rs; git update-ref refs/heads/atelier/runs/$ATELIER_RUN_ID $(git rev-parse HEAD~1)");
+    let run = s.run(&["run", &p]);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("E_RUN_BRANCH_MOVED"), "{}", run.stderr);
+}
+
+#[test]
+fn a_process_left_behind_that_writes_later_fails_the_attempt() {
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario(
+        "p:T",
+        "echo ok > src/t.rs; (sleep 0.3; echo late > src/t.rs) > /dev/null 2>&1 &",
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task(
+                "T",
+                &["src/t.rs"],
+                &[],
+                "sleep 0.6 && test -f src/t.rs",
+            )],
+        ),
+    );
+    let v = s.run(&["run", &p, "--json"]).json();
+    // Either the group kill stopped the writer (the commit is "ok"), or the change was caught.
+    if v["succeeded"] == serde_json::json!(["p:T"]) {
+        assert_eq!(s.env.git(&["show", "atelier/runs/r1:src/t.rs"]), "ok\n");
+    } else {
+        assert!(
+            v["failed"]["p:T"]
+                .as_str()
+                .expect("reason")
+                .contains("changed after the worker exited"),
+            "{v:#}"
+        );
+    }
+}
+
+#[test]
+fn symlinks_and_nested_repositories_are_contained() {
+    let s = Swarm::new("failure_budget = 1");
+    let key = s.env.repo.join(".atelier/gate_key");
+    s.scenario(
+        "p:A",
+        &format!(
+            "mkdir -p src/d && ln -s {} src/d/key && echo ok > src/d/a.rs",
+            key.display()
+        ),
+    );
+    s.scenario("p:B", "echo ok > src/d/b.rs");
+    s.scenario("p:C", "mkdir -p src/n/sub && cd src/n/sub && git init -q && echo x > f && git add f && git -c user.name=w -c user.email=w@x commit -qm x");
+    let a = task("A", &["src/d/**"], &[], "test -f src/d/a.rs");
+    let b = task("B", &["src/d/b.rs"], &["A"], "test -f src/d/b.rs")
+        .replace("files = [", "reads = [\"src/d/*\"]\nfiles = [");
+    let c = task("C", &["src/n/**"], &[], "test -d src/n");
+    let p = s.plan("p.toml", &plan("p", &[a, b, c]));
+    let v = s.run(&["run", &p, "--json"]).code(1).json();
+    let prompt = s.prompt("p:B", 1);
+    assert!(
+        !prompt.contains("PRIVATE KEY"),
+        "a link never brings a file into a prompt"
+    );
+    assert!(
+        v["failed"]["p:C"]
+            .as_str()
+            .expect("reason")
+            .contains("nested git repository"),
+        "{v:#}"
+    );
+    assert_eq!(v["succeeded"], serde_json::json!(["p:A", "p:B"]));
+}
+
+#[test]
+fn sigterm_to_the_conductor_stops_its_workers() {
+    let s = Swarm::new("");
+    let p = one(&s, "sleep 31.4159; echo ok > src/t.rs");
+    let child = s
+        .command(&["run", &p])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let events = s.env.repo.join(".atelier/runs/r1/events.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&events)
+        .unwrap_or_default()
+        .contains("attempt-started")
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: sending a signal to a child we own.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("interrupted"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .expect("ps");
+    assert!(
+        !String::from_utf8_lossy(&ps.stdout).contains("sleep 31.4159"),
+        "the worker outlived the conductor"
+    );
+}
+
+#[test]
+fn a_torn_last_event_line_does_not_block_resume() {
+    let s = Swarm::new("");
+    let p = one(&s, "echo ok > src/t.rs");
+    s.run(&["run", &p]).ok();
+    let events = s.env.repo.join(".atelier/runs/r1/events.jsonl");
+    let mut text = std::fs::read_to_string(&events).expect("events");
+    text.push_str("{\"seq\":99,\"at\":\"2026-11-29T11:04:3");
+    std::fs::write(&events, text).expect("write");
+    s.run(&["run", "--resume", "r1"]).ok();
+    s.run(&["status", "--json"]).ok();
+}

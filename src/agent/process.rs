@@ -9,6 +9,18 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+/// Process groups of the programs running now, so an interrupted conductor can end them all.
+static LIVE: std::sync::Mutex<std::collections::BTreeSet<u32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Kills every program this process started and that is still running (with its group).
+pub fn kill_all() {
+    let live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+    for pid in live {
+        kill_group(Some(pid));
+    }
+}
+
 /// The variables every child gets (when set in the parent), besides those asked for.
 pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG"];
 
@@ -115,8 +127,19 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
         .stderr(std::process::Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent. The child's
+    // leader dies with the conductor, even when the conductor is killed with SIGKILL.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     let mut child = cmd.spawn()?;
     let pid = child.id();
+    if let (Some(p), Ok(mut live)) = (pid, LIVE.lock()) {
+        live.insert(p);
+    }
     let cap = Arc::new(Mutex::new(Capture {
         kept: Vec::new(),
         total: 0,
@@ -179,6 +202,9 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
     }
     let _ = tokio::time::timeout(Duration::from_secs(2), out).await;
     let _ = tokio::time::timeout(Duration::from_secs(2), err).await;
+    if let (Some(p), Ok(mut live)) = (pid, LIVE.lock()) {
+        live.remove(&p);
+    }
     let c = cap.lock().expect("the capture lock is never poisoned");
     outcome.code = status.and_then(|s| s.code());
     outcome.output = String::from_utf8_lossy(&c.kept).into_owned();

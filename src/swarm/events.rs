@@ -121,6 +121,19 @@ pub struct Sink {
 
 impl Sink {
     pub fn open(path: &Path) -> Result<Sink> {
+        // A crash mid-write can leave a torn last line: cut it off so appends start clean.
+        if let Ok(bytes) = std::fs::read(path) {
+            if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+                let keep = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .with_context(|| format!("opening {}", path.display()))?;
+                f.set_len(keep as u64)
+                    .with_context(|| format!("truncating {}", path.display()))?;
+                f.sync_all()?;
+            }
+        }
         let existing = read(path).unwrap_or_default();
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

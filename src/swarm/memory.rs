@@ -86,14 +86,20 @@ pub fn digest(step: &str, output: &str) -> Vec<String> {
             .copied()
             .collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        blocks.push(format!(
-            "[{step}] {}",
-            if tail.is_empty() {
-                "failed with no output".to_string()
-            } else {
-                tail.join("\n")
+        let mut text = if tail.is_empty() {
+            "failed with no output".to_string()
+        } else {
+            tail.join("\n")
+        };
+        if text.len() > MAX_BLOCK_BYTES {
+            let mut cut = MAX_BLOCK_BYTES;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
             }
-        ));
+            text.truncate(cut);
+            text.push('…');
+        }
+        blocks.push(format!("[{step}] {text}"));
     }
     blocks
 }

@@ -101,6 +101,10 @@ impl Limits {
 /// What one attempt needs, prepared on the main loop (which owns git).
 struct AttemptJob {
     task: Task,
+    /// The worktree's name, the repository's common directory, and the commit it started from.
+    name: String,
+    common: PathBuf,
+    at: Oid,
     attempt: u32,
     run: String,
     worktree: PathBuf,
@@ -109,8 +113,14 @@ struct AttemptJob {
 }
 
 enum AttemptResult {
-    Passed,
-    Failed { reason: String, digest: Vec<String> },
+    /// The tree the worker produced (checked against the claims, unchanged by the gauntlet).
+    Passed {
+        tree: Oid,
+    },
+    Failed {
+        reason: String,
+        digest: Vec<String>,
+    },
 }
 
 fn claimed(task: &Task, path: &str) -> bool {
@@ -144,7 +154,7 @@ async fn run_attempt(
         args: job.backend.argv[1..].to_vec(),
         cwd: job.worktree.clone(),
         env: process::scrubbed_env(&pass, &extra),
-        stdin: job.prompt.into_bytes(),
+        stdin: job.prompt.clone().into_bytes(),
         timeout: limits.attempt,
         silence: Some(process::Silence {
             nudge_after: limits.nudge,
@@ -214,21 +224,24 @@ async fn run_attempt(
             digest: memory::digest("worker", &outcome.output),
         };
     }
-    // Writes outside the task's claims fail the attempt before anything is checked.
-    let path = job.worktree.clone();
-    let changed = tokio::task::spawn_blocking(move || git::worktree_changes(&path)).await;
-    let changed = match changed {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => {
-            return AttemptResult::Failed {
-                reason: format!("reading the worktree: {e}"),
-                digest: Vec::new(),
+    // Writes outside the task's claims fail the attempt before anything is checked. The tree
+    // is taken now, from the files, relative to the commit the attempt started from.
+    let snap = |job: &AttemptJob| {
+        let (common, name, at) = (job.common.clone(), job.name.clone(), job.at);
+        async move {
+            match tokio::task::spawn_blocking(move || git::snapshot(&common, &name, at)).await {
+                Ok(Ok(s)) => Ok(s),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(e.to_string()),
             }
         }
+    };
+    let (tree, changed) = match snap(&job).await {
+        Ok(s) => s,
         Err(e) => {
             return AttemptResult::Failed {
-                reason: format!("reading the worktree: {e}"),
-                digest: Vec::new(),
+                reason: format!("reading what the worker left: {e}"),
+                digest: vec![format!("[worktree] {e}")],
             }
         }
     };
@@ -301,7 +314,16 @@ async fn run_attempt(
             };
         }
     }
-    AttemptResult::Passed
+    // What passed must be what is committed: a process the worker left behind, or a check that
+    // writes tracked files, would otherwise slip unchecked content in.
+    match snap(&job).await {
+        Ok((after, _)) if after == tree => AttemptResult::Passed { tree },
+        Ok(_) => AttemptResult::Failed {
+            reason: "the worktree changed after the worker exited (a process it left running, or a check that writes files)".into(),
+            digest: vec!["[worktree] files changed after the worker exited; do not leave processes running".into()],
+        },
+        Err(e) => AttemptResult::Failed { reason: format!("reading the worktree: {e}"), digest: Vec::new() },
+    }
 }
 
 /// Files of the task's claims and reads that exist in the worktree, for the prompt's context.
@@ -324,7 +346,14 @@ fn context_files(root: &Path, task: &Task) -> Vec<(String, String)> {
             if rel == ".git" || rel.starts_with(".atelier") {
                 continue;
             }
-            if p.is_dir() {
+            // Never follow links: a worker could point one at a key or at `..`.
+            let Ok(meta) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() || (meta.is_file() && meta.len() > 1024 * 1024) {
+                continue;
+            }
+            if meta.is_dir() {
                 stack.push(p);
             } else if patterns.iter().any(|g| {
                 compile_glob(g).map(|m| m.is_match(&rel)).unwrap_or(false) || rel == g.as_str()
@@ -337,6 +366,40 @@ fn context_files(root: &Path, task: &Task) -> Vec<(String, String)> {
     }
     out.sort();
     out
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM.
+async fn interrupted() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+/// Refuses plans that `atelier plan check` would refuse.
+fn refuse_unchecked(plan_files: &[(String, String)], roles: &BTreeSet<String>) -> Result<()> {
+    let report = super::check(plan_files, roles)?;
+    if let Some(first) = report.refusals.first() {
+        return Err(crate::workflow::refuse(
+            "E_PLAN_REFUSED",
+            format!(
+                "the plans do not pass `atelier plan check` ({} problem(s); first: {} {}: {})",
+                report.refusals.len(),
+                first.code,
+                first.file,
+                first.message
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// What `run` is asked to do.
@@ -384,8 +447,24 @@ async fn run_async(
             (id.clone(), files, true)
         }
         None => {
-            let n = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0) + 1;
-            let id = format!("r{n}");
+            // Refuse bad plans before a run exists.
+            let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();
+            refuse_unchecked(&opts.plan_files, &roles)?;
+            // Claim the next run id atomically: creating its directory either succeeds or not.
+            std::fs::create_dir_all(&runs)
+                .with_context(|| format!("creating {}", runs.display()))?;
+            let mut n = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0) + 1;
+            let id = loop {
+                match std::fs::create_dir(runs.join(format!("r{n}"))) {
+                    Ok(()) => break format!("r{n}"),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!("creating a run directory in {}", runs.display())
+                        })
+                    }
+                }
+            };
             let dir = runs.join(&id).join("plans");
             std::fs::create_dir_all(&dir)?;
             for (i, (_, text)) in opts.plan_files.iter().enumerate() {
@@ -400,17 +479,7 @@ async fn run_async(
         clear_stale_ref_locks(ws, &run_id)?;
     }
     let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();
-    let report = super::check(&plan_files, &roles)?;
-    if !report.refusals.is_empty() {
-        let first = &report.refusals[0];
-        anyhow::bail!(
-            "the plans do not pass `atelier plan check` ({} problem(s); first: {} {}: {})",
-            report.refusals.len(),
-            first.code,
-            first.file,
-            first.message
-        );
-    }
+    refuse_unchecked(&plan_files, &roles)?;
     let plans: Vec<Plan> = plan_files
         .iter()
         .map(|(f, t)| super::plan::parse(f, t))
@@ -505,6 +574,41 @@ async fn run_async(
         )?;
         state = RunState::fold(&events::read(&events_path)?, &keys);
     }
+    // The run branch moves only through the conductor: its expected tip is the last one the
+    // events recorded (or the base), and every integration swaps from it.
+    let records_now = events::read(&events_path)?;
+    let mut run_tip = records_now
+        .iter()
+        .rev()
+        .find_map(|r| match &r.event {
+            RunEvent::Integrated { commit, .. } => Oid::from_str(commit).ok(),
+            _ => None,
+        })
+        .or_else(|| {
+            records_now.iter().find_map(|r| match &r.event {
+                RunEvent::RunStarted { base, .. } => Oid::from_str(base).ok(),
+                _ => None,
+            })
+        })
+        .context("the run has no run-started event")?;
+    // A crash between moving the run branch and recording it leaves the branch one integration
+    // ahead: accept exactly that (an integration of a recorded passed attempt), nothing else.
+    let actual = git::branch_tip(repo, &branch)?;
+    if actual != run_tip {
+        let c = repo.find_commit(actual)?;
+        let recorded = c.parent_count() == 2
+            && c.parent_id(0)? == run_tip
+            && passed_commit
+                .values()
+                .flatten()
+                .any(|p| Oid::from_str(p).ok() == c.parent_id(1).ok());
+        if !recorded {
+            anyhow::bail!(
+                "E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the run's events end at {run_tip}: something else moved it; inspect the branch"
+            );
+        }
+        run_tip = actual;
+    }
     let mut completed: BTreeSet<String> = state.completed();
     let mut done_badly: BTreeMap<String, String> = state
         .tasks
@@ -513,7 +617,7 @@ async fn run_async(
         .map(|(k, v)| (k.clone(), v.last_failure.clone().unwrap_or_default()))
         .collect();
     let mut in_flight: BTreeSet<String> = BTreeSet::new();
-    let mut worktrees: BTreeMap<String, (String, PathBuf, u32)> = BTreeMap::new();
+    let mut worktrees: BTreeMap<String, (String, PathBuf, u32, Oid)> = BTreeMap::new();
     let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
     let mut set: tokio::task::JoinSet<(String, u32, AttemptResult)> = tokio::task::JoinSet::new();
     let limits = std::sync::Arc::new(limits);
@@ -527,6 +631,7 @@ async fn run_async(
             ws,
             &mut sink,
             &branch,
+            &mut run_tip,
             &task,
             commit.as_deref(),
             clock,
@@ -535,6 +640,8 @@ async fn run_async(
         )?;
     }
 
+    // Ctrl-C or SIGTERM ends every worker's process group, not just the conductor.
+    let mut stop = Box::pin(interrupted());
     loop {
         // Block the dependents of failed and blocked tasks.
         let mut changed = true;
@@ -568,7 +675,7 @@ async fn run_async(
             attempts.insert(task.key.clone(), attempt);
             let name = format!("{run_id}-{}-{attempt}", slug(&task.key));
             let path = run_dir(ws, &run_id).join("wt").join(&name);
-            let at = git::branch_tip(repo, &branch)?;
+            let at = run_tip;
             git::remove_worktree(repo, &name, &path)?;
             git::add_worktree(
                 repo,
@@ -616,8 +723,11 @@ async fn run_async(
                 clock(),
             )?;
             in_flight.insert(task.key.clone());
-            worktrees.insert(task.key.clone(), (name, path.clone(), attempt));
+            worktrees.insert(task.key.clone(), (name.clone(), path.clone(), attempt, at));
             let job = AttemptJob {
+                name,
+                common: repo.commondir().to_path_buf(),
+                at,
                 backend: backends[&task.role].clone(),
                 task: task.clone(),
                 attempt,
@@ -636,16 +746,20 @@ async fn run_async(
             break;
         }
         tokio::select! {
+            _ = &mut stop => {
+                process::kill_all();
+                anyhow::bail!("interrupted: every worker was stopped; `atelier run --resume {run_id}` continues the run");
+            }
             Some(ev) = rx.recv() => { sink.emit(ev, clock())?; }
             Some(joined) = set.join_next() => {
                 while let Ok(ev) = rx.try_recv() {
                     sink.emit(ev, clock())?;
                 }
                 let (task, attempt, result) = joined.context("an attempt task panicked")?;
-                let (name, path, _) = worktrees.remove(&task).expect("every attempt in flight has a worktree");
+                let (name, path, _, at) = worktrees.remove(&task).expect("every attempt in flight has a worktree");
                 in_flight.remove(&task);
                 match result {
-                    AttemptResult::Passed => {
+                    AttemptResult::Passed { tree } => {
                         let t = &tasks[&task];
                         let message = format!(
                             "{}: {}\n\nAtelier-Run: {run_id}\nAtelier-Task: {task}\nAtelier-Attempt: {attempt}\n{}",
@@ -653,7 +767,15 @@ async fn run_async(
                             t.title,
                             t.contract.checks.iter().map(|c| format!("Atelier-Check: {c}\n")).collect::<String>()
                         );
-                        let commit = git::commit_worktree(&path, &message, clock())?;
+                        let base = repo.find_commit(at)?;
+                        let commit = if base.tree_id() == tree {
+                            None
+                        } else {
+                            let sig = git2::Signature::new("atelier swarm", "swarm@atelier.invalid", &git2::Time::new(clock(), 0))?;
+                            let c = repo.commit(None, &sig, &sig, &message, &repo.find_tree(tree)?, &[&base])?;
+                            repo.reference(&format!("refs/heads/atelier/attempts/{run_id}/{}/{attempt}", slug(&task)), c, true, "atelier: attempt passed")?;
+                            Some(c)
+                        };
                         sink.emit(RunEvent::AttemptPassed { task: task.clone(), attempt, commit: commit.map(|c| c.to_string()).unwrap_or_default() }, clock())?;
                         if let (1, Some(c)) = (attempt, commit) {
                             let example = golden_example(ws, t, c)?;
@@ -662,7 +784,7 @@ async fn run_async(
                         }
                         git::remove_worktree(repo, &name, &path)?;
                         sink.emit(RunEvent::ClaimsReleased { task: task.clone(), attempt }, clock())?;
-                        integrate(ws, &mut sink, &branch, &task, commit.map(|c| c.to_string()).as_deref(), clock, &mut completed, &mut done_badly)?;
+                        integrate(ws, &mut sink, &branch, &mut run_tip, &task, commit.map(|c| c.to_string()).as_deref(), clock, &mut completed, &mut done_badly)?;
                     }
                     AttemptResult::Failed { reason, digest } => {
                         memory::remember(memory_of.entry(task.clone()).or_default(), &digest);
@@ -743,6 +865,7 @@ fn integrate(
     ws: &Workspace,
     sink: &mut Sink,
     branch: &str,
+    expected: &mut Oid,
     task: &str,
     commit: Option<&str>,
     clock: &dyn Fn() -> Timestamp,
@@ -751,6 +874,11 @@ fn integrate(
 ) -> Result<()> {
     let repo = &ws.repo;
     let tip = git::branch_tip(repo, branch)?;
+    if tip != *expected {
+        anyhow::bail!(
+            "E_RUN_BRANCH_MOVED: {branch} is at {tip}, but the conductor last moved it to {expected}: something else (a worker?) moved it; the run stops here — inspect the branch before resuming"
+        );
+    }
     let commit = commit.map(Oid::from_str).transpose()?;
     // Nothing to merge (the task changed nothing), or already integrated before a crash:
     // record it, never merge twice.
@@ -802,8 +930,9 @@ fn integrate(
                 merged,
                 "atelier: integrate",
             )? {
-                anyhow::bail!("{branch} moved during integration; resume the run");
+                anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} moved during integration; inspect it before resuming");
             }
+            *expected = merged;
             sink.emit(
                 RunEvent::Integrated {
                     task: task.to_string(),
