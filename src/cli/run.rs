@@ -125,7 +125,7 @@ fn load(ws: &Workspace, run: &str) -> anyhow::Result<RunState> {
     Ok(RunState::fold(&records, &tasks))
 }
 
-fn render(s: &RunState) -> String {
+fn render(s: &RunState, now: i64) -> String {
     let mut t = format!(
         "run {} ({}) on {}\n\n",
         s.run,
@@ -137,8 +137,8 @@ fn render(s: &RunState) -> String {
         s.branch
     );
     t.push_str(&format!(
-        "{:<16} {:<10} {:>7} {:>6} {:>8}  {}\n",
-        "TASK", "STATE", "ATTEMPT", "NUDGES", "RESTARTS", "LAST"
+        "{:<16} {:<10} {:>7} {:>8} {:>6} {:>8}  {}\n",
+        "TASK", "STATE", "ATTEMPT", "ELAPSED", "NUDGES", "RESTARTS", "LAST"
     ));
     for (k, v) in &s.tasks {
         let state = match v.state {
@@ -153,9 +153,18 @@ fn render(s: &RunState) -> String {
             _ => v.last_failure.clone().or(v.last_step.clone()),
         }
         .unwrap_or_default();
+        let time = |x: &Option<String>| {
+            x.as_deref()
+                .and_then(|t| crate::governance::time::parse_rfc3339(t).ok())
+        };
+        let elapsed = match (time(&v.started_at), time(&v.finished_at)) {
+            (Some(a), Some(b)) => format!("{}s", b - a),
+            (Some(a), None) if v.state == TaskState::Running => format!("{}s", (now - a).max(0)),
+            _ => "-".into(),
+        };
         t.push_str(&format!(
-            "{:<16} {:<10} {:>7} {:>6} {:>8}  {}\n",
-            k, state, v.attempt, v.nudges, v.restarts, last
+            "{:<16} {:<10} {:>7} {:>8} {:>6} {:>8}  {}\n",
+            k, state, v.attempt, elapsed, v.nudges, v.restarts, last
         ));
     }
     if !s.held.is_empty() {
@@ -181,7 +190,7 @@ pub fn status(dir: &Path, args: StatusArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         json(&s)?;
     } else {
-        out(&render(&s))?;
+        out(&render(&s, super::now()?))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -201,9 +210,19 @@ pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
     };
     loop {
         let s = load(&ws, &run)?;
-        out(&format!("\x1b[2J\x1b[H{}", render(&s)))?;
+        out(&format!("\x1b[2J\x1b[H{}", render(&s, super::now()?)))?;
         if s.finished {
             return Ok(ExitCode::SUCCESS);
+        }
+        // No conductor holds the run's lock: the run was interrupted, nothing will change.
+        let lock = runtime::run_dir(&ws, &run).join("lock");
+        let idle = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&lock)
+            .is_ok_and(|f| f.try_lock().is_ok());
+        if idle {
+            eprintln!("run {run} is not running (interrupted?): `atelier run --resume {run}` continues it");
+            return Ok(ExitCode::from(1));
         }
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
