@@ -30,6 +30,23 @@ fn contains_path(dir: &str, path: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
+thread_local! {
+    /// Compiled claim globs: scheduling asks about the same few patterns many times.
+    static GLOBS: std::cell::RefCell<BTreeMap<String, Option<globset::GlobMatcher>>> =
+        const { std::cell::RefCell::new(BTreeMap::new()) };
+}
+
+/// Whether `glob` matches `path`; an unparseable glob matches everything (conservative).
+fn glob_matches(glob: &str, path: &str) -> bool {
+    GLOBS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let m = cache
+            .entry(glob.to_string())
+            .or_insert_with(|| compile_glob(glob).ok());
+        m.as_ref().is_none_or(|m| m.is_match(path))
+    })
+}
+
 /// Whether two claim patterns might match a common path. Conservative: never says "no" when a
 /// common path exists.
 pub fn patterns_overlap(a: &str, b: &str) -> bool {
@@ -44,13 +61,23 @@ pub fn patterns_overlap(a: &str, b: &str) -> bool {
             // Without `**` a glob matches paths of exactly its own depth only.
             let deep_enough =
                 glob.contains("**") || glob.split('/').count() > lit.split('/').count();
-            compile_glob(glob).map(|m| m.is_match(lit)).unwrap_or(true)
+            glob_matches(glob, lit)
                 || (deep_enough && (prefix.starts_with(&under) || under.starts_with(prefix)))
         }
         (false, false) => {
             let (pa, pb) = (literal_prefix(a), literal_prefix(b));
             pa.starts_with(pb) || pb.starts_with(pa)
         }
+    }
+}
+
+/// The first path component every path a claim can match starts with, when it is fixed.
+fn claim_bucket(claim: &str) -> Option<&str> {
+    let prefix = literal_prefix(claim);
+    match prefix.find('/') {
+        Some(i) => Some(&prefix[..i]),
+        None if is_literal(claim) => Some(claim.trim_end_matches('/')),
+        None => None,
     }
 }
 
@@ -214,12 +241,37 @@ pub fn serialised(plans: &[Plan], waves: &[Vec<String>]) -> Vec<Vec<String>> {
             p[i] = r;
             r
         }
-        for i in 0..n {
-            for j in i + 1..n {
-                if claims_overlap(tasks[wave[i].as_str()], tasks[wave[j].as_str()]) {
-                    let (a, b) = (find(&mut parent, i), find(&mut parent, j));
-                    parent[a] = b;
+        // Only tasks that share a claim's first path component (or claim something whose first
+        // component is not fixed) can overlap: compare those pairs only.
+        let mut buckets: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut anywhere: Vec<usize> = Vec::new();
+        for (i, k) in wave.iter().enumerate() {
+            for claim in &tasks[k.as_str()].files {
+                match claim_bucket(claim) {
+                    Some(b) => buckets.entry(b).or_default().push(i),
+                    None => anywhere.push(i),
                 }
+            }
+        }
+        let mut pairs: BTreeSet<(usize, usize)> = BTreeSet::new();
+        for members in buckets.values() {
+            for (x, &i) in members.iter().enumerate() {
+                for &j in &members[x + 1..] {
+                    pairs.insert((i.min(j), i.max(j)));
+                }
+            }
+        }
+        for &i in &anywhere {
+            for j in 0..n {
+                if i != j {
+                    pairs.insert((i.min(j), i.max(j)));
+                }
+            }
+        }
+        for (i, j) in pairs {
+            if claims_overlap(tasks[wave[i].as_str()], tasks[wave[j].as_str()]) {
+                let (a, b) = (find(&mut parent, i), find(&mut parent, j));
+                parent[a] = b;
             }
         }
         let mut by_root: BTreeMap<usize, Vec<String>> = BTreeMap::new();
