@@ -3,6 +3,7 @@
 //! Aider in non-interactive mode), renders the worker's prompt, and runs untrusted programs
 //! (`process`) with a scrubbed environment and limits.
 
+pub mod http;
 pub mod process;
 pub mod prompt;
 
@@ -10,12 +11,23 @@ use anyhow::Result;
 
 use crate::config::RoleConfig;
 
-/// How to start one worker: the prompt always arrives on stdin.
+/// How one worker runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Backend {
-    pub argv: Vec<String>,
-    /// Variables passed through besides PATH, HOME and LANG.
-    pub pass_env: Vec<String>,
+pub enum Backend {
+    /// A program in the task's worktree; the prompt arrives on stdin.
+    Command {
+        argv: Vec<String>,
+        /// Variables passed through besides PATH, HOME and LANG.
+        pass_env: Vec<String>,
+    },
+    /// An OpenAI-compatible chat-completions endpoint, for text roles: the reply is written to
+    /// the task's one claimed file.
+    Http {
+        base_url: String,
+        model: String,
+        /// The *name* of the variable holding the API key (read by the conductor only).
+        api_key_env: Option<String>,
+    },
 }
 
 /// The command line of each preset (documented in README).
@@ -50,9 +62,13 @@ pub fn preset(name: &str) -> Option<Vec<String>> {
 pub fn backend(role_name: &str, role: &RoleConfig) -> Result<Backend> {
     let argv = match role.backend.as_str() {
         "command" => role.command.clone().unwrap_or_default(),
-        "http" => anyhow::bail!(
-            "role `{role_name}`: the http backend (OpenAI-compatible endpoints) is not built yet; use backend = \"command\" or a preset"
-        ),
+        "http" => {
+            return Ok(Backend::Http {
+                base_url: role.base_url.clone().unwrap_or_default(),
+                model: role.model.clone().unwrap_or_default(),
+                api_key_env: role.api_key_env.clone(),
+            })
+        }
         other => match preset(other) {
             Some(mut argv) => {
                 argv.extend(role.command.clone().unwrap_or_default());
@@ -64,7 +80,7 @@ pub fn backend(role_name: &str, role: &RoleConfig) -> Result<Backend> {
     if argv.is_empty() {
         anyhow::bail!("role `{role_name}`: the command is empty");
     }
-    Ok(Backend {
+    Ok(Backend::Command {
         argv,
         pass_env: role.env.clone(),
     })

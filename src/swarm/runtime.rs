@@ -132,26 +132,97 @@ fn claimed(task: &Task, path: &str) -> bool {
     })
 }
 
-async fn run_attempt(
-    job: AttemptJob,
+/// Asks an http backend and writes its reply to the task's one claimed file; `None` on success.
+async fn http_worker(
+    job: &AttemptJob,
+    base_url: &str,
+    model: &str,
+    key_env: Option<&str>,
     limits: &Limits,
-    tx: mpsc::UnboundedSender<RunEvent>,
-) -> AttemptResult {
+    tx: &mpsc::UnboundedSender<RunEvent>,
+) -> Option<AttemptResult> {
+    let fail = |reason: String| {
+        Some(AttemptResult::Failed {
+            digest: vec![format!("[http] {reason}")],
+            reason,
+        })
+    };
+    let target = match job.task.files.as_slice() {
+        [one] if !one.contains(['*', '?', '[', '{']) => one.clone(),
+        other => {
+            return fail(format!(
+                "an http role writes its reply to the task's one claimed file, but this task claims {} pattern(s): {}",
+                other.len(),
+                other.join(", ")
+            ))
+        }
+    };
+    let key = match key_env {
+        None => None,
+        Some(name) => match std::env::var(name) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                return fail(format!(
+                    "the API key variable {name} is not set in atelier's environment"
+                ))
+            }
+        },
+    };
+    let (url, model, prompt, timeout) = (
+        base_url.to_string(),
+        model.to_string(),
+        job.prompt.clone(),
+        limits.attempt,
+    );
+    let reply = tokio::task::spawn_blocking(move || {
+        agent::http::chat(&url, &model, key.as_deref(), &prompt, timeout)
+    })
+    .await;
+    let text = match reply {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => return fail(e),
+        Err(e) => return fail(e.to_string()),
+    };
+    let _ = tx.send(RunEvent::WorkerExited {
+        task: job.task.key.clone(),
+        attempt: job.attempt,
+        code: Some(0),
+        output_bytes: text.len() as u64,
+        truncated: false,
+    });
+    let path = job.worktree.join(&target);
+    if let Some(dir) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return fail(format!("creating {}: {e}", dir.display()));
+        }
+    }
+    if let Err(e) = std::fs::write(&path, text) {
+        return fail(format!("writing {target}: {e}"));
+    }
+    None
+}
+
+/// Runs a command worker; `None` when it exited successfully.
+async fn command_worker(
+    job: &AttemptJob,
+    argv: &[String],
+    pass_env: &[String],
+    limits: &Limits,
+    tx: &mpsc::UnboundedSender<RunEvent>,
+) -> Option<AttemptResult> {
     let extra = vec![
         ("ATELIER_TASK_ID".to_string(), job.task.key.clone()),
         ("ATELIER_ATTEMPT".to_string(), job.attempt.to_string()),
         ("ATELIER_RUN_ID".to_string(), job.run.clone()),
     ];
-    let pass: Vec<String> = job
-        .backend
-        .pass_env
+    let pass: Vec<String> = pass_env
         .iter()
         .filter(|v| !NEVER_PASSED.contains(&v.as_str()))
         .cloned()
         .collect();
     let worker = process::Spawn {
-        program: job.backend.argv[0].clone(),
-        args: job.backend.argv[1..].to_vec(),
+        program: argv[0].clone(),
+        args: argv[1..].to_vec(),
         cwd: job.worktree.clone(),
         env: process::scrubbed_env(&pass, &extra),
         stdin: job.prompt.clone().into_bytes(),
@@ -175,13 +246,13 @@ async fn run_attempt(
     {
         Ok(o) => o,
         Err(e) => {
-            return AttemptResult::Failed {
+            return Some(AttemptResult::Failed {
                 reason: format!("the worker `{}` could not start: {e}", worker.program),
                 digest: vec![format!(
                     "[worker] could not start `{}`: {e}",
                     worker.program
                 )],
-            }
+            })
         }
     };
     let _ = tx.send(RunEvent::WorkerExited {
@@ -198,13 +269,13 @@ async fn run_attempt(
             attempt,
             silent_secs: silent,
         });
-        return AttemptResult::Failed {
+        return Some(AttemptResult::Failed {
             reason: format!("the worker was silent for {silent}s and was restarted"),
             digest: vec![format!("[worker] silent for {silent}s: the attempt was killed; produce output while working")]
-        };
+        });
     }
     if outcome.timed_out {
-        return AttemptResult::Failed {
+        return Some(AttemptResult::Failed {
             reason: format!(
                 "the worker ran past the attempt timeout ({}s)",
                 limits.attempt.as_secs()
@@ -213,17 +284,44 @@ async fn run_attempt(
                 "[worker] ran past {}s and was killed",
                 limits.attempt.as_secs()
             )],
-        };
+        });
     }
     if outcome.code != Some(0) {
-        return AttemptResult::Failed {
+        return Some(AttemptResult::Failed {
             reason: format!(
                 "the worker exited with {}",
                 outcome.code.map_or("a signal".into(), |c| c.to_string())
             ),
             digest: memory::digest("worker", &outcome.output),
-        };
+        });
     }
+    None
+}
+
+async fn run_attempt(
+    job: AttemptJob,
+    limits: &Limits,
+    tx: mpsc::UnboundedSender<RunEvent>,
+) -> AttemptResult {
+    let done = match &job.backend {
+        agent::Backend::Command { argv, pass_env } => {
+            command_worker(&job, argv, pass_env, limits, &tx).await
+        }
+        agent::Backend::Http {
+            base_url,
+            model,
+            api_key_env,
+        } => http_worker(&job, base_url, model, api_key_env.as_deref(), limits, &tx).await,
+    };
+    if let Some(failed) = done {
+        return failed;
+    }
+    let extra = vec![
+        ("ATELIER_TASK_ID".to_string(), job.task.key.clone()),
+        ("ATELIER_ATTEMPT".to_string(), job.attempt.to_string()),
+        ("ATELIER_RUN_ID".to_string(), job.run.clone()),
+    ];
+    let (task, attempt) = (job.task.key.clone(), job.attempt);
     // Writes outside the task's claims fail the attempt before anything is checked. The tree
     // is taken now, from the files, relative to the commit the attempt started from.
     let snap = |job: &AttemptJob| {
