@@ -139,12 +139,12 @@ fn attempt_git_costs(repo: &Path, n: usize, tag: &str) -> Result<[Duration; 4]> 
         git::add_worktree(&r, &name, &path, &format!("bench/{tag}/{i}"), head)?;
         t[0] += c.elapsed();
         let c = Instant::now();
-        let (tree, changed) = git::snapshot(r.commondir(), &name, head)?;
+        let (tree, changed) = git::snapshot(r.commondir(), &path, head)?;
         ensure!(changed.is_empty());
         t[1] += c.elapsed();
         // The conductor snapshots again after the gauntlet to prove nothing changed.
         let c = Instant::now();
-        ensure!(git::snapshot(r.commondir(), &name, head)?.0 == tree);
+        ensure!(git::snapshot(r.commondir(), &path, head)?.0 == tree);
         t[2] += c.elapsed();
         let c = Instant::now();
         git::remove_worktree(&r, &name, &path)?;

@@ -358,17 +358,17 @@ pub fn add_worktree(
 
 /// Removes a worktree's files and its administrative entry.
 pub fn remove_worktree(repo: &Repository, name: &str, path: &Path) -> Result<(), GitError> {
-    if path.exists() {
-        let _ = std::fs::remove_dir_all(path);
+    // Only the paths the caller computed are removed, never one read from the administrative
+    // entry (a worker can rewrite it, or lock it), and links are removed, never followed.
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() || m.is_file() => {
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+        Err(_) => {}
     }
-    if let Ok(wt) = repo.find_worktree(name) {
-        wt.prune(Some(
-            git2::WorktreePruneOptions::new()
-                .valid(true)
-                .working_tree(true),
-        ))?;
-    }
-    // An administrative entry whose worktree vanished (a crash mid-add) is removed by hand.
     let admin = repo.commondir().join("worktrees").join(name);
     if admin.exists() {
         std::fs::remove_dir_all(&admin)
@@ -382,11 +382,13 @@ pub fn remove_worktree(repo: &Repository, name: &str, path: &Path) -> Result<(),
 /// administrative entry (never through the `.git` file inside it, which the worker controls),
 /// compared with `at` directly (never with the worktree's HEAD or index, which the worker can
 /// move), and the tree is built from the files as they are now, in a conductor-owned object.
-pub fn snapshot(common: &Path, name: &str, at: Oid) -> Result<(Oid, Vec<String>), GitError> {
+pub fn snapshot(common: &Path, root: &Path, at: Oid) -> Result<(Oid, Vec<String>), GitError> {
     let repo = Repository::open(common)?;
-    let wt = repo.find_worktree(name)?;
-    let wt_repo = Repository::open_from_worktree(&wt)?;
-    let root = wt.path().to_path_buf();
+    // The files are read from the directory the conductor created, never from a path recorded in
+    // the worktree's administrative entry (which a worker can rewrite).
+    let wt_repo = Repository::open(common)?;
+    wt_repo.set_workdir(root, false)?;
+    let root = root.to_path_buf();
     let base = repo.find_commit(at)?.tree()?;
     let mut opts = git2::DiffOptions::new();
     opts.include_untracked(true)
@@ -410,7 +412,34 @@ pub fn snapshot(common: &Path, name: &str, at: Oid) -> Result<(Oid, Vec<String>)
             .into());
         }
         let full = root.join(p);
-        let entry = match std::fs::symlink_metadata(&full) {
+        // A path reached through a link in one of its directories is not in the worktree.
+        let mut through_link = false;
+        let mut dir = root.clone();
+        for part in p.split('/').take(p.split('/').count() - 1) {
+            dir.push(part);
+            if std::fs::symlink_metadata(&dir)
+                .map(|m| m.file_type().is_symlink())
+                .unwrap_or(false)
+            {
+                through_link = true;
+                break;
+            }
+        }
+        let meta = if through_link {
+            Err(std::io::Error::other("behind a link"))
+        } else {
+            std::fs::symlink_metadata(&full)
+        };
+        if let Ok(m) = &meta {
+            if m.is_file() && m.len() > MAX_FILE {
+                return Err(git2::Error::from_str(&format!(
+                    "{p} is {} bytes; files over {MAX_FILE} bytes are refused",
+                    m.len()
+                ))
+                .into());
+            }
+        }
+        let entry = match meta {
             Err(_) => None,
             Ok(m) if m.file_type().is_symlink() => {
                 let target = std::fs::read_link(&full)
@@ -443,6 +472,9 @@ pub fn snapshot(common: &Path, name: &str, at: Oid) -> Result<(Oid, Vec<String>)
     let changed = changed_paths(&repo, &base, &repo.find_tree(tree)?)?;
     Ok((tree, changed))
 }
+
+/// The largest file an attempt may leave.
+const MAX_FILE: u64 = 64 * 1024 * 1024;
 
 /// Sets (or with `None`, removes) one entry in a tree, creating or pruning directories.
 fn put(

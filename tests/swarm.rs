@@ -890,3 +890,96 @@ fn http_failures_and_a_missing_key_fail_the_attempt_clearly() {
         "{v:#}"
     );
 }
+
+#[test]
+fn a_rewritten_worktree_entry_cannot_redirect_what_is_committed_or_removed() {
+    let s = Swarm::new("failure_budget = 1");
+    let decoy = s.env.tmp.path().join("decoy");
+    let victim = s.env.tmp.path().join("victim");
+    std::fs::create_dir_all(victim.join("x")).expect("mkdir");
+    std::fs::write(victim.join("keep.txt"), "precious\n").expect("write");
+    let p = one(
+        &s,
+        &format!(
+            "echo ok > src/t.rs; mkdir -p {d}/src && echo 'UNTESTED' > {d}/src/t.rs && cp .git {d}/.git; echo {d}/.git > \"$(git rev-parse --git-dir)/gitdir\"",
+            d = decoy.display()
+        ),
+    );
+    s.run(&["run", &p]).ok();
+    assert_eq!(
+        s.env.git(&["show", "atelier/runs/r1:src/t.rs"]),
+        "ok\n",
+        "what the gauntlet checked is what is committed"
+    );
+    // A failed attempt whose entry points at someone else's directory: clean removes only ours.
+    s.scenario(
+        "q:T",
+        &format!(
+            "echo {}/x/.git > \"$(git rev-parse --git-dir)/gitdir\"; exit 1",
+            victim.display()
+        ),
+    );
+    let q = s.plan(
+        "q.toml",
+        &plan("q", &[task("T", &["src/t.rs"], &[], "test -f src/t.rs")]),
+    );
+    s.run(&["run", &q]).code(1);
+    s.run(&["clean"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(victim.join("keep.txt")).expect("still there"),
+        "precious\n"
+    );
+}
+
+#[test]
+fn a_forged_passed_attempt_in_the_event_log_is_not_integrated_on_resume() {
+    let s = Swarm::new("failure_budget = 2");
+    s.scenario(
+        "p:T",
+        "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo EVIL > src/lib.rs; echo ok > src/t.rs; git -c user.name=w -c user.email=w@x commit -qam evil; \
+         printf '{\"seq\":99,\"at\":\"2026-11-29T10:00:00Z\",\"kind\":\"attempt-passed\",\"task\":\"p:T\",\"attempt\":1,\"commit\":\"%s\"}\\n' $(git rev-parse HEAD) >> ../../events.jsonl; \
+         kill -9 $PPID; sleep 5; else echo ok > src/t.rs; fi",
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("T", &["src/t.rs"], &[], "test -f src/t.rs")]),
+    );
+    let _ = s.run(&["run", &p]);
+    s.run(&["run", "--resume", "r1"]).ok();
+    assert!(
+        !s.env
+            .git(&["show", "atelier/runs/r1:src/lib.rs"])
+            .contains("EVIL"),
+        "the forged commit was integrated"
+    );
+    assert_eq!(s.env.git(&["show", "atelier/runs/r1:src/t.rs"]), "ok\n");
+}
+
+#[test]
+fn files_behind_a_linked_directory_are_not_committed() {
+    let s = Swarm::new("failure_budget = 1");
+    let outside = s.env.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join("lib.rs"), "OUTSIDE CONTENT\n").expect("write");
+    s.scenario(
+        "p:T",
+        &format!("rm -rf src && ln -s {} src", outside.display()),
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("T", &["src/**", "src"], &[], "test -L src")]),
+    );
+    s.run(&["run", &p]).ok();
+    let files = s.env.git(&["ls-tree", "-r", "atelier/runs/r1"]);
+    assert!(!files.contains("src/lib.rs"), "{files}");
+    let grep = s
+        .env
+        .command("git")
+        .args(["grep", "-q", "OUTSIDE CONTENT", "atelier/runs/r1"])
+        .status()
+        .expect("git grep");
+    assert!(
+        !grep.success(),
+        "content from outside the worktree was committed"
+    );
+}

@@ -36,6 +36,8 @@ const NEVER_PASSED: &[&str] = &[
 pub struct RunSummary {
     pub run: String,
     pub branch: String,
+    /// The run branch's tip as the conductor left it.
+    pub tip: String,
     pub events: String,
     pub succeeded: Vec<String>,
     pub failed: BTreeMap<String, String>,
@@ -101,8 +103,7 @@ impl Limits {
 /// What one attempt needs, prepared on the main loop (which owns git).
 struct AttemptJob {
     task: Task,
-    /// The worktree's name, the repository's common directory, and the commit it started from.
-    name: String,
+    /// The repository's common directory, and the commit the attempt started from.
     common: PathBuf,
     at: Oid,
     attempt: u32,
@@ -325,9 +326,9 @@ async fn run_attempt(
     // Writes outside the task's claims fail the attempt before anything is checked. The tree
     // is taken now, from the files, relative to the commit the attempt started from.
     let snap = |job: &AttemptJob| {
-        let (common, name, at) = (job.common.clone(), job.name.clone(), job.at);
+        let (common, root, at) = (job.common.clone(), job.worktree.clone(), job.at);
         async move {
-            match tokio::task::spawn_blocking(move || git::snapshot(&common, &name, at)).await {
+            match tokio::task::spawn_blocking(move || git::snapshot(&common, &root, at)).await {
                 Ok(Ok(s)) => Ok(s),
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(e) => Err(e.to_string()),
@@ -725,6 +726,24 @@ async fn run_async(
         if completed.contains(&task) || done_badly.contains_key(&task) {
             continue;
         }
+        // The event log is only as trustworthy as its directory: check that the recorded commit
+        // is one the conductor could have made before integrating it.
+        if let Some(why) = commit
+            .as_deref()
+            .and_then(|c| implausible(ws, &tasks[&task], c, run_tip))
+        {
+            let attempt = attempts.get(&task).copied().unwrap_or(0);
+            sink.emit(
+                RunEvent::AttemptFailed {
+                    task: task.clone(),
+                    attempt,
+                    reason: format!("the recorded commit {why}"),
+                    digest: Vec::new(),
+                },
+                clock(),
+            )?;
+            continue;
+        }
         integrate(
             ws,
             &mut sink,
@@ -823,7 +842,6 @@ async fn run_async(
             in_flight.insert(task.key.clone());
             worktrees.insert(task.key.clone(), (name.clone(), path.clone(), attempt, at));
             let job = AttemptJob {
-                name,
                 common: repo.commondir().to_path_buf(),
                 at,
                 backend: backends[&task.role].clone(),
@@ -921,13 +939,55 @@ async fn run_async(
         },
         clock(),
     )?;
+    // The run ends where the conductor put it; anything else moved the branch.
+    let actual = git::branch_tip(repo, &branch)?;
+    if actual != run_tip {
+        anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the conductor left it at {run_tip}: something else moved it");
+    }
     Ok(RunSummary {
         run: run_id,
         branch,
+        tip: run_tip.to_string(),
         events: events_path.display().to_string(),
         succeeded,
         failed,
         blocked,
+    })
+}
+
+/// Why a recorded passed commit is not one the conductor made for `task` on top of the run, if
+/// it is not: made by the swarm's identity, on a commit of the run, changing only claimed paths.
+fn implausible(ws: &Workspace, task: &Task, commit: &str, run_tip: Oid) -> Option<String> {
+    let repo = &ws.repo;
+    let Some(c) = Oid::from_str(commit)
+        .ok()
+        .and_then(|o| repo.find_commit(o).ok())
+    else {
+        return Some(format!("{commit} does not exist"));
+    };
+    if c.committer().name() != Some("atelier swarm") || c.parent_count() != 1 {
+        return Some(format!("{commit} was not made by the conductor"));
+    }
+    let Ok(parent) = c.parent(0) else {
+        return Some(format!("{commit} has no parent"));
+    };
+    if parent.id() != run_tip
+        && !repo
+            .graph_descendant_of(run_tip, parent.id())
+            .unwrap_or(false)
+    {
+        return Some(format!("{commit} does not start from the run's branch"));
+    }
+    let changed = match (parent.tree(), c.tree()) {
+        (Ok(a), Ok(b)) => git::changed_paths(repo, &a, &b).unwrap_or_default(),
+        _ => return Some(format!("{commit} cannot be read")),
+    };
+    let outside: Vec<String> = changed.into_iter().filter(|p| !claimed(task, p)).collect();
+    (!outside.is_empty()).then(|| {
+        format!(
+            "{commit} changes paths outside the task's claims: {}",
+            outside.join(", ")
+        )
     })
 }
 
@@ -1152,9 +1212,13 @@ pub fn propose_run(
         .context("the run has no run-started event")?;
     let repo = &ws.repo;
     let base_tree = repo.find_commit(Oid::from_str(&base)?)?.tree()?;
-    let tip_tree = repo
-        .find_commit(git::branch_tip(repo, &summary.branch)?)?
-        .tree()?;
+    // The proposal is built from the tip the conductor recorded, and only while the branch is there.
+    let tip = Oid::from_str(&summary.tip)?;
+    let actual = git::branch_tip(repo, &summary.branch)?;
+    if actual != tip {
+        anyhow::bail!("E_RUN_BRANCH_MOVED: {} is at {actual}, but the run ended at {tip}; nothing was proposed", summary.branch);
+    }
+    let tip_tree = repo.find_commit(tip)?.tree()?;
     let patch = git::diff_text(repo, &base_tree, &tip_tree)?;
     if patch.is_empty() {
         anyhow::bail!(
