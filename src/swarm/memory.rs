@@ -56,15 +56,7 @@ pub fn digest(step: &str, output: &str) -> Vec<String> {
                 block.push(lines[j].trim_end());
                 j += 1;
             }
-            let mut text = block.join("\n");
-            if text.len() > MAX_BLOCK_BYTES {
-                let mut cut = MAX_BLOCK_BYTES;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
-                text.push('…');
-            }
+            let text = capped(block.join("\n"));
             let entry = match location(&text) {
                 Some(loc) => format!("[{step}] {loc}: {text}"),
                 None => format!("[{step}] {text}"),
@@ -86,22 +78,27 @@ pub fn digest(step: &str, output: &str) -> Vec<String> {
             .copied()
             .collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        let mut text = if tail.is_empty() {
+        let text = capped(if tail.is_empty() {
             "failed with no output".to_string()
         } else {
             tail.join("\n")
-        };
-        if text.len() > MAX_BLOCK_BYTES {
-            let mut cut = MAX_BLOCK_BYTES;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            text.push('…');
-        }
+        });
         blocks.push(format!("[{step}] {text}"));
     }
     blocks
+}
+
+/// Cuts a block to [`MAX_BLOCK_BYTES`] on a character boundary, marking the cut.
+fn capped(mut text: String) -> String {
+    if text.len() > MAX_BLOCK_BYTES {
+        let mut cut = MAX_BLOCK_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
 }
 
 /// Adds a new digest to the accumulated do-not-retry list, keeping it unique and bounded.
