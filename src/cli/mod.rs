@@ -57,7 +57,7 @@ enum Command {
     /// Read and verify the proposal history.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
-    /// Plans of tasks for the swarm (only `plan check` is built so far).
+    /// Plans of tasks for the swarm: `plan check` validates them and shows their schedule.
     #[command(subcommand)]
     Plan(plan::PlanCommand),
     /// Run plans with agents in worktrees, through the gauntlet (or --resume a crashed run).
