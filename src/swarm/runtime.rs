@@ -467,20 +467,18 @@ fn context_files(root: &Path, task: &Task) -> Vec<(String, String)> {
     out
 }
 
-/// Resolves on Ctrl-C (SIGINT) or SIGTERM.
-async fn interrupted() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is called,
+/// before any worker starts, so no signal in between takes the default action.
+fn interrupted() -> Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
+    })
 }
 
 /// Refuses plans that `atelier plan check` would refuse.
@@ -523,6 +521,7 @@ async fn run_async(
     opts: RunOptions,
     clock: &dyn Fn() -> Timestamp,
 ) -> Result<RunSummary> {
+    let stop = interrupted()?;
     let limits = Limits::from(&ws.config, &ws.root);
     let runs = ws.atelier_dir().join("runs");
     let (run_id, plan_files, resumed) = match &opts.resume {
@@ -758,7 +757,7 @@ async fn run_async(
     }
 
     // Ctrl-C or SIGTERM ends every worker's process group, not just the conductor.
-    let mut stop = Box::pin(interrupted());
+    let mut stop = Box::pin(stop);
     loop {
         // Block the dependents of failed and blocked tasks.
         let mut changed = true;
