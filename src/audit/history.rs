@@ -324,6 +324,8 @@ type PolicyResult = Arc<Result<Policy, PolicyError>>;
 /// Policies parsed once per distinct set of policy blobs.
 #[derive(Default)]
 struct PolicyCache {
+    /// The last merge examined and its tree id.
+    last_tree: Option<(Oid, Oid)>,
     parsed: HashMap<[Oid; 3], PolicyResult>,
     digests: HashMap<[Oid; 3], String>,
 }
@@ -586,7 +588,13 @@ fn examine(
             ..Outcome::default()
         });
     }
-    let base_tree = repo.find_commit(Oid::from_str(&rec.base)?)?.tree()?;
+    // The previous merge on the branch is usually this one's base: reuse its tree.
+    let base_oid = Oid::from_str(&rec.base)?;
+    let base_tree = match cache.last_tree.take() {
+        Some((c, t)) if c == base_oid => repo.find_tree(t)?,
+        _ => repo.find_commit(base_oid)?.tree()?,
+    };
+    cache.last_tree = Some((oid, commit.tree_id()));
     let tree = commit.tree()?;
     let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
     for r in index
