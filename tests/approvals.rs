@@ -356,3 +356,30 @@ fn proposal_ids_are_canonical() {
         );
     }
 }
+
+#[test]
+fn an_edited_forge_record_cannot_reopen_a_merged_proposal() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let reject = {
+        env.reject(&id, "bob").ok();
+        // Recorded, so it vetoes; withdraw it by closing and reproposing is not possible either.
+        env.read(".atelier/forge/pulls/1.json")
+    };
+    assert!(reject.contains("decision reject"));
+    let id2 = env.propose(&[("README.md", "# demo\n\nother\n")], "Readme");
+    env.approve(&id2, "alice").ok();
+    env.atelier(&["merge", &id2]).ok();
+    let path = env.repo.join(".atelier/forge/pulls/2.json");
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("\"merged\"", "\"open\"")).expect("write");
+    let token = env.file("late.txt", &env.approve(&id, "alice").ok().stdout);
+    let run = env
+        .atelier(&["approve", &id2, "--token", token.to_str().expect("utf8")])
+        .code(1);
+    assert!(run.stderr.contains("E_NOT_OPEN"), "{}", run.stderr);
+    let (code, v) = env.gate(&id2);
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_NOT_OPEN".to_string()), "{v:#}");
+    env.atelier(&["audit", "verify"]).ok();
+}

@@ -422,6 +422,18 @@ const CASES: &[Case] = &[
         &["OK"],
     ),
     (
+        "a reject from someone whose approval would not count does not veto",
+        |s| {
+            s.governance = s
+                .governance
+                .replace("quorum = 1\n", "quorum = 1\napprovers = [\"alice@x\"]\n");
+            s.sign(ALICE, |_| {});
+            s.sign(BOB, |p| p.decision = Verdict::Reject);
+        },
+        &[],
+        &["OK", "OK"],
+    ),
+    (
         "a closed proposal",
         |s| {
             s.change.open = false;

@@ -47,10 +47,10 @@ pub struct VerifyReport {
 struct LedgerIndex {
     adopted: Option<String>,
     merged: HashMap<String, MergedRecord>,
-    proposers: HashMap<String, Option<String>>,
+    proposers: HashMap<(String, u64), Option<String>>,
     /// Rejections recorded per (proposal, pull): a merge must hold against them too, even if the
     /// merge commit does not carry them.
-    rejections: HashMap<(String, u64), Vec<RawToken>>,
+    rejections: HashMap<(String, u64), Vec<(u64, RawToken)>>,
     /// The time of the latest entry, to check that ledger time never goes backwards.
     last_at: Option<i64>,
     /// Merkle root after each entry (index i = root of size i + 1).
@@ -61,6 +61,8 @@ struct MergedRecord {
     proposal: String,
     pull: u64,
     at: i64,
+    /// The ledger position of the first record of this merge (merge-started).
+    seq: u64,
     base: String,
     head: String,
     tree: String,
@@ -263,12 +265,16 @@ fn check_ledger(
 fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     let at = parse_rfc3339(&entry.at).unwrap_or(i64::MIN);
     let completed = matches!(entry.event, Event::Merged { .. });
+    let seq = entry.seq;
     match entry.event {
         Event::Adopted { commit, .. } if index.adopted.is_none() => index.adopted = Some(commit),
         Event::ProposalOpened {
-            proposal, proposer, ..
+            proposal,
+            pull,
+            proposer,
+            ..
         } => {
-            index.proposers.insert(proposal, proposer);
+            index.proposers.insert((proposal, pull), proposer);
         }
         Event::TokenRecorded {
             proposal,
@@ -284,7 +290,7 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                         .rejections
                         .entry((proposal.clone(), pull))
                         .or_default()
-                        .push(t);
+                        .push((seq, t));
                 }
             }
         }
@@ -301,6 +307,7 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                 proposal,
                 pull,
                 at,
+                seq,
                 base,
                 head,
                 tree,
@@ -597,11 +604,13 @@ fn examine(
     cache.last_tree = Some((oid, commit.tree_id()));
     let tree = commit.tree()?;
     let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
-    for r in index
+    // Rejections recorded before the merge began: one recorded later cannot condemn it.
+    for (_, r) in index
         .rejections
         .get(&(rec.proposal.clone(), rec.pull))
         .into_iter()
         .flatten()
+        .filter(|(at_seq, _)| *at_seq < rec.seq)
     {
         if !tokens.contains(r) {
             tokens.push(r.clone());
@@ -619,7 +628,11 @@ fn examine(
             merge_tree: Ok(rec.tree.clone()),
             changed_paths: git::changed_paths(repo, &base_tree, &tree)?,
             policy_digest: cache.digest(repo, &base_tree)?,
-            proposer: index.proposers.get(&rec.proposal).cloned().flatten(),
+            proposer: index
+                .proposers
+                .get(&(rec.proposal.clone(), rec.pull))
+                .cloned()
+                .flatten(),
         },
         base_policy: cache.policy(repo, &base_tree)?,
         new_policy: cache.policy(repo, &tree)?,

@@ -470,7 +470,13 @@ pub fn requirements(
             why.clone(),
         ),
     });
-    let judged = judge(input, policy);
+    let mut judged = judge(input, policy);
+    // A rejection vetoes only from a principal whose approval would count for a rule the change
+    // touches (someone listed for docs alone cannot block a change to the code).
+    let touched = policy.touched(&c.changed_paths);
+    judged
+        .vetoes
+        .retain(|p| touched.iter().any(|r| r.counts(p)));
     out.push(req(
         "E_VETOED",
         judged.vetoes.is_empty(),

@@ -181,8 +181,11 @@ fn compile(raw: RawRule, default_name: &str, path: &'static str) -> Result<Rule,
     // Literal separators: `*` stops at `/`, `**` crosses directories, as in .gitignore.
     let mut builder = GlobSetBuilder::new();
     for glob in &raw.paths {
+        // Case-insensitive: on macOS and Windows `Build.rs` is `build.rs`. Matching more paths
+        // only ever adds requirements, so this errs on the safe side everywhere.
         let g = globset::GlobBuilder::new(glob)
             .literal_separator(true)
+            .case_insensitive(true)
             .build()
             .map_err(|e| PolicyError::Invalid {
                 path,
@@ -355,7 +358,9 @@ clock_skew = "5m"
 paths = [
     "policies/**", "reviewers/**", "GOVERNANCE.md", ".ci/**", "atelier.toml",
     # Atelier's own gate: the decision, the ledger and audit, and the code that feeds and enforces them.
-    "src/governance/**", "src/audit/**", "src/workflow/**", "src/git.rs", "Cargo.toml", "Cargo.lock", "build.rs",
+    # (For Atelier's own repository, extend this to all of "src/**": src/lib.rs could swap modules.)
+    "src/governance/**", "src/audit/**", "src/workflow/**", "src/forge/**", "src/git.rs", "src/clock.rs",
+    "Cargo.toml", "Cargo.lock", "build.rs",
 ]
 quorum = 2
 

@@ -156,13 +156,11 @@ pub fn record_token_file(
 
 fn record(ws: &Workspace, id: &str, body: &str, now: Timestamp) -> Result<Approved> {
     let pull = ws.pull(id)?;
-    if pull.state != PullState::Open {
+    let finished = super::ledger_view(&ws.repo, &pull)?.1;
+    if pull.state != PullState::Open || finished {
         return Err(refuse(
             "E_NOT_OPEN",
-            format!(
-                "proposal {id} is {}; tokens can no longer be recorded",
-                pull.state.as_str()
-            ),
+            format!("proposal {id} is merged or closed (by its record and the ledger); tokens can no longer be recorded"),
         ));
     }
     let mut warnings = Vec::new();

@@ -36,7 +36,8 @@ pub fn merge_message(eval: &Evaluation) -> String {
     let mut msg = format!(
         "Merge proposal {}: {}\n\nAtelier-Proposal: {}\nAtelier-Pull: {}\nAtelier-Base: {}\nAtelier-Head: {}\nAtelier-Approvers: {}\n",
         eval.pull.proposal,
-        eval.pull.title,
+        // One line, whatever the forge record says: a title can never start a token line.
+        eval.pull.title.replace(['\n', '\r'], " "),
         eval.pull.proposal,
         eval.pull.number,
         eval.change.base,

@@ -224,13 +224,13 @@ pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Eva
     };
     let base_policy = Policy::load(&git::policy_files(repo, &base_tree)?);
     let digest = policy_digest(&git::digest_files(repo, &base_tree)?);
-    let tokens = tokens_for(repo, &pull)?;
+    let (tokens, finished) = ledger_view(repo, &pull)?;
     let ledger_roots = ledger_roots(repo, &tokens)?;
     let change = Change {
         repository: ws.config.forge.repository.clone(),
         proposal: pull.proposal.clone(),
         pull: pull.number,
-        open: pull.state == PullState::Open,
+        open: pull.state == PullState::Open && !finished,
         base: base.to_string(),
         head: head.to_string(),
         merge_tree: merge.as_ref().map(|t| t.to_string()).map_err(|e| e.clone()),
@@ -258,35 +258,45 @@ pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Eva
 /// Every token recorded for a pull request: its comments, then any the ledger recorded that the
 /// comments no longer carry (an edited or deleted comment cannot withdraw a recorded veto).
 pub fn tokens_for(repo: &Repository, pull: &PullRequest) -> Result<Vec<RawToken>> {
+    Ok(ledger_view(repo, pull)?.0)
+}
+
+/// What the ledger says of a pull request: the tokens recorded for it (after those its comments
+/// carry), and whether it was merged or closed (the forge record cannot reopen it).
+pub fn ledger_view(repo: &Repository, pull: &PullRequest) -> Result<(Vec<RawToken>, bool)> {
     let mut tokens: Vec<RawToken> = pull
         .comments
         .iter()
         .flat_map(|c| RawToken::extract_all(&c.body))
         .collect();
+    let mut finished = false;
     if let Some(snap) = ledger::read(repo)? {
         for line in &snap.lines {
-            if let Ok(ledger::Entry {
-                event:
-                    Event::TokenRecorded {
-                        proposal,
-                        pull: n,
-                        token,
-                        ..
-                    },
-                ..
-            }) = ledger::Entry::parse(line)
-            {
-                if proposal == pull.proposal && n == pull.number {
+            let Ok(entry) = ledger::Entry::parse(line) else {
+                continue;
+            };
+            match entry.event {
+                Event::TokenRecorded {
+                    proposal,
+                    pull: n,
+                    token,
+                    ..
+                } if proposal == pull.proposal && n == pull.number => {
                     for t in RawToken::extract_all(&token) {
                         if !tokens.contains(&t) {
                             tokens.push(t);
                         }
                     }
                 }
+                Event::Merged(m) if m.proposal == pull.proposal && m.pull == pull.number => {
+                    finished = true
+                }
+                Event::Closed { proposal, .. } if proposal == pull.proposal => finished = true,
+                _ => {}
             }
         }
     }
-    Ok(tokens)
+    Ok((tokens, finished))
 }
 
 /// The ledger's Merkle root at each size a token names.

@@ -72,9 +72,22 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
         &opts.patch.display().to_string(),
         &branch,
     )?;
-    let number = ws.forge.next_number()?;
-    // Never reuse an id whose branch survived a crash.
-    let mut number = number;
+    // Never reuse an id: not one this clone's forge knows, not one the ledger (which travels
+    // between clones) recorded, not one whose branch survived a crash.
+    let in_ledger = match crate::audit::ledger::read(repo)? {
+        Some(snap) => snap
+            .lines
+            .iter()
+            .filter_map(|l| crate::audit::ledger::Entry::parse(l).ok())
+            .filter_map(|e| match e.event {
+                Event::ProposalOpened { pull, .. } => Some(pull),
+                _ => None,
+            })
+            .max()
+            .map_or(0, |n| n + 1),
+        None => 0,
+    };
+    let mut number = ws.forge.next_number()?.max(in_ledger);
     while repo
         .find_reference(&format!("refs/heads/atelier/proposals/{number}"))
         .is_ok()
