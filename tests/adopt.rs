@@ -223,6 +223,8 @@ fn the_demo_runs_the_whole_loop_and_says_where_it_is() {
         "E_BAD_SIGNATURE",
         "findings: none",
         "E_UNLEDGERED_COMMIT",
+        "became proposal 5",
+        "audit verify: 4 merges verified, findings: none",
         "The demo repository is",
     ] {
         assert!(
@@ -240,7 +242,13 @@ fn the_demo_runs_the_whole_loop_and_says_where_it_is() {
         .iter()
         .map(|p| p["state"].as_str().expect("state"))
         .collect();
-    assert_eq!(states, ["merged", "merged", "closed"]);
+    assert_eq!(states, ["merged", "merged", "closed", "merged", "merged"]);
+    assert!(
+        std::fs::read_to_string(repo.join("src/lib.rs"))
+            .expect("lib")
+            .contains("pub fn sub"),
+        "the swarm's change landed"
+    );
     env.atelier(&["demo", "--dir", dir.to_str().expect("utf8")])
         .code(2);
 }

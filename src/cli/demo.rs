@@ -314,6 +314,108 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         anyhow::bail!("demo: the bypassing commit was not flagged");
     }
 
+    n.step("The swarm: a plan run by an agent becomes a proposal like any other")?;
+    // The agent here is a shell script standing in for Claude Code, Codex or Aider, so the demo
+    // runs offline; it is a real program run the way any agent is.
+    let agent = base_dir.join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\n# A stand-in agent: reads its prompt, then does the task.\ncat > /dev/null\nprintf 'pub fn add(a: i32, b: i32) -> i32 {\\n    a + b\\n}\\n\\npub fn sub(a: i32, b: i32) -> i32 {\\n    a - b\\n}\\n' > src/lib.rs\n",
+    )?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755))?;
+    }
+    let config = format!(
+        "{}\n[roles.implementer]\nbackend = \"command\"\ncommand = [{}]\n",
+        std::fs::read_to_string(root.join("atelier.toml"))?,
+        toml::Value::String(agent.display().to_string())
+    );
+    let role = propose(
+        &ws,
+        &base_dir,
+        &[("atelier.toml", &config)],
+        "Add an implementer role",
+        "Let the swarm work on calc.",
+        now,
+    )?;
+    for who in ["alice", "bob"] {
+        workflow::approve(&ws, &role, SignWith::Key(keys.join(who)), &week, now)?;
+    }
+    match workflow::merge(&ws, &role, now)? {
+        MergeOutcome::Merged(m) => n.say(&format!(
+            "atelier.toml is constitutional, so configuring the agent took alice and bob: proposal {role} merged as {}",
+            m.commit
+        ))?,
+        MergeOutcome::Refused(e) => anyhow::bail!("demo: the role change was refused:\n{}", render(&e)),
+    }
+    let ws = Workspace::open(&root)?;
+    let plan_text = "[plan]\nid = \"calc-1\"\ntitle = \"Add sub\"\n\n[[task]]\nid = \"T1\"\ntitle = \"Add a sub function\"\nrole = \"implementer\"\ngoal = \"Add pub fn sub(a, b) returning a - b to src/lib.rs.\"\nfiles = [\"src/lib.rs\"]\n[task.contract]\ncriteria = [\"src/lib.rs defines pub fn sub returning a - b\"]\nchecks = [\"grep -q 'pub fn sub' src/lib.rs\"]\n";
+    let plan_path = base_dir.join("plan.toml");
+    std::fs::write(&plan_path, plan_text)?;
+    let clock = || now;
+    let summary = crate::swarm::runtime::run(
+        &ws,
+        crate::swarm::runtime::RunOptions {
+            plan_files: vec![(plan_path.display().to_string(), plan_text.to_string())],
+            max_parallel: None,
+            resume: None,
+        },
+        &clock,
+    )?;
+    if !summary.ok() {
+        anyhow::bail!(
+            "demo: the swarm run did not succeed: {:?} {:?}",
+            summary.failed,
+            summary.blocked
+        );
+    }
+    let proposed = crate::swarm::runtime::propose_run(&ws, &summary, now)?;
+    n.say(&format!(
+        "plan {} ran in a worktree (events: {}); the task passed its check, was integrated into {} and became proposal {}",
+        plan_path.display(),
+        summary.events,
+        summary.branch,
+        proposed.id
+    ))?;
+    let eval = workflow::gate(&ws, &proposed.id, now)?;
+    n.say(&format!(
+        "the gate treats it like any other change:\n\n{}",
+        render(&eval)
+    ))?;
+    workflow::approve(
+        &ws,
+        &proposed.id,
+        SignWith::Key(keys.join("alice")),
+        &week,
+        now,
+    )?;
+    match workflow::merge(&ws, &proposed.id, now)? {
+        MergeOutcome::Merged(m) => n.say(&format!("alice approved; merged as {}", m.commit))?,
+        MergeOutcome::Refused(e) => {
+            anyhow::bail!("demo: the swarm's proposal was refused:\n{}", render(&e))
+        }
+    }
+    let report =
+        crate::audit::history::verify(&ws.repo, &ws.config.forge.repository, ws.branch(), 2)?;
+    n.say(&format!(
+        "audit verify: {} merges verified, findings: {}",
+        report.merges_verified,
+        if report.findings.is_empty() {
+            "none".to_string()
+        } else {
+            report
+                .findings
+                .iter()
+                .map(|f| f.code)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    ))?;
+    if !report.findings.is_empty() {
+        anyhow::bail!("demo: audit verify found problems after the swarm's merge");
+    }
+
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "atelier".into());
