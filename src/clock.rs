@@ -30,3 +30,13 @@ pub fn now() -> anyhow::Result<(Timestamp, Source)> {
         }
     }
 }
+
+/// The real wall clock in unix seconds, never overridden: only for waits a server asks for
+/// (GitHub's `x-ratelimit-reset`), never for decisions.
+pub fn wall_seconds() -> u64 {
+    #[allow(clippy::disallowed_methods)]
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

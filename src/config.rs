@@ -156,6 +156,34 @@ pub struct ForgeConfig {
     /// The protected branch.
     #[serde(default = "default_branch")]
     pub branch: String,
+    /// GitHub only: the REST API's base URL (GitHub Enterprise or a test server may replace it).
+    #[serde(default = "default_api_url")]
+    pub api_url: String,
+    /// GitHub only: the git remote proposal branches are pushed to and fetched from.
+    #[serde(default = "default_remote")]
+    pub remote: String,
+    /// GitHub only: `manual` (someone runs `atelier merge --pr`) or `auto` (`atelier serve`
+    /// merges as soon as the gate passes).
+    #[serde(default = "default_merge")]
+    pub merge: String,
+}
+
+impl ForgeConfig {
+    /// The local forge's defaults (for `init`, which sets the repository and branch).
+    pub fn default_local() -> ForgeConfig {
+        ForgeConfig {
+            kind: default_kind(),
+            repository: String::new(),
+            branch: default_branch(),
+            api_url: default_api_url(),
+            remote: default_remote(),
+            merge: default_merge(),
+        }
+    }
+
+    pub fn is_github(&self) -> bool {
+        self.kind == "github"
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -180,8 +208,73 @@ fn default_kind() -> String {
 fn default_branch() -> String {
     "main".into()
 }
+fn default_api_url() -> String {
+    "https://api.github.com".into()
+}
+fn default_remote() -> String {
+    "origin".into()
+}
+fn default_merge() -> String {
+    "manual".into()
+}
+
+/// Environment variables that hold forge or webhook secrets: never passed to an agent.
+pub const SECRET_VARS: &[&str] = &[
+    "GITHUB_TOKEN",
+    "ATELIER_GITHUB_TOKEN",
+    "ATELIER_WEBHOOK_SECRET",
+];
 fn default_gate_key() -> PathBuf {
     PathBuf::from(".atelier/gate_key")
+}
+
+/// The `[forge]` table's values make sense together.
+fn check_forge(f: &ForgeConfig) -> Result<(), String> {
+    match f.kind.as_str() {
+        "local" => Ok(()),
+        "github" => {
+            let mut parts = f.repository.split('/');
+            let ok_part = |p: Option<&str>| {
+                p.is_some_and(|p| {
+                    !p.is_empty()
+                        && p != "."
+                        && p != ".."
+                        && p.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+                })
+            };
+            if !(ok_part(parts.next()) && ok_part(parts.next()) && parts.next().is_none()) {
+                return Err(format!(
+                    "[forge] repository = \"{}\": a GitHub repository is written `owner/name` (letters, digits, `-`, `_`, `.`)",
+                    f.repository
+                ));
+            }
+            if !(f.api_url.starts_with("https://") || f.api_url.starts_with("http://"))
+                || f.api_url.parse::<http::Uri>().is_err()
+            {
+                return Err(format!(
+                    "[forge] api_url = \"{}\": expected an http(s) URL such as https://api.github.com",
+                    f.api_url
+                ));
+            }
+            if f.remote.is_empty() || f.remote.starts_with('-') {
+                return Err(format!(
+                    "[forge] remote = \"{}\": name the git remote proposal branches are pushed to (usually `origin`)",
+                    f.remote
+                ));
+            }
+            if f.merge != "manual" && f.merge != "auto" {
+                return Err(format!(
+                    "[forge] merge = \"{}\": expected \"manual\" or \"auto\"",
+                    f.merge
+                ));
+            }
+            Ok(())
+        }
+        other => Err(format!(
+            "[forge] kind = \"{other}\" is unknown: use \"local\" (the default) or \"github\""
+        )),
+    }
 }
 
 /// A TOML string literal, escaped.
@@ -207,19 +300,11 @@ impl Config {
             path: path.display().to_string(),
             reason: e.to_string().trim_end().to_string(),
         })?;
-        if config.forge.kind != "local" {
-            return Err(ConfigError::Invalid {
-                path: path.display().to_string(),
-                reason: format!(
-                    "[forge] kind = \"{}\" is not available in this build: only \"local\" is implemented (the GitHub forge is not built yet)",
-                    config.forge.kind
-                ),
-            });
-        }
         let invalid = |reason: String| ConfigError::Invalid {
             path: path.display().to_string(),
             reason,
         };
+        check_forge(&config.forge).map_err(&invalid)?;
         for (field, v) in [
             ("conductor.nudge_after", &config.conductor.nudge_after),
             ("conductor.restart_after", &config.conductor.restart_after),
@@ -261,6 +346,14 @@ impl Config {
                 path: path.display().to_string(),
                 reason: format!("[roles.{name}] {reason}"),
             };
+            if let Some(secret) = role.env.iter().find(|v| {
+                SECRET_VARS.iter().any(|s| s.eq_ignore_ascii_case(v))
+                    || v.eq_ignore_ascii_case("GH_TOKEN")
+            }) {
+                return Err(bad(format!(
+                    "env: `{secret}` holds a forge or webhook secret, and agents never see those; remove it from the list"
+                )));
+            }
             match role.backend.as_str() {
                 "command" if role.command.as_ref().is_none_or(|c| c.is_empty()) => {
                     return Err(bad(
@@ -283,7 +376,7 @@ impl Config {
 
     pub fn render(&self) -> String {
         format!(
-            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n\n# Swarm roles route plan tasks to agents (see README, \"running plans\"), for example:\n# [roles.implementer]\n# backend = \"claude\"            # or \"codex\", \"aider\", or \"command\" with command = [\"prog\"]\n# env = [\"ANTHROPIC_API_KEY\"]   # passed through besides PATH, HOME, LANG\n",
+            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n# For GitHub (see docs/github.md): kind = \"github\", repository = \"owner/name\", and\n# api_url = \"https://api.github.com\", remote = \"origin\", merge = \"manual\" (or \"auto\").\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n\n# Swarm roles route plan tasks to agents (see README, \"running plans\"), for example:\n# [roles.implementer]\n# backend = \"claude\"            # or \"codex\", \"aider\", or \"command\" with command = [\"prog\"]\n# env = [\"ANTHROPIC_API_KEY\"]   # passed through besides PATH, HOME, LANG\n",
             quote(&self.forge.kind),
             quote(&self.forge.repository),
             quote(&self.forge.branch),

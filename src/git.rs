@@ -1,6 +1,7 @@
 //! The git edge: everything Atelier reads from or writes to a repository goes through git2 here
 //! (policy files at a commit, merge trees, changed paths, patch application, commits and the
-//! compare-and-swap that moves a branch).
+//! compare-and-swap that moves a branch). Talking to remotes is the exception: `git_cli` runs the
+//! user's own `git` (their credentials and configuration) for fetch, push and ls-remote.
 
 use std::path::Path;
 
@@ -512,4 +513,26 @@ fn put(
         }
     }
     Ok(builder.write()?)
+}
+
+/// Runs the user's own `git` in `root` (their credentials, their configuration) and returns its
+/// stdout; a failure carries git's stderr. Used only to fetch from and push to the forge's remote.
+pub fn git_cli(root: &Path, args: &[&str]) -> anyhow::Result<Vec<u8>> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // One at a time in this process: concurrent fetches into the same ref fail on git's locks.
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let out = std::process::Command::new("git")
+        .current_dir(root)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| anyhow::anyhow!("running git (is it installed and on PATH?): {e}"))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "`git {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(out.stdout)
 }

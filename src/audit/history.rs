@@ -273,6 +273,12 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             pull,
             proposer,
             ..
+        }
+        | Event::Submitted {
+            proposal,
+            pull,
+            proposer,
+            ..
         } => {
             index.proposers.insert((proposal, pull), proposer);
         }

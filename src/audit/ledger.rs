@@ -77,6 +77,21 @@ pub enum Event {
         proposal: String,
         reason: Option<String>,
     },
+    /// The proposal was opened on GitHub as pull request `pull` (tokens for it name that number).
+    Submitted {
+        proposal: String,
+        pull: u64,
+        url: String,
+        head: String,
+        proposer: Option<String>,
+    },
+    /// Something that must not happen did: a merge landed other than approved. Never cleared.
+    Alarm {
+        proposal: String,
+        pull: u64,
+        code: String,
+        detail: String,
+    },
 }
 
 impl Event {
@@ -87,7 +102,9 @@ impl Event {
             | Event::TokenRecorded { proposal, .. }
             | Event::GateDecision { proposal, .. }
             | Event::MergeAborted { proposal, .. }
-            | Event::Closed { proposal, .. } => Some(proposal),
+            | Event::Closed { proposal, .. }
+            | Event::Submitted { proposal, .. }
+            | Event::Alarm { proposal, .. } => Some(proposal),
             Event::MergeStarted(m) | Event::Merged(m) => Some(&m.proposal),
         }
     }

@@ -93,6 +93,8 @@ fn summary(e: &Event) -> String {
             "closed ({})",
             reason.as_deref().unwrap_or("no reason given")
         ),
+        Event::Submitted { pull, url, .. } => format!("submitted as pull request #{pull} ({url})"),
+        Event::Alarm { code, detail, .. } => format!("ALARM {code}: {detail}"),
     }
 }
 
@@ -106,6 +108,8 @@ fn kind(e: &Event) -> &'static str {
         Event::MergeAborted { .. } => "merge-aborted",
         Event::Merged(_) => "merged",
         Event::Closed { .. } => "closed",
+        Event::Submitted { .. } => "submitted",
+        Event::Alarm { .. } => "alarm",
     }
 }
 

@@ -10,9 +10,14 @@ use crate::governance::decision::Decision;
 use crate::workflow::{self, Evaluation, MergeOutcome, Workspace};
 
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["id", "pr"])))]
 pub struct GateArgs {
-    /// The proposal id.
-    id: String,
+    /// The proposal id (local forge).
+    id: Option<String>,
+    /// A GitHub pull request number ([forge] kind = "github"): evaluate it, set the
+    /// `atelier/governance` status and update the summary comment.
+    #[arg(long, value_name = "n", conflicts_with = "id")]
+    pr: Option<u64>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -88,7 +93,7 @@ pub(crate) fn render(eval: &Evaluation) -> String {
     t
 }
 
-fn print(eval: &Evaluation, as_json: bool) -> anyhow::Result<()> {
+pub(crate) fn print(eval: &Evaluation, as_json: bool) -> anyhow::Result<()> {
     if as_json {
         json(&GateJson {
             proposal: &eval.pull.proposal,
@@ -104,7 +109,11 @@ fn print(eval: &Evaluation, as_json: bool) -> anyhow::Result<()> {
 
 pub fn gate(dir: &Path, args: GateArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
-    let eval = workflow::gate(&ws, &args.id, now()?)?;
+    if let Some(n) = args.pr {
+        return super::github::gate(&ws, n, args.json);
+    }
+    let id = args.id.expect("clap requires an id or --pr");
+    let eval = workflow::gate(&ws, &id, now()?)?;
     print(&eval, args.json)?;
     Ok(if eval.decision.allowed {
         ExitCode::SUCCESS
@@ -114,9 +123,14 @@ pub fn gate(dir: &Path, args: GateArgs) -> anyhow::Result<ExitCode> {
 }
 
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["id", "pr"])))]
 pub struct MergeArgs {
-    /// The proposal id.
-    id: String,
+    /// The proposal id (local forge).
+    id: Option<String>,
+    /// A GitHub pull request number: re-run the gate, merge through the API with the approved
+    /// head as precondition, check what landed, record it and push the ledger.
+    #[arg(long, value_name = "n", conflicts_with = "id")]
+    pr: Option<u64>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -124,12 +138,16 @@ pub struct MergeArgs {
 
 pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
-    match workflow::merge(&ws, &args.id, now()?)? {
+    if let Some(n) = args.pr {
+        return super::github::merge(&ws, n, args.json);
+    }
+    let args_id = args.id.expect("clap requires an id or --pr");
+    match workflow::merge(&ws, &args_id, now()?)? {
         MergeOutcome::Refused(eval) => {
             print(&eval, args.json)?;
             eprintln!(
                 "refused: proposal {} was not merged (the gate is not satisfied)",
-                args.id
+                args_id
             );
             Ok(ExitCode::from(1))
         }

@@ -6,10 +6,12 @@ mod approve;
 mod audit;
 mod demo;
 mod gate;
+mod github;
 mod init;
 mod plan;
 mod propose;
 mod run;
+mod serve;
 mod show;
 
 use std::io::Write;
@@ -54,6 +56,10 @@ enum Command {
     Merge(gate::MergeArgs),
     /// Close a proposal without merging.
     Close(gate::CloseArgs),
+    /// GitHub: push a proposal's branch and open (or update) its pull request.
+    Submit(github::SubmitArgs),
+    /// GitHub: receive webhook deliveries and run the gate on the pull requests they name.
+    Serve(github::ServeArgs),
     /// Read and verify the proposal history.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
@@ -113,6 +119,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gate(a) => gate::gate(&dir, a),
         Command::Merge(a) => gate::merge(&dir, a),
         Command::Close(a) => gate::close(&dir, a),
+        Command::Submit(a) => github::submit(&dir, a),
+        Command::Serve(a) => github::serve(&dir, a),
         Command::Audit(a) => audit::audit(&dir, a),
         Command::Plan(a) => plan::plan(&dir, a),
         Command::Run(a) => run::run(&dir, a),

@@ -2,6 +2,7 @@
 //! operation that lands an approved change. The local forge (git only, no network) is the
 //! embedded default; a GitHub forge will implement the same trait.
 
+pub mod github;
 pub mod local;
 
 use serde::{Deserialize, Serialize};

@@ -47,6 +47,17 @@ pub fn payload_for(
         ));
     }
     let eval = super::evaluate(ws, pull, now)?;
+    payload_from(ws, &eval, opts, now)
+}
+
+/// The payload for an evaluated change: what the gate would check a token against now.
+pub fn payload_from(
+    ws: &Workspace,
+    eval: &super::Evaluation,
+    opts: &ApproveOptions,
+    now: Timestamp,
+) -> Result<Payload> {
+    let id = &eval.change.proposal;
     let merge_tree = eval.merge_tree.ok_or_else(|| {
         refuse(
             "E_MERGE_CONFLICT",
@@ -71,14 +82,15 @@ pub fn payload_for(
     };
     let mut nonce = [0u8; 16];
     rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
+    let change = eval.change.clone();
     Ok(Payload {
-        repository: eval.change.repository,
-        proposal: eval.change.proposal,
-        pull: eval.change.pull,
-        base: eval.change.base,
-        head: eval.change.head,
+        repository: change.repository,
+        proposal: change.proposal,
+        pull: change.pull,
+        base: change.base,
+        head: change.head,
         merge_tree: merge_tree.to_string(),
-        policy: eval.change.policy_digest,
+        policy: change.policy_digest,
         decision: opts.decision,
         issued: now,
         expires: now + opts.expires_in,

@@ -65,6 +65,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
             kind: "local".into(),
             repository: repository.unwrap_or_else(|| format!("local/{name}")),
             branch: branch.unwrap_or_else(|| "main".into()),
+            ..ForgeConfig::default_local()
         },
         gate: GateConfig::default(),
         roles: Default::default(),

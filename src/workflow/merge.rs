@@ -69,7 +69,7 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
     let tree_id = eval
         .merge_tree
         .expect("an allowed decision always has a merge tree");
-    let clean_checkout = protected_checkout_is_clean(ws, tree_id)?;
+    let clean_checkout = checkout_is_clean(ws, tree_id)?;
     let sig = git::signature(repo, now)?;
     let message = merge_message(&eval);
     debug_assert!(token::RawToken::extract_all(&message).len() == eval.decision.approvers.len());
@@ -163,7 +163,7 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
 /// `None` when the protected branch is not checked out; otherwise whether its files can be
 /// brought up to `merged_tree` without losing anything: no tracked file is modified and no
 /// untracked file sits where the merge adds one.
-fn protected_checkout_is_clean(ws: &Workspace, merged_tree: Oid) -> Result<Option<bool>> {
+pub(super) fn checkout_is_clean(ws: &Workspace, merged_tree: Oid) -> Result<Option<bool>> {
     let repo = &ws.repo;
     let head = match repo.head() {
         Ok(h) => h,

@@ -3,12 +3,14 @@
 //! the pure gate in `governance`, and records every step in the ledger. It never prints.
 
 mod approve;
+pub mod github;
 mod init;
-mod merge;
+pub(crate) mod merge;
 mod propose;
 
 pub use approve::{
-    approve, payload_for, record_signature, record_token_file, ApproveOptions, Approved, SignWith,
+    approve, payload_for, payload_from, record_signature, record_token_file, ApproveOptions,
+    Approved, SignWith,
 };
 pub use init::{init, keygen, InitReport, KeygenReport};
 pub use merge::{close, merge, merge_message, MergeOutcome, Merged};
@@ -205,6 +207,19 @@ pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Eva
     let base = git::branch_tip(repo, &pull.base_branch)?;
     let head = git::branch_tip(repo, &pull.head_branch)
         .with_context(|| format!("the proposal branch {} is gone", pull.head_branch))?;
+    evaluate_at(ws, pull, base, head, now)
+}
+
+/// Runs the gate on `pull` as the merge of `head` into `base`, whichever forge they came from.
+/// Records nothing.
+pub fn evaluate_at(
+    ws: &Workspace,
+    pull: PullRequest,
+    base: Oid,
+    head: Oid,
+    now: Timestamp,
+) -> Result<Evaluation> {
+    let repo = &ws.repo;
     let base_tree = repo.find_commit(base)?.tree()?;
     let merge = git::merge_tree(repo, base, head)?;
     let (changed, new_policy) = match &merge {

@@ -1,0 +1,451 @@
+//! `atelier serve`: GitHub's webhook deliveries trigger the same stateless gate as `gate --pr`.
+//!
+//! A delivery counts only with a valid `X-Hub-Signature-256` (HMAC-SHA256 of the body under
+//! `ATELIER_WEBHOOK_SECRET`); anything else is answered 401 and nothing is done. A delivery id
+//! seen before is ignored. Evaluations run on worker threads, one per pull request at a time; a
+//! burst of events for one pull request while it is being evaluated coalesces into one more run.
+//! Nothing a delivery says is trusted beyond "look at pull request n again": the gate re-reads
+//! everything from GitHub and git, so a missed or repeated delivery is harmless.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use hmac::{Hmac, Mac};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use octocrab::models::StatusState;
+use serde_json::Value;
+
+use crate::forge::github::GitHub;
+use crate::workflow::github::{self as gh_flow, STATUS_CONTEXT};
+use crate::workflow::Workspace;
+
+/// Where the webhook secret comes from.
+pub const SECRET_VAR: &str = "ATELIER_WEBHOOK_SECRET";
+/// GitHub caps payloads at 25 MB.
+const MAX_BODY: usize = 25 * 1024 * 1024;
+/// Delivery ids remembered for de-duplication.
+const REMEMBERED: usize = 10_000;
+
+/// What a delivery asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Work {
+    /// Evaluate pull request `n`; first mark `pending` on this head, if given.
+    Gate {
+        pull: u64,
+        pending_on: Option<String>,
+    },
+    /// The protected branch moved: evaluate every open proposal pull request.
+    RegateAll,
+    Nothing(&'static str),
+}
+
+/// Reads a verified delivery: which event, for which pull request.
+pub fn route(event: &str, payload: &Value, repository: &str, branch: &str) -> Work {
+    let full_name = payload["repository"]["full_name"].as_str().unwrap_or("");
+    if event == "ping" {
+        return Work::Nothing("pong");
+    }
+    if !full_name.eq_ignore_ascii_case(repository) {
+        return Work::Nothing("not this repository");
+    }
+    let action = payload["action"].as_str().unwrap_or("");
+    match event {
+        "pull_request" => match action {
+            "opened" | "synchronize" | "reopened" => {
+                match payload["pull_request"]["number"].as_u64() {
+                    Some(n) => Work::Gate {
+                        pull: n,
+                        pending_on: payload["pull_request"]["head"]["sha"]
+                            .as_str()
+                            .map(str::to_string),
+                    },
+                    None => Work::Nothing("no pull request number"),
+                }
+            }
+            "edited" => match payload["pull_request"]["number"].as_u64() {
+                // A retargeted base changes what merges.
+                Some(n) => Work::Gate {
+                    pull: n,
+                    pending_on: None,
+                },
+                None => Work::Nothing("no pull request number"),
+            },
+            _ => Work::Nothing("pull_request action not relevant"),
+        },
+        "issue_comment" => {
+            if payload["issue"]["pull_request"].is_null() {
+                return Work::Nothing("comment on an issue, not a pull request");
+            }
+            match (action, payload["issue"]["number"].as_u64()) {
+                ("created" | "edited" | "deleted", Some(n)) => Work::Gate {
+                    pull: n,
+                    pending_on: None,
+                },
+                _ => Work::Nothing("issue_comment action not relevant"),
+            }
+        }
+        "pull_request_review" => match payload["pull_request"]["number"].as_u64() {
+            Some(n) => Work::Gate {
+                pull: n,
+                pending_on: None,
+            },
+            None => Work::Nothing("no pull request number"),
+        },
+        "push" => {
+            if payload["ref"].as_str() == Some(&format!("refs/heads/{branch}")) {
+                Work::RegateAll
+            } else {
+                Work::Nothing("push to another branch")
+            }
+        }
+        _ => Work::Nothing("event not handled"),
+    }
+}
+
+/// Checks `X-Hub-Signature-256: sha256=<hex>` in constant time.
+pub fn signature_ok(secret: &[u8], body: &[u8], header: Option<&str>) -> bool {
+    let Some(sig) = header
+        .and_then(|h| h.strip_prefix("sha256="))
+        .and_then(|h| hex::decode(h.trim()).ok())
+    else {
+        return false;
+    };
+    let Ok(mut mac) = Hmac::<sha2::Sha256>::new_from_slice(secret) else {
+        return false;
+    };
+    mac.update(body);
+    mac.verify_slice(&sig).is_ok()
+}
+
+#[derive(Default)]
+struct PullQueue {
+    running: bool,
+    dirty: bool,
+    pending_on: Option<String>,
+}
+
+struct Shared {
+    root: PathBuf,
+    secret: Vec<u8>,
+    repository: String,
+    branch: String,
+    auto_merge: bool,
+    seen: Mutex<(HashSet<String>, VecDeque<String>)>,
+    queue: Mutex<HashMap<u64, PullQueue>>,
+}
+
+impl Shared {
+    /// True the first time a delivery id is seen.
+    fn first_time(&self, id: &str) -> bool {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.0.contains(id) {
+            return false;
+        }
+        seen.0.insert(id.to_string());
+        seen.1.push_back(id.to_string());
+        if seen.1.len() > REMEMBERED {
+            if let Some(old) = seen.1.pop_front() {
+                seen.0.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// Queues an evaluation of pull request `n`: starts a worker, or marks the running one to
+    /// go again when it finishes (so a burst becomes one more evaluation).
+    fn schedule(self: &Arc<Self>, n: u64, pending_on: Option<String>) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = q.entry(n).or_default();
+        if pending_on.is_some() {
+            entry.pending_on = pending_on;
+        }
+        if entry.running {
+            entry.dirty = true;
+            return;
+        }
+        entry.running = true;
+        let me = self.clone();
+        std::thread::spawn(move || me.work(n));
+    }
+
+    fn work(self: Arc<Self>, n: u64) {
+        loop {
+            let pending = {
+                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                let e = q.entry(n).or_default();
+                e.dirty = false;
+                e.pending_on.take()
+            };
+            if let Err(e) = self.evaluate(n, pending) {
+                eprintln!("pull request #{n}: {e:#}");
+            }
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            let again = q.get(&n).is_some_and(|e| e.dirty);
+            if !again {
+                q.remove(&n);
+                return;
+            }
+        }
+    }
+
+    fn evaluate(&self, n: u64, pending_on: Option<String>) -> Result<()> {
+        let ws = Workspace::open(&self.root)?;
+        let gh = GitHub::connect(&ws.config.forge, true)?;
+        if let Some(sha) = pending_on {
+            gh.set_status(&sha, StatusState::Pending, "evaluating…", STATUS_CONTEXT)?;
+        }
+        let now = crate::clock::now()?.0;
+        let run = gh_flow::gate_pr(&ws, &gh, n, now, true)?;
+        eprintln!("pull request #{n}: {:?} — {}", run.state, run.description);
+        if self.auto_merge && run.eval.decision.allowed {
+            match gh_flow::merge_pr(&ws, &gh, n, crate::clock::now()?.0)? {
+                gh_flow::PrMerge::Merged { commit, .. } => {
+                    eprintln!("pull request #{n}: merged as {commit}")
+                }
+                gh_flow::PrMerge::Refused(_) => {
+                    eprintln!("pull request #{n}: not merged, the gate refused at merge time")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn regate_all(self: &Arc<Self>) -> Result<()> {
+        let ws = Workspace::open(&self.root)?;
+        let gh = GitHub::connect(&ws.config.forge, true)?;
+        for n in gh_flow::open_proposal_pulls(&gh)? {
+            self.schedule(n, None);
+        }
+        Ok(())
+    }
+}
+
+fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(format!("{text}\n"))));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+    if req.method() == Method::GET && req.uri().path() == "/healthz" {
+        return Ok(reply(StatusCode::OK, "ok"));
+    }
+    if req.method() != Method::POST {
+        return Ok(reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "POST webhook deliveries here",
+        ));
+    }
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let signature = header("x-hub-signature-256");
+    let event = header("x-github-event").unwrap_or_default();
+    let delivery = header("x-github-delivery").unwrap_or_default();
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return Ok(reply(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body too large or unreadable",
+            ))
+        }
+    };
+    if !signature_ok(&shared.secret, &body, signature.as_deref()) {
+        eprintln!("delivery {delivery:?} refused: missing or wrong X-Hub-Signature-256");
+        return Ok(reply(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong X-Hub-Signature-256",
+        ));
+    }
+    if delivery.is_empty() {
+        return Ok(reply(StatusCode::BAD_REQUEST, "missing X-GitHub-Delivery"));
+    }
+    let payload: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Ok(reply(
+                StatusCode::BAD_REQUEST,
+                &format!("body is not JSON: {e}"),
+            ))
+        }
+    };
+    if !shared.first_time(&delivery) {
+        eprintln!("delivery {delivery}: a replay, ignored");
+        return Ok(reply(StatusCode::OK, "duplicate delivery ignored"));
+    }
+    let work = route(&event, &payload, &shared.repository, &shared.branch);
+    eprintln!("delivery {delivery}: {event} → {work:?}");
+    Ok(match work {
+        Work::Gate { pull, pending_on } => {
+            shared.schedule(pull, pending_on);
+            reply(
+                StatusCode::ACCEPTED,
+                &format!("evaluating pull request #{pull}"),
+            )
+        }
+        Work::RegateAll => {
+            let s = shared.clone();
+            std::thread::spawn(move || {
+                if let Err(e) = s.regate_all() {
+                    eprintln!("re-evaluating open proposals after a push: {e:#}");
+                }
+            });
+            reply(StatusCode::ACCEPTED, "re-evaluating every open proposal")
+        }
+        Work::Nothing("pong") => reply(StatusCode::OK, "pong"),
+        Work::Nothing(why) => reply(StatusCode::ACCEPTED, &format!("ignored: {why}")),
+    })
+}
+
+/// Serves until interrupted (Ctrl-C or SIGTERM).
+pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>) -> Result<()> {
+    let ws = Workspace::open(&root)?;
+    let shared = Arc::new(Shared {
+        repository: ws.config.forge.repository.clone(),
+        branch: ws.config.forge.branch.clone(),
+        auto_merge: ws.config.forge.merge == "auto",
+        root,
+        secret,
+        seen: Mutex::new((HashSet::new(), VecDeque::new())),
+        queue: Mutex::new(HashMap::new()),
+    });
+    drop(ws);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the server runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listening on {addr}"))?;
+        let local = listener.local_addr()?;
+        super::out(&format!("listening on http://{local}\n"))?;
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (stream, _) = match accepted {
+                        Ok(a) => a,
+                        Err(e) => { eprintln!("accept: {e}"); continue; }
+                    };
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        let io = hyper_util::rt::TokioIo::new(stream);
+                        let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+                        if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(io, svc).await {
+                            eprintln!("connection: {e}");
+                        }
+                    });
+                }
+                _ = tokio::signal::ctrl_c() => break,
+                _ = term.recv() => break,
+            }
+        }
+        eprintln!("stopped");
+        Ok::<_, anyhow::Error>(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_test_vector() {
+        // From GitHub's "Validating webhook deliveries".
+        let secret = b"It's a Secret to Everybody";
+        let body = b"Hello, World!";
+        let good = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+        assert!(signature_ok(secret, body, Some(good)));
+        assert!(!signature_ok(secret, b"Hello, World?", Some(good)));
+        assert!(!signature_ok(b"other", body, Some(good)));
+        assert!(!signature_ok(secret, body, None));
+        assert!(!signature_ok(
+            secret,
+            body,
+            Some(&good.replace("sha256=", "sha1="))
+        ));
+        assert!(!signature_ok(secret, body, Some("sha256=zz")));
+    }
+
+    #[test]
+    fn routes_events() {
+        let repo = serde_json::json!({"full_name": "o/r"});
+        let cases = [
+            ("ping", serde_json::json!({}), Work::Nothing("pong")),
+            (
+                "pull_request",
+                serde_json::json!({"action": "synchronize", "repository": repo, "pull_request": {"number": 4, "head": {"sha": "abc"}}}),
+                Work::Gate {
+                    pull: 4,
+                    pending_on: Some("abc".into()),
+                },
+            ),
+            (
+                "pull_request",
+                serde_json::json!({"action": "closed", "repository": repo, "pull_request": {"number": 4}}),
+                Work::Nothing("pull_request action not relevant"),
+            ),
+            (
+                "issue_comment",
+                serde_json::json!({"action": "deleted", "repository": repo, "issue": {"number": 5, "pull_request": {}}}),
+                Work::Gate {
+                    pull: 5,
+                    pending_on: None,
+                },
+            ),
+            (
+                "issue_comment",
+                serde_json::json!({"action": "created", "repository": repo, "issue": {"number": 5}}),
+                Work::Nothing("comment on an issue, not a pull request"),
+            ),
+            (
+                "pull_request_review",
+                serde_json::json!({"action": "submitted", "repository": repo, "pull_request": {"number": 6}}),
+                Work::Gate {
+                    pull: 6,
+                    pending_on: None,
+                },
+            ),
+            (
+                "push",
+                serde_json::json!({"ref": "refs/heads/main", "repository": repo}),
+                Work::RegateAll,
+            ),
+            (
+                "push",
+                serde_json::json!({"ref": "refs/heads/x", "repository": repo}),
+                Work::Nothing("push to another branch"),
+            ),
+            (
+                "push",
+                serde_json::json!({"ref": "refs/heads/main", "repository": {"full_name": "evil/r"}}),
+                Work::Nothing("not this repository"),
+            ),
+        ];
+        for (event, payload, want) in cases {
+            assert_eq!(
+                route(event, &payload, "o/r", "main"),
+                want,
+                "{event} {payload}"
+            );
+        }
+    }
+}

@@ -1,0 +1,635 @@
+//! GitHub's REST API through octocrab: the calls the GitHub forge makes, each with what it is for
+//! and the permission it needs, so a refusal names both. Retries (5xx, secondary rate limits)
+//! are bounded and decided here, once; every answer is read into octocrab's models.
+//!
+//! The token comes from `ATELIER_GITHUB_TOKEN` or `GITHUB_TOKEN`, lives only inside octocrab
+//! (a `SecretString`), and is never printed. Nothing here decides whether a change may merge.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use http::{HeaderMap, Method, StatusCode};
+use http_body_util::BodyExt;
+use octocrab::models::issues::Comment as GhComment;
+use octocrab::models::pulls::{PullRequest as GhPull, Review};
+use octocrab::models::{CombinedStatus, Status, StatusState};
+use octocrab::Octocrab;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::config::ForgeConfig;
+
+/// Where the token is read from, in order.
+pub const TOKEN_VARS: [&str; 2] = ["ATELIER_GITHUB_TOKEN", "GITHUB_TOKEN"];
+/// Tests shorten the backoff with this (milliseconds of the first wait).
+pub const BACKOFF_VAR: &str = "ATELIER_GITHUB_BACKOFF_MS";
+/// The longest wait a rate limit may ask for before we give up instead.
+const MAX_WAIT: Duration = Duration::from_secs(60);
+const ATTEMPTS: u32 = 5;
+const MAX_PAGES: usize = 200;
+
+/// A GitHub repository through the REST API. Blocking: each call runs on a private
+/// current-thread runtime, so the sync workflow and `serve`'s worker threads can share it.
+pub struct GitHub {
+    rt: tokio::runtime::Runtime,
+    octo: Octocrab,
+    pub owner: String,
+    pub name: String,
+    api_url: String,
+    has_token: bool,
+    backoff: Duration,
+}
+
+/// One request, with the words an error needs.
+struct Call<'a> {
+    method: Method,
+    path: String,
+    body: Option<Value>,
+    /// What the call does, for messages: "read pull request #3".
+    what: &'a str,
+    /// The fine-grained permission it needs: "Pull requests: read".
+    permission: &'static str,
+}
+
+/// An answer: status, headers, body text.
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    /// GitHub's `message` field, if the body has one.
+    pub fn message(&self) -> String {
+        let v: Value = serde_json::from_str(&self.body).unwrap_or(Value::Null);
+        let mut msg = v["message"].as_str().unwrap_or("").to_string();
+        if let Some(errors) = v["errors"].as_array() {
+            for e in errors {
+                let detail = e["message"]
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| e.to_string());
+                msg.push_str(&format!("; {detail}"));
+            }
+        }
+        if msg.is_empty() {
+            msg = self.body.chars().take(200).collect();
+        }
+        msg
+    }
+}
+
+impl std::fmt::Debug for GitHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitHub")
+            .field("repository", &format!("{}/{}", self.owner, self.name))
+            .field("api_url", &self.api_url)
+            .field("token", &if self.has_token { "[set]" } else { "[none]" })
+            .finish()
+    }
+}
+
+/// The token from the environment, if one is set (empty values do not count).
+pub fn token_from_env() -> Option<String> {
+    TOKEN_VARS
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|t| !t.trim().is_empty()))
+}
+
+impl GitHub {
+    /// Connects to the configured repository. `need_token`: refuse to start without one.
+    pub fn connect(forge: &ForgeConfig, need_token: bool) -> Result<GitHub> {
+        if !forge.is_github() {
+            bail!(
+                "this command needs [forge] kind = \"github\" in atelier.toml (it is \"{}\"); see docs/github.md",
+                forge.kind
+            );
+        }
+        let (owner, name) = forge
+            .repository
+            .split_once('/')
+            .context("[forge] repository must be `owner/name`")?;
+        let token = token_from_env();
+        if need_token && token.is_none() {
+            bail!(
+                "no GitHub token: set GITHUB_TOKEN (or ATELIER_GITHUB_TOKEN) to a token that may act on {} (docs/github.md lists the permissions)",
+                forge.repository
+            );
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the HTTP runtime")?;
+        let has_token = token.is_some();
+        let octo = {
+            let _guard = rt.enter();
+            let mut b = octocrab::OctocrabBuilder::new()
+                .base_uri(forge.api_url.as_str())
+                .with_context(|| format!("[forge] api_url = \"{}\" is not a URL", forge.api_url))?
+                .set_connect_timeout(Some(Duration::from_secs(15)))
+                .set_read_timeout(Some(Duration::from_secs(60)));
+            if let Some(t) = token {
+                b = b.personal_token(t);
+            }
+            b.build().context("building the GitHub client")?
+        };
+        let backoff = std::env::var(BACKOFF_VAR)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::from_millis(1000));
+        Ok(GitHub {
+            rt,
+            octo,
+            owner: owner.to_string(),
+            name: name.to_string(),
+            api_url: forge.api_url.trim_end_matches('/').to_string(),
+            has_token,
+            backoff,
+        })
+    }
+
+    pub fn repository(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+
+    fn repo_path(&self, rest: &str) -> String {
+        format!("/repos/{}/{}{rest}", self.owner, self.name)
+    }
+
+    fn once(&self, call: &Call) -> Result<Reply, String> {
+        self.rt.block_on(async {
+            let path = call.path.as_str();
+            let resp = match call.method {
+                Method::GET => self.octo._get(path).await,
+                Method::POST => self.octo._post(path, call.body.as_ref()).await,
+                Method::PATCH => self.octo._patch(path, call.body.as_ref()).await,
+                Method::PUT => self.octo._put(path, call.body.as_ref()).await,
+                Method::DELETE => self.octo._delete(path, call.body.as_ref()).await,
+                _ => unreachable!("only the methods above are used"),
+            }
+            .map_err(|e| format!("could not reach {}: {e}", self.api_url))?;
+            let status = resp.status();
+            let headers = resp.headers().clone();
+            let bytes = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| format!("reading GitHub's answer: {e}"))?
+                .to_bytes();
+            Ok(Reply {
+                status,
+                headers,
+                body: String::from_utf8_lossy(&bytes).into_owned(),
+            })
+        })
+    }
+
+    /// Sends a call, retrying server errors, secondary rate limits and dropped connections with
+    /// bounded exponential backoff. Answers 2xx, and 4xx other than 401/403/404, are returned for
+    /// the caller to read; those three become errors that name the token, permission or object.
+    fn send(&self, call: Call) -> Result<Reply> {
+        let mut last = String::new();
+        for attempt in 0..ATTEMPTS {
+            let wait = match self.once(&call) {
+                Err(e) => {
+                    last = e;
+                    self.backoff * 2u32.pow(attempt)
+                }
+                Ok(r) => match classify(&r) {
+                    Verdict::Done => return Ok(r),
+                    Verdict::Fail => return Err(self.failure(&call, &r)),
+                    Verdict::Retry(asked) => {
+                        last = format!("{} {}", r.status.as_u16(), r.message());
+                        let wait = asked.unwrap_or(self.backoff * 2u32.pow(attempt));
+                        if wait > MAX_WAIT {
+                            bail!(
+                                "GitHub's rate limit asks to wait {}s before trying to {} again ({last}); try again later",
+                                wait.as_secs(),
+                                call.what
+                            );
+                        }
+                        wait
+                    }
+                },
+            };
+            if attempt + 1 < ATTEMPTS {
+                std::thread::sleep(wait);
+            }
+        }
+        bail!(
+            "GitHub did not answer successfully after {ATTEMPTS} attempts to {} ({last}); nothing more was tried — run the command again later",
+            call.what
+        )
+    }
+
+    fn failure(&self, call: &Call, r: &Reply) -> anyhow::Error {
+        let msg = r.message();
+        match r.status.as_u16() {
+            401 if !self.has_token => anyhow!(
+                "GitHub needs a token to {} (401 {msg}): set GITHUB_TOKEN or ATELIER_GITHUB_TOKEN",
+                call.what
+            ),
+            401 => anyhow!(
+                "GitHub rejected the token (401 {msg}) while trying to {}: set GITHUB_TOKEN or ATELIER_GITHUB_TOKEN to a valid, unexpired token",
+                call.what
+            ),
+            403 => {
+                let accepted = r
+                    .headers
+                    .get("x-accepted-github-permissions")
+                    .and_then(|v| v.to_str().ok())
+                    .map(|v| format!(" (GitHub accepts: {v})"))
+                    .unwrap_or_default();
+                anyhow!(
+                    "GitHub refused to {} (403 {msg}): the token needs the `{}` permission on {}{accepted}",
+                    call.what,
+                    call.permission,
+                    self.repository()
+                )
+            }
+            _ => anyhow!(
+                "GitHub could not find what is needed to {} (404 {msg}): check `repository = \"{}\"` in atelier.toml, the pull request number, and that the token can read the repository",
+                call.what,
+                self.repository()
+            ),
+        }
+    }
+
+    fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T> {
+        let what = call.what.to_string();
+        let r = self.send(call)?;
+        read(&r, &what)
+    }
+
+    /// Every page of a list, following `Link: <…>; rel="next"`.
+    fn all_pages<T: DeserializeOwned>(
+        &self,
+        first: String,
+        what: &str,
+        permission: &'static str,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        let mut next = Some(first);
+        let mut pages = 0;
+        while let Some(path) = next.take() {
+            pages += 1;
+            if pages > MAX_PAGES {
+                bail!(
+                    "more than {MAX_PAGES} pages while trying to {what}; refusing to read further"
+                );
+            }
+            let r = self.send(Call {
+                method: Method::GET,
+                path,
+                body: None,
+                what,
+                permission,
+            })?;
+            let mut items: Vec<T> = read(&r, what)?;
+            out.append(&mut items);
+            if let Some(url) = next_link(&r.headers) {
+                next = Some(self.relative(&url).with_context(|| {
+                    format!("GitHub's next page while trying to {what} points elsewhere: {url}")
+                })?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A URL on this API as a path (octocrab sends the token only with relative requests).
+    fn relative(&self, url: &str) -> Option<String> {
+        let rest = url.strip_prefix(&self.api_url)?;
+        rest.starts_with('/').then(|| rest.to_string())
+    }
+
+    pub fn pull(&self, n: u64) -> Result<GhPull> {
+        self.json(Call {
+            method: Method::GET,
+            path: self.repo_path(&format!("/pulls/{n}")),
+            body: None,
+            what: &format!("read pull request #{n}"),
+            permission: "Pull requests: read",
+        })
+    }
+
+    /// Open pull requests (all pages).
+    pub fn open_pulls(&self) -> Result<Vec<GhPull>> {
+        self.all_pages(
+            self.repo_path("/pulls?state=open&per_page=100"),
+            "list open pull requests",
+            "Pull requests: read",
+        )
+    }
+
+    /// Pull requests from `branch` of this repository, in any state, newest first.
+    pub fn pulls_from(&self, branch: &str) -> Result<Vec<GhPull>> {
+        let head = format!("{}:{branch}", self.owner);
+        self.all_pages(
+            self.repo_path(&format!(
+                "/pulls?state=all&per_page=100&head={}",
+                percent(&head)
+            )),
+            &format!("find pull requests from {branch}"),
+            "Pull requests: read",
+        )
+    }
+
+    pub fn create_pull(&self, title: &str, head: &str, base: &str, body: &str) -> Result<GhPull> {
+        self.json(Call {
+            method: Method::POST,
+            path: self.repo_path("/pulls"),
+            body: Some(json!({"title": title, "head": head, "base": base, "body": body})),
+            what: &format!("open a pull request from {head} into {base}"),
+            permission: "Pull requests: write",
+        })
+    }
+
+    pub fn update_pull(&self, n: u64, title: &str, body: &str) -> Result<GhPull> {
+        self.json(Call {
+            method: Method::PATCH,
+            path: self.repo_path(&format!("/pulls/{n}")),
+            body: Some(json!({"title": title, "body": body})),
+            what: &format!("update pull request #{n}"),
+            permission: "Pull requests: write",
+        })
+    }
+
+    pub fn add_label(&self, n: u64, label: &str) -> Result<()> {
+        let _: Vec<Value> = self.json(Call {
+            method: Method::POST,
+            path: self.repo_path(&format!("/issues/{n}/labels")),
+            body: Some(json!({ "labels": [label] })),
+            what: &format!("label pull request #{n} `{label}`"),
+            permission: "Pull requests: write",
+        })?;
+        Ok(())
+    }
+
+    /// Every comment on a pull request (all pages), oldest first.
+    pub fn comments(&self, n: u64) -> Result<Vec<GhComment>> {
+        self.all_pages(
+            self.repo_path(&format!("/issues/{n}/comments?per_page=100")),
+            &format!("read the comments of pull request #{n}"),
+            "Pull requests: read",
+        )
+    }
+
+    /// Every review of a pull request (all pages).
+    pub fn reviews(&self, n: u64) -> Result<Vec<Review>> {
+        self.all_pages(
+            self.repo_path(&format!("/pulls/{n}/reviews?per_page=100")),
+            &format!("read the reviews of pull request #{n}"),
+            "Pull requests: read",
+        )
+    }
+
+    pub fn post_comment(&self, n: u64, body: &str) -> Result<GhComment> {
+        self.json(Call {
+            method: Method::POST,
+            path: self.repo_path(&format!("/issues/{n}/comments")),
+            body: Some(json!({ "body": body })),
+            what: &format!("comment on pull request #{n}"),
+            permission: "Pull requests: write",
+        })
+    }
+
+    /// Edits a comment; `Ok(None)` when GitHub will not let this token edit it (not ours).
+    pub fn edit_comment(&self, id: u64, body: &str) -> Result<Option<GhComment>> {
+        let what = format!("edit comment {id}");
+        let call = Call {
+            method: Method::PATCH,
+            path: self.repo_path(&format!("/issues/comments/{id}")),
+            body: Some(json!({ "body": body })),
+            what: &what,
+            permission: "Pull requests: write",
+        };
+        // Not ours (403) or gone (404): the caller posts a new comment instead.
+        match self.once(&call) {
+            Ok(r) if r.status == StatusCode::FORBIDDEN || r.status == StatusCode::NOT_FOUND => {
+                Ok(None)
+            }
+            _ => Ok(Some(self.json(call)?)),
+        }
+    }
+
+    pub fn set_status(
+        &self,
+        sha: &str,
+        state: StatusState,
+        description: &str,
+        context: &str,
+    ) -> Result<Status> {
+        let state = match state {
+            StatusState::Success => "success",
+            StatusState::Failure => "failure",
+            StatusState::Error => "error",
+            _ => "pending",
+        };
+        self.json(Call {
+            method: Method::POST,
+            path: self.repo_path(&format!("/statuses/{sha}")),
+            body: Some(json!({"state": state, "description": description, "context": context})),
+            what: &format!("set the `{context}` status on {sha}"),
+            permission: "Commit statuses: write",
+        })
+    }
+
+    pub fn combined_status(&self, reference: &str) -> Result<CombinedStatus> {
+        self.json(Call {
+            method: Method::GET,
+            path: self.repo_path(&format!("/commits/{reference}/status")),
+            body: None,
+            what: &format!("read the statuses of {reference}"),
+            permission: "Commit statuses: read",
+        })
+    }
+
+    /// Merges with GitHub's `sha` precondition. The raw answer is returned: 200 merged, 405 not
+    /// mergeable, 409 the head moved, 422 invalid — the caller decides what each means.
+    pub fn merge(&self, n: u64, sha: &str, title: &str, message: &str) -> Result<Reply> {
+        let what = format!("merge pull request #{n}");
+        self.send(Call {
+            method: Method::PUT,
+            path: self.repo_path(&format!("/pulls/{n}/merge")),
+            body: Some(json!({
+                "sha": sha,
+                "merge_method": "merge",
+                "commit_title": title,
+                "commit_message": message,
+            })),
+            what: &what,
+            permission: "Contents: write",
+        })
+    }
+}
+
+enum Verdict {
+    Done,
+    Fail,
+    /// Try again, after the wait GitHub asked for if it did.
+    Retry(Option<Duration>),
+}
+
+fn classify(r: &Reply) -> Verdict {
+    let s = r.status.as_u16();
+    let header = |name: &str| {
+        r.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let retry_after = header("retry-after")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let exhausted = header("x-ratelimit-remaining") == Some("0");
+    let reset_wait = header("x-ratelimit-reset")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|reset| {
+            let now = crate::clock::wall_seconds();
+            Duration::from_secs(reset.saturating_sub(now) + 1)
+        });
+    let rate_limited = (s == 403 || s == 429)
+        && (retry_after.is_some()
+            || exhausted
+            || r.message().to_ascii_lowercase().contains("rate limit"));
+    match s {
+        200..=299 => Verdict::Done,
+        _ if rate_limited => {
+            Verdict::Retry(retry_after.or(if exhausted { reset_wait } else { None }))
+        }
+        500..=599 => Verdict::Retry(retry_after),
+        401 | 403 | 404 => Verdict::Fail,
+        _ => Verdict::Done,
+    }
+}
+
+/// Reads a successful answer into a model; any other status is an error naming GitHub's message.
+pub fn read<T: DeserializeOwned>(r: &Reply, what: &str) -> Result<T> {
+    if !r.status.is_success() {
+        bail!(
+            "GitHub refused to {what}: {} {}",
+            r.status.as_u16(),
+            r.message()
+        );
+    }
+    serde_json::from_str(&r.body).with_context(|| {
+        format!("GitHub's answer while trying to {what} is not the documented shape")
+    })
+}
+
+/// The `rel="next"` URL of a `Link` header.
+fn next_link(headers: &HeaderMap) -> Option<String> {
+    let link = headers.get("link")?.to_str().ok()?;
+    link.split(',').find_map(|part| {
+        let (url, params) = part.split_once(';')?;
+        params
+            .split(';')
+            .any(|p| p.trim() == "rel=\"next\"")
+            .then(|| {
+                url.trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .to_string()
+            })
+    })
+}
+
+/// Percent-encodes a query value.
+fn percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut h = HeaderMap::new();
+        for (k, v) in headers {
+            h.insert(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        Reply {
+            status: StatusCode::from_u16(status).unwrap(),
+            headers: h,
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn classifies_answers() {
+        type Case<'a> = (u16, &'a [(&'a str, &'a str)], &'a str, &'a str);
+        let cases: &[Case] = &[
+            (200, &[], "{}", "done"),
+            (500, &[], "{}", "retry"),
+            (502, &[], "", "retry"),
+            (403, &[("retry-after", "2")], "{}", "retry 2"),
+            (
+                429,
+                &[],
+                r#"{"message":"You have exceeded a secondary rate limit"}"#,
+                "retry",
+            ),
+            (403, &[("x-ratelimit-remaining", "0")], "{}", "retry"),
+            (
+                403,
+                &[],
+                r#"{"message":"Resource not accessible by integration"}"#,
+                "fail",
+            ),
+            (401, &[], "{}", "fail"),
+            (404, &[], "{}", "fail"),
+            (409, &[], "{}", "done"),
+            (422, &[], "{}", "done"),
+        ];
+        for (status, headers, body, want) in cases {
+            let got = match classify(&reply(*status, headers, body)) {
+                Verdict::Done => "done".to_string(),
+                Verdict::Fail => "fail".to_string(),
+                Verdict::Retry(None) => "retry".to_string(),
+                Verdict::Retry(Some(d))
+                    if d.as_secs() < 60
+                        && *status == 403
+                        && headers.iter().any(|h| h.0 == "retry-after") =>
+                {
+                    format!("retry {}", d.as_secs())
+                }
+                Verdict::Retry(Some(_)) => "retry".to_string(),
+            };
+            assert_eq!(&got, want, "status {status} headers {headers:?}");
+        }
+    }
+
+    #[test]
+    fn follows_next_links() {
+        let r = reply(
+            200,
+            &[(
+                "link",
+                r#"<https://api.github.com/repos/o/r/issues/1/comments?page=2>; rel="next", <https://api.github.com/repos/o/r/issues/1/comments?page=5>; rel="last""#,
+            )],
+            "[]",
+        );
+        assert_eq!(
+            next_link(&r.headers).as_deref(),
+            Some("https://api.github.com/repos/o/r/issues/1/comments?page=2")
+        );
+        let last = reply(200, &[("link", r#"<https://x/?page=1>; rel="prev""#)], "[]");
+        assert_eq!(next_link(&last.headers), None);
+        assert_eq!(
+            percent("o:atelier/proposals/1"),
+            "o%3Aatelier%2Fproposals%2F1"
+        );
+    }
+}

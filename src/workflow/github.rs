@@ -1,0 +1,954 @@
+//! The governed loop on GitHub: `submit`, `approve --pr`, `gate --pr`, `merge --pr`. The same
+//! gate (`evaluate_at` → `decide`), tokens and ledger as the local forge; GitHub only carries
+//! the change (a pull request), the tokens (comments) and the outcome (a commit status, a
+//! summary comment, a merge through the API).
+//!
+//! Trust: only signed tokens are authority. Labels, GitHub reviews' states, comment authors and
+//! other statuses are never read as approval. Git objects are fetched with the user's own `git`
+//! (their credentials) and every tree the gate judges is computed here, locally.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use ed25519_dalek::SigningKey;
+use git2::Oid;
+use octocrab::models::pulls::PullRequest as GhPull;
+use octocrab::models::StatusState;
+
+use super::{
+    decision_event, evaluate_at, merge_message, refuse, ApproveOptions, Evaluation, Workspace,
+};
+use crate::audit::ledger::{self, Event, MergeRecord};
+use crate::forge::github::GitHub;
+use crate::forge::{Comment, PullRequest, PullState};
+use crate::git;
+use crate::governance::time::{format_rfc3339, Timestamp};
+use crate::governance::token::{self, RawToken, Verdict};
+
+/// The commit status the gate sets; branch protection requires it.
+pub const STATUS_CONTEXT: &str = "atelier/governance";
+/// The label every submitted proposal carries (informational: it grants nothing).
+pub const LABEL: &str = "atelier-proposal";
+/// Marks the one summary comment the gate keeps up to date.
+pub const SUMMARY_MARKER: &str = "<!-- atelier:gate-summary -->";
+/// GitHub's limit on a status description.
+pub const DESCRIPTION_MAX: usize = 140;
+/// The pull-request body template; a repository may replace it with `prompts/pull_request.j2`.
+pub const DEFAULT_BODY_TEMPLATE: &str = r#"<!-- atelier:proposal {{ proposal.id }} -->
+**Atelier proposal {{ proposal.id }}**{% if proposal.proposer %}, proposed by {{ proposal.proposer }}{% endif %}.
+Base `{{ base }}`, head `{{ head }}`. Record: `{{ record_path }}`.
+
+{% if proposal.rationale %}### Rationale, contract and evidence
+
+{{ proposal.rationale }}
+{% endif %}
+### Files changed ({{ files | length }})
+{% for f in files %}
+- `{{ f }}`{% endfor %}
+
+### Review panel
+{% if verdict %}{{ verdict }}{% else %}No panel verdict: the adversarial review panel is not built yet.{% endif %}
+
+### Approving
+Only signed tokens count — not GitHub reviews, labels or who comments. To approve this exact change:
+
+    atelier approve --pr <this pull request's number> --key <your ed25519 key> --post
+
+A push to this branch makes every earlier token stale. The `atelier/governance` status and the
+gate's summary comment say what is still missing.
+"#;
+
+fn git_cli(root: &Path, args: &[&str]) -> Result<()> {
+    git::git_cli(root, args).map(drop)
+}
+
+fn remote_base_ref(ws: &Workspace) -> String {
+    format!("refs/atelier/github/heads/{}", ws.branch())
+}
+
+/// Fetches the protected branch and `refs/pull/<n>/head` into private refs; returns their tips.
+fn fetch_pull(ws: &Workspace, n: u64) -> Result<(Oid, Oid)> {
+    let base_ref = remote_base_ref(ws);
+    let head_ref = format!("refs/atelier/github/pull/{n}/head");
+    git_cli(
+        &ws.root,
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            &ws.config.forge.remote,
+            &format!("+refs/heads/{}:{base_ref}", ws.branch()),
+            &format!("+refs/pull/{n}/head:{head_ref}"),
+        ],
+    )
+    .with_context(|| {
+        format!(
+            "fetching {} and pull request #{n} from remote `{}`",
+            ws.branch(),
+            ws.config.forge.remote
+        )
+    })?;
+    let base = ws.repo.refname_to_id(&base_ref)?;
+    let head = ws.repo.refname_to_id(&head_ref)?;
+    Ok((base, head))
+}
+
+/// Brings the local ledger up to the remote's when the remote's extends it; keeps the local one
+/// when it is ahead (not pushed yet); refuses when they diverged.
+pub fn sync_ledger(ws: &Workspace) -> Result<()> {
+    let fetched = "refs/atelier/github/ledger";
+    // The remote may have no ledger yet: fetch it only if it is advertised.
+    let advertised = git::git_cli(
+        &ws.root,
+        &["ls-remote", &ws.config.forge.remote, ledger::REF],
+    )?;
+    if advertised.is_empty() {
+        return Ok(());
+    }
+    git_cli(
+        &ws.root,
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            &ws.config.forge.remote,
+            &format!("+{}:{fetched}", ledger::REF),
+        ],
+    )?;
+    let theirs = ws.repo.refname_to_id(fetched)?;
+    let ours = ws.repo.refname_to_id(ledger::REF).ok();
+    match ours {
+        None => {
+            ws.repo
+                .reference(ledger::REF, theirs, false, "atelier: ledger from remote")?;
+        }
+        Some(o) if o == theirs || ws.repo.graph_descendant_of(o, theirs)? => {}
+        Some(o) if ws.repo.graph_descendant_of(theirs, o)? => {
+            git::compare_and_swap(&ws.repo, ledger::REF, o, theirs, "atelier: ledger from remote")?;
+        }
+        Some(o) => {
+            return Err(refuse(
+                "E_LEDGER_DIVERGED",
+                format!(
+                    "the local ledger ({o}) and remote `{}`'s ({theirs}) have diverged: one gate machine must own the ledger; compare them with `git log {o} {theirs}` before anything else is recorded",
+                    ws.config.forge.remote
+                ),
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// Pushes the ledger to the remote (fast-forward only).
+pub fn push_ledger(ws: &Workspace) -> Result<()> {
+    git_cli(
+        &ws.root,
+        &[
+            "push",
+            "--quiet",
+            &ws.config.forge.remote,
+            &format!("{0}:{0}", ledger::REF),
+        ],
+    )
+    .context("pushing refs/atelier/ledger (the remote's ledger must be an ancestor of this one)")
+}
+
+/// The proposal id of an `atelier/proposals/<id>` branch.
+fn proposal_of(head_ref: &str) -> Option<String> {
+    let id = head_ref.strip_prefix("atelier/proposals/")?;
+    let canonical = !id.is_empty()
+        && id.bytes().all(|b| b.is_ascii_digit())
+        && !(id.len() > 1 && id.starts_with('0'));
+    canonical.then(|| id.to_string())
+}
+
+/// Who proposed `proposal` as pull `n`, as the ledger recorded it.
+fn recorded_proposer(ws: &Workspace, proposal: &str, n: u64) -> Result<Option<String>> {
+    let mut submitted = None;
+    let mut opened = None;
+    if let Some(snap) = ledger::read(&ws.repo)? {
+        for line in &snap.lines {
+            match ledger::Entry::parse(line).map(|e| e.event) {
+                Ok(Event::Submitted {
+                    proposal: p,
+                    pull,
+                    proposer,
+                    ..
+                }) if p == proposal && pull == n => submitted = Some(proposer),
+                Ok(Event::ProposalOpened {
+                    proposal: p,
+                    proposer,
+                    ..
+                }) if p == proposal => opened = Some(proposer),
+                _ => {}
+            }
+        }
+    }
+    Ok(submitted.or(opened).flatten())
+}
+
+/// The forge record of a GitHub pull request, checked against the configuration: it must target
+/// the protected branch from this repository's own `atelier/proposals/<id>` branch.
+pub fn pull_record(ws: &Workspace, p: &GhPull, comments: Vec<Comment>) -> Result<PullRequest> {
+    let n = p.number;
+    let head_ref = p.head.ref_field.clone();
+    let head_repo = p
+        .head
+        .repo
+        .as_ref()
+        .and_then(|r| r.full_name.clone())
+        .unwrap_or_default();
+    let base_ref = p.base.ref_field.clone();
+    let Some(proposal) = proposal_of(&head_ref) else {
+        return Err(refuse(
+            "E_NOT_A_PROPOSAL",
+            format!(
+                "pull request #{n} comes from branch `{head_ref}`, not from an `atelier/proposals/<id>` branch: only proposals (`atelier propose`, then `atelier submit`) can pass the gate"
+            ),
+        ));
+    };
+    if base_ref != ws.branch() || !head_repo.eq_ignore_ascii_case(&ws.config.forge.repository) {
+        return Err(refuse(
+            "E_FORGE_STATE",
+            format!(
+                "pull request #{n} targets `{base_ref}` from `{head_repo}:{head_ref}`; expected `{}` from `{}:{head_ref}`",
+                ws.branch(),
+                ws.config.forge.repository
+            ),
+        ));
+    }
+    let state = if p.merged_at.is_some() {
+        PullState::Merged
+    } else if matches!(p.state, Some(octocrab::models::IssueState::Open)) {
+        PullState::Open
+    } else {
+        PullState::Closed
+    };
+    Ok(PullRequest {
+        number: n,
+        proposal: proposal.clone(),
+        title: p.title.clone().unwrap_or_default(),
+        head_branch: head_ref,
+        base_branch: base_ref,
+        state,
+        proposer: recorded_proposer(ws, &proposal, n)?,
+        created: p.created_at.map(|t| t.timestamp()).unwrap_or(0),
+        record: String::new(),
+        comments,
+        merge_commit: p.merge_commit_sha.clone(),
+        closed_reason: None,
+    })
+}
+
+/// Comments and review bodies: everything on the pull request that may carry a token. Line
+/// endings are normalised (GitHub's web editor stores CRLF); nothing else is trusted.
+fn carriers(gh: &GitHub, n: u64) -> Result<Vec<Comment>> {
+    let mut out = Vec::new();
+    for c in gh.comments(n)? {
+        out.push(Comment {
+            id: c.id.into_inner(),
+            author: c.user.login.clone(),
+            body: c.body.unwrap_or_default().replace("\r\n", "\n"),
+            at: c.created_at.timestamp(),
+        });
+    }
+    for r in gh.reviews(n)? {
+        if let Some(body) = r.body.filter(|b| !b.is_empty()) {
+            out.push(Comment {
+                id: r.id.into_inner(),
+                author: r.user.map(|u| u.login).unwrap_or_default(),
+                body: body.replace("\r\n", "\n"),
+                at: r.submitted_at.map(|t| t.timestamp()).unwrap_or(0),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The status a decision sets, and its description (at most 140 characters).
+pub fn status_for(eval: &Evaluation) -> (StatusState, String) {
+    let d = &eval.decision;
+    let (state, text) = if d.allowed {
+        (
+            StatusState::Success,
+            format!("approved by {}", d.approvers.join(", ")),
+        )
+    } else {
+        let waiting = d.unmet().all(|r| {
+            matches!(
+                r.code,
+                "E_QUORUM_NOT_MET" | "E_CONSTITUTION_QUORUM" | "E_NEW_POLICY_QUORUM"
+            )
+        });
+        let first = d.unmet().next();
+        let text = first
+            .map(|r| format!("{}: {}", r.code, r.summary))
+            .unwrap_or_else(|| "refused".into());
+        let more = d.unmet().count().saturating_sub(1);
+        let text = if more > 0 {
+            format!("{text} (+{more} more)")
+        } else {
+            text
+        };
+        (
+            if waiting {
+                StatusState::Pending
+            } else {
+                StatusState::Failure
+            },
+            text,
+        )
+    };
+    (state, clip(&text, DESCRIPTION_MAX))
+}
+
+fn clip(s: &str, max: usize) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    if s.chars().count() <= max {
+        return s;
+    }
+    let mut out: String = s.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+/// The summary comment: every requirement met or unmet, and what the gate made of each token.
+pub fn summary_body(eval: &Evaluation, now: Timestamp) -> String {
+    let d = &eval.decision;
+    let (state, _) = status_for(eval);
+    let verdict = match state {
+        StatusState::Success => "✅ may merge",
+        StatusState::Pending => "⏳ waiting for approvals",
+        _ => "❌ refused",
+    };
+    let mut t = format!(
+        "{SUMMARY_MARKER}\n### Atelier gate: {verdict}\n\nProposal `{}` · head `{}` onto `{}` at `{}` · merge tree `{}`\n\n**Requirements**\n\n",
+        eval.pull.proposal,
+        eval.change.head,
+        eval.pull.base_branch,
+        eval.change.base,
+        eval.merge_tree.map(|t| t.to_string()).unwrap_or_else(|| "none (conflict)".into()),
+    );
+    for r in &d.requirements {
+        t.push_str(&format!(
+            "- {} `{}` {}",
+            if r.met { "✅" } else { "❌" },
+            r.code,
+            r.summary.replace('\n', " ")
+        ));
+        if !r.met {
+            t.push_str(&format!(
+                " — expected: {}; found: {}",
+                r.expected.replace('\n', " "),
+                r.found.replace('\n', " ")
+            ));
+        }
+        t.push('\n');
+    }
+    t.push_str("\n**Tokens**\n\n");
+    if d.tokens.is_empty() {
+        t.push_str("- none yet\n");
+    }
+    for r in &d.tokens {
+        t.push_str(&format!(
+            "- {} {}: {}{}\n",
+            r.principal.as_deref().unwrap_or("unknown signer"),
+            r.decision.map(|v| v.as_str()).unwrap_or("?"),
+            if r.counted { "counted" } else { r.code },
+            if r.counted || r.detail.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", r.detail.replace('\n', " "))
+            }
+        ));
+    }
+    t.push_str(&format!(
+        "\nOnly signed tokens count: GitHub reviews, labels, comment authors and other statuses carry no authority. Evaluated {}; this comment is rewritten at every evaluation.\n",
+        format_rfc3339(now)
+    ));
+    t
+}
+
+/// What `gate --pr` did.
+pub struct GateRun {
+    pub eval: Evaluation,
+    pub state: StatusState,
+    pub description: String,
+    /// Tokens newly recorded in the ledger (0 when there is no gate key here).
+    pub recorded: usize,
+    pub notes: Vec<String>,
+}
+
+/// Evaluates pull request `n` as it is on GitHub now; with `publish`, sets the status and the
+/// summary comment, and records tokens the ledger does not have yet (when this machine holds
+/// the gate key). Stateless otherwise: running it again is always safe.
+pub fn gate_pr(
+    ws: &Workspace,
+    gh: &GitHub,
+    n: u64,
+    now: Timestamp,
+    publish: bool,
+) -> Result<GateRun> {
+    let _lock = ws.lock()?;
+    gate_pr_locked(ws, gh, n, now, publish)
+}
+
+fn gate_pr_locked(
+    ws: &Workspace,
+    gh: &GitHub,
+    n: u64,
+    now: Timestamp,
+    publish: bool,
+) -> Result<GateRun> {
+    let mut notes = Vec::new();
+    if let Err(e) = sync_ledger(ws) {
+        if e.downcast_ref::<super::Refusal>().is_some() {
+            return Err(e);
+        }
+        notes.push(format!("the remote ledger could not be read: {e:#}"));
+    }
+    let (p, base, head) = pull_and_tips(ws, gh, n)?;
+    let sha = head.to_string();
+    let record = match pull_record(ws, &p, carriers(gh, n)?) {
+        Ok(r) => r,
+        Err(e) => {
+            if publish {
+                if let Some(r) = e.downcast_ref::<super::Refusal>() {
+                    gh.set_status(
+                        &sha,
+                        StatusState::Failure,
+                        &clip(&format!("{}: {}", r.code, r.message), DESCRIPTION_MAX),
+                        STATUS_CONTEXT,
+                    )?;
+                }
+            }
+            return Err(e);
+        }
+    };
+    let eval = evaluate_at(ws, record, base, head, now)?;
+    let (state, description) = status_for(&eval);
+    let mut recorded = 0;
+    if publish {
+        gh.set_status(&sha, state, &description, STATUS_CONTEXT)?;
+        upsert_summary(gh, n, &summary_body(&eval, now))?;
+        match ws.gate_key() {
+            Ok(_) => {
+                let events = new_token_events(ws, &eval)?;
+                recorded = events.len();
+                if !events.is_empty() {
+                    ws.record(events, now)?;
+                }
+            }
+            Err(_) => notes
+                .push("no gate key here: tokens were judged but not recorded in the ledger".into()),
+        }
+    }
+    Ok(GateRun {
+        eval,
+        state,
+        description,
+        recorded,
+        notes,
+    })
+}
+
+/// The pull request, with the protected branch and its head fetched; the head GitHub reports
+/// and the one fetched must agree (GitHub updates `refs/pull/<n>/head` shortly after a push).
+fn pull_and_tips(ws: &Workspace, gh: &GitHub, n: u64) -> Result<(GhPull, Oid, Oid)> {
+    let mut tries = 0;
+    loop {
+        let p = gh.pull(n)?;
+        let (base, head) = fetch_pull(ws, n)?;
+        if p.head.sha == head.to_string() {
+            return Ok((p, base, head));
+        }
+        tries += 1;
+        if tries >= 3 {
+            return Err(refuse(
+                "E_HEAD_MOVED",
+                format!(
+                    "GitHub reports head {} for pull request #{n}, but refs/pull/{n}/head is {head}: the head is moving; evaluate again when pushes stop",
+                    p.head.sha
+                ),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500 * tries));
+    }
+}
+
+/// `TokenRecorded` events for tokens in the pull request's comments the ledger lacks.
+fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
+    let mut known: Vec<RawToken> = Vec::new();
+    if let Some(snap) = ledger::read(&ws.repo)? {
+        for line in &snap.lines {
+            if let Ok(Event::TokenRecorded {
+                proposal,
+                pull,
+                token,
+                ..
+            }) = ledger::Entry::parse(line).map(|e| e.event)
+            {
+                if proposal == eval.pull.proposal && pull == eval.pull.number {
+                    known.extend(RawToken::extract_all(&token));
+                }
+            }
+        }
+    }
+    let mut events = Vec::new();
+    for c in &eval.pull.comments {
+        for t in RawToken::extract_all(&c.body) {
+            if !known.contains(&t) {
+                known.push(t.clone());
+                events.push(Event::TokenRecorded {
+                    proposal: eval.pull.proposal.clone(),
+                    pull: eval.pull.number,
+                    comment: c.id,
+                    token: t.to_text(),
+                });
+            }
+        }
+    }
+    Ok(events)
+}
+
+/// Keeps one summary comment: edits the first comment carrying the marker (if this token may),
+/// otherwise posts a new one.
+fn upsert_summary(gh: &GitHub, n: u64, body: &str) -> Result<()> {
+    for c in gh.comments(n)? {
+        if c.body
+            .as_deref()
+            .is_some_and(|b| b.starts_with(SUMMARY_MARKER))
+        {
+            if c.body.as_deref() == Some(body) {
+                return Ok(());
+            }
+            if gh.edit_comment(c.id.into_inner(), body)?.is_some() {
+                return Ok(());
+            }
+        }
+    }
+    gh.post_comment(n, body)?;
+    Ok(())
+}
+
+/// What `submit` did.
+#[derive(Debug, serde::Serialize)]
+pub struct Submitted {
+    pub id: String,
+    pub pull: u64,
+    pub url: String,
+    pub created: bool,
+    pub head: String,
+}
+
+/// Pushes proposal `id`'s branch with the user's `git push`, opens (or updates) its pull request
+/// with the rendered body and the label, and records the pull request's number in the ledger.
+pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<Submitted> {
+    let _lock = ws.lock()?;
+    let pull = ws.pull(id)?;
+    if pull.state != PullState::Open || super::ledger_view(&ws.repo, &pull)?.1 {
+        return Err(refuse(
+            "E_NOT_OPEN",
+            format!("proposal {id} is merged or closed; there is nothing to submit"),
+        ));
+    }
+    sync_ledger(ws)?;
+    let branch = pull.head_branch.clone();
+    let head = git::branch_tip(&ws.repo, &branch)?;
+    let base = git::branch_tip(&ws.repo, ws.branch())?;
+    git_cli(
+        &ws.root,
+        &[
+            "push",
+            "--quiet",
+            &ws.config.forge.remote,
+            &format!("refs/heads/{branch}:refs/heads/{branch}"),
+        ],
+    )
+    .with_context(|| format!("pushing {branch} to remote `{}`", ws.config.forge.remote))?;
+    let body = render_body(ws, &pull, base, head)?;
+    let existing = gh
+        .pulls_from(&branch)?
+        .into_iter()
+        .find(|p| p.head.ref_field == branch);
+    let (p, created) = match existing {
+        Some(p) if p.merged_at.is_some() => {
+            return Err(refuse(
+                "E_NOT_OPEN",
+                format!("pull request #{} for proposal {id} is already merged", p.number),
+            ))
+        }
+        Some(p) if !matches!(p.state, Some(octocrab::models::IssueState::Open)) => {
+            return Err(refuse(
+                "E_NOT_OPEN",
+                format!(
+                    "pull request #{} for proposal {id} was closed on GitHub; reopen it there, or close the proposal with `atelier close {id}`",
+                    p.number
+                ),
+            ))
+        }
+        Some(p) => (gh.update_pull(p.number, &pull.title, &body)?, false),
+        None => (
+            gh.create_pull(&pull.title, &branch, ws.branch(), &body)?,
+            true,
+        ),
+    };
+    gh.add_label(p.number, LABEL)?;
+    let url = p
+        .html_url
+        .as_ref()
+        .map(|u| u.to_string())
+        .unwrap_or_default();
+    let already = match ledger::read(&ws.repo)? {
+        Some(snap) => snap.lines.iter().any(|l| {
+            matches!(ledger::Entry::parse(l).map(|e| e.event),
+                Ok(Event::Submitted { proposal, pull: n, head: h, .. }) if proposal == pull.proposal && n == p.number && h == head.to_string())
+        }),
+        None => false,
+    };
+    if !already {
+        ws.record(
+            vec![Event::Submitted {
+                proposal: pull.proposal.clone(),
+                pull: p.number,
+                url: url.clone(),
+                head: head.to_string(),
+                proposer: pull.proposer.clone(),
+            }],
+            now,
+        )?;
+        push_ledger(ws)?;
+    }
+    Ok(Submitted {
+        id: id.to_string(),
+        pull: p.number,
+        url,
+        created,
+        head: head.to_string(),
+    })
+}
+
+/// The pull request's body: the proposal record, its contract and evidence (carried in the
+/// record's rationale), the files it changes and the panel's verdict when there is one.
+fn render_body(ws: &Workspace, pull: &PullRequest, base: Oid, head: Oid) -> Result<String> {
+    let repo = &ws.repo;
+    let head_tree = repo.find_commit(head)?.tree()?;
+    let base_tree = repo.find_commit(repo.merge_base(base, head)?)?.tree()?;
+    let files = git::changed_paths(repo, &base_tree, &head_tree)?;
+    let record_path = format!("{}/proposal.toml", pull.record);
+    let record: toml::Table = git::read_file(repo, &head_tree, &record_path)?
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_default();
+    let custom = ws.root.join("prompts/pull_request.j2");
+    let template = match std::fs::read_to_string(&custom) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => DEFAULT_BODY_TEMPLATE.to_string(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", custom.display())),
+    };
+    let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.add_template("body", &template)
+        .with_context(|| format!("{}: not a valid template", custom.display()))?;
+    let body = env
+        .get_template("body")?
+        .render(minijinja::value::Serde(serde_json::json!({
+            "proposal": record,
+            "record_path": record_path,
+            "base": base.to_string(),
+            "head": head.to_string(),
+            "files": files,
+            "verdict": null,
+        })))
+        .context("rendering the pull request body")?;
+    Ok(body)
+}
+
+/// How `approve --pr` signs.
+pub enum PrSign {
+    /// With this key, here.
+    Key(SigningKey),
+    /// Not at all: return the payload's canonical bytes, for `ssh-keygen -Y sign`.
+    Payload,
+    /// A payload signed elsewhere (`ssh-keygen -Y sign`), as text.
+    Signed { payload: String, signature: String },
+}
+
+/// What `approve --pr` produced.
+pub struct PrApproval {
+    pub comment: String,
+    pub posted: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Signs a token for pull request `n` as it is now (base and head fetched, merge tree computed
+/// here) and, with `post`, posts it as a comment.
+pub fn approve_pr(
+    ws: &Workspace,
+    gh: &GitHub,
+    n: u64,
+    how: PrSign,
+    opts: &ApproveOptions,
+    post: bool,
+    now: Timestamp,
+) -> Result<PrApproval> {
+    sync_ledger(ws)?;
+    let (p, base, head) = pull_and_tips(ws, gh, n)?;
+    let record = pull_record(ws, &p, carriers(gh, n)?)?;
+    if record.state != PullState::Open {
+        return Err(refuse(
+            "E_NOT_OPEN",
+            format!(
+                "pull request #{n} is {}; there is nothing to approve",
+                record.state.as_str()
+            ),
+        ));
+    }
+    let eval = evaluate_at(ws, record.clone(), base, head, now)?;
+    let payload = super::payload_from(ws, &eval, opts, now)?;
+    let tok = match how {
+        PrSign::Key(key) => token::sign(&payload, &key),
+        PrSign::Payload => {
+            return Ok(PrApproval {
+                comment: payload.to_canonical(),
+                posted: None,
+                warnings: Vec::new(),
+            })
+        }
+        PrSign::Signed { payload, signature } => RawToken { payload, signature },
+    };
+    let verb = match token::Payload::parse(&tok.payload).map(|p| p.decision) {
+        Ok(Verdict::Reject) => "reject",
+        _ => "approve",
+    };
+    let comment = format!("/atelier {verb}\n\n```\n{}```\n", tok.to_text());
+    // Tell the approver now what the gate will make of it.
+    let mut with = record;
+    with.comments.push(Comment {
+        id: 0,
+        author: String::new(),
+        body: comment.clone(),
+        at: now,
+    });
+    let after = evaluate_at(ws, with, base, head, now)?;
+    let mut warnings = Vec::new();
+    if let Some(r) = after
+        .tokens
+        .iter()
+        .position(|t| *t == tok)
+        .and_then(|i| after.decision.tokens.get(i))
+        .filter(|r| !r.counted)
+    {
+        warnings.push(format!(
+            "the gate will not count this token: {}: {}",
+            r.code, r.detail
+        ));
+    }
+    let posted = if post {
+        let c = gh.post_comment(n, &comment)?;
+        Some(c.html_url.to_string())
+    } else {
+        None
+    };
+    Ok(PrApproval {
+        comment,
+        posted,
+        warnings,
+    })
+}
+
+/// What `merge --pr` did.
+pub enum PrMerge {
+    Merged {
+        commit: String,
+        tree: String,
+        approvers: Vec<String>,
+        note: Option<String>,
+    },
+    Refused(Box<GateRun>),
+}
+
+/// Re-runs the gate, then merges through the API with `sha` = the approved head, checks the
+/// landed commit against the approved merge, records the merge and pushes the ledger.
+pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<PrMerge> {
+    let _lock = ws.lock()?;
+    ws.gate_key()?;
+    let run = gate_pr_locked(ws, gh, n, now, true)?;
+    ws.record(vec![decision_event(&run.eval)], now)?;
+    if !run.eval.decision.allowed {
+        push_ledger(ws)?;
+        return Ok(PrMerge::Refused(Box::new(run)));
+    }
+    let eval = &run.eval;
+    let base = Oid::from_str(&eval.change.base)?;
+    let head = Oid::from_str(&eval.change.head)?;
+    let tree = eval
+        .merge_tree
+        .expect("an allowed decision always has a merge tree");
+    let message = merge_message(eval);
+    let (title, rest) = message.split_once("\n\n").unwrap_or((&message, ""));
+    let reply = gh.merge(n, &eval.change.head, title, rest)?;
+    let landed = match reply.status.as_u16() {
+        200 => {
+            let v: serde_json::Value = crate::forge::github::read(&reply, "merge")?;
+            v["sha"].as_str().unwrap_or_default().to_string()
+        }
+        409 => {
+            let now_head = gh
+                .pull(n)
+                .map(|p| p.head.sha)
+                .unwrap_or_else(|_| "unknown".into());
+            return Err(refuse(
+                "E_HEAD_MOVED",
+                format!(
+                    "GitHub refused the merge of #{n} (409 {}): expected head {head}, found {now_head}. Nothing was merged; atelier never retries with a new head — the new head needs new approvals",
+                    reply.message()
+                ),
+            ));
+        }
+        _ => {
+            // A retried merge may already have landed: GitHub then says "not mergeable".
+            let p = gh.pull(n)?;
+            match p.merge_commit_sha.filter(|_| p.merged_at.is_some()) {
+                Some(sha) => sha,
+                None => {
+                    return Err(refuse(
+                        "E_NOT_MERGEABLE",
+                        format!(
+                            "GitHub refused the merge of #{n}: {} {}",
+                            reply.status.as_u16(),
+                            reply.message()
+                        ),
+                    ))
+                }
+            }
+        }
+    };
+    // Check what landed: parents [base, head] and exactly the approved tree.
+    let (fetched_base, _) = fetch_pull(ws, n)?;
+    let commit = Oid::from_str(&landed)
+        .ok()
+        .and_then(|o| ws.repo.find_commit(o).ok())
+        .with_context(|| {
+            format!(
+                "GitHub reports merge commit `{landed}`, but it is not on {} after fetching",
+                ws.branch()
+            )
+        })?;
+    let parents: Vec<Oid> = commit.parent_ids().collect();
+    let problem = if commit.tree_id() != tree {
+        Some((
+            "E_LANDED_TREE_MISMATCH",
+            format!(
+                "GitHub landed merge commit {landed} with tree {}, but the approved merge tree is {tree}",
+                commit.tree_id()
+            ),
+        ))
+    } else if parents != [base, head] {
+        Some((
+            "E_LANDED_PARENTS_MISMATCH",
+            format!(
+                "GitHub landed merge commit {landed} with parents [{}], but the approved merge is of {head} into {base}",
+                parents.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        ))
+    } else {
+        None
+    };
+    if let Some((code, detail)) = problem {
+        ws.record(
+            vec![Event::Alarm {
+                proposal: eval.pull.proposal.clone(),
+                pull: n,
+                code: code.to_string(),
+                detail: detail.clone(),
+            }],
+            now,
+        )?;
+        let pushed = push_ledger(ws);
+        gh.post_comment(
+            n,
+            &format!("⚠️ **Atelier alarm `{code}`**: {detail}. The landed change was not the approved one; the alarm is recorded in the ledger. Investigate before anything else merges."),
+        )?;
+        pushed?;
+        return Err(refuse(
+            code,
+            format!("{detail}; the alarm is recorded in the ledger and on the pull request — investigate before anything else merges"),
+        ));
+    }
+    ws.record(
+        vec![Event::Merged(MergeRecord {
+            proposal: eval.pull.proposal.clone(),
+            pull: n,
+            commit: landed.clone(),
+            base: base.to_string(),
+            head: head.to_string(),
+            tree: tree.to_string(),
+        })],
+        now,
+    )?;
+    push_ledger(ws)?;
+    let note = follow_local_branch(ws, base, commit.id(), fetched_base)?;
+    Ok(PrMerge::Merged {
+        commit: landed,
+        tree: tree.to_string(),
+        approvers: eval.decision.approvers.clone(),
+        note,
+    })
+}
+
+/// Moves the local protected branch to the landed merge when it was at the merged base.
+fn follow_local_branch(
+    ws: &Workspace,
+    base: Oid,
+    merged: Oid,
+    remote: Oid,
+) -> Result<Option<String>> {
+    let refname = format!("refs/heads/{}", ws.branch());
+    let local = ws.repo.refname_to_id(&refname).ok();
+    if local != Some(base) {
+        return Ok(Some(format!(
+            "your local {} is not at the merged base, so it was left alone; `git pull` brings it to {remote}",
+            ws.branch()
+        )));
+    }
+    let checked_out = ws
+        .repo
+        .head()
+        .ok()
+        .and_then(|h| h.name().map(str::to_string))
+        == Some(refname.clone());
+    if checked_out
+        && !super::merge::checkout_is_clean(ws, ws.repo.find_commit(merged)?.tree_id())?
+            .unwrap_or(true)
+    {
+        return Ok(Some(format!(
+            "your checkout of {} has local changes, so it was left alone; `git pull` brings it to {merged}",
+            ws.branch()
+        )));
+    }
+    git::compare_and_swap(
+        &ws.repo,
+        &refname,
+        base,
+        merged,
+        "atelier: follow the GitHub merge",
+    )?;
+    if checked_out {
+        ws.repo
+            .checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
+    }
+    Ok(None)
+}
+
+/// Open pull requests that come from proposal branches (for `serve` after a push).
+pub fn open_proposal_pulls(gh: &GitHub) -> Result<Vec<u64>> {
+    Ok(gh
+        .open_pulls()?
+        .into_iter()
+        .filter(|p| proposal_of(&p.head.ref_field).is_some())
+        .map(|p| p.number)
+        .collect())
+}
