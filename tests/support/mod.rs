@@ -63,6 +63,8 @@ pub struct Setup {
     /// Options for alice's and bob's lines (e.g. `valid-before="20200101Z"`).
     pub alice_options: String,
     pub principals: Vec<&'static str>,
+    /// Replacements made in the atelier.toml `init` wrote, before the adoption commit.
+    pub config_replace: Vec<(String, String)>,
 }
 
 impl Default for Setup {
@@ -72,6 +74,7 @@ impl Default for Setup {
             extra_signers: String::new(),
             alice_options: "namespaces=\"atelier-approval\"".into(),
             principals: vec!["alice", "bob"],
+            config_replace: Vec::new(),
         }
     }
 }
@@ -123,6 +126,12 @@ impl Env {
     pub fn with(setup: Setup) -> Env {
         let env = Env::bare_repo();
         env.atelier(&["init"]).ok();
+        let mut config = env.read("atelier.toml");
+        for (from, to) in &setup.config_replace {
+            assert!(config.contains(from.as_str()), "atelier.toml has no `{from}`");
+            config = config.replace(from.as_str(), to);
+        }
+        env.write("atelier.toml", &config);
         env.write("policies/governance.toml", &setup.governance);
         let mut signers =
             std::fs::read_to_string(env.repo.join("policies/allowed_signers")).expect("signers");

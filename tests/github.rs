@@ -1,0 +1,700 @@
+//! The governed loop on GitHub, against the REST emulator (a real HTTP server over a real bare
+//! repository): submit, approvals as signed comments, the gate as a status, webhooks, merges
+//! through the API, and every refusal the trust model promises.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::github::{Emulator, Fault};
+use crate::support::webhooks::{self, Readdress};
+use crate::support::{Env, Run};
+
+const REPO: &str = "acme/widgets";
+const BOT: &str = "bot-token";
+const SECRET: &str = "webhook-test-secret";
+
+/// An adopted repository whose forge is the emulator, with `main` pushed to its bare remote.
+pub struct Hub {
+    pub env: Env,
+    pub remote: PathBuf,
+    pub emu: Emulator,
+    _remote_dir: tempfile::TempDir,
+}
+
+impl Hub {
+    pub fn new() -> Hub {
+        Hub::with_merge("manual")
+    }
+
+    pub fn with_merge(merge: &str) -> Hub {
+        Hub::build(crate::support::Setup::default(), merge)
+    }
+
+    pub fn build(mut setup: crate::support::Setup, merge: &str) -> Hub {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let remote = dir.path().join("remote.git");
+        let out = std::process::Command::new("git")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir.path())
+            .args(["init", "-q", "--bare", "-b", "main"])
+            .arg(&remote)
+            .output()
+            .expect("git init");
+        assert!(out.status.success());
+        let emu = Emulator::start(
+            REPO,
+            &remote,
+            &[
+                (BOT, "atelier-bot"),
+                ("alice-token", "alice"),
+                ("bob-token", "bob"),
+                ("mallory-token", "mallory"),
+            ],
+        );
+        // The GitHub configuration is part of the adoption commit, as it would be for real.
+        setup.config_replace = vec![
+            ("kind = \"local\"".into(), "kind = \"github\"".into()),
+            (
+                "repository = \"local/repo\"".into(),
+                format!(
+                    "repository = \"{REPO}\"\napi_url = \"{}\"\nremote = \"origin\"\nmerge = \"{merge}\"",
+                    emu.url
+                ),
+            ),
+        ];
+        let env = Env::with(setup);
+        env.git(&["remote", "add", "origin", remote.to_str().expect("utf8")]);
+        env.git(&["push", "-q", "origin", "main"]);
+        Hub {
+            env,
+            remote,
+            emu,
+            _remote_dir: dir,
+        }
+    }
+
+    /// Runs atelier in `dir` with a GitHub token.
+    pub fn run_in(&self, dir: &Path, token: &str, args: &[&str]) -> Run {
+        let mut c = self.env.command(crate::support::bin());
+        c.arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GITHUB_TOKEN", token)
+            .env("ATELIER_GITHUB_BACKOFF_MS", "20");
+        let o = c.output().expect("run atelier");
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    pub fn run(&self, token: &str, args: &[&str]) -> Run {
+        self.run_in(&self.env.repo, token, args)
+    }
+
+    /// Proposes a code change and submits it; returns the pull request number.
+    pub fn submitted(&self) -> u64 {
+        let id = self.env.propose_code();
+        let out = self.run(BOT, &["submit", &id, "--json"]).ok();
+        out.json()["pull"].as_u64().expect("pull number")
+    }
+
+    /// `who` signs and posts a token on pull request `n`.
+    pub fn approve(&self, n: u64, who: &str, extra: &[&str]) -> Run {
+        let key = self.env.key(who);
+        let mut args = vec![
+            "approve",
+            "--pr",
+            &*Box::leak(n.to_string().into_boxed_str()),
+            "--key",
+            key.to_str().expect("utf8"),
+            "--post",
+        ];
+        args.extend_from_slice(extra);
+        self.run(&format!("{who}-token"), &args)
+    }
+
+    pub fn gate(&self, n: u64) -> (i32, Value) {
+        let run = self.run(BOT, &["gate", "--pr", &n.to_string(), "--json"]);
+        assert!(run.code == 0 || run.code == 1, "gate: {run:?}");
+        (run.code, run.json())
+    }
+
+    pub fn head(&self, n: u64) -> String {
+        self.emu.pull(n)["head"]["sha"]
+            .as_str()
+            .expect("head sha")
+            .to_string()
+    }
+
+    /// The newest `atelier/governance` status on `sha`.
+    pub fn status(&self, sha: &str) -> Option<(String, String)> {
+        self.emu
+            .statuses(sha)
+            .into_iter()
+            .find(|s| s["context"] == "atelier/governance")
+            .map(|s| {
+                (
+                    s["state"].as_str().unwrap_or("").to_string(),
+                    s["description"].as_str().unwrap_or("").to_string(),
+                )
+            })
+    }
+
+    /// A clone of the remote, as another person's machine would have.
+    pub fn clone_remote(&self, name: &str) -> PathBuf {
+        let dir = self.env.tmp.path().join(name);
+        self.env.git(&[
+            "clone",
+            "-q",
+            self.remote.to_str().expect("utf8"),
+            dir.to_str().expect("utf8"),
+        ]);
+        dir
+    }
+
+    /// Pushes one more commit onto a proposal branch, as someone with push access would.
+    pub fn push_onto(&self, branch: &str) {
+        let dir = self.clone_remote(&format!("pusher-{}", rand_suffix()));
+        let git = |args: &[&str]| {
+            let out = self
+                .env
+                .command("git")
+                .current_dir(&dir)
+                .args(args)
+                .output()
+                .expect("git");
+            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        git(&["checkout", "-q", branch]);
+        std::fs::write(dir.join("src/extra.rs"), "// after approval\n").expect("write");
+        git(&["add", "-A"]);
+        git(&["-c", "user.email=m@example.org", "-c", "user.name=M", "commit", "-q", "-m", "more"]);
+        git(&["push", "-q", "origin", branch]);
+    }
+
+    /// Starts `atelier serve` on a free port; returns the child and its base URL.
+    pub fn serve(&self) -> (Served, String) {
+        let mut c = self.env.command(crate::support::bin());
+        c.arg("-C")
+            .arg(&self.env.repo)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("GITHUB_TOKEN", BOT)
+            .env("ATELIER_WEBHOOK_SECRET", SECRET)
+            .env("ATELIER_GITHUB_BACKOFF_MS", "20")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("start serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("serve said {line:?}"))
+            .to_string();
+        (Served(child), url)
+    }
+}
+
+/// Stops the server when dropped; `log()` reads what it wrote to stderr.
+pub struct Served(Child);
+
+impl Served {
+    pub fn stop(mut self) -> String {
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let out = std::mem::replace(&mut self.0, std::process::Command::new("true").spawn().expect("true"))
+            .wait_with_output()
+            .expect("wait");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    N.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+/// POSTs a delivery; returns the HTTP status and body.
+pub fn deliver(url: &str, event: &str, delivery: &str, body: &[u8], signature: Option<String>) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut req = agent
+        .post(&format!("{url}/"))
+        .header("X-GitHub-Event", event)
+        .header("X-GitHub-Delivery", delivery)
+        .header("Content-Type", "application/json");
+    if let Some(s) = signature {
+        req = req.header("X-Hub-Signature-256", &s);
+    }
+    let mut resp = req.send(body).expect("deliver");
+    let status = resp.status().as_u16();
+    (status, resp.body_mut().read_to_string().unwrap_or_default())
+}
+
+/// A real example payload for `event`/`action`, re-addressed to pull request `n`, as bytes.
+fn payload(event: &str, action: Option<&str>, n: Option<u64>, head: Option<&str>) -> Vec<u8> {
+    let mut v = webhooks::example(event, action);
+    let mut to = Readdress::to(REPO);
+    to.pull = n;
+    to.head_sha = head;
+    to.push_ref = (event == "push").then_some("refs/heads/main");
+    webhooks::readdress(&mut v, &to);
+    serde_json::to_vec(&v).expect("json")
+}
+
+#[track_caller]
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(60), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn codes(v: &Value) -> Vec<String> {
+    crate::support::token_codes(v)
+}
+
+#[test]
+fn the_whole_loop_on_github_ends_in_a_verified_history() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    let pr = hub.emu.pull(n);
+    assert_eq!(pr["head"]["ref"], "atelier/proposals/1");
+    assert!(pr["body"].as_str().expect("body").contains("Atelier proposal 1"));
+    let labels: Vec<&str> = pr["labels"]
+        .as_array()
+        .expect("labels")
+        .iter()
+        .filter_map(|l| l["name"].as_str())
+        .collect();
+    assert_eq!(labels, ["atelier-proposal"]);
+    // Submitting again updates the same pull request.
+    let again = hub.run(BOT, &["submit", "1", "--json"]).ok().json();
+    assert_eq!(again["pull"].as_u64(), Some(n));
+    assert_eq!(again["created"], false);
+
+    // Alice approves from this clone; bob from his own fresh clone.
+    hub.approve(n, "alice", &[]).ok();
+    let bob_clone = hub.clone_remote("bob");
+    let bob = hub.run_in(
+        &bob_clone,
+        "bob-token",
+        &[
+            "approve",
+            "--pr",
+            &n.to_string(),
+            "--key",
+            hub.env.key("bob").to_str().expect("utf8"),
+            "--post",
+        ],
+    );
+    let bob = bob.ok();
+    assert!(bob.stdout.starts_with("/atelier approve\n"), "{}", bob.stdout);
+    assert_eq!(hub.emu.comments(n).len(), 2);
+
+    // A webhook delivery (a real example, re-addressed and signed) makes the server run the gate.
+    let (server, url) = hub.serve();
+    let body = payload("issue_comment", Some("created"), Some(n), None);
+    let (status, _) = deliver(&url, "issue_comment", "d-1", &body, Some(webhooks::sign(SECRET, &body)));
+    assert_eq!(status, 202);
+    let head = hub.head(n);
+    wait_for("a green status", || {
+        hub.status(&head).is_some_and(|(s, _)| s == "success")
+    });
+    let (_, desc) = hub.status(&head).expect("status");
+    assert!(desc.contains("alice@example.org") && desc.contains("bob@example.org"), "{desc}");
+    // One summary comment, kept up to date.
+    let summaries: Vec<Value> = hub
+        .emu
+        .comments(n)
+        .into_iter()
+        .filter(|c| c["body"].as_str().unwrap_or("").starts_with("<!-- atelier:gate-summary -->"))
+        .collect();
+    assert_eq!(summaries.len(), 1);
+    assert!(summaries[0]["body"].as_str().expect("body").contains("may merge"));
+    drop(server);
+
+    let merged = hub.run(BOT, &["merge", "--pr", &n.to_string(), "--json"]).ok().json();
+    let commit = merged["commit"].as_str().expect("commit").to_string();
+    let pr = hub.emu.pull(n);
+    assert_eq!(pr["merged"], true);
+    assert_eq!(pr["merge_commit_sha"].as_str(), Some(commit.as_str()));
+
+    // An auditor's fresh clone, with the ledger fetched, verifies the whole history.
+    let audit = hub.clone_remote("auditor");
+    let git = |args: &[&str]| {
+        let out = hub.env.command("git").current_dir(&audit).args(args).output().expect("git");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["fetch", "-q", "origin", "refs/atelier/ledger:refs/atelier/ledger"]);
+    let verify = hub.env.atelier_in(&audit, &["audit", "verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+    let log = hub.env.atelier_in(&audit, &["audit", "log"]).ok();
+    assert!(log.stdout.contains("submitted as pull request #1"), "{}", log.stdout);
+    assert!(log.stdout.contains(&format!("merged as {commit}")), "{}", log.stdout);
+}
+
+#[test]
+fn the_bots_own_key_a_github_review_and_a_label_carry_no_authority() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    // The bot account posts a token signed with the gate's own key.
+    let gate_key = hub.env.repo.join(".atelier/gate_key");
+    let posted = hub.run(
+        BOT,
+        &["approve", "--pr", &n.to_string(), "--key", gate_key.to_str().expect("utf8"), "--post"],
+    );
+    let posted = posted.ok();
+    assert!(posted.stderr.contains("will not count"), "{}", posted.stderr);
+    // A GitHub "APPROVE" review without a token, and an `approved` label.
+    hub.emu.add_review(n, "alice", "APPROVED", "LGTM, ship it");
+    hub.emu.add_label(n, "approved");
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert_eq!(codes(&v), ["E_GATE_KEY_SIGNER"]);
+    assert_eq!(v["approvers"].as_array().map(Vec::len), Some(0));
+    assert!(crate::support::unmet(&v).contains(&"E_QUORUM_NOT_MET".to_string()));
+    let (state, desc) = hub.status(&hub.head(n)).expect("status");
+    assert_eq!(state, "pending");
+    assert!(desc.starts_with("E_QUORUM_NOT_MET"), "{desc}");
+    assert!(desc.chars().count() <= 140);
+}
+
+#[test]
+fn the_bot_account_signing_with_a_key_listed_under_bots_never_counts() {
+    let policy = atelier::governance::policy::DEFAULT_GOVERNANCE_TOML
+        .replace("bots = []", "bots = [\"bot@example.org\"]");
+    assert!(policy.contains("bot@example.org"));
+    let hub = Hub::build(
+        crate::support::Setup {
+            governance: policy,
+            principals: vec!["alice", "bob", "bot"],
+            ..Default::default()
+        },
+        "manual",
+    );
+    let n = hub.submitted();
+    let key = hub.env.key("bot");
+    hub.run(
+        BOT,
+        &["approve", "--pr", &n.to_string(), "--key", key.to_str().expect("utf8"), "--post"],
+    )
+    .ok();
+    hub.approve(n, "alice", &[]).ok();
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert_eq!(codes(&v), ["E_BOT_SIGNER", "OK"]);
+    assert_eq!(v["approvers"], serde_json::json!(["alice@example.org"]));
+}
+
+#[test]
+fn a_token_edited_inside_its_comment_stops_counting() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    assert_eq!(hub.gate(n).0, 0);
+    // Someone with edit rights changes one payload line of bob's token.
+    let bob = hub
+        .emu
+        .comments(n)
+        .into_iter()
+        .find(|c| c["user"]["login"] == "bob")
+        .expect("bob's comment");
+    let body = bob["body"].as_str().expect("body");
+    let edited = body.replacen("decision approve", "decision approve ", 1).replacen(
+        "expires 20",
+        "expires 21",
+        1,
+    );
+    assert_ne!(edited, body);
+    hub.emu.edit_comment(bob["id"].as_u64().expect("id"), &edited);
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["approvers"], serde_json::json!(["alice@example.org"]));
+    assert!(
+        codes(&v).iter().any(|c| c != "OK"),
+        "the edited token must not count: {v}"
+    );
+}
+
+#[test]
+fn a_push_after_approval_makes_every_token_stale() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    assert_eq!(hub.gate(n).0, 0);
+    let approved_head = hub.head(n);
+    hub.push_onto("atelier/proposals/1");
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert_eq!(codes(&v), ["E_STALE_HEAD", "E_STALE_HEAD"]);
+    assert_ne!(hub.head(n), approved_head);
+    assert_eq!(hub.status(&hub.head(n)).expect("status").0, "pending");
+    // And merge refuses too: it always re-runs the gate.
+    let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(merge.stderr.contains("not merged"), "{}", merge.stderr);
+    assert_eq!(hub.emu.pull(n)["merged"], false);
+}
+
+#[test]
+fn a_rejection_vetoes_and_a_deleted_rejection_still_does() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &["--reject"]).ok();
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert!(crate::support::unmet(&v).contains(&"E_VETOED".to_string()));
+    assert_eq!(hub.status(&hub.head(n)).expect("status").0, "failure");
+    // The gate recorded bob's rejection in the ledger: deleting the comment changes nothing.
+    let reject = hub
+        .emu
+        .comments(n)
+        .into_iter()
+        .find(|c| c["body"].as_str().unwrap_or("").starts_with("/atelier reject"))
+        .expect("rejection comment");
+    hub.emu.delete_comment(reject["id"].as_u64().expect("id"));
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert!(crate::support::unmet(&v).contains(&"E_VETOED".to_string()), "{v}");
+}
+
+#[test]
+fn webhook_signatures_are_required_and_replays_are_ignored() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    let (server, url) = hub.serve();
+    let head = hub.head(n);
+    let body = payload("pull_request", Some("synchronize"), Some(n), Some(&head));
+    // Missing and wrong signatures: 401, and nothing happens.
+    assert_eq!(deliver(&url, "pull_request", "d-1", &body, None).0, 401);
+    let wrong = webhooks::sign("not-the-secret", &body);
+    assert_eq!(deliver(&url, "pull_request", "d-2", &body, Some(wrong)).0, 401);
+    let mut tampered = body.clone();
+    tampered.push(b' ');
+    let sig = webhooks::sign(SECRET, &body);
+    assert_eq!(deliver(&url, "pull_request", "d-3", &tampered, Some(sig.clone())).0, 401);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(hub.status(&head).is_none(), "a refused delivery must do nothing");
+    // A good delivery runs the gate; replaying its id is ignored.
+    assert_eq!(deliver(&url, "pull_request", "d-4", &body, Some(sig.clone())).0, 202);
+    wait_for("a status", || hub.status(&head).is_some_and(|(s, _)| s != "pending" || !hub.emu.comments(n).is_empty()));
+    let (status, text) = deliver(&url, "pull_request", "d-4", &body, Some(sig));
+    assert_eq!(status, 200);
+    assert!(text.contains("duplicate"), "{text}");
+    // ping answers; healthz answers.
+    let ping = payload("ping", None, None, None);
+    assert_eq!(deliver(&url, "ping", "d-5", &ping, Some(webhooks::sign(SECRET, &ping))).0, 200);
+    let health = ureq::get(&format!("{url}/healthz")).call().expect("healthz");
+    assert_eq!(health.status().as_u16(), 200);
+    let log = server.stop();
+    assert!(log.contains("a replay, ignored"), "{log}");
+    assert!(!log.contains(BOT) && !log.contains(SECRET), "secrets in the log: {log}");
+}
+
+#[test]
+fn a_burst_of_deliveries_for_one_pull_request_coalesces() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    let (server, url) = hub.serve();
+    for i in 0..8 {
+        let body = payload("issue_comment", Some("edited"), Some(n), None);
+        let sig = webhooks::sign(SECRET, &body);
+        assert_eq!(deliver(&url, "issue_comment", &format!("burst-{i}"), &body, Some(sig)).0, 202);
+    }
+    let head = hub.head(n);
+    wait_for("a status", || hub.status(&head).is_some());
+    std::thread::sleep(Duration::from_millis(1500));
+    let log = server.stop();
+    let evaluations = log.matches(&format!("pull request #{n}: ")).count();
+    assert!(
+        (1..=3).contains(&evaluations),
+        "8 deliveries should coalesce into at most 3 evaluations, saw {evaluations}:\n{log}"
+    );
+}
+
+#[test]
+fn a_push_to_the_protected_branch_regates_open_proposals_and_auto_merge_merges() {
+    let hub = Hub::with_merge("auto");
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    let (server, url) = hub.serve();
+    let body = payload("push", None, None, None);
+    assert_eq!(deliver(&url, "push", "p-1", &body, Some(webhooks::sign(SECRET, &body))).0, 202);
+    wait_for("the automatic merge", || hub.emu.pull(n)["merged"] == true);
+    let log = server.stop();
+    assert!(log.contains("merged as"), "{log}");
+}
+
+#[test]
+fn a_head_that_moves_at_merge_time_is_refused_not_retried() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    hub.emu.inject(Fault::MoveHeadBeforeMerge);
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(run.stderr.contains("E_HEAD_MOVED"), "{}", run.stderr);
+    assert_eq!(hub.emu.pull(n)["merged"], false);
+    let merges = hub
+        .emu
+        .log()
+        .iter()
+        .filter(|l| l.method == "PUT" && l.path.contains("/merge"))
+        .count();
+    assert_eq!(merges, 1, "never retried with a new head");
+}
+
+#[test]
+fn a_merge_that_lands_a_different_tree_raises_an_alarm() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    hub.emu.inject(Fault::LandDifferentTree);
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(run.stderr.contains("E_LANDED_TREE_MISMATCH"), "{}", run.stderr);
+    assert!(hub
+        .emu
+        .comments(n)
+        .iter()
+        .any(|c| c["body"].as_str().unwrap_or("").contains("Atelier alarm")));
+    let log = hub.env.atelier(&["audit", "log"]).ok();
+    assert!(log.stdout.contains("ALARM E_LANDED_TREE_MISMATCH"), "{}", log.stdout);
+    // The unapproved merge on main is what audit verify exists to catch.
+    hub.env.git(&["fetch", "-q", "origin", "main:refs/remotes/origin/main"]);
+    let audit = hub.clone_remote("auditor");
+    let out = hub
+        .env
+        .command("git")
+        .current_dir(&audit)
+        .args(["fetch", "-q", "origin", "refs/atelier/ledger:refs/atelier/ledger"])
+        .output()
+        .expect("git");
+    assert!(out.status.success());
+    assert_eq!(hub.env.atelier_in(&audit, &["audit", "verify"]).code, 1);
+}
+
+#[test]
+fn server_errors_and_secondary_rate_limits_are_retried() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    let path = format!("/repos/{REPO}/pulls/{n}");
+    hub.emu.inject(Fault::server_error("GET", &path, 2));
+    hub.emu.inject(Fault::SecondaryRateLimit {
+        method: "POST".into(),
+        path: "/statuses/".into(),
+        times: 1,
+        retry_after: 1,
+    });
+    let (code, _) = hub.gate(n);
+    assert_eq!(code, 1);
+    let log = hub.emu.log();
+    let gets = log.iter().filter(|l| l.method == "GET" && l.path == path).count();
+    assert!(gets >= 3, "two 500s then a success: {gets} GETs");
+    assert!(hub.status(&hub.head(n)).is_some(), "the status was set after the rate limit");
+    // Failing every time: a clear message after the bounded attempts.
+    hub.emu.inject(Fault::server_error("GET", &path, 50));
+    let run = hub.run(BOT, &["gate", "--pr", &n.to_string()]).code(2);
+    assert!(run.stderr.contains("attempts"), "{}", run.stderr);
+}
+
+#[test]
+fn auth_permission_and_not_found_errors_say_what_to_fix() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    let bad = hub.run("ghp_not_a_real_token", &["gate", "--pr", &n.to_string()]).code(2);
+    assert!(bad.stderr.contains("GITHUB_TOKEN"), "{}", bad.stderr);
+    assert!(!bad.stderr.contains("ghp_not_a_real_token"), "the token leaked: {}", bad.stderr);
+    let none = hub.env.atelier(&["gate", "--pr", &n.to_string()]).code(2);
+    assert!(none.stderr.contains("no GitHub token"), "{}", none.stderr);
+    hub.emu.permissions("atelier-bot", &["statuses"]);
+    let denied = hub.run(BOT, &["gate", "--pr", &n.to_string()]).code(2);
+    assert!(denied.stderr.contains("Commit statuses: write"), "{}", denied.stderr);
+    hub.emu.permissions("atelier-bot", &[]);
+    let missing = hub.run(BOT, &["gate", "--pr", "99"]).code(2);
+    assert!(missing.stderr.contains("404") && missing.stderr.contains(REPO), "{}", missing.stderr);
+}
+
+#[test]
+fn pull_requests_that_are_not_proposals_get_a_failing_status() {
+    let hub = Hub::new();
+    // A branch pushed by hand, opened as a pull request through the API.
+    let dir = hub.clone_remote("human");
+    let git = |args: &[&str]| {
+        let out = hub.env.command("git").current_dir(&dir).args(args).output().expect("git");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["checkout", "-q", "-b", "feature"]);
+    std::fs::write(dir.join("src/lib.rs"), "pub fn answer() -> u32 { 7 }\n").expect("write");
+    git(&["-c", "user.email=h@example.org", "-c", "user.name=H", "commit", "-qam", "by hand"]);
+    git(&["push", "-q", "origin", "feature"]);
+    let n = hub.emu.create_pull_as("mallory", "By hand", "feature", "main");
+    let run = hub.run(BOT, &["gate", "--pr", &n.to_string()]).code(1);
+    assert!(run.stderr.contains("E_NOT_A_PROPOSAL"), "{}", run.stderr);
+    assert_eq!(hub.status(&hub.head(n)).expect("status").0, "failure");
+}
+
+#[test]
+fn the_gate_runs_read_only_where_there_is_no_gate_key() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    // An Actions runner: a fresh clone, no .atelier/gate_key.
+    let runner = hub.clone_remote("runner");
+    let run = hub.run_in(&runner, BOT, &["gate", "--pr", &n.to_string()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("no gate key here"), "{}", run.stderr);
+    assert_eq!(hub.status(&hub.head(n)).expect("status").0, "success");
+}
+
+#[test]
+fn approvals_can_be_signed_with_ssh_keygen_and_pasted() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    let payload = hub.run("alice-token", &["approve", "--pr", &n.to_string(), "--payload"]).ok().stdout;
+    let file = hub.env.file("pr-payload", &payload);
+    let out = hub
+        .env
+        .command("ssh-keygen")
+        .args(["-Y", "sign", "-f"])
+        .arg(hub.env.key("alice"))
+        .args(["-n", "atelier-approval"])
+        .arg(&file)
+        .output()
+        .expect("ssh-keygen");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sig = format!("{}.sig", file.display());
+    // Without --post the comment is printed for pasting; paste it as alice would.
+    let comment = hub
+        .run("alice-token", &["approve", "--pr", &n.to_string(), "--signature", &sig])
+        .ok()
+        .stdout;
+    assert!(comment.starts_with("/atelier approve"), "{comment}");
+    hub.emu.add_comment(n, "alice", &comment.replace('\n', "\r\n"));
+    let (_, v) = hub.gate(n);
+    assert_eq!(v["approvers"], serde_json::json!(["alice@example.org"]), "{v}");
+}
