@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod openapi;
+pub mod webhooks;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
