@@ -81,6 +81,15 @@ pub fn route(event: &str, payload: &Value, repository: &str, branch: &str) -> Wo
             if payload["issue"]["pull_request"].is_null() {
                 return Work::Nothing("comment on an issue, not a pull request");
             }
+            // The gate's own summary: evaluating again because of it would never end. (Anyone
+            // can start a comment with the marker; it then merely triggers nothing, and it is
+            // never authority either way.)
+            if payload["comment"]["body"]
+                .as_str()
+                .is_some_and(|b| b.starts_with(gh_flow::SUMMARY_MARKER))
+            {
+                return Work::Nothing("the gate's own summary comment");
+            }
             match (action, payload["issue"]["number"].as_u64()) {
                 ("created" | "edited" | "deleted", Some(n)) => Work::Gate {
                     pull: n,
@@ -415,6 +424,11 @@ mod tests {
                 "issue_comment",
                 serde_json::json!({"action": "created", "repository": repo, "issue": {"number": 5}}),
                 Work::Nothing("comment on an issue, not a pull request"),
+            ),
+            (
+                "issue_comment",
+                serde_json::json!({"action": "edited", "repository": repo, "issue": {"number": 5, "pull_request": {}}, "comment": {"body": "<!-- atelier:gate-summary -->\n..."}}),
+                Work::Nothing("the gate's own summary comment"),
             ),
             (
                 "pull_request_review",

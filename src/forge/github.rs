@@ -404,11 +404,13 @@ impl GitHub {
             what: &what,
             permission: "Pull requests: write",
         };
-        // Not ours (403) or gone (404): the caller posts a new comment instead.
+        // Not ours (403) or gone (404): the caller posts a new comment instead. Anything but
+        // success or those goes through the retrying path.
         match self.once(&call) {
             Ok(r) if r.status == StatusCode::FORBIDDEN || r.status == StatusCode::NOT_FOUND => {
                 Ok(None)
             }
+            Ok(r) if r.status.is_success() => Ok(Some(read(&r, &what)?)),
             _ => Ok(Some(self.json(call)?)),
         }
     }

@@ -356,7 +356,8 @@ clock_skew = "5m"
 # the policy the change would install.
 [constitution]
 paths = [
-    "policies/**", "reviewers/**", "GOVERNANCE.md", ".ci/**", "atelier.toml",
+    "policies/**", "reviewers/**", "GOVERNANCE.md", ".ci/**", ".github/**", "atelier.toml",
+    "prompts/**",
     # Atelier's own gate: the decision, the ledger and audit, and the code that feeds and enforces them.
     # (For Atelier's own repository, extend this to all of "src/**": src/lib.rs could swap modules.)
     "src/governance/**", "src/audit/**", "src/workflow/**", "src/forge/**", "src/git.rs", "src/clock.rs",

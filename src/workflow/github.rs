@@ -22,7 +22,7 @@ use crate::audit::ledger::{self, Event, MergeRecord};
 use crate::forge::github::GitHub;
 use crate::forge::{Comment, PullRequest, PullState};
 use crate::git;
-use crate::governance::time::{format_rfc3339, Timestamp};
+use crate::governance::time::Timestamp;
 use crate::governance::token::{self, RawToken, Verdict};
 
 /// The commit status the gate sets; branch protection requires it.
@@ -364,10 +364,12 @@ pub fn summary_body(eval: &Evaluation, now: Timestamp) -> String {
             }
         ));
     }
-    t.push_str(&format!(
-        "\nOnly signed tokens count: GitHub reviews, labels, comment authors and other statuses carry no authority. Evaluated {}; this comment is rewritten at every evaluation.\n",
-        format_rfc3339(now)
-    ));
+    // No timestamp: an unchanged evaluation leaves the comment as it is (an edit would be
+    // delivered as another `issue_comment` event).
+    let _ = now;
+    t.push_str(
+        "\nOnly signed tokens count: GitHub reviews, labels, comment authors and other statuses carry no authority. This comment is rewritten when the evaluation changes.\n",
+    );
     t
 }
 

@@ -131,7 +131,10 @@ impl Env {
         env.atelier(&["init"]).ok();
         let mut config = env.read("atelier.toml");
         for (from, to) in &setup.config_replace {
-            assert!(config.contains(from.as_str()), "atelier.toml has no `{from}`");
+            assert!(
+                config.contains(from.as_str()),
+                "atelier.toml has no `{from}`"
+            );
             config = config.replace(from.as_str(), to);
         }
         env.write("atelier.toml", &config);
