@@ -10,6 +10,7 @@ mod approvals;
 mod audit;
 mod constitution;
 mod gate_table;
+mod github_emulator;
 mod merge;
 mod plans;
 mod tidy;
