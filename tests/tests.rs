@@ -10,6 +10,8 @@ mod approvals;
 mod audit;
 mod constitution;
 mod gate_table;
+mod github;
+mod github_emulator;
 mod github_fixtures;
 mod merge;
 mod plans;

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod github;
 pub mod openapi;
 pub mod webhooks;
 
