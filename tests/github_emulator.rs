@@ -1196,3 +1196,153 @@ fn octocrab_talks_to_the_emulator() {
     assert!(logins.contains(&Some("alice".to_string())));
     assert_eq!(logins.last(), Some(&None));
 }
+
+/// Every operation Atelier uses, answered by the emulator, checked against GitHub's published
+/// OpenAPI description (the vendored subset in tests/fixtures/github), error answers included.
+#[test]
+fn every_answer_matches_githubs_openapi_description() {
+    let spec = crate::support::openapi::Spec::load();
+    let f = Forge::new();
+    let mut checked = Vec::new();
+    let mut check = |method: &str, path: &str, r: &Reply| {
+        let value: Value = if r.text.is_empty() {
+            Value::Null
+        } else {
+            r.json()
+        };
+        let route = path.split('?').next().unwrap_or(path);
+        // Errors an operation does not list use GitHub's generic error shapes.
+        let result = match spec.documented(method, route, r.status) {
+            Err(_) if r.status == 422 => spec.check("validation-error", &value),
+            Err(_) if r.status >= 400 => spec.check("basic-error", &value),
+            _ => spec.check_response(method, route, r.status, &value),
+        };
+        if let Err(errors) = result {
+            panic!(
+                "{method} {path} → {} does not match GitHub's description:\n  {}\n{}",
+                r.status,
+                errors.join("\n  "),
+                r.text
+            );
+        }
+        checked.push(format!("{method} {route} {}", r.status));
+    };
+    let mut call = |method: &str, rest: &str, token: &str, body: Option<Value>| {
+        let path = f.api(rest);
+        let r = f.call(method, &path, Some(token), body);
+        check(method, &path, &r);
+        r
+    };
+    call("GET", "", ALICE, None);
+    f.commit("feature", "lib.txt", "one\ntwo\nfour\n");
+    let created = call(
+        "POST",
+        "/pulls",
+        ALICE,
+        Some(json!({"title": "Change", "head": "feature", "base": "main", "body": "b"})),
+    );
+    assert_eq!(created.status, 201);
+    let n = created.json()["number"].as_u64().expect("number");
+    let head = created.json()["head"]["sha"]
+        .as_str()
+        .expect("sha")
+        .to_string();
+    // A second pull request from the same head: 422 with GitHub's validation-error shape.
+    let dup = call(
+        "POST",
+        "/pulls",
+        ALICE,
+        Some(json!({"title": "Again", "head": "feature", "base": "main"})),
+    );
+    assert_eq!(dup.status, 422);
+    call(
+        "GET",
+        &format!("/pulls?state=all&head=acme:feature&per_page=100"),
+        ALICE,
+        None,
+    );
+    call("GET", &format!("/pulls/{n}"), ALICE, None);
+    call(
+        "PATCH",
+        &format!("/pulls/{n}"),
+        ALICE,
+        Some(json!({"title": "Changed", "body": "c"})),
+    );
+    for i in 0..3 {
+        call(
+            "POST",
+            &format!("/issues/{n}/comments"),
+            BOB,
+            Some(json!({ "body": format!("comment {i}") })),
+        );
+    }
+    let page = call(
+        "GET",
+        &format!("/issues/{n}/comments?per_page=2"),
+        ALICE,
+        None,
+    );
+    let id = page.json()[0]["id"].as_u64().expect("id");
+    call(
+        "PATCH",
+        &format!("/issues/comments/{id}"),
+        BOB,
+        Some(json!({"body": "edited"})),
+    );
+    call(
+        "POST",
+        &format!("/issues/{n}/labels"),
+        ALICE,
+        Some(json!({"labels": ["atelier-proposal"]})),
+    );
+    f.emu.add_review(n, "bob", "APPROVED", "LGTM");
+    call(
+        "GET",
+        &format!("/pulls/{n}/reviews?per_page=100"),
+        ALICE,
+        None,
+    );
+    call(
+        "POST",
+        &format!("/statuses/{head}"),
+        ALICE,
+        Some(
+            json!({"state": "pending", "description": "waiting", "context": "atelier/governance"}),
+        ),
+    );
+    let long = call(
+        "POST",
+        &format!("/statuses/{head}"),
+        ALICE,
+        Some(json!({"state": "success", "description": "x".repeat(141), "context": "c"})),
+    );
+    assert_eq!(long.status, 422);
+    call("GET", &format!("/commits/{head}/status"), ALICE, None);
+    let stale = call(
+        "PUT",
+        &format!("/pulls/{n}/merge"),
+        ALICE,
+        Some(json!({"sha": "0".repeat(40), "merge_method": "merge"})),
+    );
+    assert_eq!(stale.status, 409);
+    let merged = call(
+        "PUT",
+        &format!("/pulls/{n}/merge"),
+        ALICE,
+        Some(
+            json!({"sha": head, "merge_method": "merge", "commit_title": "t", "commit_message": "m"}),
+        ),
+    );
+    assert_eq!(merged.status, 200);
+    let again = call(
+        "PUT",
+        &format!("/pulls/{n}/merge"),
+        ALICE,
+        Some(json!({"sha": head, "merge_method": "merge"})),
+    );
+    assert_eq!(again.status, 405);
+    call("GET", &format!("/pulls/{n}"), ALICE, None);
+    let missing = call("GET", "/pulls/999", ALICE, None);
+    assert_eq!(missing.status, 404);
+    assert!(checked.len() >= 20, "{checked:?}");
+}
