@@ -1257,7 +1257,7 @@ fn every_answer_matches_githubs_openapi_description() {
     assert_eq!(dup.status, 422);
     call(
         "GET",
-        &format!("/pulls?state=all&head=acme:feature&per_page=100"),
+        "/pulls?state=all&head=acme:feature&per_page=100",
         ALICE,
         None,
     );
