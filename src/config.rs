@@ -218,12 +218,6 @@ fn default_merge() -> String {
     "manual".into()
 }
 
-/// Environment variables that hold forge or webhook secrets: never passed to an agent.
-pub const SECRET_VARS: &[&str] = &[
-    "GITHUB_TOKEN",
-    "ATELIER_GITHUB_TOKEN",
-    "ATELIER_WEBHOOK_SECRET",
-];
 fn default_gate_key() -> PathBuf {
     PathBuf::from(".atelier/gate_key")
 }
@@ -346,14 +340,6 @@ impl Config {
                 path: path.display().to_string(),
                 reason: format!("[roles.{name}] {reason}"),
             };
-            if let Some(secret) = role.env.iter().find(|v| {
-                SECRET_VARS.iter().any(|s| s.eq_ignore_ascii_case(v))
-                    || v.eq_ignore_ascii_case("GH_TOKEN")
-            }) {
-                return Err(bad(format!(
-                    "env: `{secret}` holds a forge or webhook secret, and agents never see those; remove it from the list"
-                )));
-            }
             match role.backend.as_str() {
                 "command" if role.command.as_ref().is_none_or(|c| c.is_empty()) => {
                     return Err(bad(

@@ -26,6 +26,7 @@ use crate::workflow::Workspace;
 /// Variables that never reach a worker, whatever a role asks for.
 const NEVER_PASSED: &[&str] = &[
     "GITHUB_TOKEN",
+    "GH_TOKEN",
     "ATELIER_GITHUB_TOKEN",
     "ATELIER_WEBHOOK_SECRET",
     "SSH_AUTH_SOCK",
