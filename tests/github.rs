@@ -158,23 +158,42 @@ impl Hub {
         dir
     }
 
+    /// An auditor's fresh clone of the remote, with `refs/atelier/ledger` fetched.
+    pub fn auditor_clone(&self) -> PathBuf {
+        let dir = self.clone_remote(&format!("auditor-{}", rand_suffix()));
+        self.git_in(
+            &dir,
+            &[
+                "fetch",
+                "-q",
+                "origin",
+                "refs/atelier/ledger:refs/atelier/ledger",
+            ],
+        );
+        dir
+    }
+
+    /// Runs git in `dir` (another clone), asserting success.
+    #[track_caller]
+    pub fn git_in(&self, dir: &Path, args: &[&str]) {
+        let out = self
+            .env
+            .command("git")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Pushes one more commit onto a proposal branch, as someone with push access would.
     pub fn push_onto(&self, branch: &str) {
         let dir = self.clone_remote(&format!("pusher-{}", rand_suffix()));
-        let git = |args: &[&str]| {
-            let out = self
-                .env
-                .command("git")
-                .current_dir(&dir)
-                .args(args)
-                .output()
-                .expect("git");
-            assert!(
-                out.status.success(),
-                "git {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
+        let git = |args: &[&str]| self.git_in(&dir, args);
         git(&["checkout", "-q", branch]);
         std::fs::write(dir.join("src/extra.rs"), "// after approval\n").expect("write");
         git(&["add", "-A"]);
@@ -410,27 +429,7 @@ fn the_whole_loop_on_github_ends_in_a_verified_history() {
     assert_eq!(pr["merge_commit_sha"].as_str(), Some(commit.as_str()));
 
     // An auditor's fresh clone, with the ledger fetched, verifies the whole history.
-    let audit = hub.clone_remote("auditor");
-    let git = |args: &[&str]| {
-        let out = hub
-            .env
-            .command("git")
-            .current_dir(&audit)
-            .args(args)
-            .output()
-            .expect("git");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    git(&[
-        "fetch",
-        "-q",
-        "origin",
-        "refs/atelier/ledger:refs/atelier/ledger",
-    ]);
+    let audit = hub.auditor_clone();
     let verify = hub.env.atelier_in(&audit, &["audit", "verify"]);
     assert_eq!(verify.code, 0, "{verify:?}");
     let log = hub.env.atelier_in(&audit, &["audit", "log"]).ok();
@@ -786,22 +785,7 @@ fn a_merge_that_lands_a_different_tree_raises_an_alarm() {
         log.stdout
     );
     // The unapproved merge on main is what audit verify exists to catch.
-    hub.env
-        .git(&["fetch", "-q", "origin", "main:refs/remotes/origin/main"]);
-    let audit = hub.clone_remote("auditor");
-    let out = hub
-        .env
-        .command("git")
-        .current_dir(&audit)
-        .args([
-            "fetch",
-            "-q",
-            "origin",
-            "refs/atelier/ledger:refs/atelier/ledger",
-        ])
-        .output()
-        .expect("git");
-    assert!(out.status.success());
+    let audit = hub.auditor_clone();
     assert_eq!(hub.env.atelier_in(&audit, &["audit", "verify"]).code, 1);
 }
 
@@ -871,20 +855,7 @@ fn pull_requests_that_are_not_proposals_get_a_failing_status() {
     let hub = Hub::new();
     // A branch pushed by hand, opened as a pull request through the API.
     let dir = hub.clone_remote("human");
-    let git = |args: &[&str]| {
-        let out = hub
-            .env
-            .command("git")
-            .current_dir(&dir)
-            .args(args)
-            .output()
-            .expect("git");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let git = |args: &[&str]| hub.git_in(&dir, args);
     git(&["checkout", "-q", "-b", "feature"]);
     std::fs::write(dir.join("src/lib.rs"), "pub fn answer() -> u32 { 7 }\n").expect("write");
     git(&[

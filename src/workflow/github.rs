@@ -62,6 +62,19 @@ fn git_cli(root: &Path, args: &[&str]) -> Result<()> {
     git::git_cli(root, args).map(drop)
 }
 
+/// Fetches `refspecs` from the forge's remote with the user's `git`.
+fn fetch(ws: &Workspace, refspecs: &[String]) -> Result<()> {
+    let mut args = vec![
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        ws.config.forge.remote.as_str(),
+    ];
+    args.extend(refspecs.iter().map(String::as_str));
+    git_cli(&ws.root, &args)
+}
+
 fn remote_base_ref(ws: &Workspace) -> String {
     format!("refs/atelier/github/heads/{}", ws.branch())
 }
@@ -70,16 +83,11 @@ fn remote_base_ref(ws: &Workspace) -> String {
 fn fetch_pull(ws: &Workspace, n: u64) -> Result<(Oid, Oid)> {
     let base_ref = remote_base_ref(ws);
     let head_ref = format!("refs/atelier/github/pull/{n}/head");
-    git_cli(
-        &ws.root,
+    fetch(
+        ws,
         &[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            &ws.config.forge.remote,
-            &format!("+refs/heads/{}:{base_ref}", ws.branch()),
-            &format!("+refs/pull/{n}/head:{head_ref}"),
+            format!("+refs/heads/{}:{base_ref}", ws.branch()),
+            format!("+refs/pull/{n}/head:{head_ref}"),
         ],
     )
     .with_context(|| {
@@ -106,17 +114,7 @@ pub fn sync_ledger(ws: &Workspace) -> Result<()> {
     if advertised.is_empty() {
         return Ok(());
     }
-    git_cli(
-        &ws.root,
-        &[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            &ws.config.forge.remote,
-            &format!("+{}:{fetched}", ledger::REF),
-        ],
-    )?;
+    fetch(ws, &[format!("+{}:{fetched}", ledger::REF)])?;
     let theirs = ws.repo.refname_to_id(fetched)?;
     let ours = ws.repo.refname_to_id(ledger::REF).ok();
     match ours {
