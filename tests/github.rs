@@ -290,7 +290,11 @@ pub fn deliver(
     if let Some(s) = signature {
         req = req.header("X-Hub-Signature-256", &s);
     }
-    let mut resp = req.send(body).expect("deliver");
+    // A server that refuses early may close the connection while the body is still being sent.
+    let mut resp = match req.send(body) {
+        Ok(r) => r,
+        Err(e) => return (0, e.to_string()),
+    };
     let status = resp.status().as_u16();
     (status, resp.body_mut().read_to_string().unwrap_or_default())
 }
@@ -573,7 +577,14 @@ fn a_push_after_approval_makes_every_token_stale() {
     hub.approve(n, "bob", &[]).ok();
     assert_eq!(hub.gate(n).0, 0);
     let approved_head = hub.head(n);
-    hub.push_onto("atelier/proposals/1");
+    // The proposal's owner adds a commit and submits again.
+    hub.env.git(&["checkout", "-q", "atelier/proposals/1"]);
+    hub.env.write("src/extra.rs", "// after approval\n");
+    hub.env.git(&["add", "-A"]);
+    hub.env.git(&["commit", "-q", "-m", "One more thing"]);
+    hub.env.git(&["checkout", "-q", "main"]);
+    let again = hub.run(BOT, &["submit", "1", "--json"]).ok().json();
+    assert_eq!(again["pull"].as_u64(), Some(n));
     let (code, v) = hub.gate(n);
     assert_eq!(code, 1);
     assert_eq!(codes(&v), ["E_STALE_HEAD", "E_STALE_HEAD"]);
@@ -583,6 +594,132 @@ fn a_push_after_approval_makes_every_token_stale() {
     let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
     assert!(merge.stderr.contains("not merged"), "{}", merge.stderr);
     assert_eq!(hub.emu.pull(n)["merged"], false);
+}
+
+#[test]
+fn a_commit_pushed_onto_a_proposal_by_hand_cannot_pass_even_with_approvals() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    // Bob can push to the repository: he adds his own commit to the proposal, then approves it
+    // alone (the rule needs one approval, and the recorded proposer is someone else).
+    hub.push_onto("atelier/proposals/1");
+    let bob = hub.approve(n, "bob", &[]).code(1);
+    assert!(bob.stderr.contains("E_NOT_SUBMITTED"), "{}", bob.stderr);
+    let gate = hub.run(BOT, &["gate", "--pr", &n.to_string()]).code(1);
+    assert!(gate.stderr.contains("E_NOT_SUBMITTED"), "{}", gate.stderr);
+    assert_eq!(hub.status(&hub.head(n)).expect("status").0, "failure");
+    let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(merge.stderr.contains("E_NOT_SUBMITTED"), "{}", merge.stderr);
+    assert_eq!(hub.emu.pull(n)["merged"], false);
+}
+
+#[test]
+fn the_gate_machine_never_takes_in_ledger_entries_it_did_not_write() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &["--reject"]).ok();
+    assert_eq!(hub.gate(n).0, 1);
+    hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1); // pushes the ledger with the veto
+                                                              // Someone with push access fast-forwards the remote ledger to a commit whose tree is an
+                                                              // older ledger (from before the veto was recorded).
+    let dir = hub.clone_remote("forger");
+    hub.git_in(
+        &dir,
+        &[
+            "fetch",
+            "-q",
+            "origin",
+            "refs/atelier/ledger:refs/atelier/ledger",
+        ],
+    );
+    let out = hub
+        .env
+        .command("git")
+        .current_dir(&dir)
+        .args([
+            "-c",
+            "user.email=f@example.org",
+            "-c",
+            "user.name=F",
+            "commit-tree",
+            "refs/atelier/ledger~2^{tree}",
+            "-p",
+            "refs/atelier/ledger",
+            "-m",
+            "x",
+        ])
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let forged = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    hub.git_in(
+        &dir,
+        &[
+            "push",
+            "-q",
+            "origin",
+            &format!("{forged}:refs/atelier/ledger"),
+        ],
+    );
+    let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(
+        merge.stderr.contains("E_LEDGER_DIVERGED"),
+        "{}",
+        merge.stderr
+    );
+    assert_eq!(hub.emu.pull(n)["merged"], false);
+    // A fresh clone (an approver, an Actions runner) refuses the forged ledger too: its
+    // checkpoint does not cover its entries.
+    let runner = hub.clone_remote("runner");
+    let gate = hub.run_in(&runner, BOT, &["gate", "--pr", &n.to_string()]);
+    assert_eq!(gate.code, 1, "{gate:?}");
+    assert!(
+        gate.stderr.contains("E_LEDGER_UNVERIFIED") && gate.stderr.contains("rewound"),
+        "{}",
+        gate.stderr
+    );
+}
+
+#[test]
+fn junk_in_comments_neither_wedges_the_gate_nor_reaches_the_ledger() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    let junk = "atelier-approval k\n-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----\n"
+        .repeat(700);
+    for _ in 0..4 {
+        hub.emu.add_comment(n, "mallory", &junk);
+    }
+    hub.approve(n, "alice", &[]).ok();
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 0, "junk must not stop a valid approval");
+    assert_eq!(v["approvers"], serde_json::json!(["alice@example.org"]));
+    let summary = hub
+        .emu
+        .comments(n)
+        .into_iter()
+        .find(|c| {
+            c["body"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("<!-- atelier:gate-summary -->")
+        })
+        .expect("summary");
+    assert!(summary["body"]
+        .as_str()
+        .expect("body")
+        .contains("2800 token(s) not from a key"));
+    let log = hub.env.atelier(&["audit", "log", "--json"]).ok();
+    assert_eq!(
+        log.stdout.matches("token-recorded").count(),
+        1,
+        "only alice's token is recorded"
+    );
+    hub.run(BOT, &["merge", "--pr", &n.to_string()]).ok();
 }
 
 #[test]
@@ -654,6 +791,15 @@ fn webhook_signatures_are_required_and_replays_are_ignored() {
     let (status, text) = deliver(&url, "pull_request", "d-4", &body, Some(sig));
     assert_eq!(status, 200);
     assert!(text.contains("duplicate"), "{text}");
+    // A body larger than any event the gate needs is refused before it is read.
+    let big = vec![b' '; 6 * 1024 * 1024];
+    let big_sig = webhooks::sign(SECRET, &big);
+    let (status, text) = deliver(&url, "push", "d-big", &big, Some(big_sig));
+    assert!(status == 413 || status == 0, "{status} {text}");
+    assert!(
+        server.log().lines().all(|l| !l.contains("d-big")),
+        "it was not processed"
+    );
     // ping answers; healthz answers.
     let ping = payload("ping", None, None, None);
     assert_eq!(

@@ -109,7 +109,7 @@ pub fn approve(
 
 pub fn gate(ws: &Workspace, n: u64, as_json: bool) -> anyhow::Result<ExitCode> {
     let gh = GitHub::connect(&ws.config.forge, true)?;
-    let run = gh_flow::gate_pr(ws, &gh, n, now()?, true)?;
+    let run = gh_flow::gate_pr(ws, &gh, n, now()?, gh_flow::Publish::Verdict)?;
     super::gate::print(&run.eval, as_json)?;
     eprintln!(
         "status {} on {}: {:?} — {}",

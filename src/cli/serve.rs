@@ -17,17 +17,24 @@ use hmac::{Hmac, Mac};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use octocrab::models::StatusState;
 use serde_json::Value;
 
 use crate::forge::github::GitHub;
-use crate::workflow::github::{self as gh_flow, STATUS_CONTEXT};
+use crate::workflow::github as gh_flow;
 use crate::workflow::Workspace;
 
 /// Where the webhook secret comes from.
 pub const SECRET_VAR: &str = "ATELIER_WEBHOOK_SECRET";
-/// GitHub caps payloads at 25 MB.
-const MAX_BODY: usize = 25 * 1024 * 1024;
+/// The largest delivery read. GitHub caps payloads at 25 MB, but the events the gate uses are
+/// small; a larger one is refused (413) and is harmless to miss (`gate --pr` catches up).
+const MAX_BODY: usize = 5 * 1024 * 1024;
+/// Deliveries whose bodies are read at once; more wait for none (503), so unauthenticated
+/// senders cannot make the server hold more than this many bodies in memory.
+const READING_MAX: usize = 8;
+/// Open connections at once; more are closed at once.
+const CONNECTIONS_MAX: usize = 256;
+/// How long a client may take to send its headers, and then its body.
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 /// Delivery ids remembered for de-duplication.
 const REMEMBERED: usize = 10_000;
 
@@ -146,6 +153,7 @@ struct Shared {
     auto_merge: bool,
     seen: Mutex<(HashSet<String>, VecDeque<String>)>,
     queue: Mutex<HashMap<u64, PullQueue>>,
+    reading: tokio::sync::Semaphore,
 }
 
 impl Shared {
@@ -205,11 +213,15 @@ impl Shared {
     fn evaluate(&self, n: u64, pending_on: Option<String>) -> Result<()> {
         let ws = Workspace::open(&self.root)?;
         let gh = GitHub::connect(&ws.config.forge, true)?;
-        if let Some(sha) = pending_on {
-            gh.set_status(&sha, StatusState::Pending, "evaluating…", STATUS_CONTEXT)?;
-        }
+        // `pending` is set by the gate itself, under the repository lock, once the pull request
+        // is known to be a proposal (a fork may share a proposal's head commit).
+        let publish = if pending_on.is_some() {
+            gh_flow::Publish::PendingThenVerdict
+        } else {
+            gh_flow::Publish::Verdict
+        };
         let now = crate::clock::now()?.0;
-        let run = gh_flow::gate_pr(&ws, &gh, n, now, true)?;
+        let run = gh_flow::gate_pr(&ws, &gh, n, now, publish)?;
         eprintln!("pull request #{n}: {:?} — {}", run.state, run.description);
         if self.auto_merge && run.eval.decision.allowed {
             match gh_flow::merge_pr(&ws, &gh, n, crate::clock::now()?.0)? {
@@ -266,14 +278,38 @@ async fn handle(
     let signature = header("x-hub-signature-256");
     let event = header("x-github-event").unwrap_or_default();
     let delivery = header("x-github-delivery").unwrap_or_default();
-    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
+    // Refuse what cannot be a delivery before reading a byte of the body.
+    if signature.is_none() {
+        eprintln!("delivery {delivery:?} refused: no X-Hub-Signature-256");
+        return Ok(reply(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong X-Hub-Signature-256",
+        ));
+    }
+    let declared = header("content-length").and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|l| l > MAX_BODY) {
+        return Ok(reply(StatusCode::PAYLOAD_TOO_LARGE, "body too large"));
+    }
+    let Ok(_permit) = shared.reading.try_acquire() else {
+        return Ok(reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy; GitHub may redeliver",
+        ));
+    };
+    let read = tokio::time::timeout(
+        READ_TIMEOUT,
+        Limited::new(req.into_body(), MAX_BODY).collect(),
+    )
+    .await;
+    let body = match read {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(_)) => {
             return Ok(reply(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "body too large or unreadable",
             ))
         }
+        Err(_) => return Ok(reply(StatusCode::REQUEST_TIMEOUT, "body not sent in time")),
     };
     if !signature_ok(&shared.secret, &body, signature.as_deref()) {
         eprintln!("delivery {delivery:?} refused: missing or wrong X-Hub-Signature-256");
@@ -333,7 +369,9 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>) -> Result<()> {
         secret,
         seen: Mutex::new((HashSet::new(), VecDeque::new())),
         queue: Mutex::new(HashMap::new()),
+        reading: tokio::sync::Semaphore::new(READING_MAX),
     });
+    let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     drop(ws);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -352,13 +390,27 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>) -> Result<()> {
                 accepted = listener.accept() => {
                     let (stream, _) = match accepted {
                         Ok(a) => a,
-                        Err(e) => { eprintln!("accept: {e}"); continue; }
+                        Err(e) => {
+                            // Out of file descriptors, say: back off instead of spinning.
+                            eprintln!("accept: {e}");
+                            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                            continue;
+                        }
+                    };
+                    let Ok(permit) = connections.clone().try_acquire_owned() else {
+                        drop(stream);
+                        continue;
                     };
                     let shared = shared.clone();
                     tokio::spawn(async move {
+                        let _permit = permit;
                         let io = hyper_util::rt::TokioIo::new(stream);
                         let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
-                        if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(io, svc).await {
+                        let conn = hyper::server::conn::http1::Builder::new()
+                            .timer(hyper_util::rt::TokioTimer::new())
+                            .header_read_timeout(READ_TIMEOUT)
+                            .serve_connection(io, svc);
+                        if let Err(e) = conn.await {
                             eprintln!("connection: {e}");
                         }
                     });

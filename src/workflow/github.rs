@@ -117,26 +117,102 @@ pub fn sync_ledger(ws: &Workspace) -> Result<()> {
     fetch(ws, &[format!("+{}:{fetched}", ledger::REF)])?;
     let theirs = ws.repo.refname_to_id(fetched)?;
     let ours = ws.repo.refname_to_id(ledger::REF).ok();
+    let gate_machine = ws.gate_key().is_ok();
+    let diverged = |o: Oid, why: &str| {
+        refuse(
+            "E_LEDGER_DIVERGED",
+            format!(
+                "the local ledger ({o}) and remote `{}`'s ({theirs}) disagree: {why}; nothing was recorded — compare them with `git log {o} {theirs}` and `atelier audit verify`",
+                ws.config.forge.remote
+            ),
+        )
+    };
     match ours {
+        Some(o) if o == theirs || ws.repo.graph_descendant_of(o, theirs)? => {}
+        // The gate machine is the ledger's only writer: entries it did not write are never
+        // taken in, whatever they say (a fast-forward can still rewrite history: a new commit
+        // may carry any tree).
+        Some(o) if gate_machine => {
+            return Err(diverged(
+                o,
+                "the remote has ledger commits this gate machine did not write",
+            ))
+        }
+        Some(o) if ws.repo.graph_descendant_of(theirs, o)? => {
+            let mine = ledger::read_at(&ws.repo, o)?;
+            let remote = checked_remote_ledger(ws, theirs)?;
+            if remote.lines.get(..mine.lines.len()) != Some(&mine.lines[..]) {
+                return Err(diverged(o, "the remote's entries do not extend this one's"));
+            }
+            git::compare_and_swap(
+                &ws.repo,
+                ledger::REF,
+                o,
+                theirs,
+                "atelier: ledger from remote",
+            )?;
+        }
+        Some(o) => return Err(diverged(o, "neither extends the other")),
         None => {
+            checked_remote_ledger(ws, theirs)?;
             ws.repo
                 .reference(ledger::REF, theirs, false, "atelier: ledger from remote")?;
         }
-        Some(o) if o == theirs || ws.repo.graph_descendant_of(o, theirs)? => {}
-        Some(o) if ws.repo.graph_descendant_of(theirs, o)? => {
-            git::compare_and_swap(&ws.repo, ledger::REF, o, theirs, "atelier: ledger from remote")?;
-        }
-        Some(o) => {
-            return Err(refuse(
-                "E_LEDGER_DIVERGED",
-                format!(
-                    "the local ledger ({o}) and remote `{}`'s ({theirs}) have diverged: one gate machine must own the ledger; compare them with `git log {o} {theirs}` before anything else is recorded",
-                    ws.config.forge.remote
-                ),
-            ))
-        }
     }
     Ok(())
+}
+
+/// The remote's ledger at `tip`, refused unless its checkpoint is signed by the gate key the
+/// protected branch publishes (`policies/gate_key.pub`) and covers exactly its entries.
+fn checked_remote_ledger(ws: &Workspace, tip: Oid) -> Result<ledger::Snapshot> {
+    let snap = ledger::read_at(&ws.repo, tip)?;
+    let bad = |why: String| {
+        refuse(
+            "E_LEDGER_UNVERIFIED",
+            format!(
+                "remote `{}`'s ledger ({tip}) was not taken in: {why}; run `atelier audit verify` on a clone to see what is wrong",
+                ws.config.forge.remote
+            ),
+        )
+    };
+    let branch = match ws.repo.refname_to_id(&remote_base_ref(ws)) {
+        Ok(b) => b,
+        Err(_) => git::branch_tip(&ws.repo, ws.branch())?,
+    };
+    let tree = ws.repo.find_commit(branch)?.tree()?;
+    let key = git::read_file(&ws.repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
+        .and_then(|k| k.key_data().ed25519().map(|e| e.0))
+        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+        .ok_or_else(|| bad(format!("{} has no usable gate key", ws.branch())))?;
+    let cp =
+        crate::audit::checkpoint::Checkpoint::verify(&snap.checkpoint, ledger::KEY_NAME, &[key])
+            .map_err(|e| {
+                bad(format!(
+                    "its checkpoint does not verify under the gate key: {e}"
+                ))
+            })?;
+    if cp.size != snap.lines.len() as u64
+        || cp.root != crate::audit::merkle::root(&snap.leaf_hashes())
+    {
+        return Err(bad(format!(
+            "its {} entries do not match its checkpoint (size {})",
+            snap.lines.len(),
+            cp.size
+        )));
+    }
+    // Each ledger commit extends its parent's entries: an older snapshot committed on top of a
+    // newer one (a rewind dressed as a fast-forward) is refused.
+    if let Ok(parent) = ws.repo.find_commit(tip).and_then(|c| c.parent_id(0)) {
+        let before = ledger::read_at(&ws.repo, parent)?;
+        if snap.lines.get(..before.lines.len()) != Some(&before.lines[..]) {
+            return Err(bad(format!(
+                "its last commit does not extend the previous one ({parent}): the ledger was rewound"
+            )));
+        }
+    }
+    Ok(snap)
 }
 
 /// Pushes the ledger to the remote (fast-forward only).
@@ -189,7 +265,75 @@ fn recorded_proposer(ws: &Workspace, proposal: &str, n: u64) -> Result<Option<St
 
 /// The forge record of a GitHub pull request, checked against the configuration: it must target
 /// the protected branch from this repository's own `atelier/proposals/<id>` branch.
-pub fn pull_record(ws: &Workspace, p: &GhPull, comments: Vec<Comment>) -> Result<PullRequest> {
+pub fn pull_record(
+    ws: &Workspace,
+    p: &GhPull,
+    head: Oid,
+    comments: Vec<Comment>,
+) -> Result<PullRequest> {
+    let proposal = proposal_shape(ws, p)?;
+    let n = p.number;
+    check_submitted(ws, &proposal, n, head)?;
+    let state = if p.merged_at.is_some() {
+        PullState::Merged
+    } else if matches!(p.state, Some(octocrab::models::IssueState::Open)) {
+        PullState::Open
+    } else {
+        PullState::Closed
+    };
+    Ok(PullRequest {
+        number: n,
+        proposal: proposal.clone(),
+        title: p.title.clone().unwrap_or_default(),
+        head_branch: p.head.ref_field.clone(),
+        base_branch: p.base.ref_field.clone(),
+        state,
+        proposer: recorded_proposer(ws, &proposal, n)?,
+        created: p.created_at.map(|t| t.timestamp()).unwrap_or(0),
+        record: String::new(),
+        comments,
+        merge_commit: p.merge_commit_sha.clone(),
+        closed_reason: None,
+    })
+}
+
+/// Only a head `atelier submit` published for this proposal and pull request can pass: a push
+/// by anyone else onto the proposal branch (an approver approving their own commit, say) is
+/// refused, and so is a pull request opened by hand from an `atelier/proposals/` branch.
+fn check_submitted(ws: &Workspace, proposal: &str, n: u64, head: Oid) -> Result<()> {
+    let head = head.to_string();
+    let mut heads = Vec::new();
+    if let Some(snap) = ledger::read(&ws.repo)? {
+        for line in &snap.lines {
+            if let Ok(Event::Submitted {
+                proposal: p,
+                pull,
+                head: h,
+                ..
+            }) = ledger::Entry::parse(line).map(|e| e.event)
+            {
+                if p == proposal && pull == n {
+                    heads.push(h);
+                }
+            }
+        }
+    }
+    if heads.contains(&head) {
+        return Ok(());
+    }
+    Err(refuse(
+        "E_NOT_SUBMITTED",
+        format!(
+            "pull request #{n}'s head {head} is not one `atelier submit` recorded for proposal {proposal} (recorded: {}): a commit pushed onto the proposal branch by hand cannot pass — publish changes with `atelier submit {proposal}` from the proposal's clone",
+            if heads.is_empty() { "none".to_string() } else { heads.join(", ") }
+        ),
+    ))
+}
+
+/// Checks a pull request's shape from GitHub's record alone, before anything is fetched: it
+/// must target the protected branch from this repository's own `atelier/proposals/<id>` branch.
+/// Returns the proposal id.
+fn proposal_shape(ws: &Workspace, p: &GhPull) -> Result<String> {
     let n = p.number;
     let head_ref = p.head.ref_field.clone();
     let head_repo = p
@@ -217,27 +361,7 @@ pub fn pull_record(ws: &Workspace, p: &GhPull, comments: Vec<Comment>) -> Result
             ),
         ));
     }
-    let state = if p.merged_at.is_some() {
-        PullState::Merged
-    } else if matches!(p.state, Some(octocrab::models::IssueState::Open)) {
-        PullState::Open
-    } else {
-        PullState::Closed
-    };
-    Ok(PullRequest {
-        number: n,
-        proposal: proposal.clone(),
-        title: p.title.clone().unwrap_or_default(),
-        head_branch: head_ref,
-        base_branch: base_ref,
-        state,
-        proposer: recorded_proposer(ws, &proposal, n)?,
-        created: p.created_at.map(|t| t.timestamp()).unwrap_or(0),
-        record: String::new(),
-        comments,
-        merge_commit: p.merge_commit_sha.clone(),
-        closed_reason: None,
-    })
+    Ok(proposal)
 }
 
 /// Comments and review bodies: everything on the pull request that may carry a token. Line
@@ -349,7 +473,27 @@ pub fn summary_body(eval: &Evaluation, now: Timestamp) -> String {
     if d.tokens.is_empty() {
         t.push_str("- none yet\n");
     }
-    for r in &d.tokens {
+    // Tokens from listed keys one by one (a bounded number); the rest only counted, so no
+    // amount of junk in comments can push the summary past GitHub's size limit.
+    const LISTED_MAX: usize = 50;
+    let (known, unknown): (Vec<_>, Vec<_>) = d.tokens.iter().partition(|r| r.principal.is_some());
+    if known.len() > LISTED_MAX {
+        t.push_str(&format!(
+            "- ({} tokens from listed keys; the first {LISTED_MAX} follow)\n",
+            known.len()
+        ));
+    }
+    if !unknown.is_empty() {
+        let mut codes: Vec<&str> = unknown.iter().map(|r| r.code).collect();
+        codes.sort();
+        codes.dedup();
+        t.push_str(&format!(
+            "- {} token(s) not from a key allowed_signers lists: {}\n",
+            unknown.len(),
+            codes.join(", ")
+        ));
+    }
+    for r in known.into_iter().take(LISTED_MAX) {
         t.push_str(&format!(
             "- {} {}: {}{}\n",
             r.principal.as_deref().unwrap_or("unknown signer"),
@@ -389,10 +533,21 @@ pub fn gate_pr(
     gh: &GitHub,
     n: u64,
     now: Timestamp,
-    publish: bool,
+    publish: Publish,
 ) -> Result<GateRun> {
     let _lock = ws.lock()?;
     gate_pr_locked(ws, gh, n, now, publish)
+}
+
+/// What an evaluation writes to GitHub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publish {
+    /// Nothing: evaluate only.
+    Nothing,
+    /// The status and the summary comment.
+    Verdict,
+    /// `pending` first (a new head arrived), then the verdict.
+    PendingThenVerdict,
 }
 
 fn gate_pr_locked(
@@ -400,7 +555,7 @@ fn gate_pr_locked(
     gh: &GitHub,
     n: u64,
     now: Timestamp,
-    publish: bool,
+    publish: Publish,
 ) -> Result<GateRun> {
     let mut notes = Vec::new();
     if let Err(e) = sync_ledger(ws) {
@@ -409,30 +564,46 @@ fn gate_pr_locked(
         }
         notes.push(format!("the remote ledger could not be read: {e:#}"));
     }
+    let fail = |sha: &str, e: &anyhow::Error| -> Result<()> {
+        if let (Some(r), true) = (
+            e.downcast_ref::<super::Refusal>(),
+            publish != Publish::Nothing,
+        ) {
+            gh.set_status(
+                sha,
+                StatusState::Failure,
+                &clip(&format!("{}: {}", r.code, r.message), DESCRIPTION_MAX),
+                STATUS_CONTEXT,
+            )?;
+        }
+        Ok(())
+    };
+    // The shape first, from GitHub's record: nothing of a fork's or a stray branch's is fetched.
+    // A fork's head commit may be a proposal's too, so nothing is written for a fork.
+    let first = gh.pull(n)?;
+    if let Err(e) = proposal_shape(ws, &first) {
+        if e.downcast_ref::<super::Refusal>().map(|r| r.code) == Some("E_NOT_A_PROPOSAL") {
+            fail(&first.head.sha, &e)?;
+        }
+        return Err(e);
+    }
     let (p, base, head) = pull_and_tips(ws, gh, n)?;
     let sha = head.to_string();
-    let record = match pull_record(ws, &p, carriers(gh, n)?) {
+    let record = match pull_record(ws, &p, head, carriers(gh, n)?) {
         Ok(r) => r,
         Err(e) => {
-            if publish {
-                if let Some(r) = e.downcast_ref::<super::Refusal>() {
-                    gh.set_status(
-                        &sha,
-                        StatusState::Failure,
-                        &clip(&format!("{}: {}", r.code, r.message), DESCRIPTION_MAX),
-                        STATUS_CONTEXT,
-                    )?;
-                }
-            }
+            fail(&sha, &e)?;
             return Err(e);
         }
     };
+    if publish == Publish::PendingThenVerdict {
+        gh.set_status(&sha, StatusState::Pending, "evaluating…", STATUS_CONTEXT)?;
+    }
     let eval = evaluate_at(ws, record, base, head, now)?;
     let (state, description) = status_for(&eval);
     let mut recorded = 0;
-    if publish {
-        gh.set_status(&sha, state, &description, STATUS_CONTEXT)?;
-        upsert_summary(gh, n, &summary_body(&eval, now))?;
+    if publish != Publish::Nothing {
+        // Record first: a failure to publish must not lose a rejection.
         match ws.gate_key() {
             Ok(_) => {
                 let events = new_token_events(ws, &eval)?;
@@ -444,6 +615,8 @@ fn gate_pr_locked(
             Err(_) => notes
                 .push("no gate key here: tokens were judged but not recorded in the ledger".into()),
         }
+        gh.set_status(&sha, state, &description, STATUS_CONTEXT)?;
+        upsert_summary(gh, n, &summary_body(&eval, now))?;
     }
     Ok(GateRun {
         eval,
@@ -460,6 +633,7 @@ fn pull_and_tips(ws: &Workspace, gh: &GitHub, n: u64) -> Result<(GhPull, Oid, Oi
     let mut tries = 0;
     loop {
         let p = gh.pull(n)?;
+        proposal_shape(ws, &p)?;
         let (base, head) = fetch_pull(ws, n)?;
         if p.head.sha == head.to_string() {
             return Ok((p, base, head));
@@ -496,10 +670,20 @@ fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
             }
         }
     }
+    // Only tokens signed by a key `allowed_signers` lists at base: junk in a comment never
+    // reaches the permanent record.
+    let listed = |t: &RawToken| {
+        eval.tokens.iter().position(|x| x == t).is_some_and(|i| {
+            eval.decision
+                .tokens
+                .iter()
+                .any(|r| r.index == i && r.principal.is_some())
+        })
+    };
     let mut events = Vec::new();
     for c in &eval.pull.comments {
         for t in RawToken::extract_all(&c.body) {
-            if !known.contains(&t) {
+            if listed(&t) && !known.contains(&t) {
                 known.push(t.clone());
                 events.push(Event::TokenRecorded {
                     proposal: eval.pull.proposal.clone(),
@@ -696,7 +880,7 @@ pub fn approve_pr(
 ) -> Result<PrApproval> {
     sync_ledger(ws)?;
     let (p, base, head) = pull_and_tips(ws, gh, n)?;
-    let record = pull_record(ws, &p, carriers(gh, n)?)?;
+    let record = pull_record(ws, &p, head, carriers(gh, n)?)?;
     if record.state != PullState::Open {
         return Err(refuse(
             "E_NOT_OPEN",
@@ -775,7 +959,7 @@ pub enum PrMerge {
 pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<PrMerge> {
     let _lock = ws.lock()?;
     ws.gate_key()?;
-    let run = gate_pr_locked(ws, gh, n, now, true)?;
+    let run = gate_pr_locked(ws, gh, n, now, Publish::Verdict)?;
     ws.record(vec![decision_event(&run.eval)], now)?;
     if !run.eval.decision.allowed {
         push_ledger(ws)?;

@@ -502,6 +502,10 @@ fn validation(errors: Value) -> Response {
     )
 }
 
+/// GitHub refuses comment bodies longer than this (characters).
+const COMMENT_MAX: usize = 65536;
+const BODY_TOO_LONG: &str = "body is too long (maximum is 65536 characters)";
+
 fn custom(resource: &str, message: &str) -> Response {
     validation(json!([{ "resource": resource, "code": "custom", "message": message }]))
 }
@@ -2016,6 +2020,9 @@ impl State {
         let Some(text) = tri!(opt_str(&body, "body")) else {
             return missing("IssueComment", "body");
         };
+        if text.chars().count() > COMMENT_MAX {
+            return custom("IssueComment", BODY_TOO_LONG);
+        }
         let id = self.new_comment(n, login, &text);
         let c = &self.comments[&id];
         Response::json(201, &self.comment_json(c))
@@ -2033,6 +2040,9 @@ impl State {
         let Some(text) = tri!(opt_str(&body, "body")) else {
             return missing("IssueComment", "body");
         };
+        if text.chars().count() > COMMENT_MAX {
+            return custom("IssueComment", BODY_TOO_LONG);
+        }
         let c = self.comments.get_mut(&id).expect("comment exists");
         c.body = text;
         c.updated = now();
