@@ -396,8 +396,14 @@ fn the_whole_loop_on_github_ends_in_a_verified_history() {
     );
     assert_eq!(status, 202);
     let head = hub.head(n);
-    wait_for("a green status", &server, || {
-        hub.status(&head).is_some_and(|(s, _)| s == "success")
+    let summarised = || {
+        hub.emu
+            .comments(n)
+            .iter()
+            .any(|c| c["body"].as_str().unwrap_or("").contains("may merge"))
+    };
+    wait_for("a green status and its summary", &server, || {
+        hub.status(&head).is_some_and(|(s, _)| s == "success") && summarised()
     });
     let (_, desc) = hub.status(&head).expect("status");
     assert!(
@@ -1088,4 +1094,37 @@ fn open_pull(url: &str, token: &str, title: &str, head: &str, base: &str) -> u64
         .expect("create pull request");
     let v: Value = resp.body_mut().read_json().expect("json");
     v["number"].as_u64().expect("number")
+}
+
+#[test]
+fn a_merge_whose_answer_was_lost_is_concluded_from_the_recorded_request() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    // GitHub merges but the answer is lost, and then GitHub stops answering: atelier stops
+    // with the merge requested in the ledger but not concluded.
+    hub.emu.inject(Fault::MergeThenFail { then: 4 });
+    let first = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(2);
+    assert!(first.stderr.contains("attempts"), "{}", first.stderr);
+    assert_eq!(hub.emu.pull(n)["merged"], true);
+    let log = hub.env.atelier(&["audit", "log"]).ok().stdout;
+    assert!(log.contains("merge of pull request #1 requested"), "{log}");
+    assert!(!log.contains("merged as"), "{log}");
+    // Later, the same command concludes it: it checks what landed against the request.
+    let merged = hub
+        .run(BOT, &["merge", "--pr", &n.to_string(), "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        merged["commit"].as_str(),
+        hub.emu.pull(n)["merge_commit_sha"].as_str()
+    );
+    assert_eq!(
+        merged["approvers"],
+        serde_json::json!(["alice@example.org", "bob@example.org"])
+    );
+    let audit = hub.auditor_clone();
+    let verify = hub.env.atelier_in(&audit, &["audit", "verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
 }

@@ -55,7 +55,13 @@ struct LedgerIndex {
     last_at: Option<i64>,
     /// Merkle root after each entry (index i = root of size i + 1).
     roots: Vec<Hash>,
+    /// When and where a forge was last asked to merge (proposal, pull, base, head, tree): a
+    /// merge recorded later is judged from there.
+    requested: HashMap<RequestKey, (i64, u64)>,
 }
+
+/// A merge request's identity: proposal, pull, base, head, tree.
+type RequestKey = (String, u64, String, String, String);
 
 struct MergedRecord {
     proposal: String,
@@ -309,6 +315,17 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                 head,
                 tree,
             } = m;
+            let (at, seq) = index
+                .requested
+                .get(&(
+                    proposal.clone(),
+                    pull,
+                    base.clone(),
+                    head.clone(),
+                    tree.clone(),
+                ))
+                .copied()
+                .unwrap_or((at, seq));
             let rec = index.merged.entry(commit).or_insert(MergedRecord {
                 proposal,
                 pull,
@@ -327,6 +344,18 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             if let Some(rec) = index.merged.get_mut(&commit) {
                 rec.aborted = true;
             }
+        }
+        Event::MergeRequested {
+            proposal,
+            pull,
+            base,
+            head,
+            tree,
+        } => {
+            // The latest request is the one a later `merged` concludes.
+            index
+                .requested
+                .insert((proposal, pull, base, head, tree), (at, seq));
         }
         _ => {}
     }

@@ -77,6 +77,15 @@ pub enum Event {
         proposal: String,
         reason: Option<String>,
     },
+    /// A forge (GitHub) was asked to merge exactly this; the merge commit is not known until it
+    /// answers. Audit judges the merge at this entry's time and position.
+    MergeRequested {
+        proposal: String,
+        pull: u64,
+        base: String,
+        head: String,
+        tree: String,
+    },
     /// The proposal was opened on GitHub as pull request `pull` (tokens for it name that number).
     Submitted {
         proposal: String,
@@ -104,6 +113,7 @@ impl Event {
             | Event::MergeAborted { proposal, .. }
             | Event::Closed { proposal, .. }
             | Event::Submitted { proposal, .. }
+            | Event::MergeRequested { proposal, .. }
             | Event::Alarm { proposal, .. } => Some(proposal),
             Event::MergeStarted(m) | Event::Merged(m) => Some(&m.proposal),
         }

@@ -93,6 +93,10 @@ fn summary(e: &Event) -> String {
             "closed ({})",
             reason.as_deref().unwrap_or("no reason given")
         ),
+        Event::MergeRequested { pull, head, .. } => format!(
+            "merge of pull request #{pull} requested (head {})",
+            head.get(..12).unwrap_or(head)
+        ),
         Event::Submitted { pull, url, .. } => format!("submitted as pull request #{pull} ({url})"),
         Event::Alarm { code, detail, .. } => format!("ALARM {code}: {detail}"),
     }
@@ -109,6 +113,7 @@ fn kind(e: &Event) -> &'static str {
         Event::Merged(_) => "merged",
         Event::Closed { .. } => "closed",
         Event::Submitted { .. } => "submitted",
+        Event::MergeRequested { .. } => "merge-requested",
         Event::Alarm { .. } => "alarm",
     }
 }

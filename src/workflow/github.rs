@@ -79,6 +79,19 @@ fn remote_base_ref(ws: &Workspace) -> String {
     format!("refs/atelier/github/heads/{}", ws.branch())
 }
 
+/// Fetches the protected branch into its private ref; returns its tip.
+fn fetch_base(ws: &Workspace) -> Result<Oid> {
+    let base_ref = remote_base_ref(ws);
+    fetch(ws, &[format!("+refs/heads/{}:{base_ref}", ws.branch())]).with_context(|| {
+        format!(
+            "fetching {} from remote `{}`",
+            ws.branch(),
+            ws.config.forge.remote
+        )
+    })?;
+    Ok(ws.repo.refname_to_id(&base_ref)?)
+}
+
 /// Fetches the protected branch and `refs/pull/<n>/head` into private refs; returns their tips.
 fn fetch_pull(ws: &Workspace, n: u64) -> Result<(Oid, Oid)> {
     let base_ref = remote_base_ref(ws);
@@ -959,6 +972,18 @@ pub enum PrMerge {
 pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<PrMerge> {
     let _lock = ws.lock()?;
     ws.gate_key()?;
+    sync_ledger(ws)?;
+    // A merge this gate asked for may have landed without being recorded (a crash, a lost
+    // answer): conclude it from the recorded request instead of judging a merged pull request.
+    let p = gh.pull(n)?;
+    if let (Some(landed), Ok(proposal)) = (
+        p.merge_commit_sha.clone().filter(|_| p.merged_at.is_some()),
+        proposal_shape(ws, &p),
+    ) {
+        if let Some(intent) = unconcluded_request(ws, &proposal, n)? {
+            return conclude(ws, gh, &intent, landed, Vec::new(), now);
+        }
+    }
     let run = gate_pr_locked(ws, gh, n, now, Publish::Verdict)?;
     ws.record(vec![decision_event(&run.eval)], now)?;
     if !run.eval.decision.allowed {
@@ -966,14 +991,21 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
         return Ok(PrMerge::Refused(Box::new(run)));
     }
     let eval = &run.eval;
-    let base = Oid::from_str(&eval.change.base)?;
-    let head = Oid::from_str(&eval.change.head)?;
-    let tree = eval
-        .merge_tree
-        .expect("an allowed decision always has a merge tree");
+    let intent = Intent {
+        proposal: eval.pull.proposal.clone(),
+        pull: n,
+        base: eval.change.base.clone(),
+        head: eval.change.head.clone(),
+        tree: eval
+            .merge_tree
+            .expect("an allowed decision always has a merge tree")
+            .to_string(),
+    };
+    // Recorded before GitHub is asked: whatever happens next, the ledger knows what was meant.
+    ws.record(vec![intent.event()], now)?;
     let message = merge_message(eval);
     let (title, rest) = message.split_once("\n\n").unwrap_or((&message, ""));
-    let reply = gh.merge(n, &eval.change.head, title, rest)?;
+    let reply = gh.merge(n, &intent.head, title, rest)?;
     let landed = match reply.status.as_u16() {
         200 => {
             let v: serde_json::Value = crate::forge::github::read(&reply, "merge")?;
@@ -984,11 +1016,13 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
                 .pull(n)
                 .map(|p| p.head.sha)
                 .unwrap_or_else(|_| "unknown".into());
+            push_ledger(ws)?;
             return Err(refuse(
                 "E_HEAD_MOVED",
                 format!(
-                    "GitHub refused the merge of #{n} (409 {}): expected head {head}, found {now_head}. Nothing was merged; atelier never retries with a new head — the new head needs new approvals",
-                    reply.message()
+                    "GitHub refused the merge of #{n} (409 {}): expected head {}, found {now_head}. Nothing was merged; atelier never retries with a new head — the new head needs new approvals",
+                    reply.message(),
+                    intent.head
                 ),
             ));
         }
@@ -998,6 +1032,7 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             match p.merge_commit_sha.filter(|_| p.merged_at.is_some()) {
                 Some(sha) => sha,
                 None => {
+                    push_ledger(ws)?;
                     return Err(refuse(
                         "E_NOT_MERGEABLE",
                         format!(
@@ -1005,13 +1040,90 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
                             reply.status.as_u16(),
                             reply.message()
                         ),
-                    ))
+                    ));
                 }
             }
         }
     };
-    // Check what landed: parents [base, head] and exactly the approved tree.
-    let (fetched_base, _) = fetch_pull(ws, n)?;
+    conclude(
+        ws,
+        gh,
+        &intent,
+        landed,
+        eval.decision.approvers.clone(),
+        now,
+    )
+}
+
+/// What the gate asked GitHub to merge.
+#[derive(Debug, Clone)]
+struct Intent {
+    proposal: String,
+    pull: u64,
+    base: String,
+    head: String,
+    tree: String,
+}
+
+impl Intent {
+    fn event(&self) -> Event {
+        Event::MergeRequested {
+            proposal: self.proposal.clone(),
+            pull: self.pull,
+            base: self.base.clone(),
+            head: self.head.clone(),
+            tree: self.tree.clone(),
+        }
+    }
+}
+
+/// The last merge request recorded for the pull request, unless a `merged` or `alarm` followed.
+fn unconcluded_request(ws: &Workspace, proposal: &str, n: u64) -> Result<Option<Intent>> {
+    let mut open = None;
+    if let Some(snap) = ledger::read(&ws.repo)? {
+        for line in &snap.lines {
+            match ledger::Entry::parse(line).map(|e| e.event) {
+                Ok(Event::MergeRequested {
+                    proposal: p,
+                    pull,
+                    base,
+                    head,
+                    tree,
+                }) if p == proposal && pull == n => {
+                    open = Some(Intent {
+                        proposal: p,
+                        pull,
+                        base,
+                        head,
+                        tree,
+                    })
+                }
+                Ok(Event::Merged(m)) if m.proposal == proposal && m.pull == n => open = None,
+                Ok(Event::Alarm {
+                    proposal: p, pull, ..
+                }) if p == proposal && pull == n => open = None,
+                _ => {}
+            }
+        }
+    }
+    Ok(open)
+}
+
+/// Checks what landed against the request (parents [base, head], exactly the approved tree),
+/// records `merged` or an `alarm`, pushes the ledger and follows the local branch.
+fn conclude(
+    ws: &Workspace,
+    gh: &GitHub,
+    intent: &Intent,
+    landed: String,
+    approvers: Vec<String>,
+    now: Timestamp,
+) -> Result<PrMerge> {
+    let n = intent.pull;
+    let base = Oid::from_str(&intent.base)?;
+    let head = Oid::from_str(&intent.head)?;
+    let tree = Oid::from_str(&intent.tree)?;
+    let fetched_base = fetch_base(ws)?;
     let commit = Oid::from_str(&landed)
         .ok()
         .and_then(|o| ws.repo.find_commit(o).ok())
@@ -1044,7 +1156,7 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
     if let Some((code, detail)) = problem {
         ws.record(
             vec![Event::Alarm {
-                proposal: eval.pull.proposal.clone(),
+                proposal: intent.proposal.clone(),
                 pull: n,
                 code: code.to_string(),
                 detail: detail.clone(),
@@ -1064,21 +1176,33 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
     }
     ws.record(
         vec![Event::Merged(MergeRecord {
-            proposal: eval.pull.proposal.clone(),
+            proposal: intent.proposal.clone(),
             pull: n,
             commit: landed.clone(),
-            base: base.to_string(),
-            head: head.to_string(),
-            tree: tree.to_string(),
+            base: intent.base.clone(),
+            head: intent.head.clone(),
+            tree: intent.tree.clone(),
         })],
         now,
     )?;
     push_ledger(ws)?;
+    // Concluding a request from an earlier run: the approvers are the ones the message names.
+    let approvers = if approvers.is_empty() {
+        commit
+            .message()
+            .unwrap_or("")
+            .lines()
+            .find_map(|l| l.strip_prefix("Atelier-Approvers: "))
+            .map(|a| a.split(", ").map(str::to_string).collect())
+            .unwrap_or_default()
+    } else {
+        approvers
+    };
     let note = follow_local_branch(ws, base, commit.id(), fetched_base)?;
     Ok(PrMerge::Merged {
         commit: landed,
-        tree: tree.to_string(),
-        approvers: eval.decision.approvers.clone(),
+        tree: intent.tree.clone(),
+        approvers,
         note,
     })
 }

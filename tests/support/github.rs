@@ -76,6 +76,9 @@ pub enum Fault {
     /// The next merge lands a tree with one extra file (`UNAPPROVED`) instead of the true merge
     /// result.
     LandDifferentTree,
+    /// The next merge lands, but its answer is lost (502), and the `then` requests after it
+    /// fail with 502 too: a caller that stops there never learns the merge landed.
+    MergeThenFail { then: u32 },
 }
 
 impl Fault {
@@ -140,6 +143,7 @@ impl Emulator {
             faults: Vec::new(),
             move_head: 0,
             land_different_tree: 0,
+            merge_then_fail: Vec::new(),
             denied: HashMap::new(),
             log: Vec::new(),
             rate_used: 0,
@@ -174,6 +178,7 @@ impl Emulator {
         match fault {
             Fault::MoveHeadBeforeMerge => st.move_head += 1,
             Fault::LandDifferentTree => st.land_different_tree += 1,
+            Fault::MergeThenFail { then } => st.merge_then_fail.push(then),
             other => st.faults.push(other),
         }
     }
@@ -401,6 +406,7 @@ struct State {
     faults: Vec<Fault>,
     move_head: u32,
     land_different_tree: u32,
+    merge_then_fail: Vec<u32>,
     denied: HashMap<String, Vec<String>>,
     log: Vec<Logged>,
     rate_used: u64,
@@ -1975,6 +1981,18 @@ impl State {
         p.updated = t;
         p.merge_sha = Some(merge.to_string());
         p.merged_by = Some(login.to_string());
+        if !self.merge_then_fail.is_empty() {
+            let then = self.merge_then_fail.remove(0);
+            self.faults.push(Fault::Respond {
+                method: String::new(),
+                path: String::new(),
+                times: then,
+                status: 502,
+                headers: Vec::new(),
+                body: r#"{"message":"Server Error"}"#.into(),
+            });
+            return error(502, "Server Error");
+        }
         Response::json(
             200,
             &json!({
