@@ -1128,3 +1128,30 @@ fn a_merge_whose_answer_was_lost_is_concluded_from_the_recorded_request() {
     let verify = hub.env.atelier_in(&audit, &["audit", "verify"]);
     assert_eq!(verify.code, 0, "{verify:?}");
 }
+
+#[test]
+fn an_evaluation_that_changes_nothing_writes_only_the_status() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    assert_eq!(hub.gate(n).0, 0);
+    let before = hub.emu.log().len();
+    assert_eq!(hub.gate(n).0, 0);
+    let calls: Vec<String> = hub.emu.log()[before..]
+        .iter()
+        .map(|l| format!("{} {}", l.method, l.path.split('?').next().unwrap_or("")))
+        .collect();
+    let p = format!("/repos/{REPO}");
+    let head = hub.head(n);
+    assert_eq!(
+        calls,
+        [
+            format!("GET {p}/pulls/{n}"),
+            format!("GET {p}/pulls/{n}"),
+            format!("GET {p}/issues/{n}/comments"),
+            format!("GET {p}/pulls/{n}/reviews"),
+            format!("POST {p}/statuses/{head}"),
+        ],
+        "the summary comment is not rewritten when the evaluation did not change"
+    );
+}

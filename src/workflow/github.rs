@@ -377,6 +377,9 @@ fn proposal_shape(ws: &Workspace, p: &GhPull) -> Result<String> {
     Ok(proposal)
 }
 
+/// Marks a carrier that is a review body (its id is a review id, not a comment id).
+const REVIEW_TAG: &str = "review by ";
+
 /// Comments and review bodies: everything on the pull request that may carry a token. Line
 /// endings are normalised (GitHub's web editor stores CRLF); nothing else is trusted.
 fn carriers(gh: &GitHub, n: u64) -> Result<Vec<Comment>> {
@@ -393,7 +396,10 @@ fn carriers(gh: &GitHub, n: u64) -> Result<Vec<Comment>> {
         if let Some(body) = r.body.filter(|b| !b.is_empty()) {
             out.push(Comment {
                 id: r.id.into_inner(),
-                author: r.user.map(|u| u.login).unwrap_or_default(),
+                author: format!(
+                    "{REVIEW_TAG}{}",
+                    r.user.map(|u| u.login).unwrap_or_default()
+                ),
                 body: body.replace("\r\n", "\n"),
                 at: r.submitted_at.map(|t| t.timestamp()).unwrap_or(0),
             });
@@ -602,7 +608,14 @@ fn gate_pr_locked(
     }
     let (p, base, head) = pull_and_tips(ws, gh, n)?;
     let sha = head.to_string();
-    let record = match pull_record(ws, &p, head, carriers(gh, n)?) {
+    let carried = carriers(gh, n)?;
+    // Issue comments come first; the rest are review bodies (whose ids are not comment ids).
+    let issue_comments: Vec<Comment> = carried
+        .iter()
+        .filter(|c| !c.author.starts_with(REVIEW_TAG))
+        .cloned()
+        .collect();
+    let record = match pull_record(ws, &p, head, carried) {
         Ok(r) => r,
         Err(e) => {
             fail(&sha, &e)?;
@@ -629,7 +642,7 @@ fn gate_pr_locked(
                 .push("no gate key here: tokens were judged but not recorded in the ledger".into()),
         }
         gh.set_status(&sha, state, &description, STATUS_CONTEXT)?;
-        upsert_summary(gh, n, &summary_body(&eval, now))?;
+        upsert_summary(gh, n, &issue_comments, &summary_body(&eval, now))?;
     }
     Ok(GateRun {
         eval,
@@ -712,18 +725,14 @@ fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
 
 /// Keeps one summary comment: edits the first comment carrying the marker (if this token may),
 /// otherwise posts a new one.
-fn upsert_summary(gh: &GitHub, n: u64, body: &str) -> Result<()> {
-    for c in gh.comments(n)? {
-        if c.body
-            .as_deref()
-            .is_some_and(|b| b.starts_with(SUMMARY_MARKER))
-        {
-            if c.body.as_deref() == Some(body) {
-                return Ok(());
-            }
-            if gh.edit_comment(c.id.into_inner(), body)?.is_some() {
-                return Ok(());
-            }
+fn upsert_summary(gh: &GitHub, n: u64, read: &[Comment], body: &str) -> Result<()> {
+    // The issue comments the evaluation read.
+    for c in read.iter().filter(|c| c.body.starts_with(SUMMARY_MARKER)) {
+        if c.body == body {
+            return Ok(());
+        }
+        if gh.edit_comment(c.id, body)?.is_some() {
+            return Ok(());
         }
     }
     gh.post_comment(n, body)?;
