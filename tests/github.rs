@@ -938,7 +938,17 @@ fn a_merge_that_lands_a_different_tree_raises_an_alarm() {
     );
     // The unapproved merge on main is what audit verify exists to catch.
     let audit = hub.auditor_clone();
-    assert_eq!(hub.env.atelier_in(&audit, &["audit", "verify"]).code, 1);
+    let verify = hub.env.atelier_in(&audit, &["audit", "verify"]).code(1);
+    assert!(
+        verify.stdout.contains("E_ALARM_RECORDED"),
+        "{}",
+        verify.stdout
+    );
+    assert!(
+        verify.stdout.contains("E_UNLEDGERED_COMMIT"),
+        "{}",
+        verify.stdout
+    );
 }
 
 #[test]

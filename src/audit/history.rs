@@ -58,6 +58,8 @@ struct LedgerIndex {
     /// When and where a forge was last asked to merge (proposal, pull, base, head, tree): a
     /// merge recorded later is judged from there.
     requested: HashMap<RequestKey, (i64, u64)>,
+    /// Alarms the gate recorded (proposal, pull, code, detail): each is a finding.
+    alarms: Vec<(String, u64, String, String)>,
 }
 
 /// A merge request's identity: proposal, pull, base, head, tree.
@@ -345,6 +347,12 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                 rec.aborted = true;
             }
         }
+        Event::Alarm {
+            proposal,
+            pull,
+            code,
+            detail,
+        } => index.alarms.push((proposal, pull, code, detail)),
         Event::MergeRequested {
             proposal,
             pull,
@@ -564,6 +572,13 @@ pub fn verify(
             "E_MERGE_NOT_ON_BRANCH",
             Some(c.clone()),
             format!("the ledger records proposal {} merged as {c}, which is not on {branch}'s first-parent history (was the branch rewritten?)", r.proposal),
+        ));
+    }
+    for (proposal, pull, code, detail) in std::mem::take(&mut index.alarms) {
+        report.findings.push(finding(
+            "E_ALARM_RECORDED",
+            None,
+            format!("the gate recorded an alarm for proposal {proposal} (pull request #{pull}): {code}: {detail}"),
         ));
     }
     index.roots.clear();
