@@ -1165,3 +1165,94 @@ fn an_evaluation_that_changes_nothing_writes_only_the_status() {
         "the summary comment is not rewritten when the evaluation did not change"
     );
 }
+
+#[test]
+fn a_branch_forced_back_to_an_earlier_submitted_head_cannot_pass() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    let first = hub.head(n);
+    // The owner submits a new head; someone with push access forces the branch back.
+    hub.env.git(&["checkout", "-q", "atelier/proposals/1"]);
+    hub.env.write("src/extra.rs", "// second head\n");
+    hub.env.git(&["add", "-A"]);
+    hub.env.git(&["commit", "-q", "-m", "Second head"]);
+    hub.env.git(&["checkout", "-q", "main"]);
+    hub.run(BOT, &["submit", "1"]).ok();
+    let dir = hub.clone_remote("forcer");
+    hub.git_in(
+        &dir,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("{first}:refs/heads/atelier/proposals/1"),
+        ],
+    );
+    assert_eq!(hub.head(n), first);
+    let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(merge.stderr.contains("E_NOT_SUBMITTED"), "{}", merge.stderr);
+    assert_eq!(hub.emu.pull(n)["merged"], false);
+}
+
+#[test]
+fn a_rejection_deleted_before_any_evaluation_still_vetoes_through_its_delivery() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &["--reject"]).ok();
+    // Someone with write access deletes bob's rejection before the gate has read it; GitHub's
+    // `deleted` delivery still carries the body.
+    let reject = hub
+        .emu
+        .comments(n)
+        .into_iter()
+        .find(|c| c["user"]["login"] == "bob")
+        .expect("bob's comment");
+    hub.emu.delete_comment(reject["id"].as_u64().expect("id"));
+    let mut v = webhooks::example("issue_comment", Some("deleted"));
+    let mut to = Readdress::to(REPO);
+    to.pull = Some(n);
+    let body = reject["body"].as_str().expect("body");
+    to.comment_body = Some(body);
+    webhooks::readdress(&mut v, &to);
+    v["issue"]["pull_request"] = serde_json::json!({"url": "x"});
+    v["comment"]["id"] = reject["id"].clone();
+    let bytes = serde_json::to_vec(&v).expect("json");
+    let (server, url) = hub.serve();
+    let sig = webhooks::sign(SECRET, &bytes);
+    assert_eq!(
+        deliver(&url, "issue_comment", "del-1", &bytes, Some(sig)).0,
+        202
+    );
+    let head = hub.head(n);
+    wait_for("a status", &server, || hub.status(&head).is_some());
+    drop(server);
+    assert_eq!(hub.status(&head).expect("status").0, "failure");
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert!(
+        crate::support::unmet(&v).contains(&"E_VETOED".to_string()),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_stray_pull_request_at_a_proposals_head_does_not_turn_it_red() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    assert_eq!(hub.gate(n).0, 0);
+    let head = hub.head(n);
+    let dir = hub.clone_remote("stray");
+    hub.git_in(
+        &dir,
+        &["push", "-q", "origin", &format!("{head}:refs/heads/x")],
+    );
+    let stray = open_pull(&hub.emu.url, "mallory-token", "Same commit", "x", "main");
+    let run = hub.run(BOT, &["gate", "--pr", &stray.to_string()]).code(1);
+    assert!(run.stderr.contains("E_NOT_A_PROPOSAL"), "{}", run.stderr);
+    assert_eq!(hub.status(&head).expect("status").0, "success");
+}

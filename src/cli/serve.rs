@@ -41,14 +41,27 @@ const REMEMBERED: usize = 10_000;
 /// What a delivery asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Work {
-    /// Evaluate pull request `n`; first mark `pending` on this head, if given.
+    /// Evaluate pull request `n`; first mark `pending` on this head, if given; read the
+    /// delivered comment (id, author, body) as a token carrier too.
     Gate {
         pull: u64,
         pending_on: Option<String>,
+        delivered: Option<(u64, String, String)>,
     },
     /// The protected branch moved: evaluate every open proposal pull request.
     RegateAll,
     Nothing(&'static str),
+}
+
+impl Work {
+    /// For the log: never the delivered body.
+    fn describe(&self) -> String {
+        match self {
+            Work::Gate { pull, .. } => format!("evaluate pull request #{pull}"),
+            Work::RegateAll => "evaluate every open proposal".into(),
+            Work::Nothing(why) => format!("nothing ({why})"),
+        }
+    }
 }
 
 /// Reads a verified delivery: which event, for which pull request.
@@ -70,6 +83,7 @@ pub fn route(event: &str, payload: &Value, repository: &str, branch: &str) -> Wo
                         pending_on: payload["pull_request"]["head"]["sha"]
                             .as_str()
                             .map(str::to_string),
+                        delivered: None,
                     },
                     None => Work::Nothing("no pull request number"),
                 }
@@ -79,6 +93,7 @@ pub fn route(event: &str, payload: &Value, repository: &str, branch: &str) -> Wo
                 Some(n) => Work::Gate {
                     pull: n,
                     pending_on: None,
+                    delivered: None,
                 },
                 None => Work::Nothing("no pull request number"),
             },
@@ -97,10 +112,24 @@ pub fn route(event: &str, payload: &Value, repository: &str, branch: &str) -> Wo
             {
                 return Work::Nothing("the gate's own summary comment");
             }
+            // The body as GitHub delivered it (signed): on `deleted` it is the only copy left.
+            let comment = &payload["comment"];
+            let delivered = match (comment["id"].as_u64(), comment["body"].as_str()) {
+                (Some(id), Some(body)) => Some((
+                    id,
+                    format!(
+                        "delivered: {}",
+                        comment["user"]["login"].as_str().unwrap_or("")
+                    ),
+                    body.replace("\r\n", "\n"),
+                )),
+                _ => None,
+            };
             match (action, payload["issue"]["number"].as_u64()) {
                 ("created" | "edited" | "deleted", Some(n)) => Work::Gate {
                     pull: n,
                     pending_on: None,
+                    delivered,
                 },
                 _ => Work::Nothing("issue_comment action not relevant"),
             }
@@ -109,6 +138,7 @@ pub fn route(event: &str, payload: &Value, repository: &str, branch: &str) -> Wo
             Some(n) => Work::Gate {
                 pull: n,
                 pending_on: None,
+                delivered: None,
             },
             None => Work::Nothing("no pull request number"),
         },
@@ -143,6 +173,7 @@ struct PullQueue {
     running: bool,
     dirty: bool,
     pending_on: Option<String>,
+    delivered: Vec<crate::forge::Comment>,
 }
 
 struct Shared {
@@ -175,11 +206,28 @@ impl Shared {
 
     /// Queues an evaluation of pull request `n`: starts a worker, or marks the running one to
     /// go again when it finishes (so a burst becomes one more evaluation).
-    fn schedule(self: &Arc<Self>, n: u64, pending_on: Option<String>) {
+    fn schedule(
+        self: &Arc<Self>,
+        n: u64,
+        pending_on: Option<String>,
+        delivered: Option<(u64, String, String)>,
+    ) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let entry = q.entry(n).or_default();
         if pending_on.is_some() {
             entry.pending_on = pending_on;
+        }
+        if let Some((id, author, body)) = delivered {
+            // Bounded: a flood of deliveries for one pull request keeps the latest 100.
+            if entry.delivered.len() >= 100 {
+                entry.delivered.remove(0);
+            }
+            entry.delivered.push(crate::forge::Comment {
+                id,
+                author,
+                body,
+                at: 0,
+            });
         }
         if entry.running {
             entry.dirty = true;
@@ -192,13 +240,13 @@ impl Shared {
 
     fn work(self: Arc<Self>, n: u64) {
         loop {
-            let pending = {
+            let (pending, delivered) = {
                 let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
                 let e = q.entry(n).or_default();
                 e.dirty = false;
-                e.pending_on.take()
+                (e.pending_on.take(), std::mem::take(&mut e.delivered))
             };
-            if let Err(e) = self.evaluate(n, pending) {
+            if let Err(e) = self.evaluate(n, pending, delivered) {
                 eprintln!("pull request #{n}: {e:#}");
             }
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -210,7 +258,12 @@ impl Shared {
         }
     }
 
-    fn evaluate(&self, n: u64, pending_on: Option<String>) -> Result<()> {
+    fn evaluate(
+        &self,
+        n: u64,
+        pending_on: Option<String>,
+        delivered: Vec<crate::forge::Comment>,
+    ) -> Result<()> {
         let ws = Workspace::open(&self.root)?;
         let gh = GitHub::connect(&ws.config.forge, true)?;
         // `pending` is set by the gate itself, under the repository lock, once the pull request
@@ -221,7 +274,7 @@ impl Shared {
             gh_flow::Publish::Verdict
         };
         let now = crate::clock::now()?.0;
-        let run = gh_flow::gate_pr(&ws, &gh, n, now, publish)?;
+        let run = gh_flow::gate_pr_with(&ws, &gh, n, now, publish, delivered)?;
         eprintln!("pull request #{n}: {:?} — {}", run.state, run.description);
         if self.auto_merge && run.eval.decision.allowed {
             match gh_flow::merge_pr(&ws, &gh, n, crate::clock::now()?.0)? {
@@ -240,7 +293,7 @@ impl Shared {
         let ws = Workspace::open(&self.root)?;
         let gh = GitHub::connect(&ws.config.forge, true)?;
         for n in gh_flow::open_proposal_pulls(&gh)? {
-            self.schedule(n, None);
+            self.schedule(n, None, None);
         }
         Ok(())
     }
@@ -335,10 +388,14 @@ async fn handle(
         return Ok(reply(StatusCode::OK, "duplicate delivery ignored"));
     }
     let work = route(&event, &payload, &shared.repository, &shared.branch);
-    eprintln!("delivery {delivery}: {event} → {work:?}");
+    eprintln!("delivery {delivery}: {event} → {}", work.describe());
     Ok(match work {
-        Work::Gate { pull, pending_on } => {
-            shared.schedule(pull, pending_on);
+        Work::Gate {
+            pull,
+            pending_on,
+            delivered,
+        } => {
+            shared.schedule(pull, pending_on, delivered);
             reply(
                 StatusCode::ACCEPTED,
                 &format!("evaluating pull request #{pull}"),
@@ -457,6 +514,7 @@ mod tests {
                 Work::Gate {
                     pull: 4,
                     pending_on: Some("abc".into()),
+                    delivered: None,
                 },
             ),
             (
@@ -466,10 +524,11 @@ mod tests {
             ),
             (
                 "issue_comment",
-                serde_json::json!({"action": "deleted", "repository": repo, "issue": {"number": 5, "pull_request": {}}}),
+                serde_json::json!({"action": "deleted", "repository": repo, "issue": {"number": 5, "pull_request": {}}, "comment": {"id": 9, "user": {"login": "bob"}, "body": "/atelier reject\r\n..."}}),
                 Work::Gate {
                     pull: 5,
                     pending_on: None,
+                    delivered: Some((9, "delivered: bob".into(), "/atelier reject\n...".into())),
                 },
             ),
             (
@@ -488,6 +547,7 @@ mod tests {
                 Work::Gate {
                     pull: 6,
                     pending_on: None,
+                    delivered: None,
                 },
             ),
             (

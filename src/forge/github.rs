@@ -415,6 +415,31 @@ impl GitHub {
         }
     }
 
+    /// The token's own account, or `None` where GitHub does not say (an Actions or app
+    /// installation token answers `GET /user` with 403).
+    pub fn login(&self) -> Result<Option<String>> {
+        let call = Call {
+            method: Method::GET,
+            path: "/user".into(),
+            body: None,
+            what: "read the token's own account",
+            permission: "none (any token)",
+        };
+        match self.once(&call) {
+            Ok(r) if r.status == StatusCode::FORBIDDEN || r.status == StatusCode::NOT_FOUND => {
+                Ok(None)
+            }
+            Ok(r) if r.status.is_success() => {
+                let v: Value = read(&r, call.what)?;
+                Ok(v["login"].as_str().map(str::to_string))
+            }
+            _ => {
+                let v: Value = self.json(call)?;
+                Ok(v["login"].as_str().map(str::to_string))
+            }
+        }
+    }
+
     pub fn set_status(
         &self,
         sha: &str,

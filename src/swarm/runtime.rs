@@ -161,6 +161,12 @@ async fn http_worker(
     };
     let key = match key_env {
         None => None,
+        // The forge's and the webhook's secrets never leave for a model endpoint either.
+        Some(name) if NEVER_PASSED.iter().any(|v| v.eq_ignore_ascii_case(name)) => {
+            return fail(format!(
+                "api_key_env = \"{name}\" names a secret atelier never gives to agents; use the endpoint's own key variable"
+            ))
+        }
         Some(name) => match std::env::var(name) {
             Ok(v) => Some(v),
             Err(_) => {

@@ -251,6 +251,35 @@ fn proposal_of(head_ref: &str) -> Option<String> {
     canonical.then(|| id.to_string())
 }
 
+/// Whether `sha` is a head `submit` recorded for any proposal.
+fn is_submitted_head(ws: &Workspace, sha: &str) -> Result<bool> {
+    Ok(match ledger::read(&ws.repo)? {
+        Some(snap) => snap.lines.iter().any(|l| {
+            matches!(ledger::Entry::parse(l).map(|e| e.event),
+                Ok(Event::Submitted { head, .. }) if head == sha)
+        }),
+        None => false,
+    })
+}
+
+/// The pull request numbers `submit` recorded for a proposal.
+fn submitted_pulls(ws: &Workspace, proposal: &str) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    if let Some(snap) = ledger::read(&ws.repo)? {
+        for line in &snap.lines {
+            if let Ok(Event::Submitted {
+                proposal: p, pull, ..
+            }) = ledger::Entry::parse(line).map(|e| e.event)
+            {
+                if p == proposal {
+                    out.push(pull);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Who proposed `proposal` as pull `n`, as the ledger recorded it.
 fn recorded_proposer(ws: &Workspace, proposal: &str, n: u64) -> Result<Option<String>> {
     let mut submitted = None;
@@ -331,14 +360,16 @@ fn check_submitted(ws: &Workspace, proposal: &str, n: u64, head: Oid) -> Result<
             }
         }
     }
-    if heads.contains(&head) {
+    // Only the latest: a branch forced back to an earlier submitted head must not revive it.
+    let latest = heads.last().cloned();
+    if latest.as_deref() == Some(head.as_str()) {
         return Ok(());
     }
     Err(refuse(
         "E_NOT_SUBMITTED",
         format!(
-            "pull request #{n}'s head {head} is not one `atelier submit` recorded for proposal {proposal} (recorded: {}): a commit pushed onto the proposal branch by hand cannot pass — publish changes with `atelier submit {proposal}` from the proposal's clone",
-            if heads.is_empty() { "none".to_string() } else { heads.join(", ") }
+            "pull request #{n}'s head {head} is not the head `atelier submit` last recorded for proposal {proposal} ({}): a commit pushed onto the proposal branch by hand, or the branch forced back, cannot pass — publish changes with `atelier submit {proposal}` from the proposal's clone",
+            latest.unwrap_or_else(|| "none".into())
         ),
     ))
 }
@@ -356,6 +387,17 @@ fn proposal_shape(ws: &Workspace, p: &GhPull) -> Result<String> {
         .and_then(|r| r.full_name.clone())
         .unwrap_or_default();
     let base_ref = p.base.ref_field.clone();
+    // Forks and other bases first: their refusals write nothing (see `gate_pr_locked`).
+    if base_ref != ws.branch() || !head_repo.eq_ignore_ascii_case(&ws.config.forge.repository) {
+        return Err(refuse(
+            "E_FORGE_STATE",
+            format!(
+                "pull request #{n} targets `{base_ref}` from `{head_repo}:{head_ref}`; expected `{}` from a branch of `{}`",
+                ws.branch(),
+                ws.config.forge.repository
+            ),
+        ));
+    }
     let Some(proposal) = proposal_of(&head_ref) else {
         return Err(refuse(
             "E_NOT_A_PROPOSAL",
@@ -364,16 +406,6 @@ fn proposal_shape(ws: &Workspace, p: &GhPull) -> Result<String> {
             ),
         ));
     };
-    if base_ref != ws.branch() || !head_repo.eq_ignore_ascii_case(&ws.config.forge.repository) {
-        return Err(refuse(
-            "E_FORGE_STATE",
-            format!(
-                "pull request #{n} targets `{base_ref}` from `{head_repo}:{head_ref}`; expected `{}` from `{}:{head_ref}`",
-                ws.branch(),
-                ws.config.forge.repository
-            ),
-        ));
-    }
     Ok(proposal)
 }
 
@@ -482,8 +514,8 @@ pub fn summary_body(eval: &Evaluation, now: Timestamp) -> String {
         if !r.met {
             t.push_str(&format!(
                 " — expected: {}; found: {}",
-                r.expected.replace('\n', " "),
-                r.found.replace('\n', " ")
+                clip(&r.expected, 300),
+                clip(&r.found, 300)
             ));
         }
         t.push('\n');
@@ -531,7 +563,21 @@ pub fn summary_body(eval: &Evaluation, now: Timestamp) -> String {
     t.push_str(
         "\nOnly signed tokens count: GitHub reviews, labels, comment authors and other statuses carry no authority. This comment is rewritten when the evaluation changes.\n",
     );
-    t
+    clip_body(t)
+}
+
+/// GitHub refuses comment and pull-request bodies longer than this many characters.
+pub const BODY_MAX: usize = 65_536;
+
+/// Cuts a body to fit GitHub's limit, saying so.
+fn clip_body(t: String) -> String {
+    const ROOM: usize = BODY_MAX - 200;
+    if t.chars().count() <= ROOM {
+        return t;
+    }
+    let mut cut: String = t.chars().take(ROOM).collect();
+    cut.push_str("\n\n… (cut to fit GitHub's size limit)\n");
+    cut
 }
 
 /// What `gate --pr` did.
@@ -555,7 +601,21 @@ pub fn gate_pr(
     publish: Publish,
 ) -> Result<GateRun> {
     let _lock = ws.lock()?;
-    gate_pr_locked(ws, gh, n, now, publish)
+    gate_pr_locked(ws, gh, n, now, publish, Vec::new())
+}
+
+/// `gate_pr` with comment bodies GitHub delivered (signed webhook payloads) read as carriers
+/// too: a comment deleted between its delivery and the evaluation keeps its tokens.
+pub fn gate_pr_with(
+    ws: &Workspace,
+    gh: &GitHub,
+    n: u64,
+    now: Timestamp,
+    publish: Publish,
+    delivered: Vec<Comment>,
+) -> Result<GateRun> {
+    let _lock = ws.lock()?;
+    gate_pr_locked(ws, gh, n, now, publish, delivered)
 }
 
 /// What an evaluation writes to GitHub.
@@ -575,6 +635,7 @@ fn gate_pr_locked(
     n: u64,
     now: Timestamp,
     publish: Publish,
+    delivered: Vec<Comment>,
 ) -> Result<GateRun> {
     let mut notes = Vec::new();
     if let Err(e) = sync_ledger(ws) {
@@ -583,10 +644,13 @@ fn gate_pr_locked(
         }
         notes.push(format!("the remote ledger could not be read: {e:#}"));
     }
+    // A refused pull request gets `failure` on its head, unless that commit is a head `submit`
+    // recorded (for any proposal): statuses belong to commits, and a stray pull request that
+    // points at a proposal's head must not turn that proposal's status red.
     let fail = |sha: &str, e: &anyhow::Error| -> Result<()> {
         if let (Some(r), true) = (
             e.downcast_ref::<super::Refusal>(),
-            publish != Publish::Nothing,
+            publish != Publish::Nothing && !is_submitted_head(ws, sha)?,
         ) {
             gh.set_status(
                 sha,
@@ -608,13 +672,18 @@ fn gate_pr_locked(
     }
     let (p, base, head) = pull_and_tips(ws, gh, n)?;
     let sha = head.to_string();
-    let carried = carriers(gh, n)?;
+    let mut carried = carriers(gh, n)?;
     // Issue comments come first; the rest are review bodies (whose ids are not comment ids).
     let issue_comments: Vec<Comment> = carried
         .iter()
         .filter(|c| !c.author.starts_with(REVIEW_TAG))
         .cloned()
         .collect();
+    for d in delivered {
+        if !carried.iter().any(|c| c.body == d.body) {
+            carried.push(d);
+        }
+    }
     let record = match pull_record(ws, &p, head, carried) {
         Ok(r) => r,
         Err(e) => {
@@ -726,8 +795,23 @@ fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
 /// Keeps one summary comment: edits the first comment carrying the marker (if this token may),
 /// otherwise posts a new one.
 fn upsert_summary(gh: &GitHub, n: u64, read: &[Comment], body: &str) -> Result<()> {
-    // The issue comments the evaluation read.
-    for c in read.iter().filter(|c| c.body.starts_with(SUMMARY_MARKER)) {
+    // Nothing to write when the summary already reads so.
+    if read.iter().any(|c| c.body == body) {
+        return Ok(());
+    }
+    // Only the gate's own earlier summary: a token that may edit anyone's comments must not
+    // write the summary into a comment its author can rewrite. Installation tokens cannot ask
+    // who they are; their comments are by `<app>[bot]`, an account no person holds.
+    let me = gh.login()?;
+    let ours = |c: &&Comment| match &me {
+        Some(login) => c.author.eq_ignore_ascii_case(login),
+        None => c.author.ends_with("[bot]"),
+    };
+    for c in read
+        .iter()
+        .filter(|c| c.body.starts_with(SUMMARY_MARKER))
+        .filter(ours)
+    {
         if c.body == body {
             return Ok(());
         }
@@ -775,10 +859,19 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
     )
     .with_context(|| format!("pushing {branch} to remote `{}`", ws.config.forge.remote))?;
     let body = render_body(ws, &pull, base, head)?;
-    let existing = gh
-        .pulls_from(&branch)?
-        .into_iter()
-        .find(|p| p.head.ref_field == branch);
+    // Only pull requests of this repository's proposal branch into the protected branch (anyone
+    // may open another from the same branch into another base), the one the ledger knows first.
+    let ours = |gh: &GitHub| -> Result<Option<GhPull>> {
+        let mut found: Vec<GhPull> = gh
+            .pulls_from(&branch)?
+            .into_iter()
+            .filter(|p| proposal_shape(ws, p).is_ok() && p.head.ref_field == branch)
+            .collect();
+        let recorded = submitted_pulls(ws, &pull.proposal)?;
+        found.sort_by_key(|p| !recorded.contains(&p.number));
+        Ok(found.into_iter().next())
+    };
+    let existing = ours(gh)?;
     let (p, created) = match existing {
         Some(p) if p.merged_at.is_some() => {
             return Err(refuse(
@@ -796,10 +889,14 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
             ))
         }
         Some(p) => (gh.update_pull(p.number, &pull.title, &body)?, false),
-        None => (
-            gh.create_pull(&pull.title, &branch, ws.branch(), &body)?,
-            true,
-        ),
+        None => match gh.create_pull(&pull.title, &branch, ws.branch(), &body) {
+            Ok(p) => (p, true),
+            // A retried create whose first attempt did succeed: find the one GitHub has.
+            Err(e) => match ours(gh)? {
+                Some(p) if e.to_string().contains("already exists") => (p, true),
+                _ => return Err(e),
+            },
+        },
     };
     gh.add_label(p.number, LABEL)?;
     let url = p
@@ -869,7 +966,7 @@ fn render_body(ws: &Workspace, pull: &PullRequest, base: Oid, head: Oid) -> Resu
             "verdict": null,
         })))
         .context("rendering the pull request body")?;
-    Ok(body)
+    Ok(clip_body(body))
 }
 
 /// How `approve --pr` signs.
@@ -993,7 +1090,7 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             return conclude(ws, gh, &intent, landed, Vec::new(), now);
         }
     }
-    let run = gate_pr_locked(ws, gh, n, now, Publish::Verdict)?;
+    let run = gate_pr_locked(ws, gh, n, now, Publish::Verdict, Vec::new())?;
     ws.record(vec![decision_event(&run.eval)], now)?;
     if !run.eval.decision.allowed {
         push_ledger(ws)?;

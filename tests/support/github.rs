@@ -1061,6 +1061,10 @@ impl State {
         while segs.len() > 3 && segs.last().is_some_and(String::is_empty) {
             segs.pop();
         }
+        // The authenticated account (GitHub's "private user" shape carries these and more).
+        if req.method == "GET" && segs == ["user"] {
+            return Response::json(200, &self.user(login));
+        }
         if segs.len() < 3 || segs[0] != "repos" {
             return not_found();
         }
