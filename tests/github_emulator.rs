@@ -863,12 +863,15 @@ fn credentials_routes_and_bodies() {
         assert_eq!(r.message(), "Bad credentials");
         assert!(r.json()["documentation_url"].is_string());
     }
+    // The authenticated account.
+    let me = f.call("GET", "/user", Some(ALICE), None);
+    assert_eq!(me.status, 200);
+    assert_eq!(me.json()["login"], "alice");
     for path in [
         "/repos/acme/gadgets".to_string(),
         "/repos/other/widgets/pulls/1".to_string(),
         f.api("/nothing"),
         f.api("/pulls/one"),
-        "/user".to_string(),
     ] {
         let r = f.call("GET", &path, Some(ALICE), None);
         assert_eq!(r.status, 404, "{path}");
