@@ -983,3 +983,26 @@ fn files_behind_a_linked_directory_are_not_committed() {
         "content from outside the worktree was committed"
     );
 }
+
+#[test]
+fn an_http_role_cannot_send_the_forge_token_to_a_model_endpoint() {
+    let llm = FakeLlm::start(200, "unused\n", 1);
+    let s = Swarm::new("failure_budget = 1");
+    let config = s.env.read("atelier.toml");
+    s.env.write(
+        "atelier.toml",
+        &format!("{config}\n[roles.writer]\nbackend = \"http\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"GITHUB_TOKEN\"\n", llm.url),
+    );
+    s.env.git(&["commit", "-q", "-am", "Add a writer role"]);
+    let p = writer_plan(&s);
+    let out = s
+        .command(&["run", &p, "--json"])
+        .env("GITHUB_TOKEN", "ghp_secret_forge_token")
+        .output()
+        .expect("run");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let why = v["failed"]["w:W"].as_str().expect("reason");
+    assert!(why.contains("never gives to agents"), "{why}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ghp_secret_forge_token"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("ghp_secret_forge_token"));
+}
