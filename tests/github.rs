@@ -1161,6 +1161,7 @@ fn an_evaluation_that_changes_nothing_writes_only_the_status() {
             format!("GET {p}/issues/{n}/comments"),
             format!("GET {p}/pulls/{n}/reviews"),
             format!("POST {p}/statuses/{head}"),
+            "GET /user".to_string(),
         ],
         "the summary comment is not rewritten when the evaluation did not change"
     );
@@ -1255,4 +1256,114 @@ fn a_stray_pull_request_at_a_proposals_head_does_not_turn_it_red() {
     let run = hub.run(BOT, &["gate", "--pr", &stray.to_string()]).code(1);
     assert!(run.stderr.contains("E_NOT_A_PROPOSAL"), "{}", run.stderr);
     assert_eq!(hub.status(&head).expect("status").0, "success");
+}
+
+/// Merges pull request `n` through the API as mallory would by hand (bypassing the gate),
+/// pasting the approval comments into the message.
+fn merge_by_hand(hub: &Hub, n: u64) {
+    let tokens: Vec<String> = hub
+        .emu
+        .comments(n)
+        .iter()
+        .filter_map(|c| c["body"].as_str().map(str::to_string))
+        .filter(|b| b.starts_with("/atelier approve"))
+        .collect();
+    ureq::put(&format!("{}/repos/{REPO}/pulls/{n}/merge", hub.emu.url))
+        .header("Authorization", "Bearer mallory-token")
+        .send_json(serde_json::json!({
+            "commit_title": "Merge", "commit_message": tokens.join("\n"), "merge_method": "merge"
+        }))
+        .expect("hand merge");
+    assert_eq!(hub.emu.pull(n)["merged"], true);
+}
+
+#[test]
+fn a_merge_github_refused_is_never_concluded_later_from_its_request() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    let first = hub.head(n);
+    // The gate's merge is refused (the head moved), then the branch is forced back and bob
+    // vetoes; the gate records the veto.
+    hub.emu.inject(Fault::MoveHeadBeforeMerge);
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(run.stderr.contains("E_HEAD_MOVED"), "{}", run.stderr);
+    let dir = hub.clone_remote("forcer");
+    hub.git_in(
+        &dir,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("{first}:refs/heads/atelier/proposals/1"),
+        ],
+    );
+    hub.approve(n, "bob", &["--reject"]).ok();
+    assert_eq!(hub.gate(n).0, 1);
+    // Someone merges by hand: the gate raises an alarm instead of recording a merge.
+    merge_by_hand(&hub, n);
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(
+        run.stderr.contains("E_MERGED_OUTSIDE_GATE"),
+        "{}",
+        run.stderr
+    );
+    let verify = hub
+        .env
+        .atelier_in(&hub.auditor_clone(), &["audit", "verify"])
+        .code(1);
+    assert!(
+        verify.stdout.contains("E_ALARM_RECORDED"),
+        "{}",
+        verify.stdout
+    );
+}
+
+#[test]
+fn a_superseded_head_turns_red_and_a_hand_merge_of_it_raises_an_alarm() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    let first = hub.head(n);
+    hub.emu.inject(Fault::Respond {
+        method: "PUT".into(),
+        path: format!("/repos/{REPO}/pulls/{n}/merge"),
+        times: 1,
+        status: 405,
+        headers: Vec::new(),
+        body: r#"{"message":"Required status check \"ci\" is failing."}"#.into(),
+    });
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(run.stderr.contains("E_NOT_MERGEABLE"), "{}", run.stderr);
+    assert_eq!(hub.status(&first).expect("status").0, "success");
+    // A second head is submitted, then the branch is forced back to the first.
+    hub.env.git(&["checkout", "-q", "atelier/proposals/1"]);
+    hub.env.write("src/extra.rs", "// second head\n");
+    hub.env.git(&["add", "-A"]);
+    hub.env.git(&["commit", "-q", "-m", "Second head"]);
+    hub.env.git(&["checkout", "-q", "main"]);
+    hub.run(BOT, &["submit", "1"]).ok();
+    hub.git_in(
+        &hub.clone_remote("forcer"),
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("{first}:refs/heads/atelier/proposals/1"),
+        ],
+    );
+    let run = hub.run(BOT, &["gate", "--pr", &n.to_string()]).code(1);
+    assert!(run.stderr.contains("E_NOT_SUBMITTED"), "{}", run.stderr);
+    assert_eq!(hub.status(&first).expect("status").0, "failure");
+    merge_by_hand(&hub, n);
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(
+        run.stderr.contains("E_MERGED_OUTSIDE_GATE"),
+        "{}",
+        run.stderr
+    );
 }

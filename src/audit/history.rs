@@ -272,6 +272,16 @@ fn check_ledger(
 
 fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     let at = parse_rfc3339(&entry.at).unwrap_or(i64::MIN);
+    // A merge request stands only until the next event of its proposal (the `merged` that
+    // concludes it): anything else recorded in between means a later merge is not that request.
+    if !matches!(
+        entry.event,
+        Event::MergeRequested { .. } | Event::Merged(_) | Event::MergeStarted(_)
+    ) {
+        if let Some(p) = entry.event.proposal() {
+            index.requested.retain(|k, _| k.0 != p);
+        }
+    }
     let completed = matches!(entry.event, Event::Merged { .. });
     let seq = entry.seq;
     match entry.event {
@@ -317,7 +327,9 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                 head,
                 tree,
             } = m;
-            let (at, seq) = index
+            // A GitHub merge is judged at the time it was requested (tokens valid then), but
+            // against every rejection recorded before the merge itself.
+            let at = index
                 .requested
                 .get(&(
                     proposal.clone(),
@@ -326,8 +338,7 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                     head.clone(),
                     tree.clone(),
                 ))
-                .copied()
-                .unwrap_or((at, seq));
+                .map_or(at, |(t, _)| *t);
             let rec = index.merged.entry(commit).or_insert(MergedRecord {
                 proposal,
                 pull,

@@ -168,6 +168,18 @@ pub fn signature_ok(secret: &[u8], body: &[u8], header: Option<&str>) -> bool {
     mac.verify_slice(&sig).is_ok()
 }
 
+/// The most delivered comment bodies kept per pull request until an evaluation reads them.
+const DELIVERED_MAX: usize = 100;
+
+/// Keeps a delivered comment body that carries a token, once; when full, new ones are dropped
+/// (never the older ones, which a flood could otherwise push out).
+fn keep_delivered(kept: &mut Vec<crate::forge::Comment>, c: crate::forge::Comment) {
+    let carries = !crate::governance::token::RawToken::extract_all(&c.body).is_empty();
+    if carries && kept.len() < DELIVERED_MAX && !kept.iter().any(|k| k.body == c.body) {
+        kept.push(c);
+    }
+}
+
 #[derive(Default)]
 struct PullQueue {
     running: bool,
@@ -218,16 +230,15 @@ impl Shared {
             entry.pending_on = pending_on;
         }
         if let Some((id, author, body)) = delivered {
-            // Bounded: a flood of deliveries for one pull request keeps the latest 100.
-            if entry.delivered.len() >= 100 {
-                entry.delivered.remove(0);
-            }
-            entry.delivered.push(crate::forge::Comment {
-                id,
-                author,
-                body,
-                at: 0,
-            });
+            keep_delivered(
+                &mut entry.delivered,
+                crate::forge::Comment {
+                    id,
+                    author,
+                    body,
+                    at: 0,
+                },
+            );
         }
         if entry.running {
             entry.dirty = true;
@@ -246,8 +257,15 @@ impl Shared {
                 e.dirty = false;
                 (e.pending_on.take(), std::mem::take(&mut e.delivered))
             };
-            if let Err(e) = self.evaluate(n, pending, delivered) {
+            if let Err(e) = self.evaluate(n, pending, delivered.clone()) {
                 eprintln!("pull request #{n}: {e:#}");
+                // Keep what deliveries carried for the next evaluation: a rejection whose
+                // comment is gone exists nowhere else.
+                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                let e = q.entry(n).or_default();
+                for d in delivered {
+                    keep_delivered(&mut e.delivered, d);
+                }
             }
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
             let again = q.get(&n).is_some_and(|e| e.dirty);

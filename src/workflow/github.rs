@@ -251,15 +251,24 @@ fn proposal_of(head_ref: &str) -> Option<String> {
     canonical.then(|| id.to_string())
 }
 
-/// Whether `sha` is a head `submit` recorded for any proposal.
-fn is_submitted_head(ws: &Workspace, sha: &str) -> Result<bool> {
-    Ok(match ledger::read(&ws.repo)? {
-        Some(snap) => snap.lines.iter().any(|l| {
-            matches!(ledger::Entry::parse(l).map(|e| e.event),
-                Ok(Event::Submitted { head, .. }) if head == sha)
-        }),
-        None => false,
-    })
+/// Whether `sha` is the head `submit` last recorded for some proposal's pull request (a
+/// superseded head gets no protection: it must turn red).
+fn is_current_submitted_head(ws: &Workspace, sha: &str) -> Result<bool> {
+    let mut latest: std::collections::HashMap<(String, u64), String> = Default::default();
+    if let Some(snap) = ledger::read(&ws.repo)? {
+        for line in &snap.lines {
+            if let Ok(Event::Submitted {
+                proposal,
+                pull,
+                head,
+                ..
+            }) = ledger::Entry::parse(line).map(|e| e.event)
+            {
+                latest.insert((proposal, pull), head);
+            }
+        }
+    }
+    Ok(latest.values().any(|h| h == sha))
 }
 
 /// The pull request numbers `submit` recorded for a proposal.
@@ -644,13 +653,13 @@ fn gate_pr_locked(
         }
         notes.push(format!("the remote ledger could not be read: {e:#}"));
     }
-    // A refused pull request gets `failure` on its head, unless that commit is a head `submit`
-    // recorded (for any proposal): statuses belong to commits, and a stray pull request that
-    // points at a proposal's head must not turn that proposal's status red.
+    // A refused pull request gets `failure` on its head, unless that commit is the head `submit`
+    // last recorded for some proposal: statuses belong to commits, and a stray pull request that
+    // points at a proposal's current head must not turn that proposal's status red.
     let fail = |sha: &str, e: &anyhow::Error| -> Result<()> {
         if let (Some(r), true) = (
             e.downcast_ref::<super::Refusal>(),
-            publish != Publish::Nothing && !is_submitted_head(ws, sha)?,
+            publish != Publish::Nothing && !is_current_submitted_head(ws, sha)?,
         ) {
             gh.set_status(
                 sha,
@@ -795,17 +804,24 @@ fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
 /// Keeps one summary comment: edits the first comment carrying the marker (if this token may),
 /// otherwise posts a new one.
 fn upsert_summary(gh: &GitHub, n: u64, read: &[Comment], body: &str) -> Result<()> {
-    // Nothing to write when the summary already reads so.
-    if read.iter().any(|c| c.body == body) {
+    // Only the gate's own earlier summary counts: a token that may edit anyone's comments must
+    // not write the summary into a comment its author can rewrite, and a copy of the summary by
+    // someone else must not stand in for it. Installation tokens cannot ask who they are; in
+    // GitHub Actions the account is `github-actions[bot]`; elsewhere a new comment is posted.
+    let me = match gh.login()? {
+        Some(login) => Some(login),
+        None if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") => {
+            Some("github-actions[bot]".to_string())
+        }
+        None => None,
+    };
+    if me.is_none() && read.iter().any(|c| c.body == body) {
+        // Not knowing our own account, at least do not post the same summary again.
         return Ok(());
     }
-    // Only the gate's own earlier summary: a token that may edit anyone's comments must not
-    // write the summary into a comment its author can rewrite. Installation tokens cannot ask
-    // who they are; their comments are by `<app>[bot]`, an account no person holds.
-    let me = gh.login()?;
-    let ours = |c: &&Comment| match &me {
-        Some(login) => c.author.eq_ignore_ascii_case(login),
-        None => c.author.ends_with("[bot]"),
+    let ours = |c: &&Comment| {
+        me.as_deref()
+            .is_some_and(|login| c.author.eq_ignore_ascii_case(login))
     };
     for c in read
         .iter()
@@ -1089,6 +1105,21 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
         if let Some(intent) = unconcluded_request(ws, &proposal, n)? {
             return conclude(ws, gh, &intent, landed, Vec::new(), now);
         }
+        if !recorded_merged(ws, &proposal, n)? {
+            // Merged on GitHub, and not by this gate: branch protection was bypassed.
+            let detail = format!(
+                "pull request #{n} was merged on GitHub as {landed}, but not by the gate (no unconcluded merge request of its own is recorded)"
+            );
+            return Err(alarm(
+                ws,
+                gh,
+                &proposal,
+                n,
+                "E_MERGED_OUTSIDE_GATE",
+                detail,
+                now,
+            ));
+        }
     }
     let run = gate_pr_locked(ws, gh, n, now, Publish::Verdict, Vec::new())?;
     ws.record(vec![decision_event(&run.eval)], now)?;
@@ -1122,6 +1153,13 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
                 .pull(n)
                 .map(|p| p.head.sha)
                 .unwrap_or_else(|_| "unknown".into());
+            ws.record(
+                vec![aborted(
+                    &intent,
+                    format!("GitHub answered 409: {}", reply.message()),
+                )],
+                now,
+            )?;
             push_ledger(ws)?;
             return Err(refuse(
                 "E_HEAD_MOVED",
@@ -1138,6 +1176,17 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             match p.merge_commit_sha.filter(|_| p.merged_at.is_some()) {
                 Some(sha) => sha,
                 None => {
+                    ws.record(
+                        vec![aborted(
+                            &intent,
+                            format!(
+                                "GitHub answered {}: {}",
+                                reply.status.as_u16(),
+                                reply.message()
+                            ),
+                        )],
+                        now,
+                    )?;
                     push_ledger(ws)?;
                     return Err(refuse(
                         "E_NOT_MERGEABLE",
@@ -1185,34 +1234,94 @@ impl Intent {
 
 /// The last merge request recorded for the pull request, unless a `merged` or `alarm` followed.
 fn unconcluded_request(ws: &Workspace, proposal: &str, n: u64) -> Result<Option<Intent>> {
+    // Only a request that is the proposal's last event: anything recorded after it (a token, a
+    // refusal, a new head, an alarm) means the request is not what a merge now would conclude.
     let mut open = None;
     if let Some(snap) = ledger::read(&ws.repo)? {
         for line in &snap.lines {
-            match ledger::Entry::parse(line).map(|e| e.event) {
-                Ok(Event::MergeRequested {
+            let Ok(event) = ledger::Entry::parse(line).map(|e| e.event) else {
+                continue;
+            };
+            if event.proposal() != Some(proposal) {
+                continue;
+            }
+            open = match event {
+                Event::MergeRequested {
                     proposal: p,
                     pull,
                     base,
                     head,
                     tree,
-                }) if p == proposal && pull == n => {
-                    open = Some(Intent {
-                        proposal: p,
-                        pull,
-                        base,
-                        head,
-                        tree,
-                    })
-                }
-                Ok(Event::Merged(m)) if m.proposal == proposal && m.pull == n => open = None,
-                Ok(Event::Alarm {
-                    proposal: p, pull, ..
-                }) if p == proposal && pull == n => open = None,
-                _ => {}
-            }
+                } if pull == n => Some(Intent {
+                    proposal: p,
+                    pull,
+                    base,
+                    head,
+                    tree,
+                }),
+                _ => None,
+            };
         }
     }
     Ok(open)
+}
+
+/// Records an alarm, pushes the ledger, says so on the pull request, and returns the refusal.
+fn alarm(
+    ws: &Workspace,
+    gh: &GitHub,
+    proposal: &str,
+    n: u64,
+    code: &'static str,
+    detail: String,
+    now: Timestamp,
+) -> anyhow::Error {
+    let recorded = ws.record(
+        vec![Event::Alarm {
+            proposal: proposal.to_string(),
+            pull: n,
+            code: code.to_string(),
+            detail: detail.clone(),
+        }],
+        now,
+    );
+    if let Err(e) = recorded {
+        return e.context(format!(
+            "{code}: {detail} — and the alarm could not be recorded"
+        ));
+    }
+    let pushed = push_ledger(ws);
+    let commented = gh.post_comment(
+        n,
+        &format!("⚠️ **Atelier alarm `{code}`**: {detail}. What landed is not what the gate approved; the alarm is recorded in the ledger. Investigate before anything else merges."),
+    );
+    let mut message = format!(
+        "{detail}; the alarm is recorded in the ledger — investigate before anything else merges"
+    );
+    if let Err(e) = pushed.and(commented.map(drop)) {
+        message.push_str(&format!(" (publishing it failed: {e:#})"));
+    }
+    refuse(code, message)
+}
+
+/// Closes a merge request GitHub refused.
+fn aborted(intent: &Intent, reason: String) -> Event {
+    Event::MergeAborted {
+        proposal: intent.proposal.clone(),
+        commit: String::new(),
+        reason,
+    }
+}
+
+/// Whether the ledger records pull request `n` of `proposal` as merged.
+fn recorded_merged(ws: &Workspace, proposal: &str, n: u64) -> Result<bool> {
+    Ok(match ledger::read(&ws.repo)? {
+        Some(snap) => snap.lines.iter().any(|l| {
+            matches!(ledger::Entry::parse(l).map(|e| e.event),
+                Ok(Event::Merged(m)) if m.proposal == proposal && m.pull == n)
+        }),
+        None => false,
+    })
 }
 
 /// Checks what landed against the request (parents [base, head], exactly the approved tree),
@@ -1260,25 +1369,7 @@ fn conclude(
         None
     };
     if let Some((code, detail)) = problem {
-        ws.record(
-            vec![Event::Alarm {
-                proposal: intent.proposal.clone(),
-                pull: n,
-                code: code.to_string(),
-                detail: detail.clone(),
-            }],
-            now,
-        )?;
-        let pushed = push_ledger(ws);
-        gh.post_comment(
-            n,
-            &format!("⚠️ **Atelier alarm `{code}`**: {detail}. The landed change was not the approved one; the alarm is recorded in the ledger. Investigate before anything else merges."),
-        )?;
-        pushed?;
-        return Err(refuse(
-            code,
-            format!("{detail}; the alarm is recorded in the ledger and on the pull request — investigate before anything else merges"),
-        ));
+        return Err(alarm(ws, gh, &intent.proposal, n, code, detail, now));
     }
     ws.record(
         vec![Event::Merged(MergeRecord {
