@@ -1367,3 +1367,136 @@ fn a_superseded_head_turns_red_and_a_hand_merge_of_it_raises_an_alarm() {
         run.stderr
     );
 }
+
+/// A signed `issue_comment.deleted` delivery for a comment, re-addressed from the example.
+fn deleted_delivery(n: u64, comment: &Value) -> Vec<u8> {
+    let mut v = webhooks::example("issue_comment", Some("deleted"));
+    let mut to = Readdress::to(REPO);
+    to.pull = Some(n);
+    to.comment_body = comment["body"].as_str();
+    webhooks::readdress(&mut v, &to);
+    v["issue"]["pull_request"] = serde_json::json!({"url": "x"});
+    v["comment"]["id"] = comment["id"].clone();
+    serde_json::to_vec(&v).expect("json")
+}
+
+#[test]
+fn a_delivered_rejection_survives_an_evaluation_that_failed() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &["--reject"]).ok();
+    let reject = hub
+        .emu
+        .comments(n)
+        .into_iter()
+        .find(|c| c["user"]["login"] == "bob")
+        .expect("bob's comment");
+    hub.emu.delete_comment(reject["id"].as_u64().expect("id"));
+    let bytes = deleted_delivery(n, &reject);
+    // The first evaluation fails: GitHub answers 500 to the pull request, every retry.
+    hub.emu
+        .inject(Fault::server_error("GET", &format!("/pulls/{n}"), 5));
+    let (server, url) = hub.serve();
+    let sig = webhooks::sign(SECRET, &bytes);
+    assert_eq!(
+        deliver(&url, "issue_comment", "del-1", &bytes, Some(sig)).0,
+        202
+    );
+    wait_for("the failed evaluation", &server, || {
+        server.log().contains("attempts")
+    });
+    // The next delivery's evaluation still has the deleted rejection.
+    let head = hub.head(n);
+    let again = payload(
+        "pull_request_review",
+        Some("submitted"),
+        Some(n),
+        Some(&head),
+    );
+    let sig = webhooks::sign(SECRET, &again);
+    assert_eq!(
+        deliver(&url, "pull_request_review", "rev-1", &again, Some(sig)).0,
+        202
+    );
+    wait_for("a status", &server, || hub.status(&head).is_some());
+    drop(server);
+    assert_eq!(hub.status(&head).expect("status").0, "failure");
+    let (_, v) = hub.gate(n);
+    assert!(
+        crate::support::unmet(&v).contains(&"E_VETOED".to_string()),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_token_pasted_after_a_lost_answer_does_not_stop_the_merge_being_concluded() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    // A further token by a listed key, not posted at first.
+    let key = hub.env.key("bob");
+    let extra = hub
+        .run(
+            "bob-token",
+            &[
+                "approve",
+                "--pr",
+                &n.to_string(),
+                "--key",
+                key.to_str().expect("utf8"),
+            ],
+        )
+        .ok()
+        .stdout;
+    hub.emu.inject(Fault::MergeThenFail { then: 4 });
+    hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(2);
+    assert_eq!(hub.emu.pull(n)["merged"], true);
+    // mallory pastes it on the merged pull request, and an evaluation reads it.
+    hub.emu.add_comment(n, "mallory", &extra);
+    hub.run(BOT, &["gate", "--pr", &n.to_string()]).code(1);
+    let merged = hub
+        .run(BOT, &["merge", "--pr", &n.to_string(), "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        merged["commit"].as_str(),
+        hub.emu.pull(n)["merge_commit_sha"].as_str()
+    );
+    let verify = hub
+        .env
+        .atelier_in(&hub.auditor_clone(), &["audit", "verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+}
+
+#[test]
+fn a_hand_merge_while_the_gates_request_was_unanswered_raises_an_alarm() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    // The gate's merge never gets through; nothing merged.
+    hub.emu
+        .inject(Fault::server_error("PUT", &format!("/pulls/{n}/merge"), 5));
+    hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(2);
+    assert_eq!(hub.emu.pull(n)["merged"], false);
+    // bob rejects (nothing records it), and someone merges by hand.
+    hub.approve(n, "bob", &["--reject"]).ok();
+    merge_by_hand(&hub, n);
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(
+        run.stderr.contains("E_MERGED_OUTSIDE_GATE") && run.stderr.contains("mallory"),
+        "{}",
+        run.stderr
+    );
+    let verify = hub
+        .env
+        .atelier_in(&hub.auditor_clone(), &["audit", "verify"])
+        .code(1);
+    assert!(
+        verify.stdout.contains("E_ALARM_RECORDED"),
+        "{}",
+        verify.stdout
+    );
+}

@@ -276,7 +276,10 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     // concludes it): anything else recorded in between means a later merge is not that request.
     if !matches!(
         entry.event,
-        Event::MergeRequested { .. } | Event::Merged(_) | Event::MergeStarted(_)
+        Event::MergeRequested { .. }
+            | Event::Merged(_)
+            | Event::MergeStarted(_)
+            | Event::TokenRecorded { .. }
     ) {
         if let Some(p) = entry.event.proposal() {
             index.requested.retain(|k, _| k.0 != p);
@@ -327,9 +330,10 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                 head,
                 tree,
             } = m;
-            // A GitHub merge is judged at the time it was requested (tokens valid then), but
-            // against every rejection recorded before the merge itself.
-            let at = index
+            // A GitHub merge that concludes a standing request is judged as of the request: its
+            // time, and the rejections recorded before it (the gate concludes only merges its
+            // own account made, so the decision was the request's).
+            let (at, seq) = index
                 .requested
                 .get(&(
                     proposal.clone(),
@@ -338,7 +342,8 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                     head.clone(),
                     tree.clone(),
                 ))
-                .map_or(at, |(t, _)| *t);
+                .copied()
+                .unwrap_or((at, seq));
             let rec = index.merged.entry(commit).or_insert(MergedRecord {
                 proposal,
                 pull,

@@ -270,7 +270,14 @@ impl Shared {
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
             let again = q.get(&n).is_some_and(|e| e.dirty);
             if !again {
-                q.remove(&n);
+                // Delivered bodies an evaluation could not take in stay queued (not running)
+                // for the next delivery's evaluation; otherwise the entry goes.
+                match q.get_mut(&n) {
+                    Some(e) if !e.delivered.is_empty() => e.running = false,
+                    _ => {
+                        q.remove(&n);
+                    }
+                }
                 return;
             }
         }

@@ -774,15 +774,21 @@ fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
             }
         }
     }
-    // Only tokens signed by a key `allowed_signers` lists at base: junk in a comment never
-    // reaches the permanent record.
+    // Only tokens for this very pull request, signed by a key `allowed_signers` lists at base:
+    // junk, or tokens pasted from elsewhere, never reach the permanent record.
     let listed = |t: &RawToken| {
-        eval.tokens.iter().position(|x| x == t).is_some_and(|i| {
-            eval.decision
-                .tokens
-                .iter()
-                .any(|r| r.index == i && r.principal.is_some())
-        })
+        let bound = token::Payload::parse(&t.payload).is_ok_and(|p| {
+            p.repository == eval.change.repository
+                && p.proposal == eval.change.proposal
+                && p.pull == eval.change.pull
+        });
+        bound
+            && eval.tokens.iter().position(|x| x == t).is_some_and(|i| {
+                eval.decision
+                    .tokens
+                    .iter()
+                    .any(|r| r.index == i && r.principal.is_some())
+            })
     };
     let mut events = Vec::new();
     for c in &eval.pull.comments {
@@ -808,17 +814,15 @@ fn upsert_summary(gh: &GitHub, n: u64, read: &[Comment], body: &str) -> Result<(
     // not write the summary into a comment its author can rewrite, and a copy of the summary by
     // someone else must not stand in for it. Installation tokens cannot ask who they are; in
     // GitHub Actions the account is `github-actions[bot]`; elsewhere a new comment is posted.
-    let me = match gh.login()? {
-        Some(login) => Some(login),
-        None if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") => {
-            Some("github-actions[bot]".to_string())
-        }
-        None => None,
-    };
-    if me.is_none() && read.iter().any(|c| c.body == body) {
+    let verified = gh.login()?;
+    if verified.is_none() && read.iter().any(|c| c.body == body) {
         // Not knowing our own account, at least do not post the same summary again.
         return Ok(());
     }
+    let me = verified.or_else(|| {
+        (std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true"))
+            .then(|| "github-actions[bot]".to_string())
+    });
     let ours = |c: &&Comment| {
         me.as_deref()
             .is_some_and(|login| c.author.eq_ignore_ascii_case(login))
@@ -1103,7 +1107,27 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
         proposal_shape(ws, &p),
     ) {
         if let Some(intent) = unconcluded_request(ws, &proposal, n)? {
-            return conclude(ws, gh, &intent, landed, Vec::new(), now);
+            // Only a merge this gate's own account made concludes its request; anyone else's
+            // merge of the same head is a bypass, whatever the request says.
+            let by = p.merged_by.as_ref().map(|a| a.login.clone());
+            let me = gh.login()?;
+            if by.is_some() && by == me {
+                return conclude(ws, gh, &intent, landed, Vec::new(), now);
+            }
+            let detail = format!(
+                "pull request #{n} was merged on GitHub as {landed} by {}, not by the gate's account ({}), while the gate's own merge request was unanswered",
+                by.as_deref().unwrap_or("an unknown account"),
+                me.as_deref().unwrap_or("unknown: the token cannot read GET /user")
+            );
+            return Err(alarm(
+                ws,
+                gh,
+                &proposal,
+                n,
+                "E_MERGED_OUTSIDE_GATE",
+                detail,
+                now,
+            ));
         }
         if !recorded_merged(ws, &proposal, n)? {
             // Merged on GitHub, and not by this gate: branch protection was bypassed.
@@ -1171,10 +1195,27 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             ));
         }
         _ => {
-            // A retried merge may already have landed: GitHub then says "not mergeable".
+            // A retried merge may already have landed: GitHub then says "not mergeable". Only
+            // a merge by the gate's own account is that one.
             let p = gh.pull(n)?;
+            let by = p.merged_by.as_ref().map(|a| a.login.clone());
             match p.merge_commit_sha.filter(|_| p.merged_at.is_some()) {
-                Some(sha) => sha,
+                Some(sha) if by.is_some() && by == gh.login()? => sha,
+                Some(sha) => {
+                    let detail = format!(
+                        "pull request #{n} was merged on GitHub as {sha} by {}, not by the gate's account, while the gate was merging it",
+                        by.as_deref().unwrap_or("an unknown account")
+                    );
+                    return Err(alarm(
+                        ws,
+                        gh,
+                        &intent.proposal,
+                        n,
+                        "E_MERGED_OUTSIDE_GATE",
+                        detail,
+                        now,
+                    ));
+                }
                 None => {
                     ws.record(
                         vec![aborted(
@@ -1234,15 +1275,17 @@ impl Intent {
 
 /// The last merge request recorded for the pull request, unless a `merged` or `alarm` followed.
 fn unconcluded_request(ws: &Workspace, proposal: &str, n: u64) -> Result<Option<Intent>> {
-    // Only a request that is the proposal's last event: anything recorded after it (a token, a
-    // refusal, a new head, an alarm) means the request is not what a merge now would conclude.
+    // Only a request that is the proposal's last event (tokens aside): anything recorded after
+    // it (a refusal, a new head, an alarm) means the request is not what a merge now concludes.
     let mut open = None;
     if let Some(snap) = ledger::read(&ws.repo)? {
         for line in &snap.lines {
             let Ok(event) = ledger::Entry::parse(line).map(|e| e.event) else {
                 continue;
             };
-            if event.proposal() != Some(proposal) {
+            // Tokens recorded after a request (a late approval, a pasted token) do not stand
+            // in for the merge: the decision was made when the request was.
+            if event.proposal() != Some(proposal) || matches!(event, Event::TokenRecorded { .. }) {
                 continue;
             }
             open = match event {
