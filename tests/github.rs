@@ -1500,3 +1500,27 @@ fn a_hand_merge_while_the_gates_request_was_unanswered_raises_an_alarm() {
         verify.stdout
     );
 }
+
+#[test]
+fn a_rejection_recorded_after_an_unanswered_request_closes_it() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    hub.emu
+        .inject(Fault::server_error("PUT", &format!("/pulls/{n}/merge"), 5));
+    hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(2);
+    // bob rejects and the gate records it; then the gate's own account merges by hand.
+    hub.approve(n, "bob", &["--reject"]).ok();
+    assert_eq!(hub.gate(n).0, 1);
+    ureq::put(&format!("{}/repos/{REPO}/pulls/{n}/merge", hub.emu.url))
+        .header("Authorization", &format!("Bearer {BOT}"))
+        .send_json(serde_json::json!({"merge_method": "merge"}))
+        .expect("hand merge");
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(
+        run.stderr.contains("E_MERGED_OUTSIDE_GATE"),
+        "{}",
+        run.stderr
+    );
+}

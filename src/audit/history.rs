@@ -276,11 +276,9 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     // concludes it): anything else recorded in between means a later merge is not that request.
     if !matches!(
         entry.event,
-        Event::MergeRequested { .. }
-            | Event::Merged(_)
-            | Event::MergeStarted(_)
-            | Event::TokenRecorded { .. }
-    ) {
+        Event::MergeRequested { .. } | Event::Merged(_) | Event::MergeStarted(_)
+    ) && !entry.event.is_approvals_only()
+    {
         if let Some(p) = entry.event.proposal() {
             index.requested.retain(|k, _| k.0 != p);
         }

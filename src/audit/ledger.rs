@@ -104,6 +104,17 @@ pub enum Event {
 }
 
 impl Event {
+    /// A `token-recorded` event carrying only approvals (no rejection).
+    pub fn is_approvals_only(&self) -> bool {
+        use crate::governance::token::{Payload, RawToken, Verdict};
+        match self {
+            Event::TokenRecorded { token, .. } => RawToken::extract_all(token)
+                .iter()
+                .all(|t| Payload::parse(&t.payload).is_ok_and(|p| p.decision == Verdict::Approve)),
+            _ => false,
+        }
+    }
+
     pub fn proposal(&self) -> Option<&str> {
         match self {
             Event::Adopted { .. } => None,

@@ -170,6 +170,8 @@ pub fn signature_ok(secret: &[u8], body: &[u8], header: Option<&str>) -> bool {
 
 /// The most delivered comment bodies kept per pull request until an evaluation reads them.
 const DELIVERED_MAX: usize = 100;
+/// And across all pull requests.
+const DELIVERED_TOTAL: usize = 2000;
 
 /// Keeps a delivered comment body that carries a token, once; when full, new ones are dropped
 /// (never the older ones, which a flood could otherwise push out).
@@ -225,11 +227,12 @@ impl Shared {
         delivered: Option<(u64, String, String)>,
     ) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let total: usize = q.values().map(|e| e.delivered.len()).sum();
         let entry = q.entry(n).or_default();
         if pending_on.is_some() {
             entry.pending_on = pending_on;
         }
-        if let Some((id, author, body)) = delivered {
+        if let Some((id, author, body)) = delivered.filter(|_| total < DELIVERED_TOTAL) {
             keep_delivered(
                 &mut entry.delivered,
                 crate::forge::Comment {
@@ -259,12 +262,18 @@ impl Shared {
             };
             if let Err(e) = self.evaluate(n, pending, delivered.clone()) {
                 eprintln!("pull request #{n}: {e:#}");
-                // Keep what deliveries carried for the next evaluation: a rejection whose
-                // comment is gone exists nowhere else.
-                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-                let e = q.entry(n).or_default();
-                for d in delivered {
-                    keep_delivered(&mut e.delivered, d);
+                // Keep what deliveries carried for the next evaluation (a rejection whose
+                // comment is gone exists nowhere else), unless the pull request is not a
+                // proposal at all.
+                let code = e.downcast_ref::<crate::workflow::Refusal>().map(|r| r.code);
+                if !matches!(code, Some("E_NOT_A_PROPOSAL" | "E_FORGE_STATE")) {
+                    let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                    let room = DELIVERED_TOTAL
+                        .saturating_sub(q.values().map(|e| e.delivered.len()).sum::<usize>());
+                    let e = q.entry(n).or_default();
+                    for d in delivered.into_iter().take(room) {
+                        keep_delivered(&mut e.delivered, d);
+                    }
                 }
             }
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());

@@ -1110,14 +1110,14 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             // Only a merge this gate's own account made concludes its request; anyone else's
             // merge of the same head is a bypass, whatever the request says.
             let by = p.merged_by.as_ref().map(|a| a.login.clone());
-            let me = gh.login()?;
-            if by.is_some() && by == me {
+            let me = own_account(gh)?;
+            if by.as_deref() == Some(me.as_str()) {
                 return conclude(ws, gh, &intent, landed, Vec::new(), now);
             }
             let detail = format!(
                 "pull request #{n} was merged on GitHub as {landed} by {}, not by the gate's account ({}), while the gate's own merge request was unanswered",
                 by.as_deref().unwrap_or("an unknown account"),
-                me.as_deref().unwrap_or("unknown: the token cannot read GET /user")
+                me
             );
             return Err(alarm(
                 ws,
@@ -1200,7 +1200,7 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             let p = gh.pull(n)?;
             let by = p.merged_by.as_ref().map(|a| a.login.clone());
             match p.merge_commit_sha.filter(|_| p.merged_at.is_some()) {
-                Some(sha) if by.is_some() && by == gh.login()? => sha,
+                Some(sha) if by.as_deref() == Some(own_account(gh)?.as_str()) => sha,
                 Some(sha) => {
                     let detail = format!(
                         "pull request #{n} was merged on GitHub as {sha} by {}, not by the gate's account, while the gate was merging it",
@@ -1283,9 +1283,9 @@ fn unconcluded_request(ws: &Workspace, proposal: &str, n: u64) -> Result<Option<
             let Ok(event) = ledger::Entry::parse(line).map(|e| e.event) else {
                 continue;
             };
-            // Tokens recorded after a request (a late approval, a pasted token) do not stand
-            // in for the merge: the decision was made when the request was.
-            if event.proposal() != Some(proposal) || matches!(event, Event::TokenRecorded { .. }) {
+            // Approvals recorded after a request (a late one, a pasted one) change nothing: the
+            // decision was made when the request was. A recorded rejection closes it.
+            if event.proposal() != Some(proposal) || event.is_approvals_only() {
                 continue;
             }
             open = match event {
@@ -1354,6 +1354,16 @@ fn aborted(intent: &Intent, reason: String) -> Event {
         commit: String::new(),
         reason,
     }
+}
+
+/// The gate token's account; an error (not a guess) when GitHub does not say, so that a merge
+/// the gate made is never mistaken for someone else's.
+fn own_account(gh: &GitHub) -> Result<String> {
+    gh.login()?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "GitHub did not say which account the gate's token belongs to (GET /user refused): merge --pr needs a token that may read it, to tell the gate's merges from others'; nothing was recorded — run it again"
+        )
+    })
 }
 
 /// Whether the ledger records pull request `n` of `proposal` as merged.
