@@ -251,64 +251,72 @@ fn proposal_of(head_ref: &str) -> Option<String> {
     canonical.then(|| id.to_string())
 }
 
-/// Whether `sha` is the head `submit` last recorded for some proposal's pull request (a
-/// superseded head gets no protection: it must turn red).
-fn is_current_submitted_head(ws: &Workspace, sha: &str) -> Result<bool> {
-    let mut latest: std::collections::HashMap<(String, u64), String> = Default::default();
-    if let Some(snap) = ledger::read(&ws.repo)? {
-        for line in &snap.lines {
-            if let Ok(Event::Submitted {
+/// Every event the ledger holds, in order (an unreadable line is skipped here; audit reports it).
+fn events(ws: &Workspace) -> Result<Vec<Event>> {
+    Ok(match ledger::read(&ws.repo)? {
+        Some(snap) => snap
+            .lines
+            .iter()
+            .filter_map(|l| ledger::Entry::parse(l).ok())
+            .map(|e| e.event)
+            .collect(),
+        None => Vec::new(),
+    })
+}
+
+/// The heads `submit` recorded for each (proposal, pull request), in order.
+fn submitted_heads(ws: &Workspace) -> Result<Vec<(String, u64, String)>> {
+    Ok(events(ws)?
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Submitted {
                 proposal,
                 pull,
                 head,
                 ..
-            }) = ledger::Entry::parse(line).map(|e| e.event)
-            {
-                latest.insert((proposal, pull), head);
-            }
-        }
+            } => Some((proposal, pull, head)),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Whether `sha` is the head `submit` last recorded for some proposal's pull request (a
+/// superseded head gets no protection: it must turn red).
+fn is_current_submitted_head(ws: &Workspace, sha: &str) -> Result<bool> {
+    let mut latest: std::collections::HashMap<(String, u64), String> = Default::default();
+    for (proposal, pull, head) in submitted_heads(ws)? {
+        latest.insert((proposal, pull), head);
     }
     Ok(latest.values().any(|h| h == sha))
 }
 
 /// The pull request numbers `submit` recorded for a proposal.
 fn submitted_pulls(ws: &Workspace, proposal: &str) -> Result<Vec<u64>> {
-    let mut out = Vec::new();
-    if let Some(snap) = ledger::read(&ws.repo)? {
-        for line in &snap.lines {
-            if let Ok(Event::Submitted {
-                proposal: p, pull, ..
-            }) = ledger::Entry::parse(line).map(|e| e.event)
-            {
-                if p == proposal {
-                    out.push(pull);
-                }
-            }
-        }
-    }
-    Ok(out)
+    Ok(submitted_heads(ws)?
+        .into_iter()
+        .filter(|(p, _, _)| p == proposal)
+        .map(|(_, pull, _)| pull)
+        .collect())
 }
 
 /// Who proposed `proposal` as pull `n`, as the ledger recorded it.
 fn recorded_proposer(ws: &Workspace, proposal: &str, n: u64) -> Result<Option<String>> {
     let mut submitted = None;
     let mut opened = None;
-    if let Some(snap) = ledger::read(&ws.repo)? {
-        for line in &snap.lines {
-            match ledger::Entry::parse(line).map(|e| e.event) {
-                Ok(Event::Submitted {
-                    proposal: p,
-                    pull,
-                    proposer,
-                    ..
-                }) if p == proposal && pull == n => submitted = Some(proposer),
-                Ok(Event::ProposalOpened {
-                    proposal: p,
-                    proposer,
-                    ..
-                }) if p == proposal => opened = Some(proposer),
-                _ => {}
-            }
+    for event in events(ws)? {
+        match event {
+            Event::Submitted {
+                proposal: p,
+                pull,
+                proposer,
+                ..
+            } if p == proposal && pull == n => submitted = Some(proposer),
+            Event::ProposalOpened {
+                proposal: p,
+                proposer,
+                ..
+            } if p == proposal => opened = Some(proposer),
+            _ => {}
         }
     }
     Ok(submitted.or(opened).flatten())
@@ -353,24 +361,12 @@ pub fn pull_record(
 /// refused, and so is a pull request opened by hand from an `atelier/proposals/` branch.
 fn check_submitted(ws: &Workspace, proposal: &str, n: u64, head: Oid) -> Result<()> {
     let head = head.to_string();
-    let mut heads = Vec::new();
-    if let Some(snap) = ledger::read(&ws.repo)? {
-        for line in &snap.lines {
-            if let Ok(Event::Submitted {
-                proposal: p,
-                pull,
-                head: h,
-                ..
-            }) = ledger::Entry::parse(line).map(|e| e.event)
-            {
-                if p == proposal && pull == n {
-                    heads.push(h);
-                }
-            }
-        }
-    }
     // Only the latest: a branch forced back to an earlier submitted head must not revive it.
-    let latest = heads.last().cloned();
+    let latest = submitted_heads(ws)?
+        .into_iter()
+        .rev()
+        .find(|(p, pull, _)| p == proposal && *pull == n)
+        .map(|(_, _, h)| h);
     if latest.as_deref() == Some(head.as_str()) {
         return Ok(());
     }
@@ -759,18 +755,16 @@ fn pull_and_tips(ws: &Workspace, gh: &GitHub, n: u64) -> Result<(GhPull, Oid, Oi
 /// `TokenRecorded` events for tokens in the pull request's comments the ledger lacks.
 fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
     let mut known: Vec<RawToken> = Vec::new();
-    if let Some(snap) = ledger::read(&ws.repo)? {
-        for line in &snap.lines {
-            if let Ok(Event::TokenRecorded {
-                proposal,
-                pull,
-                token,
-                ..
-            }) = ledger::Entry::parse(line).map(|e| e.event)
-            {
-                if proposal == eval.pull.proposal && pull == eval.pull.number {
-                    known.extend(RawToken::extract_all(&token));
-                }
+    for event in events(ws)? {
+        if let Event::TokenRecorded {
+            proposal,
+            pull,
+            token,
+            ..
+        } = event
+        {
+            if proposal == eval.pull.proposal && pull == eval.pull.number {
+                known.extend(RawToken::extract_all(&token));
             }
         }
     }
@@ -924,13 +918,9 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
         .as_ref()
         .map(|u| u.to_string())
         .unwrap_or_default();
-    let already = match ledger::read(&ws.repo)? {
-        Some(snap) => snap.lines.iter().any(|l| {
-            matches!(ledger::Entry::parse(l).map(|e| e.event),
-                Ok(Event::Submitted { proposal, pull: n, head: h, .. }) if proposal == pull.proposal && n == p.number && h == head.to_string())
-        }),
-        None => false,
-    };
+    let already = submitted_heads(ws)?.into_iter().any(|(proposal, n, h)| {
+        proposal == pull.proposal && n == p.number && h == head.to_string()
+    });
     if !already {
         ws.record(
             vec![Event::Submitted {
@@ -1278,33 +1268,28 @@ fn unconcluded_request(ws: &Workspace, proposal: &str, n: u64) -> Result<Option<
     // Only a request that is the proposal's last event (tokens aside): anything recorded after
     // it (a refusal, a new head, an alarm) means the request is not what a merge now concludes.
     let mut open = None;
-    if let Some(snap) = ledger::read(&ws.repo)? {
-        for line in &snap.lines {
-            let Ok(event) = ledger::Entry::parse(line).map(|e| e.event) else {
-                continue;
-            };
-            // Approvals recorded after a request (a late one, a pasted one) change nothing: the
-            // decision was made when the request was. A recorded rejection closes it.
-            if event.proposal() != Some(proposal) || event.is_approvals_only() {
-                continue;
-            }
-            open = match event {
-                Event::MergeRequested {
-                    proposal: p,
-                    pull,
-                    base,
-                    head,
-                    tree,
-                } if pull == n => Some(Intent {
-                    proposal: p,
-                    pull,
-                    base,
-                    head,
-                    tree,
-                }),
-                _ => None,
-            };
+    for event in events(ws)? {
+        // Approvals recorded after a request (a late one, a pasted one) change nothing: the
+        // decision was made when the request was. A recorded rejection closes it.
+        if event.proposal() != Some(proposal) || event.is_approvals_only() {
+            continue;
         }
+        open = match event {
+            Event::MergeRequested {
+                proposal: p,
+                pull,
+                base,
+                head,
+                tree,
+            } if pull == n => Some(Intent {
+                proposal: p,
+                pull,
+                base,
+                head,
+                tree,
+            }),
+            _ => None,
+        };
     }
     Ok(open)
 }
@@ -1368,13 +1353,9 @@ fn own_account(gh: &GitHub) -> Result<String> {
 
 /// Whether the ledger records pull request `n` of `proposal` as merged.
 fn recorded_merged(ws: &Workspace, proposal: &str, n: u64) -> Result<bool> {
-    Ok(match ledger::read(&ws.repo)? {
-        Some(snap) => snap.lines.iter().any(|l| {
-            matches!(ledger::Entry::parse(l).map(|e| e.event),
-                Ok(Event::Merged(m)) if m.proposal == proposal && m.pull == n)
-        }),
-        None => false,
-    })
+    Ok(events(ws)?
+        .iter()
+        .any(|e| matches!(e, Event::Merged(m) if m.proposal == proposal && m.pull == n)))
 }
 
 /// Checks what landed against the request (parents [base, head], exactly the approved tree),
