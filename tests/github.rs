@@ -1258,6 +1258,29 @@ fn a_stray_pull_request_at_a_proposals_head_does_not_turn_it_red() {
     assert_eq!(hub.status(&head).expect("status").0, "success");
 }
 
+/// `merge --pr` refuses with an alarm naming who merged, and audit reports the alarm.
+#[track_caller]
+fn assert_merged_outside_gate(hub: &Hub, n: u64, by: Option<&str>) {
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(
+        run.stderr.contains("E_MERGED_OUTSIDE_GATE"),
+        "{}",
+        run.stderr
+    );
+    if let Some(by) = by {
+        assert!(run.stderr.contains(by), "{}", run.stderr);
+    }
+    let verify = hub
+        .env
+        .atelier_in(&hub.auditor_clone(), &["audit", "verify"])
+        .code(1);
+    assert!(
+        verify.stdout.contains("E_ALARM_RECORDED"),
+        "{}",
+        verify.stdout
+    );
+}
+
 /// Merges pull request `n` through the API as mallory would by hand (bypassing the gate),
 /// pasting the approval comments into the message.
 fn merge_by_hand(hub: &Hub, n: u64) {
@@ -1304,21 +1327,7 @@ fn a_merge_github_refused_is_never_concluded_later_from_its_request() {
     assert_eq!(hub.gate(n).0, 1);
     // Someone merges by hand: the gate raises an alarm instead of recording a merge.
     merge_by_hand(&hub, n);
-    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
-    assert!(
-        run.stderr.contains("E_MERGED_OUTSIDE_GATE"),
-        "{}",
-        run.stderr
-    );
-    let verify = hub
-        .env
-        .atelier_in(&hub.auditor_clone(), &["audit", "verify"])
-        .code(1);
-    assert!(
-        verify.stdout.contains("E_ALARM_RECORDED"),
-        "{}",
-        verify.stdout
-    );
+    assert_merged_outside_gate(&hub, n, None);
 }
 
 #[test]
@@ -1484,21 +1493,7 @@ fn a_hand_merge_while_the_gates_request_was_unanswered_raises_an_alarm() {
     // bob rejects (nothing records it), and someone merges by hand.
     hub.approve(n, "bob", &["--reject"]).ok();
     merge_by_hand(&hub, n);
-    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
-    assert!(
-        run.stderr.contains("E_MERGED_OUTSIDE_GATE") && run.stderr.contains("mallory"),
-        "{}",
-        run.stderr
-    );
-    let verify = hub
-        .env
-        .atelier_in(&hub.auditor_clone(), &["audit", "verify"])
-        .code(1);
-    assert!(
-        verify.stdout.contains("E_ALARM_RECORDED"),
-        "{}",
-        verify.stdout
-    );
+    assert_merged_outside_gate(&hub, n, Some("mallory"));
 }
 
 #[test]

@@ -1007,6 +1007,8 @@ pub fn approve_pr(
     post: bool,
     now: Timestamp,
 ) -> Result<PrApproval> {
+    // Taking in the remote ledger moves a ref: like every mutation, under the lock.
+    let _lock = ws.lock()?;
     sync_ledger(ws)?;
     let (p, base, head) = pull_and_tips(ws, gh, n)?;
     let record = pull_record(ws, &p, head, carriers(gh, n)?)?;
@@ -1105,34 +1107,17 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
                 return conclude(ws, gh, &intent, landed, Vec::new(), now);
             }
             let detail = format!(
-                "pull request #{n} was merged on GitHub as {landed} by {}, not by the gate's account ({}), while the gate's own merge request was unanswered",
-                by.as_deref().unwrap_or("an unknown account"),
-                me
+                "pull request #{n} was merged on GitHub as {landed} by {}, not by the gate's account ({me}), while the gate's own merge request was unanswered",
+                by.as_deref().unwrap_or("an unknown account")
             );
-            return Err(alarm(
-                ws,
-                gh,
-                &proposal,
-                n,
-                "E_MERGED_OUTSIDE_GATE",
-                detail,
-                now,
-            ));
+            return Err(alarm(ws, gh, &proposal, n, OUTSIDE, detail, now));
         }
         if !recorded_merged(ws, &proposal, n)? {
             // Merged on GitHub, and not by this gate: branch protection was bypassed.
             let detail = format!(
                 "pull request #{n} was merged on GitHub as {landed}, but not by the gate (no unconcluded merge request of its own is recorded)"
             );
-            return Err(alarm(
-                ws,
-                gh,
-                &proposal,
-                n,
-                "E_MERGED_OUTSIDE_GATE",
-                detail,
-                now,
-            ));
+            return Err(alarm(ws, gh, &proposal, n, OUTSIDE, detail, now));
         }
     }
     let run = gate_pr_locked(ws, gh, n, now, Publish::Verdict, Vec::new())?;
@@ -1196,15 +1181,7 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
                         "pull request #{n} was merged on GitHub as {sha} by {}, not by the gate's account, while the gate was merging it",
                         by.as_deref().unwrap_or("an unknown account")
                     );
-                    return Err(alarm(
-                        ws,
-                        gh,
-                        &intent.proposal,
-                        n,
-                        "E_MERGED_OUTSIDE_GATE",
-                        detail,
-                        now,
-                    ));
+                    return Err(alarm(ws, gh, &intent.proposal, n, OUTSIDE, detail, now));
                 }
                 None => {
                     ws.record(
@@ -1222,9 +1199,12 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
                     return Err(refuse(
                         "E_NOT_MERGEABLE",
                         format!(
-                            "GitHub refused the merge of #{n}: {} {}",
+                            "GitHub refused the merge of #{n}: {} {}; nothing was merged — if the branch is not up to date, merge {} into atelier/proposals/{} on this machine and `atelier submit {}` (never GitHub's Update branch); if another required check fails, fix that first",
                             reply.status.as_u16(),
-                            reply.message()
+                            reply.message(),
+                            ws.branch(),
+                            intent.proposal,
+                            intent.proposal
                         ),
                     ));
                 }
@@ -1240,6 +1220,9 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
         now,
     )
 }
+
+/// A merge on GitHub the gate did not make.
+const OUTSIDE: &str = "E_MERGED_OUTSIDE_GATE";
 
 /// What the gate asked GitHub to merge.
 #[derive(Debug, Clone)]
