@@ -218,6 +218,28 @@ fn default_merge() -> String {
     "manual".into()
 }
 
+/// The gate key lives in the clone's private directory (which no change can touch) or outside
+/// the repository: anywhere else a merged change could overwrite it.
+fn check_gate_key(key: &Path) -> Result<(), String> {
+    if key.is_absolute() {
+        return Ok(());
+    }
+    let text = key.to_string_lossy().replace('\\', "/");
+    let inside = crate::governance::policy::is_reserved(&text)
+        && !key
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir));
+    if inside {
+        Ok(())
+    } else {
+        Err(format!(
+            "gate.key: expected a path under `{}/` or an absolute path outside the repository, found `{}`: a merged change could overwrite a key kept anywhere else in the tree",
+            crate::governance::policy::RESERVED_DIR,
+            key.display()
+        ))
+    }
+}
+
 fn default_gate_key() -> PathBuf {
     PathBuf::from(".atelier/gate_key")
 }
@@ -299,6 +321,7 @@ impl Config {
             reason,
         };
         check_forge(&config.forge).map_err(&invalid)?;
+        check_gate_key(&config.gate.key).map_err(&invalid)?;
         for (field, v) in [
             ("conductor.nudge_after", &config.conductor.nudge_after),
             ("conductor.restart_after", &config.conductor.restart_after),

@@ -308,7 +308,7 @@ const CASES: &[Case] = &[
                 })
             })
         },
-        &["E_QUORUM_NOT_MET"],
+        &["E_LEDGER_ROLLBACK", "E_QUORUM_NOT_MET"],
         &["E_CHECKPOINT_MISMATCH"],
     ),
     (
@@ -419,6 +419,28 @@ const CASES: &[Case] = &[
             s.sign(ALICE, |_| {});
         },
         &["E_NO_RULE"],
+        &["OK"],
+    ),
+    (
+        "a change to the gate's private state is refused, in any letter case",
+        |s| {
+            s.change.changed_paths = vec![
+                "src/lib.rs".into(),
+                ".atelier/gate_key".into(),
+                ".ATELIER/forge/pulls/1.json".into(),
+            ];
+            s.sign(ALICE, |_| {});
+        },
+        &["E_RESERVED_PATH"],
+        &["OK"],
+    ),
+    (
+        "a path that only looks like the private directory is not reserved",
+        |s| {
+            s.change.changed_paths = vec!["docs/.atelier/notes.md".into(), ".atelier-notes".into()];
+            s.sign(ALICE, |_| {});
+        },
+        &[],
         &["OK"],
     ),
     (

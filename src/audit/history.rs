@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::checkpoint::Checkpoint;
 use super::ledger::{self, Entry, Event, MergeRecord};
 use super::merkle::{self, Hash, RootBuilder};
+use super::witness;
 use crate::git;
 use crate::governance::decision::{self, Change, GateInput};
 use crate::governance::policy::{policy_digest, Policy, PolicyError, GATE_KEY_PATH};
@@ -47,10 +48,17 @@ pub struct VerifyReport {
 struct LedgerIndex {
     adopted: Option<String>,
     merged: HashMap<String, MergedRecord>,
-    proposers: HashMap<(String, u64), Option<String>>,
-    /// Rejections recorded per (proposal, pull): a merge must hold against them too, even if the
-    /// merge commit does not carry them.
-    rejections: HashMap<(String, u64), Vec<(u64, RawToken)>>,
+    /// Per proposal: the pull request numbers the ledger opened or submitted it as, and its
+    /// proposer. These facts come from the ledger alone, never from a forge's editable record.
+    proposals: HashMap<String, ProposalFacts>,
+    /// Rejections recorded per proposal, whichever pull request carried them: a merge must hold
+    /// against them too, even if the merge commit does not carry them.
+    rejections: HashMap<String, Vec<(u64, RawToken)>>,
+    /// Events that contradict what the ledger recorded before them (an abort after a merge
+    /// completed): each is a finding.
+    contradictions: Vec<String>,
+    /// Tokens recorded with the ledger checkpoint their signer saw, and where they were recorded.
+    claims: Vec<(u64, RawToken)>,
     /// The time of the latest entry, to check that ledger time never goes backwards.
     last_at: Option<i64>,
     /// Merkle root after each entry (index i = root of size i + 1).
@@ -60,6 +68,13 @@ struct LedgerIndex {
     requested: HashMap<RequestKey, (i64, u64)>,
     /// Alarms the gate recorded (proposal, pull, code, detail): each is a finding.
     alarms: Vec<(String, u64, String, String)>,
+}
+
+/// What the ledger recorded when a proposal was opened (locally, or on GitHub).
+#[derive(Default)]
+struct ProposalFacts {
+    pulls: Vec<u64>,
+    proposer: Option<String>,
 }
 
 /// A merge request's identity: proposal, pull, base, head, tree.
@@ -299,21 +314,32 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             proposer,
             ..
         } => {
-            index.proposers.insert((proposal, pull), proposer);
+            let facts = index.proposals.entry(proposal).or_default();
+            if !facts.pulls.contains(&pull) {
+                facts.pulls.push(pull);
+            }
+            // The first record names the proposer; a later `submitted` repeats it.
+            if facts.proposer.is_none() {
+                facts.proposer = proposer;
+            }
         }
         Event::TokenRecorded {
             proposal,
-            pull,
+            pull: _,
             token,
             ..
         } => {
             for t in RawToken::extract_all(&token) {
-                let reject = crate::governance::token::Payload::parse(&t.payload)
-                    .is_ok_and(|p| p.decision == crate::governance::token::Verdict::Reject);
+                let payload = crate::governance::token::Payload::parse(&t.payload);
+                if payload.as_ref().is_ok_and(|p| p.checkpoint.is_some()) {
+                    index.claims.push((seq, t.clone()));
+                }
+                let reject =
+                    payload.is_ok_and(|p| p.decision == crate::governance::token::Verdict::Reject);
                 if reject {
                     index
                         .rejections
-                        .entry((proposal.clone(), pull))
+                        .entry(proposal.clone())
                         .or_default()
                         .push((seq, t));
                 }
@@ -358,7 +384,14 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
         }
         Event::MergeAborted { commit, .. } => {
             if let Some(rec) = index.merged.get_mut(&commit) {
-                rec.aborted = true;
+                if rec.completed {
+                    index.contradictions.push(format!(
+                        "entry {seq} records the merge of proposal {} as {commit} aborted, but an earlier entry records it completed: a completed merge cannot be undone by an entry (was the branch rewound?)",
+                        rec.proposal
+                    ));
+                } else {
+                    rec.aborted = true;
+                }
             }
         }
         Event::Alarm {
@@ -523,6 +556,7 @@ pub fn verify(
     }
     // Each worker opens its own repository handle (git2 handles are not shared between
     // threads), takes the next slice of commits, gathers each merge's inputs and runs the gate.
+    witnesses(repo, repository, branch, &mut index, &mut report)?;
     let roots = std::mem::take(&mut index.roots);
     let commits: Vec<Oid> = line.iter().skip(1).copied().collect();
     report.commits_checked = commits.len();
@@ -573,12 +607,13 @@ pub fn verify(
             report.merges_verified += 1;
         }
         report.signatures_verified += o.signatures;
+        report.findings.extend(o.anchor);
         report.findings.extend(o.finding);
     }
     let mut stray: Vec<(&String, &MergedRecord)> = index
         .merged
         .iter()
-        .filter(|(_, r)| !r.seen_on_branch && r.completed && !r.aborted)
+        .filter(|(_, r)| !r.seen_on_branch && r.completed)
         .collect();
     stray.sort_by_key(|(c, _)| c.as_str());
     for (c, r) in stray {
@@ -588,6 +623,11 @@ pub fn verify(
             format!("the ledger records proposal {} merged as {c}, which is not on {branch}'s first-parent history (was the branch rewritten?)", r.proposal),
         ));
     }
+    for detail in std::mem::take(&mut index.contradictions) {
+        report
+            .findings
+            .push(finding("E_LEDGER_CONTRADICTION", None, detail));
+    }
     for (proposal, pull, code, detail) in std::mem::take(&mut index.alarms) {
         report.findings.push(finding(
             "E_ALARM_RECORDED",
@@ -595,8 +635,113 @@ pub fn verify(
             format!("the gate recorded an alarm for proposal {proposal} (pull request #{pull}): {code}: {detail}"),
         ));
     }
-    index.roots.clear();
+    // A ledger that verified cleanly becomes this clone's floor: a later, shorter one is a
+    // rollback.
+    if report.findings.is_empty() {
+        if let Some(root) = roots.last() {
+            witness::remember(repo, &ledger::origin(repository), roots.len() as u64, root)?;
+        }
+    }
     Ok(report)
+}
+
+/// The witnesses other than the ledger: this clone's memory of the largest ledger it verified,
+/// and the checkpoints that listed signers' recorded tokens saw. A ledger that does not extend
+/// one of them was rewound (`E_LEDGER_ROLLBACK`).
+fn witnesses(
+    repo: &Repository,
+    repository: &str,
+    branch: &str,
+    index: &mut LedgerIndex,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    match witness::load(repo, &ledger::origin(repository)) {
+        Ok(Some(floor)) => {
+            if let Some(why) = not_a_prefix(&index.roots, floor.size, &floor.root) {
+                report.findings.push(finding(
+                    "E_LEDGER_ROLLBACK",
+                    None,
+                    format!(
+                        "{} a ledger of {} entries with root {}, but {why}: the ledger was rewound or replaced since",
+                        floor.source,
+                        floor.size,
+                        hex::encode(floor.root)
+                    ),
+                ));
+            }
+        }
+        Ok(None) => {}
+        Err(e) => report
+            .findings
+            .push(finding("E_LEDGER_ROLLBACK", None, e.to_string())),
+    }
+    let claims = std::mem::take(&mut index.claims);
+    if claims.is_empty() {
+        return Ok(());
+    }
+    let tree = repo.find_commit(git::branch_tip(repo, branch)?)?.tree()?;
+    let Ok(policy) = Policy::load(&git::policy_files(repo, &tree)?) else {
+        return Ok(());
+    };
+    for (seq, raw) in claims {
+        let Ok(v) = crate::governance::token::verify(&raw) else {
+            continue;
+        };
+        let Some(principal) = policy
+            .signers
+            .find(&v.key)
+            .first()
+            .map(|e| e.principal.clone())
+        else {
+            continue;
+        };
+        let Some(cp) = v.payload.checkpoint.as_ref() else {
+            continue;
+        };
+        let Some(root) = hex::decode(&cp.root)
+            .ok()
+            .and_then(|b| <Hash>::try_from(b.as_slice()).ok())
+        else {
+            continue;
+        };
+        // The token was recorded at `seq`, after its signer saw `cp.size` entries.
+        let why = if cp.size > seq {
+            Some(format!(
+                "it was recorded at position {seq}, before that many entries existed"
+            ))
+        } else {
+            not_a_prefix(&index.roots, cp.size, &root)
+        };
+        if let Some(why) = why {
+            report.findings.push(finding(
+                "E_LEDGER_ROLLBACK",
+                None,
+                format!(
+                    "the token {principal} signed for proposal {} saw a ledger of {} entries with root {}, but {why}: the ledger was rewound or replaced",
+                    v.payload.proposal, cp.size, cp.root
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why the ledger (its roots by size) is not an extension of a checkpoint of `size` with `root`.
+fn not_a_prefix(roots: &[Hash], size: u64, root: &Hash) -> Option<String> {
+    let ours = if size == 0 {
+        merkle::empty_root()
+    } else {
+        match roots.get(size as usize - 1) {
+            Some(r) => *r,
+            None => return Some(format!("the ledger holds only {} entries", roots.len())),
+        }
+    };
+    (ours != *root).then(|| {
+        format!(
+            "the ledger's first {size} entries hash to {}",
+            hex::encode(ours)
+        )
+    })
 }
 
 /// What examining one commit on the branch found.
@@ -608,6 +753,8 @@ struct Outcome {
     verified: bool,
     signatures: usize,
     finding: Option<Finding>,
+    /// A checkpoint the commit carries that the ledger does not extend.
+    anchor: Option<Finding>,
 }
 
 /// Checks one commit after adoption: recorded in the ledger, shaped as recorded, and allowed by
@@ -622,6 +769,39 @@ fn examine(
     oid: Oid,
 ) -> Result<Outcome> {
     let commit = repo.find_commit(oid)?;
+    let sha = oid.to_string();
+    // The branch anchors the ledger: every checkpoint a merge commit carries must be a prefix
+    // of the ledger.
+    // (Without a ledger at all, `E_LEDGER_MISSING` says it once.)
+    let anchor = ledger::ledger_trailer(commit.message().unwrap_or(""))
+        .filter(|_| !roots.is_empty())
+        .and_then(|(size, root)| {
+            let why = not_a_prefix(roots, size, &root)?;
+            Some(finding(
+                "E_LEDGER_ROLLBACK",
+                Some(sha.clone()),
+                format!(
+                    "merge commit {sha} on {branch} carries the ledger checkpoint of size {size} (root {}), but {why}: the ledger was rewound or replaced",
+                    hex::encode(root)
+                ),
+            ))
+        });
+    let mut outcome = examine_merge(repo, cache, index, roots, repository, branch, &commit)?;
+    outcome.anchor = anchor;
+    Ok(outcome)
+}
+
+/// [`examine`] for what the ledger says of the commit.
+fn examine_merge(
+    repo: &Repository,
+    cache: &mut PolicyCache,
+    index: &LedgerIndex,
+    roots: &[Hash],
+    repository: &str,
+    branch: &str,
+    commit: &git2::Commit<'_>,
+) -> Result<Outcome> {
+    let oid = commit.id();
     let sha = oid.to_string();
     let Some(rec) = index.merged.get(&sha) else {
         let author = commit.author();
@@ -639,6 +819,39 @@ fn examine(
             ..Outcome::default()
         });
     };
+    if rec.aborted {
+        return Ok(Outcome {
+            seen: Some(sha.clone()),
+            finding: Some(finding(
+                "E_ABORTED_MERGE_LANDED",
+                Some(sha.clone()),
+                format!(
+                    "commit {sha} is on {branch}, but the ledger records its merge of proposal {} as aborted (the gate never let it land): the branch was moved to it by hand",
+                    rec.proposal
+                ),
+            )),
+            ..Outcome::default()
+        });
+    }
+    let facts = index.proposals.get(&rec.proposal);
+    if !facts.is_some_and(|f| f.pulls.contains(&rec.pull)) {
+        return Ok(Outcome {
+            seen: Some(sha.clone()),
+            finding: Some(finding(
+                "E_MERGE_MISMATCH",
+                Some(sha.clone()),
+                format!(
+                    "the ledger records merge {sha} as proposal {} through pull request {}, but it opened that proposal as pull request(s) [{}]: the forge record was renumbered",
+                    rec.proposal,
+                    rec.pull,
+                    facts
+                        .map(|f| f.pulls.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
+                        .unwrap_or_default()
+                ),
+            )),
+            ..Outcome::default()
+        });
+    }
     let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
     if parents != [rec.base.clone(), rec.head.clone()] || commit.tree_id().to_string() != rec.tree {
         return Ok(Outcome {
@@ -668,13 +881,16 @@ fn examine(
     cache.last_tree = Some((oid, commit.tree_id()));
     let tree = commit.tree()?;
     let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
-    // Rejections recorded before the merge began: one recorded later cannot condemn it.
+    // Rejections recorded before the merge began, whichever pull request carried them: one
+    // recorded later cannot condemn a completed merge. A merge the ledger never records as
+    // completed (a crash, or a branch moved by hand) is weighed against every rejection.
+    let until = if rec.completed { rec.seq } else { u64::MAX };
     for (_, r) in index
         .rejections
-        .get(&(rec.proposal.clone(), rec.pull))
+        .get(&rec.proposal)
         .into_iter()
         .flatten()
-        .filter(|(at_seq, _)| *at_seq < rec.seq)
+        .filter(|(at_seq, _)| *at_seq < until)
     {
         if !tokens.contains(r) {
             tokens.push(r.clone());
@@ -692,11 +908,7 @@ fn examine(
             merge_tree: Ok(rec.tree.clone()),
             changed_paths: git::changed_paths(repo, &base_tree, &tree)?,
             policy_digest: cache.digest(repo, &base_tree)?,
-            proposer: index
-                .proposers
-                .get(&(rec.proposal.clone(), rec.pull))
-                .cloned()
-                .flatten(),
+            proposer: facts.and_then(|f| f.proposer.clone()),
         },
         base_policy: cache.policy(repo, &base_tree)?,
         new_policy: cache.policy(repo, &tree)?,
@@ -710,6 +922,7 @@ fn examine(
         verified: true,
         signatures,
         finding,
+        anchor: None,
     })
 }
 
@@ -738,6 +951,20 @@ fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, usize) {
         now: m.now,
     });
     let sigs = d.tokens.iter().filter(|t| t.fingerprint.is_some()).count();
+    // A listed signer's token that saw a longer or different ledger is a witness of a rollback.
+    if let Some(r) = d.unmet().find(|r| r.code == "E_LEDGER_ROLLBACK") {
+        return (
+            Some(finding(
+                "E_LEDGER_ROLLBACK",
+                Some(m.commit.clone()),
+                format!(
+                    "merge {} of proposal {}: a token it carries saw a ledger this one does not extend ({}): the ledger was rewound or replaced",
+                    m.commit, m.change.proposal, r.found
+                ),
+            )),
+            sigs,
+        );
+    }
     if d.allowed {
         return (None, sigs);
     }

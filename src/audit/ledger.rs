@@ -156,8 +156,65 @@ pub enum LedgerError {
     Moved { expected: String, found: String },
     #[error("E_CLOCK_BEHIND_LEDGER: the clock says {now}, but the ledger's last entry is from {last}; ledger time never goes backwards — fix the clock (or ATELIER_NOW)")]
     ClockBehind { now: String, last: String },
+    #[error("E_LEDGER_ROLLBACK: the ledger was rewound: {source_} names a ledger of {size} entries with root {root}, but {found}; nothing was appended — find who reset {REF} (every clone and merge commit that saw the longer ledger is a witness), and restore it")]
+    Rollback {
+        /// Who saw the longer ledger: this clone, a merge commit, an approval token.
+        source_: String,
+        size: u64,
+        root: String,
+        found: String,
+    },
+    #[error("{0}")]
+    Io(String),
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+}
+
+/// The merge commit trailer that carries the ledger checkpoint at the time of the merge.
+pub const LEDGER_TRAILER: &str = "Atelier-Ledger";
+
+/// Reads `Atelier-Ledger: <size> <hex root>` from a commit message.
+pub fn ledger_trailer(message: &str) -> Option<(u64, Hash)> {
+    message.lines().find_map(|l| {
+        let rest = l.strip_prefix(LEDGER_TRAILER)?.strip_prefix(": ")?;
+        let (size, root) = rest.split_once(' ')?;
+        let root = hex::decode(root).ok()?;
+        Some((size.parse().ok()?, root.as_slice().try_into().ok()?))
+    })
+}
+
+/// A ledger checkpoint someone other than the ledger vouches for (a witness): the ledger must
+/// extend it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Floor {
+    pub size: u64,
+    pub root: Hash,
+    /// Who vouches for it, for the refusal message.
+    pub source: String,
+}
+
+/// Checks that the ledger over `leaves` extends `floor`, by an RFC 6962 consistency proof.
+pub fn check_floor(leaves: &[Hash], floor: &Floor) -> Result<(), LedgerError> {
+    let size = leaves.len() as u64;
+    let rollback = |found: String| LedgerError::Rollback {
+        source_: floor.source.clone(),
+        size: floor.size,
+        root: hex::encode(floor.root),
+        found,
+    };
+    if floor.size > size {
+        return Err(rollback(format!("the ledger holds only {size}")));
+    }
+    let root = merkle::root(leaves);
+    let proof = merkle::consistency_proof(leaves, floor.size)
+        .expect("the floor is not larger than the ledger");
+    if !merkle::verify_consistency(floor.size, size, &floor.root, &root, &proof) {
+        return Err(rollback(format!(
+            "the ledger of {size} entries (root {}) does not extend it",
+            hex::encode(root)
+        )));
+    }
+    Ok(())
 }
 
 /// The ledger as stored at one commit of the ledger ref.
@@ -251,7 +308,24 @@ pub fn append(
     now: Timestamp,
     key: &SigningKey,
 ) -> Result<Snapshot, LedgerError> {
+    append_above(repo, repository, events, now, key, &[])
+}
+
+/// Appends events like [`append`], after checking that the stored ledger extends every floor
+/// (`E_LEDGER_ROLLBACK` otherwise; nothing is appended).
+pub fn append_above(
+    repo: &Repository,
+    repository: &str,
+    events: Vec<Event>,
+    now: Timestamp,
+    key: &SigningKey,
+    floors: &[Floor],
+) -> Result<Snapshot, LedgerError> {
     let old = read(repo)?;
+    let old_leaves = old.as_ref().map(Snapshot::leaf_hashes).unwrap_or_default();
+    for floor in floors {
+        check_floor(&old_leaves, floor)?;
+    }
     let origin = origin(repository);
     let (mut lines, old_cp, parent) = match &old {
         None => (Vec::new(), None, None),
@@ -263,7 +337,7 @@ pub fn append(
                     ))
                 },
             )?;
-            if cp.size != s.lines.len() as u64 || cp.root != merkle::root(&s.leaf_hashes()) {
+            if cp.size != s.lines.len() as u64 || cp.root != merkle::root(&old_leaves) {
                 return Err(LedgerError::Corrupt(format!(
                     "the stored entries ({} lines) do not match the last checkpoint (size {})",
                     s.lines.len(),

@@ -5,3 +5,4 @@ pub mod checkpoint;
 pub mod history;
 pub mod ledger;
 pub mod merkle;
+pub mod witness;

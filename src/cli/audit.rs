@@ -230,19 +230,25 @@ fn verify(ws: &Workspace, a: VerifyArgs) -> anyhow::Result<ExitCode> {
     if let Some(pin) = &a.adoption {
         history::check_adoption_pin(&mut r, pin);
     }
-    if a.json {
-        json(&r)?;
+    let code = if r.findings.is_empty() {
+        ExitCode::SUCCESS
     } else {
+        ExitCode::from(1)
+    };
+    super::verdict(code, || {
+        if a.json {
+            return json(&r);
+        }
         let mut t = format!(
-            "audit of {} since adoption at {}\n  commits checked:      {}\n  merges verified:      {}\n  signatures verified:  {}\n  ledger entries:       {}\n  checkpoints verified: {}\n",
-            r.branch,
-            r.adoption.as_deref().unwrap_or("(never adopted)"),
-            r.commits_checked,
-            r.merges_verified,
-            r.signatures_verified,
-            r.ledger_entries,
-            r.checkpoints_verified
-        );
+                "audit of {} since adoption at {}\n  commits checked:      {}\n  merges verified:      {}\n  signatures verified:  {}\n  ledger entries:       {}\n  checkpoints verified: {}\n",
+                r.branch,
+                r.adoption.as_deref().unwrap_or("(never adopted)"),
+                r.commits_checked,
+                r.merges_verified,
+                r.signatures_verified,
+                r.ledger_entries,
+                r.checkpoints_verified
+            );
         if r.findings.is_empty() {
             t.push_str(
                 "\nresult: OK — every change went through the gate and the ledger is intact\n",
@@ -254,11 +260,6 @@ fn verify(ws: &Workspace, a: VerifyArgs) -> anyhow::Result<ExitCode> {
             }
             t.push_str("\nresult: FAILED\n");
         }
-        out(&t)?;
-    }
-    Ok(if r.findings.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+        out(&t)
     })
 }

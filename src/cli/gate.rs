@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{json, now, out};
+use super::{json, now, out, verdict};
 use crate::governance::decision::Decision;
 use crate::workflow::{self, Evaluation, MergeOutcome, Workspace};
 
@@ -114,12 +114,12 @@ pub fn gate(dir: &Path, args: GateArgs) -> anyhow::Result<ExitCode> {
     }
     let id = args.id.expect("clap requires an id or --pr");
     let eval = workflow::gate(&ws, &id, now()?)?;
-    print(&eval, args.json)?;
-    Ok(if eval.decision.allowed {
+    let code = if eval.decision.allowed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    };
+    verdict(code, || print(&eval, args.json))
 }
 
 #[derive(Args, Debug)]
@@ -144,31 +144,31 @@ pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
     let args_id = args.id.expect("clap requires an id or --pr");
     match workflow::merge(&ws, &args_id, now()?)? {
         MergeOutcome::Refused(eval) => {
-            print(&eval, args.json)?;
             eprintln!(
                 "refused: proposal {} was not merged (the gate is not satisfied)",
                 args_id
             );
-            Ok(ExitCode::from(1))
+            verdict(ExitCode::from(1), || print(&eval, args.json))
         }
         MergeOutcome::Merged(m) => {
-            if args.json {
-                json(&m)?;
-            } else {
-                out(&format!(
-                    "merged proposal {} as {}\n  base {}\n  head {}\n  tree {} (re-checked after landing)\n  approved by {}\n",
-                    m.id,
-                    m.commit,
-                    m.base,
-                    m.head,
-                    m.tree,
-                    m.approvers.join(", ")
-                ))?;
-            }
             if let Some(n) = &m.note {
                 eprintln!("note: {n}");
             }
-            Ok(ExitCode::SUCCESS)
+            verdict(ExitCode::SUCCESS, || {
+                if args.json {
+                    json(&m)
+                } else {
+                    out(&format!(
+                        "merged proposal {} as {}\n  base {}\n  head {}\n  tree {} (re-checked after landing)\n  approved by {}\n",
+                        m.id,
+                        m.commit,
+                        m.base,
+                        m.head,
+                        m.tree,
+                        m.approvers.join(", ")
+                    ))
+                }
+            })
         }
     }
 }

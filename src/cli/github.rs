@@ -110,7 +110,6 @@ pub fn approve(
 pub fn gate(ws: &Workspace, n: u64, as_json: bool) -> anyhow::Result<ExitCode> {
     let gh = GitHub::connect(&ws.config.forge, true)?;
     let run = gh_flow::gate_pr(ws, &gh, n, now()?, gh_flow::Publish::Verdict)?;
-    super::gate::print(&run.eval, as_json)?;
     eprintln!(
         "status {} on {}: {:?} — {}",
         gh_flow::STATUS_CONTEXT,
@@ -121,20 +120,20 @@ pub fn gate(ws: &Workspace, n: u64, as_json: bool) -> anyhow::Result<ExitCode> {
     for note in &run.notes {
         eprintln!("note: {note}");
     }
-    Ok(if run.eval.decision.allowed {
+    let code = if run.eval.decision.allowed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    };
+    super::verdict(code, || super::gate::print(&run.eval, as_json))
 }
 
 pub fn merge(ws: &Workspace, n: u64, as_json: bool) -> anyhow::Result<ExitCode> {
     let gh = GitHub::connect(&ws.config.forge, true)?;
     match gh_flow::merge_pr(ws, &gh, n, now()?)? {
         PrMerge::Refused(run) => {
-            super::gate::print(&run.eval, as_json)?;
             eprintln!("refused: pull request #{n} was not merged (the gate is not satisfied)");
-            Ok(ExitCode::from(1))
+            super::verdict(ExitCode::from(1), || super::gate::print(&run.eval, as_json))
         }
         PrMerge::Merged {
             commit,
@@ -142,20 +141,21 @@ pub fn merge(ws: &Workspace, n: u64, as_json: bool) -> anyhow::Result<ExitCode> 
             approvers,
             note,
         } => {
-            if as_json {
-                json(&serde_json::json!({
-                    "pull": n, "commit": commit, "tree": tree, "approvers": approvers,
-                }))?;
-            } else {
-                out(&format!(
-                    "merged pull request #{n} as {commit}\n  tree {tree} (checked after landing)\n  approved by {}\n  ledger recorded and pushed\n",
-                    approvers.join(", ")
-                ))?;
-            }
-            if let Some(n) = note {
+            if let Some(n) = &note {
                 eprintln!("note: {n}");
             }
-            Ok(ExitCode::SUCCESS)
+            super::verdict(ExitCode::SUCCESS, || {
+                if as_json {
+                    json(&serde_json::json!({
+                        "pull": n, "commit": commit, "tree": tree, "approvers": approvers,
+                    }))
+                } else {
+                    out(&format!(
+                        "merged pull request #{n} as {commit}\n  tree {tree} (checked after landing)\n  approved by {}\n  ledger recorded and pushed\n",
+                        approvers.join(", ")
+                    ))
+                }
+            })
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The command line: arguments → options → one domain call, then printing. This is the only
 //! module that prints, and the one place errors become exit codes: 0 success, 1 refused or a
-//! check failed, 2 bad input or usage. A closed stdout (broken pipe) counts as success.
+//! check failed, 2 bad input or usage. A closed stdout (broken pipe) counts as success, except
+//! for a verdict command (gate, merge, audit verify), which keeps its verdict's exit code: piping
+//! a refusal into `head` must not turn it into a pass.
 
 mod approve;
 mod audit;
@@ -86,6 +88,26 @@ pub(crate) fn out(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints a verdict and returns its exit code, whether or not anyone is still reading: a closed
+/// stdout never changes what a gate, merge or audit decided.
+pub(crate) fn verdict(
+    code: ExitCode,
+    print: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    match print() {
+        Err(e) if is_broken_pipe(&e) => Ok(code),
+        Err(e) => Err(e),
+        Ok(()) => Ok(code),
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 pub(crate) fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     out(&format!("{}\n", serde_json::to_string_pretty(value)?))
 }
@@ -147,10 +169,7 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            if err.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-            }) {
+            if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
             if let Some(r) = err
@@ -164,7 +183,11 @@ pub fn main() -> ExitCode {
                 .chain()
                 .find_map(|c| c.downcast_ref::<crate::audit::ledger::LedgerError>())
             {
-                if !matches!(l, crate::audit::ledger::LedgerError::Git(_)) {
+                if !matches!(
+                    l,
+                    crate::audit::ledger::LedgerError::Git(_)
+                        | crate::audit::ledger::LedgerError::Io(_)
+                ) {
                     eprintln!("refused: {l}");
                     return ExitCode::from(1);
                 }

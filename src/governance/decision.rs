@@ -415,6 +415,44 @@ fn rule_requirement(
     Requirement { required, ..r }
 }
 
+/// Approvers are witnesses of the ledger: a token from a key the policy lists that saw a ledger
+/// this one does not extend (a longer one, or another root at that size) means the ledger was
+/// rewound or replaced since, and nothing may merge on it.
+fn witness_requirement(input: &GateInput<'_>, policy: &Policy) -> Requirement {
+    let mut seen = Vec::new();
+    for raw in input.tokens {
+        let Ok(p) = token::Payload::parse(&raw.payload) else {
+            continue;
+        };
+        let Some(cp) = &p.checkpoint else {
+            continue;
+        };
+        if input.ledger_roots.get(&cp.size) == Some(&cp.root) {
+            continue;
+        }
+        let Ok(v) = token::verify(raw) else {
+            continue;
+        };
+        if let Some(e) = policy.signers.find(&v.key).first() {
+            seen.push(format!(
+                "{} saw {} entries with root {}",
+                e.principal, cp.size, cp.root
+            ));
+        }
+    }
+    req(
+        "E_LEDGER_ROLLBACK",
+        seen.is_empty(),
+        "the ledger extends every checkpoint a listed signer's token saw".into(),
+        "each checkpoint a prefix of this ledger".into(),
+        if seen.is_empty() {
+            "all extended".into()
+        } else {
+            format!("not extended: {}", seen.join("; "))
+        },
+    )
+}
+
 /// Every requirement for the change, met or not.
 pub fn requirements(
     input: &GateInput<'_>,
@@ -471,6 +509,7 @@ pub fn requirements(
         ),
     });
     let mut judged = judge(input, policy);
+    out.push(witness_requirement(input, policy));
     // A rejection vetoes only from a principal whose approval would count for a rule the change
     // touches (someone listed for docs alone cannot block a change to the code).
     let touched = policy.touched(&c.changed_paths);
@@ -502,6 +541,26 @@ pub fn requirements(
             .filter(|p| policy.touched(std::slice::from_ref(*p)).is_empty())
             .map(String::as_str)
             .collect();
+        let reserved: Vec<&str> = c
+            .changed_paths
+            .iter()
+            .map(String::as_str)
+            .filter(|p| super::policy::is_reserved(p))
+            .collect();
+        out.push(req(
+            "E_RESERVED_PATH",
+            reserved.is_empty(),
+            format!(
+                "nothing under `{}/` changes (each clone's private gate state)",
+                super::policy::RESERVED_DIR
+            ),
+            format!("no path under `{}/`", super::policy::RESERVED_DIR),
+            if reserved.is_empty() {
+                "none".into()
+            } else {
+                reserved.join(", ")
+            },
+        ));
         out.push(req(
             "E_NO_RULE",
             uncovered.is_empty(),

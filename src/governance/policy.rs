@@ -17,6 +17,17 @@ use super::time::parse_duration;
 pub const GOVERNANCE_PATH: &str = "policies/governance.toml";
 pub const ALLOWED_SIGNERS_PATH: &str = "policies/allowed_signers";
 pub const GATE_KEY_PATH: &str = "policies/gate_key.pub";
+/// The directory where each clone keeps the gate's private state (the gate key, the local
+/// forge, locks, runs). No change may add or edit anything under it, in any letter case: a merge
+/// checkout would otherwise overwrite the gate's own files.
+pub const RESERVED_DIR: &str = ".atelier";
+
+/// Whether `path` (as a change names it, `/`-separated) lies under [`RESERVED_DIR`].
+pub fn is_reserved(path: &str) -> bool {
+    path.split('/')
+        .next()
+        .is_some_and(|first| first.eq_ignore_ascii_case(RESERVED_DIR))
+}
 
 /// The paths whose content the policy digest covers: a token is bound to all of them.
 pub fn is_digest_path(path: &str) -> bool {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::{refuse, Workspace};
-use crate::audit::ledger::{self, Event};
+use crate::audit::ledger::Event;
 use crate::forge::PullState;
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, Payload, RawToken, SeenCheckpoint, Verdict};
@@ -73,7 +73,9 @@ pub fn payload_from(
             ),
         )
     })?;
-    let checkpoint = match ledger::read(&ws.repo)? {
+    // The token carries the ledger this clone verified (and remembers): its signer becomes a
+    // witness against a later rollback.
+    let checkpoint = match ws.verified_ledger()? {
         Some(snap) => Some(SeenCheckpoint {
             size: snap.lines.len() as u64,
             root: snap.root_hex(),

@@ -1447,7 +1447,7 @@ fn follow_local_branch(
             .unwrap_or(true)
     {
         return Ok(Some(format!(
-            "your checkout of {} has local changes, so it was left alone; `git pull` brings it to {merged}",
+            "your checkout of {} has local changes (or untracked or ignored files where the merge writes files), so it was left alone; `git pull` brings it to {merged}",
             ws.branch()
         )));
     }
@@ -1459,8 +1459,7 @@ fn follow_local_branch(
         "atelier: follow the GitHub merge",
     )?;
     if checked_out {
-        ws.repo
-            .checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
+        super::merge::checkout_merged(&ws.repo)?;
     }
     Ok(None)
 }

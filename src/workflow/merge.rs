@@ -33,6 +33,15 @@ pub enum MergeOutcome {
 
 /// The commit message of a gate merge: trailers, then every counted approval token.
 pub fn merge_message(eval: &Evaluation) -> String {
+    merge_message_at(eval, None)
+}
+
+/// [`merge_message`] with the `Atelier-Ledger: <size> <root>` trailer: the ledger checkpoint at
+/// the time of the merge, so the branch itself anchors the ledger against a rollback.
+pub fn merge_message_at(
+    eval: &Evaluation,
+    ledger: Option<&crate::audit::ledger::Snapshot>,
+) -> String {
     let mut msg = format!(
         "Merge proposal {}: {}\n\nAtelier-Proposal: {}\nAtelier-Pull: {}\nAtelier-Base: {}\nAtelier-Head: {}\nAtelier-Approvers: {}\n",
         eval.pull.proposal,
@@ -44,6 +53,14 @@ pub fn merge_message(eval: &Evaluation) -> String {
         eval.change.head,
         eval.decision.approvers.join(", ")
     );
+    if let Some(snap) = ledger {
+        msg.push_str(&format!(
+            "{}: {} {}\n",
+            super::LEDGER_TRAILER,
+            snap.lines.len(),
+            snap.root_hex()
+        ));
+    }
     for report in eval
         .decision
         .tokens
@@ -59,7 +76,7 @@ pub fn merge_message(eval: &Evaluation) -> String {
 pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
     let _lock = ws.lock()?;
     let eval = evaluate(ws, ws.pull(id)?, now)?;
-    ws.record(vec![decision_event(&eval)], now)?;
+    let snap = ws.record(vec![decision_event(&eval)], now)?;
     if !eval.decision.allowed {
         return Ok(MergeOutcome::Refused(Box::new(eval)));
     }
@@ -71,7 +88,7 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         .expect("an allowed decision always has a merge tree");
     let clean_checkout = checkout_is_clean(ws, tree_id)?;
     let sig = git::signature(repo, now)?;
-    let message = merge_message(&eval);
+    let message = merge_message_at(&eval, Some(&snap));
     debug_assert!(token::RawToken::extract_all(&message).len() == eval.decision.approvers.len());
     let commit = repo.commit(
         None,
@@ -137,13 +154,13 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
     let (worktree_updated, note) = match clean_checkout {
         None => (false, None),
         Some(true) => {
-            repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
+            checkout_merged(repo)?;
             (true, None)
         }
         Some(false) => (
             false,
             Some(format!(
-                "your checkout of {branch} has local changes (or untracked files where the merge adds files), so its files were left as they were; bring them up to date, keeping your changes, with `git read-tree -m -u {base} {branch}`",
+                "your checkout of {branch} has local changes (or untracked or ignored files where the merge writes files), so its files were left as they were; bring them up to date, keeping your changes, with `git read-tree -m -u {base} {branch}`",
                 branch = eval.pull.base_branch
             )),
         ),
@@ -161,8 +178,9 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
 }
 
 /// `None` when the protected branch is not checked out; otherwise whether its files can be
-/// brought up to `merged_tree` without losing anything: no tracked file is modified and no
-/// untracked file sits where the merge adds one.
+/// brought up to `merged_tree` without losing anything: no tracked file is modified, and no file
+/// git does not track (untracked or ignored, such as the gate's own `.atelier/` state) sits where
+/// the merge writes one, or on the way to it.
 pub(super) fn checkout_is_clean(ws: &Workspace, merged_tree: Oid) -> Result<Option<bool>> {
     let repo = &ws.repo;
     let head = match repo.head() {
@@ -172,21 +190,44 @@ pub(super) fn checkout_is_clean(ws: &Workspace, merged_tree: Oid) -> Result<Opti
     if head.name() != Some(&format!("refs/heads/{}", ws.branch())) {
         return Ok(None);
     }
-    let tree = repo.find_tree(merged_tree)?;
     let mut opts = git2::StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false);
-    for entry in repo.statuses(Some(&mut opts))?.iter() {
-        let untracked = entry.status() == git2::Status::WT_NEW;
-        let collides = entry
-            .path()
-            .is_some_and(|p| tree.get_path(std::path::Path::new(p)).is_ok());
-        if !untracked || collides {
-            return Ok(Some(false));
+    opts.include_untracked(false).include_ignored(false);
+    if !repo.statuses(Some(&mut opts))?.is_empty() {
+        return Ok(Some(false));
+    }
+    let current = head.peel_to_tree()?;
+    let tree = repo.find_tree(merged_tree)?;
+    let index = repo.index()?;
+    for path in git::changed_paths(repo, &current, &tree)? {
+        let mut prefix = std::path::PathBuf::new();
+        for part in path.split('/') {
+            prefix.push(part);
+            let tracked = index.get_path(&prefix, 0).is_some();
+            let on_disk = std::fs::symlink_metadata(ws.root.join(&prefix));
+            let is_dir = on_disk.as_ref().is_ok_and(|m| m.is_dir());
+            if on_disk.is_ok() && !tracked && !is_dir {
+                return Ok(Some(false));
+            }
+            if is_dir && prefix.as_os_str().len() == path.len() {
+                // A directory where the merge writes a file.
+                return Ok(Some(false));
+            }
         }
     }
     Ok(Some(true))
+}
+
+/// Brings the checked-out protected branch's files to its new tip. Only called after
+/// [`checkout_is_clean`] said yes; even so, files git does not track are never overwritten.
+pub(super) fn checkout_merged(repo: &git2::Repository) -> Result<()> {
+    repo.checkout_head(Some(
+        git2::build::CheckoutBuilder::new()
+            .force()
+            .overwrite_ignored(false)
+            .remove_untracked(false)
+            .remove_ignored(false),
+    ))?;
+    Ok(())
 }
 
 pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -> Result<()> {

@@ -13,7 +13,7 @@ pub use approve::{
     Approved, SignWith,
 };
 pub use init::{init, keygen, InitReport, KeygenReport};
-pub use merge::{close, merge, merge_message, MergeOutcome, Merged};
+pub use merge::{close, merge, merge_message, merge_message_at, MergeOutcome, Merged};
 pub use propose::{propose, ProposeOptions, Proposed};
 
 use std::collections::BTreeMap;
@@ -25,6 +25,7 @@ use git2::{Oid, Repository};
 use thiserror::Error;
 
 use crate::audit::ledger::{self, Event};
+use crate::audit::witness;
 use crate::config::Config;
 use crate::forge::local::LocalForge;
 use crate::forge::{Forge, PullRequest, PullState};
@@ -127,14 +128,113 @@ impl Workspace {
             });
         }
         all.extend(events);
-        Ok(ledger::append(
+        let floors = self.floors()?;
+        let snap = ledger::append_above(
             &self.repo,
             &self.config.forge.repository,
             all,
             now,
             &key,
-        )?)
+            &floors,
+        )?;
+        let root = crate::audit::merkle::root(&snap.leaf_hashes());
+        witness::remember(&self.repo, &self.origin(), snap.lines.len() as u64, &root)?;
+        Ok(snap)
     }
+
+    /// The ledger's origin line (`atelier/<repository>/ledger`).
+    pub fn origin(&self) -> String {
+        ledger::origin(&self.config.forge.repository)
+    }
+
+    /// The checkpoints this repository's ledger must extend: the largest this clone verified,
+    /// and the one the protected branch's latest gate merge carries.
+    pub fn floors(&self) -> Result<Vec<ledger::Floor>> {
+        let mut floors: Vec<ledger::Floor> = witness::load(&self.repo, &self.origin())?
+            .into_iter()
+            .collect();
+        floors.extend(branch_floor(&self.repo, self.branch())?);
+        Ok(floors)
+    }
+
+    /// Refuses (`E_LEDGER_ROLLBACK`) a ledger that does not extend every floor, before a
+    /// command changes anything.
+    pub fn check_floors(&self) -> Result<()> {
+        let Some(snap) = ledger::read(&self.repo)? else {
+            return Ok(());
+        };
+        let leaves = snap.leaf_hashes();
+        for floor in self.floors()? {
+            ledger::check_floor(&leaves, &floor)?;
+        }
+        Ok(())
+    }
+
+    /// The current ledger, after checking it extends every floor (`E_LEDGER_ROLLBACK`) and that
+    /// its checkpoint is signed by the gate key the protected branch publishes and covers its
+    /// entries; this clone then remembers it. `None` when there is no ledger yet.
+    pub fn verified_ledger(&self) -> Result<Option<ledger::Snapshot>> {
+        let Some(snap) = ledger::read(&self.repo)? else {
+            return Ok(None);
+        };
+        let leaves = snap.leaf_hashes();
+        for floor in self.floors()? {
+            ledger::check_floor(&leaves, &floor)?;
+        }
+        let tree = self
+            .repo
+            .find_commit(git::branch_tip(&self.repo, self.branch())?)?
+            .tree()?;
+        let key = git::read_file(&self.repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
+            .and_then(|k| k.key_data().ed25519().map(|e| e.0))
+            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok());
+        let cp = key.and_then(|k| {
+            crate::audit::checkpoint::Checkpoint::verify(&snap.checkpoint, ledger::KEY_NAME, &[k])
+                .ok()
+        });
+        let root = crate::audit::merkle::root(&leaves);
+        if cp.is_none_or(|cp| cp.size != leaves.len() as u64 || cp.root != root) {
+            return Err(ledger::LedgerError::Corrupt(format!(
+                "the ledger's checkpoint does not verify under {} on {} or does not cover its {} entries",
+                crate::governance::policy::GATE_KEY_PATH,
+                self.branch(),
+                leaves.len()
+            ))
+            .into());
+        }
+        witness::remember(&self.repo, &self.origin(), leaves.len() as u64, &root)?;
+        Ok(Some(snap))
+    }
+}
+
+pub use crate::audit::ledger::{ledger_trailer, LEDGER_TRAILER};
+
+/// How far back the live gate looks for the latest merge commit carrying a ledger checkpoint
+/// (audit checks every one).
+const ANCHOR_WALK: usize = 64;
+
+/// The checkpoint carried by the latest gate merge on `branch` (its first-parent line).
+pub fn branch_floor(repo: &Repository, branch: &str) -> Result<Option<ledger::Floor>> {
+    let Ok(tip) = git::branch_tip(repo, branch) else {
+        return Ok(None);
+    };
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    for oid in walk.take(ANCHOR_WALK) {
+        let oid = oid?;
+        let commit = repo.find_commit(oid)?;
+        if let Some((size, root)) = ledger_trailer(commit.message().unwrap_or("")) {
+            return Ok(Some(ledger::Floor {
+                size,
+                root,
+                source: format!("merge commit {oid} on {branch}"),
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Reads an unencrypted OpenSSH ed25519 private key.
@@ -204,10 +304,70 @@ pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Eva
             ),
         ));
     }
+    // The facts the ledger recorded when the proposal was opened (its pull request number,
+    // branch and proposer) win over the forge's record, which anyone with the clone can edit.
+    let opened = opened_record(repo, &pull.proposal)?;
+    let Some(opened) = opened.filter(|o| o.pull == pull.number && o.branch == pull.head_branch)
+    else {
+        return Err(refuse(
+            "E_FORGE_STATE",
+            format!(
+                "the forge record of proposal {} names pull request {} from `{}`, but the ledger recorded {} — the forge record was edited",
+                pull.proposal,
+                pull.number,
+                pull.head_branch,
+                match opened_record(repo, &pull.proposal)? {
+                    Some(o) => format!("pull request {} from `{}`", o.pull, o.branch),
+                    None => "no such proposal".to_string(),
+                }
+            ),
+        ));
+    };
+    let pull = PullRequest {
+        proposer: opened.proposer,
+        ..pull
+    };
     let base = git::branch_tip(repo, &pull.base_branch)?;
     let head = git::branch_tip(repo, &pull.head_branch)
         .with_context(|| format!("the proposal branch {} is gone", pull.head_branch))?;
     evaluate_at(ws, pull, base, head, now)
+}
+
+/// What the ledger recorded when a proposal was opened on the local forge.
+pub struct Opened {
+    pub pull: u64,
+    pub branch: String,
+    pub proposer: Option<String>,
+}
+
+/// The `proposal-opened` entry of `proposal`, if the ledger has one.
+pub fn opened_record(repo: &Repository, proposal: &str) -> Result<Option<Opened>> {
+    let Some(snap) = ledger::read(repo)? else {
+        return Ok(None);
+    };
+    for line in &snap.lines {
+        if let Ok(ledger::Entry {
+            event:
+                Event::ProposalOpened {
+                    proposal: p,
+                    pull,
+                    branch,
+                    proposer,
+                    ..
+                },
+            ..
+        }) = ledger::Entry::parse(line)
+        {
+            if p == proposal {
+                return Ok(Some(Opened {
+                    pull,
+                    branch,
+                    proposer,
+                }));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Runs the gate on `pull` as the merge of `head` into `base`, whichever forge they came from.
@@ -276,8 +436,10 @@ pub fn tokens_for(repo: &Repository, pull: &PullRequest) -> Result<Vec<RawToken>
     Ok(ledger_view(repo, pull)?.0)
 }
 
-/// What the ledger says of a pull request: the tokens recorded for it (after those its comments
-/// carry), and whether it was merged or closed (the forge record cannot reopen it).
+/// What the ledger says of a pull request: the tokens recorded for its proposal, on this or any
+/// other pull request that carried it (after those its comments carry: a rejection binds the
+/// proposal and its head, not one pull request), and whether it was merged or closed (the forge
+/// record cannot reopen it).
 pub fn ledger_view(repo: &Repository, pull: &PullRequest) -> Result<(Vec<RawToken>, bool)> {
     let mut tokens: Vec<RawToken> = pull
         .comments
@@ -292,20 +454,15 @@ pub fn ledger_view(repo: &Repository, pull: &PullRequest) -> Result<(Vec<RawToke
             };
             match entry.event {
                 Event::TokenRecorded {
-                    proposal,
-                    pull: n,
-                    token,
-                    ..
-                } if proposal == pull.proposal && n == pull.number => {
+                    proposal, token, ..
+                } if proposal == pull.proposal => {
                     for t in RawToken::extract_all(&token) {
                         if !tokens.contains(&t) {
                             tokens.push(t);
                         }
                     }
                 }
-                Event::Merged(m) if m.proposal == pull.proposal && m.pull == pull.number => {
-                    finished = true
-                }
+                Event::Merged(m) if m.proposal == pull.proposal => finished = true,
                 Event::Closed { proposal, .. } if proposal == pull.proposal => finished = true,
                 _ => {}
             }

@@ -61,6 +61,7 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
     let patch = std::fs::read(&opts.patch)
         .with_context(|| format!("reading patch {}", opts.patch.display()))?;
     let _lock = ws.lock()?;
+    ws.check_floors()?;
     let repo = &ws.repo;
     let branch = ws.branch().to_string();
     let base = git::branch_tip(repo, &branch)?;
@@ -72,6 +73,22 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
         &opts.patch.display().to_string(),
         &branch,
     )?;
+    let reserved: Vec<String> =
+        git::changed_paths(repo, &base_commit.tree()?, &repo.find_tree(patched)?)?
+            .into_iter()
+            .filter(|p| crate::governance::policy::is_reserved(p))
+            .collect();
+    if !reserved.is_empty() {
+        return Err(super::refuse(
+            "E_RESERVED_PATH",
+            format!(
+                "{} changes {}: nothing under `{}/` may be proposed (it holds each clone's gate key, forge and locks); remove those files from the patch",
+                opts.patch.display(),
+                reserved.join(", "),
+                crate::governance::policy::RESERVED_DIR
+            ),
+        ));
+    }
     // Never reuse an id: not one this clone's forge knows, not one the ledger (which travels
     // between clones) recorded, not one whose branch survived a crash.
     let in_ledger = match crate::audit::ledger::read(repo)? {

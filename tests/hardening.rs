@@ -1,0 +1,405 @@
+//! Issue 8's breaks of the gate's promise on the local forge, each performed through the CLI the
+//! way an attacker with write access to the gate clone's files and refs (but no approver's key)
+//! would, and each refused or reported with a stable code.
+
+use std::process::Stdio;
+
+use atelier::audit::ledger;
+use git2::Repository;
+use serde_json::Value;
+
+use crate::support::{bin, unmet, Env, Setup};
+
+/// The codes `audit verify` reports (it must exit 1).
+fn findings(env: &Env, dir: &std::path::Path) -> Vec<String> {
+    let run = env.atelier_in(dir, &["audit", "verify", "--json"]).code(1);
+    run.json()["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["code"].as_str().expect("code").to_string())
+        .collect()
+}
+
+fn entries(env: &Env) -> Vec<Value> {
+    let run = env.atelier(&["audit", "log", "--json"]).ok();
+    run.json().as_array().expect("entries").clone()
+}
+
+/// The ledger commit before the one that appended entry `seq`.
+fn ledger_before(env: &Env, seq: u64) -> git2::Oid {
+    let repo = Repository::open(&env.repo).expect("open");
+    let mut c = repo
+        .find_commit(repo.refname_to_id(ledger::REF).expect("ledger"))
+        .expect("commit");
+    loop {
+        let snap = ledger::read_at(&repo, c.id()).expect("read");
+        if (snap.lines.len() as u64) <= seq {
+            return c.id();
+        }
+        c = c.parent(0).expect("an older ledger commit");
+    }
+}
+
+fn force_ref(env: &Env, name: &str, to: &str) {
+    env.git(&["update-ref", name, to]);
+}
+
+/// A clone of the gate's repository, with the ledger fetched, that has verified it once.
+fn auditor(env: &Env) -> std::path::PathBuf {
+    let clone = env.tmp.path().join("auditor");
+    env.git(&[
+        "clone",
+        "-q",
+        env.repo.to_str().expect("utf8"),
+        clone.to_str().expect("utf8"),
+    ]);
+    fetch_ledger(env, &clone, false);
+    env.atelier_in(&clone, &["audit", "verify"]).ok();
+    clone
+}
+
+fn fetch_ledger(env: &Env, clone: &std::path::Path, force: bool) {
+    let spec = format!(
+        "{}refs/atelier/ledger:refs/atelier/ledger",
+        if force { "+" } else { "" }
+    );
+    let out = env
+        .command("git")
+        .current_dir(clone)
+        .args([
+            "fetch",
+            "-q",
+            "origin",
+            &spec,
+            "+main:refs/remotes/origin/main",
+        ])
+        .output()
+        .expect("fetch");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// Break 1: an aborted merge fast-forwarded by hand after a veto.
+#[test]
+fn a_vetoed_change_cannot_land_through_an_aborted_merge() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    // A stale lock makes the merge's compare-and-swap fail after `merge-started`.
+    let lock = env.repo.join(".git/refs/heads/main.lock");
+    std::fs::write(&lock, "").expect("lock");
+    let run = env.atelier(&["merge", &id]).code(1);
+    assert!(run.stderr.contains("E_BASE_MOVED"), "{}", run.stderr);
+    std::fs::remove_file(&lock).expect("unlock");
+    env.reject(&id, "bob").ok();
+    let aborted = entries(&env)
+        .into_iter()
+        .find(|e| e["kind"] == "merge-aborted")
+        .expect("a merge-aborted entry");
+    let commit = aborted["commit"].as_str().expect("commit").to_string();
+    // The attacker fast-forwards main to the commit the gate built but never landed.
+    force_ref(&env, "refs/heads/main", &commit);
+    let f = findings(&env, &env.repo);
+    assert!(f.contains(&"E_ABORTED_MERGE_LANDED".to_string()), "{f:?}");
+    // A fresh clone sees the same.
+    let clone = env.tmp.path().join("fresh");
+    env.git(&[
+        "clone",
+        "-q",
+        env.repo.to_str().expect("utf8"),
+        clone.to_str().expect("utf8"),
+    ]);
+    fetch_ledger(&env, &clone, false);
+    let f = findings(&env, &clone);
+    assert!(f.contains(&"E_ABORTED_MERGE_LANDED".to_string()), "{f:?}");
+}
+
+// Break 2: the ledger reset to before a rejection, the rejection's comment deleted.
+#[test]
+fn a_rewound_ledger_cannot_erase_a_veto() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.reject(&id, "bob").ok();
+    let auditor = auditor(&env);
+    let rejection = entries(&env)
+        .into_iter()
+        .find(|e| e["kind"] == "token-recorded")
+        .expect("the rejection");
+    let before = ledger_before(&env, rejection["seq"].as_u64().expect("seq"));
+    force_ref(&env, ledger::REF, &before.to_string());
+    let forge = env.repo.join(format!(".atelier/forge/pulls/{id}.json"));
+    let mut pull: Value =
+        serde_json::from_str(&std::fs::read_to_string(&forge).expect("forge")).expect("json");
+    pull["comments"] = Value::Array(Vec::new());
+    std::fs::write(&forge, serde_json::to_vec(&pull).expect("json")).expect("write");
+    let main = env.git(&["rev-parse", "main"]);
+    // Every later step on the gate's clone refuses the shorter ledger: it verified the longer one.
+    let run = env.approve(&id, "alice").code(1);
+    assert!(run.stderr.contains("E_LEDGER_ROLLBACK"), "{}", run.stderr);
+    let run = env.atelier(&["merge", &id]).code(1);
+    assert!(run.stderr.contains("E_LEDGER_ROLLBACK"), "{}", run.stderr);
+    assert_eq!(env.git(&["rev-parse", "main"]), main, "nothing merged");
+    let f = findings(&env, &env.repo);
+    assert!(f.contains(&"E_LEDGER_ROLLBACK".to_string()), "{f:?}");
+    // An auditor whose clone verified the longer ledger refuses the rewound one it is handed.
+    fetch_ledger(&env, &auditor, true);
+    let f = findings(&env, &auditor);
+    assert!(f.contains(&"E_LEDGER_ROLLBACK".to_string()), "{f:?}");
+}
+
+// Break 3: main and the ledger rewound together undo an approved constitutional change.
+#[test]
+fn rewinding_main_and_the_ledger_together_is_refused() {
+    let env = Env::with(Setup {
+        principals: vec!["alice", "bob", "carol"],
+        ..Setup::default()
+    });
+    let signers = env.read("policies/allowed_signers");
+    let without_carol: String = signers
+        .lines()
+        .filter(|l| !l.starts_with("carol@"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let main_before = env.git(&["rev-parse", "main"]).trim().to_string();
+    let id = env.propose(
+        &[("policies/allowed_signers", &without_carol)],
+        "Remove carol",
+    );
+    let ledger_before = env.git(&["rev-parse", ledger::REF]);
+    env.approve(&id, "alice").ok();
+    env.approve(&id, "bob").ok();
+    env.atelier(&["merge", &id]).ok();
+    // Rewind both to before the removal: the signed checkpoints all still verify.
+    force_ref(&env, "refs/heads/main", &main_before);
+    env.git(&["reset", "-q", "--hard", "main"]);
+    force_ref(&env, ledger::REF, ledger_before.trim());
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            env.patch(&[("README.md", "# carol was here\n")])
+                .to_str()
+                .expect("utf8"),
+            "--title",
+            "Carol's change",
+        ])
+        .code(1);
+    assert!(run.stderr.contains("E_LEDGER_ROLLBACK"), "{}", run.stderr);
+    let f = findings(&env, &env.repo);
+    assert!(f.contains(&"E_LEDGER_ROLLBACK".to_string()), "{f:?}");
+}
+
+// Break 4: a gate-key holder rewinds main past a completed merge and appends `merge-aborted`.
+#[test]
+fn a_completed_merge_cannot_be_hidden_by_a_later_abort() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    let merged = entries(&env)
+        .into_iter()
+        .find(|e| e["kind"] == "merged")
+        .expect("merged");
+    let commit = merged["commit"].as_str().expect("commit").to_string();
+    force_ref(&env, "refs/heads/main", &format!("{commit}^1"));
+    let repo = Repository::open(&env.repo).expect("open");
+    let key =
+        atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+    let event = ledger::Event::MergeAborted {
+        proposal: id,
+        commit,
+        reason: "never happened".into(),
+    };
+    ledger::append(&repo, "local/repo", vec![event], 1_795_946_400, &key).expect("append");
+    let f = findings(&env, &env.repo);
+    assert!(f.contains(&"E_LEDGER_CONTRADICTION".to_string()), "{f:?}");
+    assert!(f.contains(&"E_MERGE_NOT_ON_BRANCH".to_string()), "{f:?}");
+}
+
+/// A patch (against main) that adds files git ignores, made with `git add -f`.
+fn forced_patch(env: &Env, files: &[(&str, &str)]) -> std::path::PathBuf {
+    for (rel, text) in files {
+        env.write(rel, text);
+        env.git(&["add", "-f", rel]);
+    }
+    let diff = env.git(&["diff", "--cached", "--binary"]);
+    for (rel, _) in files {
+        env.git(&["rm", "-q", "--cached", rel]);
+    }
+    env.file("reserved.patch", &diff)
+}
+
+// Break 6: one approval overwrites the gate's private state.
+#[test]
+fn a_change_under_dot_atelier_is_refused_and_never_checked_out() {
+    let env = Env::new();
+    let key_before = env.read(".atelier/gate_key");
+    let patch = forced_patch(&env, &[(".atelier/gate_key", "attacker's key\n")]);
+    env.write(".atelier/gate_key", &key_before);
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Sneaky",
+        ])
+        .code(1);
+    assert!(run.stderr.contains("E_RESERVED_PATH"), "{}", run.stderr);
+    // The attacker adds the file to an honest proposal's branch by hand instead; an approver
+    // signs the branch as it is.
+    let id = env.propose_code();
+    let repo = Repository::open(&env.repo).expect("open");
+    let branch = format!("refs/heads/atelier/proposals/{id}");
+    let head = repo
+        .find_commit(repo.refname_to_id(&branch).expect("head"))
+        .expect("commit");
+    let mut tb = repo
+        .treebuilder(Some(&head.tree().expect("tree")))
+        .expect("tb");
+    let mut dir = repo.treebuilder(None).expect("tb");
+    dir.insert(
+        "gate_key",
+        repo.blob(b"attacker's key\n").expect("blob"),
+        0o100644,
+    )
+    .expect("insert");
+    tb.insert(".Atelier", dir.write().expect("dir"), 0o040000)
+        .expect("insert");
+    let mut dir = repo.treebuilder(None).expect("tb");
+    dir.insert(
+        "gate_key",
+        repo.blob(b"attacker's key\n").expect("blob"),
+        0o100644,
+    )
+    .expect("insert");
+    tb.insert(".atelier", dir.write().expect("dir"), 0o040000)
+        .expect("insert");
+    let tree = repo.find_tree(tb.write().expect("tree")).expect("tree");
+    let sig = git2::Signature::now("mallory", "mallory@example.org").expect("sig");
+    let evil = repo
+        .commit(Some(&branch), &sig, &sig, "tweak", &tree, &[&head])
+        .expect("commit");
+    assert_eq!(repo.refname_to_id(&branch).expect("moved"), evil);
+    env.approve(&id, "alice").ok();
+    let run = env.atelier(&["merge", &id, "--json"]).code(1);
+    let v = run.json();
+    assert_eq!(unmet(&v), ["E_RESERVED_PATH"], "{v:#}");
+    assert!(
+        v.to_string().contains(".atelier/gate_key") && v.to_string().contains(".Atelier/gate_key"),
+        "{v:#}"
+    );
+    assert_eq!(env.read(".atelier/gate_key"), key_before);
+    env.atelier(&["audit", "verify"]).ok();
+}
+
+#[test]
+fn a_merge_never_overwrites_an_ignored_file_in_the_checkout() {
+    let env = Env::new();
+    env.write(".git/info/exclude", "local.cfg\n");
+    env.write("local.cfg", "mine\n");
+    let patch = forced_patch(&env, &[("local.cfg", "theirs\n")]);
+    env.write("local.cfg", "mine\n");
+    let id = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Add local.cfg",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    env.approve(&id, "alice").ok();
+    let run = env.atelier(&["merge", &id]).ok();
+    assert!(run.stderr.contains("left as they were"), "{}", run.stderr);
+    assert_eq!(env.read("local.cfg"), "mine\n");
+}
+
+// Break 7: the forge record renumbered and its proposer cleared.
+#[test]
+fn facts_the_ledger_holds_win_over_the_forge_record() {
+    let env = Env::new();
+    // The proposer is also an approver here: their approval must never count.
+    env.git(&["config", "user.email", "alice@example.org"]);
+    let id = env.propose_code();
+    let forge = env.repo.join(format!(".atelier/forge/pulls/{id}.json"));
+    let mut pull: Value =
+        serde_json::from_str(&std::fs::read_to_string(&forge).expect("forge")).expect("json");
+    pull["number"] = Value::from(7);
+    pull["head_branch"] = Value::from("atelier/proposals/7");
+    pull["proposer"] = Value::Null;
+    std::fs::write(&forge, serde_json::to_vec(&pull).expect("json")).expect("write");
+    env.git(&[
+        "branch",
+        "atelier/proposals/7",
+        &format!("atelier/proposals/{id}"),
+    ]);
+    let run = env.approve(&id, "alice").code(1);
+    assert!(run.stderr.contains("E_FORGE_STATE"), "{}", run.stderr);
+    let run = env.atelier(&["merge", &id]).code(1);
+    assert!(run.stderr.contains("E_FORGE_STATE"), "{}", run.stderr);
+    assert!(run.stderr.contains("pull request 1"), "{}", run.stderr);
+    // With only the proposer cleared, the ledger still names the proposer.
+    pull["number"] = Value::from(1);
+    pull["head_branch"] = Value::from("atelier/proposals/1");
+    std::fs::write(&forge, serde_json::to_vec(&pull).expect("json")).expect("write");
+    env.approve(&id, "alice").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(crate::support::token_codes(&v), ["E_PROPOSER_SIGNER"]);
+}
+
+/// Runs atelier with stdout a pipe whose reader is already gone.
+fn with_closed_stdout(env: &Env, args: &[&str]) -> i32 {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    env.command(bin())
+        .arg("-C")
+        .arg(&env.repo)
+        .args(args)
+        .stdout(writer)
+        .stderr(Stdio::null())
+        .status()
+        .expect("run")
+        .code()
+        .unwrap_or(-1)
+}
+
+// Break 8: a broken pipe turned a refusal into success.
+#[test]
+fn a_closed_stdout_never_turns_a_refusal_into_success() {
+    let env = Env::new();
+    let id = env.propose_code();
+    assert_eq!(with_closed_stdout(&env, &["gate", &id]), 1);
+    assert_eq!(with_closed_stdout(&env, &["gate", &id, "--json"]), 1);
+    assert_eq!(with_closed_stdout(&env, &["merge", &id]), 1);
+    // As the issue put it: `set -o pipefail; atelier gate 1 | true`.
+    let out = env
+        .command("bash")
+        .args([
+            "-c",
+            "set -o pipefail; \"$0\" -C \"$1\" gate \"$2\" | true",
+            bin(),
+            env.repo.to_str().expect("utf8"),
+            &id,
+        ])
+        .output()
+        .expect("bash");
+    assert_eq!(out.status.code(), Some(1));
+    env.write("README.md", "# bypass\n");
+    env.git(&["commit", "-q", "-am", "bypass"]);
+    assert_eq!(with_closed_stdout(&env, &["audit", "verify"]), 1);
+    // A command that is not a verdict still ends quietly on a closed pipe.
+    assert_eq!(with_closed_stdout(&env, &["audit", "log"]), 0);
+    env.git(&["reset", "-q", "--hard", "HEAD^"]);
+    env.approve(&id, "alice").ok();
+    assert_eq!(with_closed_stdout(&env, &["merge", &id]), 0);
+    assert_eq!(with_closed_stdout(&env, &["audit", "verify"]), 0);
+}
