@@ -9,9 +9,10 @@
 //! gate enforces ed25519), and the same key listed under several principals is accepted too
 //! (the gate decides what that ambiguity means; [`AllowedSigners::find`] returns every entry).
 //!
-//! Times in `valid-after` and `valid-before` are read as UTC whether or not they end in `Z`.
-//! `ssh-keygen` reads a time without `Z` as local time, so writers should always add the `Z`
-//! so that both tools agree.
+//! Times in `valid-after` and `valid-before` must end in `Z` and are read as UTC. A time without
+//! it is refused: `ssh-keygen` reads it in the verifier's local time zone, so the two tools would
+//! disagree by hours (looser than the gate east of UTC for `valid-before`, west for
+//! `valid-after`).
 
 use crate::governance::time::{format_rfc3339, unix_from_civil, Timestamp};
 use ssh_key::public::KeyData;
@@ -337,16 +338,42 @@ fn parse_namespaces(value: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// Parses `YYYYMMDD[HHMM[SS]][Z]`, always as UTC.
+/// Parses `YYYYMMDD[HHMM[SS]]Z` as UTC. A time without the `Z` is refused: ssh-keygen reads it
+/// in the verifier's local time zone, so the gate and ssh-keygen would disagree by hours.
 fn parse_time(name: &str, value: &str) -> Result<Timestamp, String> {
+    let lower = name.to_ascii_lowercase();
     let err = || {
         format!(
             "expected {name} to be a UTC time YYYYMMDD[HHMM[SS]]Z (e.g. 20260131Z or \
              20260131235959Z), found `{value}`; fix the date"
         )
     };
-    let digits = value.strip_suffix('Z').unwrap_or(value);
-    if !matches!(digits.len(), 8 | 12 | 14) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let well_formed = |digits: &str| {
+        matches!(digits.len(), 8 | 12 | 14) && digits.bytes().all(|b| b.is_ascii_digit())
+    };
+    let digits = match value.strip_suffix('Z') {
+        Some(digits) => digits,
+        None if well_formed(value) => {
+            return Err(format!(
+                "expected {name} to end in `Z` (UTC), found `{value}` without it: ssh-keygen \
+                 reads a time without `Z` in the local time zone of whoever verifies, so it \
+                 would disagree with the gate by hours; add the `Z`: {lower}=\"{value}Z\""
+            ))
+        }
+        None => match ["z", "UTC", "utc"]
+            .iter()
+            .find_map(|s| value.strip_suffix(s))
+        {
+            Some(digits) if well_formed(digits) => {
+                return Err(format!(
+                    "expected {name} to end in an upper-case `Z`, found `{value}`; Atelier \
+                     accepts only the `Z` spelling of UTC: write {lower}=\"{digits}Z\""
+                ))
+            }
+            _ => return Err(err()),
+        },
+    };
+    if !well_formed(digits) {
         return Err(err());
     }
     // All fields are ASCII digits, so slicing and parsing cannot fail; absent fields are 0.
@@ -458,7 +485,7 @@ mod tests {
         "\"Alice Smith\" KEY a comment with \"quotes\", commas => Alice Smith|-|-|-",
         "\"alice\" KEY => alice|-|-|-",
         "alice namespaces=\"git,file\" KEY c => alice|git,file|-|-",
-        "alice NameSpaces=\"atelier\",VALID-AFTER=\"20260101\" KEY => alice|atelier|2026-01-01T00:00:00Z|-",
+        "alice NameSpaces=\"atelier\",VALID-AFTER=\"20260101Z\" KEY => alice|atelier|2026-01-01T00:00:00Z|-",
         "alice valid-after=\"202601021230Z\",valid-before=\"20270304050607Z\" KEY => alice|-|2026-01-02T12:30:00Z|2027-03-04T05:06:07Z",
         "alice valid-before=\"20991231Z\" KEY #not a comment marker here => alice|-|-|2099-12-31T00:00:00Z",
     ];
@@ -497,7 +524,7 @@ mod tests {
         "alice no-touch-required KEY => 1 => unknown option or key type `no-touch-required`",
         "alice ssh-foo B64 => 1 => unknown option or key type `ssh-foo`",
         "alice namespaces=\"a\",namespaces=\"b\" KEY => 1 => `namespaces` is given twice",
-        "alice valid-after=\"20260101\",VALID-AFTER=\"20260102\" KEY => 1 => given twice",
+        "alice valid-after=\"20260101Z\",VALID-AFTER=\"20260102Z\" KEY => 1 => given twice",
         "alice namespaces=git KEY => 1 => double-quoted value",
         "alice namespaces KEY => 1 => double-quoted value",
         "alice namespaces=\"git KEY => 1 => expected a closing `\"`",
@@ -508,10 +535,15 @@ mod tests {
         "alice namespaces=\"git*\" KEY => 1 => no namespace patterns",
         "alice namespaces=\"a\\b\" KEY => 1 => backslash",
         "alice valid-after=\"2026-01-01\" KEY => 1 => YYYYMMDD[HHMM[SS]]Z",
-        "alice valid-before=\"20260230\" KEY => 1 => found `20260230`",
+        "alice valid-before=\"20260230Z\" KEY => 1 => found `20260230Z`",
         "alice valid-before=\"2026013112\" KEY => 1 => found `2026013112`",
         "alice valid-after=\"19700101Z\" KEY => 1 => after 1970-01-01",
-        "alice valid-after=\"20260101\",valid-before=\"20260101\" KEY => 1 => to be earlier than",
+        "alice valid-after=\"20260101Z\",valid-before=\"20260101Z\" KEY => 1 => to be earlier than",
+        "alice valid-before=\"20300101\" KEY => 1 => add the `Z`: valid-before=\"20300101Z\"",
+        "# c\nalice valid-after=\"202601021230\" KEY => 2 => in the local time zone",
+        "alice VALID-BEFORE=\"20300101235959\" KEY => 1 => valid-before=\"20300101235959Z\"",
+        "alice valid-before=\"20300101z\" KEY => 1 => write valid-before=\"20300101Z\"",
+        "alice valid-after=\"20300101UTC\" KEY => 1 => only the `Z` spelling",
         "alice valid-before=\"20250101Z\",valid-after=\"20260101Z\" KEY => 1 => to be earlier than",
         "alice ssh-ed25519-cert-v01@openssh.com B64 => 1 => certificates are not supported",
         "alice namespaces=\"git\" ssh-bogus B64 => 1 => found `ssh-bogus`",
