@@ -134,21 +134,43 @@ impl SignerEntry {
     }
 }
 
-/// Takes the next field off `rest`. With `quotes`, whitespace inside double quotes does not end
-/// the field (principals and options); without, quotes are ordinary characters (key fields).
-fn next_field<'a>(rest: &mut &'a str, quotes: bool) -> Result<Option<&'a str>, String> {
+/// How a field treats double quotes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    /// Quotes are ordinary characters (key fields).
+    None,
+    /// Whitespace inside double quotes does not end the field (the principal).
+    Quotes,
+    /// As `Quotes`, and `\"` is an escaped quote that neither opens nor closes, as OpenSSH's
+    /// `sshkey_advance_past_options` reads the options field. Atelier refuses such escapes when
+    /// it reads the option values, with a message that says so.
+    Options,
+}
+
+/// Takes the next field off `rest`.
+fn next_field<'a>(rest: &mut &'a str, quoting: Quoting) -> Result<Option<&'a str>, String> {
     let text = rest.trim_start_matches([' ', '\t']);
     let mut in_quotes = false;
+    let mut escaped = false;
     let mut end = text.len();
     for (i, c) in text.char_indices() {
         match c {
-            '"' if quotes => in_quotes = !in_quotes,
+            _ if escaped => escaped = false,
+            '\\' if quoting == Quoting::Options && text[i + 1..].starts_with('"') => escaped = true,
+            '"' if quoting != Quoting::None => in_quotes = !in_quotes,
             ' ' | '\t' if !in_quotes => {
                 end = i;
                 break;
             }
             _ => {}
         }
+    }
+    if in_quotes && quoting == Quoting::Options && text.contains("\\\"") {
+        return Err(format!(
+            "expected a closing `\"` in `{text}`, found only `\\\"`, a backslash-escaped quote, \
+             which does not close the value; Atelier supports no escapes in option values: \
+             remove the backslash and write plain names, e.g. namespaces=\"atelier-approval\""
+        ));
     }
     if in_quotes {
         return Err(format!(
@@ -170,8 +192,8 @@ struct Options {
 
 fn parse_line(line: usize, text: &str) -> Result<SignerEntry, String> {
     let mut rest = text;
-    let principal = parse_principal(next_field(&mut rest, true)?.unwrap_or(""))?;
-    let second = next_field(&mut rest, true)?.ok_or_else(|| {
+    let principal = parse_principal(next_field(&mut rest, Quoting::Quotes)?.unwrap_or(""))?;
+    let second = next_field(&mut rest, Quoting::Options)?.ok_or_else(|| {
         format!(
             "expected a key type and key after principal `{principal}`, found the end of the \
              line; write `{principal} ssh-ed25519 AAAA...`"
@@ -180,7 +202,7 @@ fn parse_line(line: usize, text: &str) -> Result<SignerEntry, String> {
     let (options, key_type) = if KEY_TYPES.contains(&second) || is_cert_key_type(second) {
         (Options::default(), second)
     } else {
-        let key_type = next_field(&mut rest, false)?.ok_or_else(|| {
+        let key_type = next_field(&mut rest, Quoting::None)?.ok_or_else(|| {
             format!(
                 "expected a key type (e.g. ssh-ed25519) after `{second}`, found the end of the \
                  line; add the signer's public key"
@@ -188,7 +210,7 @@ fn parse_line(line: usize, text: &str) -> Result<SignerEntry, String> {
         })?;
         (parse_options(second)?, key_type)
     };
-    let key = parse_key(key_type, next_field(&mut rest, false)?)?;
+    let key = parse_key(key_type, next_field(&mut rest, Quoting::None)?)?;
     // Whatever remains is the comment, which OpenSSH ignores and so does Atelier.
     Ok(SignerEntry {
         line,
@@ -271,6 +293,15 @@ fn parse_options(field: &str) -> Result<Options, String> {
             format!("expected a closing `\"` for option `{name}`, found none; close the quote")
         })?;
         let value = &quoted[..close];
+        if let Some(before) = value.strip_suffix('\\') {
+            return Err(format!(
+                "found `\\\"`, a backslash-escaped quote, in the value of `{name}` (`{field}`): \
+                 ssh-keygen would read a quote inside the value, and Atelier supports no escapes \
+                 in option values (no namespace or time contains a quote); write the value \
+                 without quotes or backslashes inside, e.g. {lower}=\"{}\"",
+                example_value(&lower, before)
+            ));
+        }
         if value.contains('\\') {
             return Err(format!(
                 "found a backslash in the value of `{name}`; Atelier supports no escapes in \
@@ -315,6 +346,15 @@ fn parse_options(field: &str) -> Result<Options, String> {
         ));
     }
     Ok(opts)
+}
+
+/// A value to suggest for option `lower` in a message, from what the line had before a mistake.
+fn example_value<'a>(lower: &str, before: &'a str) -> &'a str {
+    match lower {
+        "namespaces" if !before.is_empty() && !before.contains(['"', '\\']) => before,
+        "namespaces" => "atelier-approval",
+        _ => "20300101Z",
+    }
 }
 
 fn parse_namespaces(value: &str) -> Result<Vec<String>, String> {
@@ -544,6 +584,10 @@ mod tests {
         "alice VALID-BEFORE=\"20300101235959\" KEY => 1 => valid-before=\"20300101235959Z\"",
         "alice valid-before=\"20300101z\" KEY => 1 => write valid-before=\"20300101Z\"",
         "alice valid-after=\"20300101UTC\" KEY => 1 => only the `Z` spelling",
+        "alice namespaces=\"atelier-approval\\\"x\" KEY => 1 => a backslash-escaped quote, in the value of `namespaces`",
+        "alice namespaces=\"atelier-approval\\\"x\" KEY => 1 => e.g. namespaces=\"atelier-approval\"",
+        "alice namespaces=\"\\\"\" KEY => 1 => e.g. namespaces=\"atelier-approval\"",
+        "alice namespaces=\"git\\\" KEY => 1 => found only `\\\"`, a backslash-escaped quote",
         "alice valid-before=\"20250101Z\",valid-after=\"20260101Z\" KEY => 1 => to be earlier than",
         "alice ssh-ed25519-cert-v01@openssh.com B64 => 1 => certificates are not supported",
         "alice namespaces=\"git\" ssh-bogus B64 => 1 => found `ssh-bogus`",
