@@ -15,5 +15,6 @@ mod github_emulator;
 mod github_fixtures;
 mod merge;
 mod plans;
+mod signers_vs_sshkeygen;
 mod tidy;
 mod tokens;

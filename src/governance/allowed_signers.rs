@@ -13,6 +13,11 @@
 //! it is refused: `ssh-keygen` reads it in the verifier's local time zone, so the two tools would
 //! disagree by hours (looser than the gate east of UTC for `valid-before`, west for
 //! `valid-after`).
+//!
+//! Everything this parser accepts, `ssh-keygen -Y verify` reads the same way; where the two
+//! differ, Atelier refuses the whole file (GOVERNANCE.md, "Keys", lists those cases, and
+//! `tests/signers_vs_sshkeygen.rs` compares the two tools). Each line is one rule: the gate
+//! judges a key by the lines that list it, each as a whole.
 
 use crate::governance::time::{format_rfc3339, unix_from_civil, Timestamp};
 use ssh_key::public::KeyData;
