@@ -221,6 +221,34 @@ const CASES: &[Case] = &[
         &["E_KEY_OUTSIDE_VALIDITY"],
     ),
     (
+        "namespace from one line and validity from another do not combine",
+        |s| {
+            let key = openssh(&key(ALICE));
+            s.signers = s.signers.replace(
+                &format!("alice@x {key}"),
+                &format!(
+                    "alice@x namespaces=\"atelier-approval\",valid-before=\"20200101Z\" {key}\nalice@x namespaces=\"git\" {key}"
+                ),
+            );
+            s.sign(ALICE, |_| {});
+        },
+        &["E_QUORUM_NOT_MET"],
+        &["E_KEY_OUTSIDE_VALIDITY"],
+    ),
+    (
+        "one line allows the namespace now, another is expired",
+        |s| {
+            let key = openssh(&key(ALICE));
+            s.signers = s.signers.replace(
+                &format!("alice@x {key}"),
+                &format!("alice@x valid-before=\"20200101Z\" {key}\nalice@x namespaces=\"atelier-approval\" {key}"),
+            );
+            s.sign(ALICE, |_| {});
+        },
+        &[],
+        &["OK"],
+    ),
+    (
         "expired at exactly now",
         |s| s.sign(ALICE, |p| p.expires = NOW),
         &["E_QUORUM_NOT_MET"],

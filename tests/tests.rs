@@ -16,5 +16,6 @@ mod github_fixtures;
 mod hardening;
 mod merge;
 mod plans;
+mod signers_vs_sshkeygen;
 mod tidy;
 mod tokens;

@@ -9,9 +9,15 @@
 //! gate enforces ed25519), and the same key listed under several principals is accepted too
 //! (the gate decides what that ambiguity means; [`AllowedSigners::find`] returns every entry).
 //!
-//! Times in `valid-after` and `valid-before` are read as UTC whether or not they end in `Z`.
-//! `ssh-keygen` reads a time without `Z` as local time, so writers should always add the `Z`
-//! so that both tools agree.
+//! Times in `valid-after` and `valid-before` must end in `Z` and are read as UTC. A time without
+//! it is refused: `ssh-keygen` reads it in the verifier's local time zone, so the two tools would
+//! disagree by hours (looser than the gate east of UTC for `valid-before`, west for
+//! `valid-after`).
+//!
+//! Everything this parser accepts, `ssh-keygen -Y verify` reads the same way; where the two
+//! differ, Atelier refuses the whole file (GOVERNANCE.md, "Keys", lists those cases, and
+//! `tests/signers_vs_sshkeygen.rs` compares the two tools). Each line is one rule: the gate
+//! judges a key by the lines that list it, each as a whole.
 
 use crate::governance::time::{format_rfc3339, unix_from_civil, Timestamp};
 use ssh_key::public::KeyData;
@@ -133,21 +139,43 @@ impl SignerEntry {
     }
 }
 
-/// Takes the next field off `rest`. With `quotes`, whitespace inside double quotes does not end
-/// the field (principals and options); without, quotes are ordinary characters (key fields).
-fn next_field<'a>(rest: &mut &'a str, quotes: bool) -> Result<Option<&'a str>, String> {
+/// How a field treats double quotes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    /// Quotes are ordinary characters (key fields).
+    None,
+    /// Whitespace inside double quotes does not end the field (the principal).
+    Quotes,
+    /// As `Quotes`, and `\"` is an escaped quote that neither opens nor closes, as OpenSSH's
+    /// `sshkey_advance_past_options` reads the options field. Atelier refuses such escapes when
+    /// it reads the option values, with a message that says so.
+    Options,
+}
+
+/// Takes the next field off `rest`.
+fn next_field<'a>(rest: &mut &'a str, quoting: Quoting) -> Result<Option<&'a str>, String> {
     let text = rest.trim_start_matches([' ', '\t']);
     let mut in_quotes = false;
+    let mut escaped = false;
     let mut end = text.len();
     for (i, c) in text.char_indices() {
         match c {
-            '"' if quotes => in_quotes = !in_quotes,
+            _ if escaped => escaped = false,
+            '\\' if quoting == Quoting::Options && text[i + 1..].starts_with('"') => escaped = true,
+            '"' if quoting != Quoting::None => in_quotes = !in_quotes,
             ' ' | '\t' if !in_quotes => {
                 end = i;
                 break;
             }
             _ => {}
         }
+    }
+    if in_quotes && quoting == Quoting::Options && text.contains("\\\"") {
+        return Err(format!(
+            "expected a closing `\"` in `{text}`, found only `\\\"`, a backslash-escaped quote, \
+             which does not close the value; Atelier supports no escapes in option values: \
+             remove the backslash and write plain names, e.g. namespaces=\"atelier-approval\""
+        ));
     }
     if in_quotes {
         return Err(format!(
@@ -169,8 +197,8 @@ struct Options {
 
 fn parse_line(line: usize, text: &str) -> Result<SignerEntry, String> {
     let mut rest = text;
-    let principal = parse_principal(next_field(&mut rest, true)?.unwrap_or(""))?;
-    let second = next_field(&mut rest, true)?.ok_or_else(|| {
+    let principal = parse_principal(next_field(&mut rest, Quoting::Quotes)?.unwrap_or(""))?;
+    let second = next_field(&mut rest, Quoting::Options)?.ok_or_else(|| {
         format!(
             "expected a key type and key after principal `{principal}`, found the end of the \
              line; write `{principal} ssh-ed25519 AAAA...`"
@@ -179,7 +207,7 @@ fn parse_line(line: usize, text: &str) -> Result<SignerEntry, String> {
     let (options, key_type) = if KEY_TYPES.contains(&second) || is_cert_key_type(second) {
         (Options::default(), second)
     } else {
-        let key_type = next_field(&mut rest, false)?.ok_or_else(|| {
+        let key_type = next_field(&mut rest, Quoting::None)?.ok_or_else(|| {
             format!(
                 "expected a key type (e.g. ssh-ed25519) after `{second}`, found the end of the \
                  line; add the signer's public key"
@@ -187,7 +215,7 @@ fn parse_line(line: usize, text: &str) -> Result<SignerEntry, String> {
         })?;
         (parse_options(second)?, key_type)
     };
-    let key = parse_key(key_type, next_field(&mut rest, false)?)?;
+    let key = parse_key(key_type, next_field(&mut rest, Quoting::None)?)?;
     // Whatever remains is the comment, which OpenSSH ignores and so does Atelier.
     Ok(SignerEntry {
         line,
@@ -270,6 +298,15 @@ fn parse_options(field: &str) -> Result<Options, String> {
             format!("expected a closing `\"` for option `{name}`, found none; close the quote")
         })?;
         let value = &quoted[..close];
+        if let Some(before) = value.strip_suffix('\\') {
+            return Err(format!(
+                "found `\\\"`, a backslash-escaped quote, in the value of `{name}` (`{field}`): \
+                 ssh-keygen would read a quote inside the value, and Atelier supports no escapes \
+                 in option values (no namespace or time contains a quote); write the value \
+                 without quotes or backslashes inside, e.g. {lower}=\"{}\"",
+                example_value(&lower, before)
+            ));
+        }
         if value.contains('\\') {
             return Err(format!(
                 "found a backslash in the value of `{name}`; Atelier supports no escapes in \
@@ -316,6 +353,15 @@ fn parse_options(field: &str) -> Result<Options, String> {
     Ok(opts)
 }
 
+/// A value to suggest for option `lower` in a message, from what the line had before a mistake.
+fn example_value<'a>(lower: &str, before: &'a str) -> &'a str {
+    match lower {
+        "namespaces" if !before.is_empty() && !before.contains(['"', '\\']) => before,
+        "namespaces" => "atelier-approval",
+        _ => "20300101Z",
+    }
+}
+
 fn parse_namespaces(value: &str) -> Result<Vec<String>, String> {
     value
         .split(',')
@@ -337,16 +383,42 @@ fn parse_namespaces(value: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// Parses `YYYYMMDD[HHMM[SS]][Z]`, always as UTC.
+/// Parses `YYYYMMDD[HHMM[SS]]Z` as UTC. A time without the `Z` is refused: ssh-keygen reads it
+/// in the verifier's local time zone, so the gate and ssh-keygen would disagree by hours.
 fn parse_time(name: &str, value: &str) -> Result<Timestamp, String> {
+    let lower = name.to_ascii_lowercase();
     let err = || {
         format!(
             "expected {name} to be a UTC time YYYYMMDD[HHMM[SS]]Z (e.g. 20260131Z or \
              20260131235959Z), found `{value}`; fix the date"
         )
     };
-    let digits = value.strip_suffix('Z').unwrap_or(value);
-    if !matches!(digits.len(), 8 | 12 | 14) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let well_formed = |digits: &str| {
+        matches!(digits.len(), 8 | 12 | 14) && digits.bytes().all(|b| b.is_ascii_digit())
+    };
+    let digits = match value.strip_suffix('Z') {
+        Some(digits) => digits,
+        None if well_formed(value) => {
+            return Err(format!(
+                "expected {name} to end in `Z` (UTC), found `{value}` without it: ssh-keygen \
+                 reads a time without `Z` in the local time zone of whoever verifies, so it \
+                 would disagree with the gate by hours; add the `Z`: {lower}=\"{value}Z\""
+            ))
+        }
+        None => match ["z", "UTC", "utc"]
+            .iter()
+            .find_map(|s| value.strip_suffix(s))
+        {
+            Some(digits) if well_formed(digits) => {
+                return Err(format!(
+                    "expected {name} to end in an upper-case `Z`, found `{value}`; Atelier \
+                     accepts only the `Z` spelling of UTC: write {lower}=\"{digits}Z\""
+                ))
+            }
+            _ => return Err(err()),
+        },
+    };
+    if !well_formed(digits) {
         return Err(err());
     }
     // All fields are ASCII digits, so slicing and parsing cannot fail; absent fields are 0.
@@ -458,7 +530,7 @@ mod tests {
         "\"Alice Smith\" KEY a comment with \"quotes\", commas => Alice Smith|-|-|-",
         "\"alice\" KEY => alice|-|-|-",
         "alice namespaces=\"git,file\" KEY c => alice|git,file|-|-",
-        "alice NameSpaces=\"atelier\",VALID-AFTER=\"20260101\" KEY => alice|atelier|2026-01-01T00:00:00Z|-",
+        "alice NameSpaces=\"atelier\",VALID-AFTER=\"20260101Z\" KEY => alice|atelier|2026-01-01T00:00:00Z|-",
         "alice valid-after=\"202601021230Z\",valid-before=\"20270304050607Z\" KEY => alice|-|2026-01-02T12:30:00Z|2027-03-04T05:06:07Z",
         "alice valid-before=\"20991231Z\" KEY #not a comment marker here => alice|-|-|2099-12-31T00:00:00Z",
     ];
@@ -497,7 +569,7 @@ mod tests {
         "alice no-touch-required KEY => 1 => unknown option or key type `no-touch-required`",
         "alice ssh-foo B64 => 1 => unknown option or key type `ssh-foo`",
         "alice namespaces=\"a\",namespaces=\"b\" KEY => 1 => `namespaces` is given twice",
-        "alice valid-after=\"20260101\",VALID-AFTER=\"20260102\" KEY => 1 => given twice",
+        "alice valid-after=\"20260101Z\",VALID-AFTER=\"20260102Z\" KEY => 1 => given twice",
         "alice namespaces=git KEY => 1 => double-quoted value",
         "alice namespaces KEY => 1 => double-quoted value",
         "alice namespaces=\"git KEY => 1 => expected a closing `\"`",
@@ -508,10 +580,19 @@ mod tests {
         "alice namespaces=\"git*\" KEY => 1 => no namespace patterns",
         "alice namespaces=\"a\\b\" KEY => 1 => backslash",
         "alice valid-after=\"2026-01-01\" KEY => 1 => YYYYMMDD[HHMM[SS]]Z",
-        "alice valid-before=\"20260230\" KEY => 1 => found `20260230`",
+        "alice valid-before=\"20260230Z\" KEY => 1 => found `20260230Z`",
         "alice valid-before=\"2026013112\" KEY => 1 => found `2026013112`",
         "alice valid-after=\"19700101Z\" KEY => 1 => after 1970-01-01",
-        "alice valid-after=\"20260101\",valid-before=\"20260101\" KEY => 1 => to be earlier than",
+        "alice valid-after=\"20260101Z\",valid-before=\"20260101Z\" KEY => 1 => to be earlier than",
+        "alice valid-before=\"20300101\" KEY => 1 => add the `Z`: valid-before=\"20300101Z\"",
+        "# c\nalice valid-after=\"202601021230\" KEY => 2 => in the local time zone",
+        "alice VALID-BEFORE=\"20300101235959\" KEY => 1 => valid-before=\"20300101235959Z\"",
+        "alice valid-before=\"20300101z\" KEY => 1 => write valid-before=\"20300101Z\"",
+        "alice valid-after=\"20300101UTC\" KEY => 1 => only the `Z` spelling",
+        "alice namespaces=\"atelier-approval\\\"x\" KEY => 1 => a backslash-escaped quote, in the value of `namespaces`",
+        "alice namespaces=\"atelier-approval\\\"x\" KEY => 1 => e.g. namespaces=\"atelier-approval\"",
+        "alice namespaces=\"\\\"\" KEY => 1 => e.g. namespaces=\"atelier-approval\"",
+        "alice namespaces=\"git\\\" KEY => 1 => found only `\\\"`, a backslash-escaped quote",
         "alice valid-before=\"20250101Z\",valid-after=\"20260101Z\" KEY => 1 => to be earlier than",
         "alice ssh-ed25519-cert-v01@openssh.com B64 => 1 => certificates are not supported",
         "alice namespaces=\"git\" ssh-bogus B64 => 1 => found `ssh-bogus`",

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::allowed_signers::SignerEntry;
 use super::policy::{Policy, PolicyError, Rule};
 use super::time::{format_rfc3339, Timestamp};
 use super::token::{self, RawToken, Verdict};
@@ -149,19 +150,18 @@ fn judge_one(
         ));
     }
     let entries = policy.signers.find(&verified.key);
-    let Some(entry) = entries.first() else {
+    let Some(first) = entries.first() else {
         return Err(fail(
             "E_UNKNOWN_SIGNER",
             None,
             format!("key {fp} is not in policies/allowed_signers at the base commit"),
         ));
     };
-    // Principals compare case-insensitively (they are e-mail addresses in practice).
-    let principal_lc = entry.principal.to_ascii_lowercase();
-    let principal = principal_lc.as_str();
+    // A key listed under two principals is refused whichever of its lines would apply, so every
+    // line for the key names the same principal (up to ASCII case).
     if entries
         .iter()
-        .any(|e| !e.principal.eq_ignore_ascii_case(&entry.principal))
+        .any(|e| !e.principal.eq_ignore_ascii_case(&first.principal))
     {
         let all: Vec<&str> = entries.iter().map(|e| e.principal.as_str()).collect();
         return Err(fail(
@@ -170,14 +170,25 @@ fn judge_one(
             format!("key {fp} is listed for several principals ({}); list a key under one principal only", all.join(", ")),
         ));
     }
-    let pr = Some(principal);
-    if !entries.iter().any(|e| e.allows_namespace(token::NAMESPACE)) {
+    // Principals compare case-insensitively (they are e-mail addresses in practice).
+    let listed = first.principal.to_ascii_lowercase();
+    let pr = Some(listed.as_str());
+    // Each line is judged whole, as ssh-keygen does: one line must both allow the namespace and
+    // be valid now. Namespace and validity satisfied by two different lines do not count.
+    let in_namespace: Vec<_> = entries
+        .iter()
+        .filter(|e| e.allows_namespace(token::NAMESPACE))
+        .collect();
+    if in_namespace.is_empty() {
         return Err(fail(
             "E_SIGNER_NAMESPACE",
             pr,
             format!(
-                "allowed_signers line {} restricts this key to other namespaces than `{}`",
-                entry.line,
+                "allowed_signers {} restrict{} this key to other namespaces than `{}`; add \
+                 `{}` to the namespaces=\"...\" of the key's line",
+                line_list(&entries),
+                if entries.len() == 1 { "s" } else { "" },
+                token::NAMESPACE,
                 token::NAMESPACE
             ),
         ));
@@ -192,18 +203,50 @@ fn judge_one(
             ),
         ));
     }
-    if !entries.iter().any(|e| e.validity_at(input.now).is_none()) {
-        let why = entry.validity_at(input.now).unwrap_or_default();
+    let Some(entry) = in_namespace
+        .iter()
+        .find(|e| e.validity_at(input.now).is_none())
+    else {
+        let why: Vec<String> = in_namespace
+            .iter()
+            .map(|e| {
+                format!(
+                    "line {}: {}",
+                    e.line,
+                    e.validity_at(input.now).unwrap_or_default()
+                )
+            })
+            .collect();
+        let others = entries.len() - in_namespace.len();
+        let others = if others == 0 {
+            String::new()
+        } else {
+            format!(
+                "; the key's other line(s) ({}) allow only other namespaces, and a line counts \
+                 only as a whole, as in ssh-keygen",
+                line_numbers(
+                    entries
+                        .iter()
+                        .copied()
+                        .filter(|e| !e.allows_namespace(token::NAMESPACE))
+                )
+            )
+        };
         return Err(fail(
             "E_KEY_OUTSIDE_VALIDITY",
             pr,
             format!(
-                "allowed_signers line {}: {why} (gate clock {})",
-                entry.line,
-                format_rfc3339(input.now)
+                "no allowed_signers line for this key allows `{}` at the gate's clock {}: {}{others}",
+                token::NAMESPACE,
+                format_rfc3339(input.now),
+                why.join("; ")
             ),
         ));
-    }
+    };
+    // The principal comes from the line that admitted the key.
+    let principal_lc = entry.principal.to_ascii_lowercase();
+    let principal = principal_lc.as_str();
+    let pr = Some(principal);
     let bind = |code: &'static str, field: &str, expected: &str, found: &str| {
         if expected == found {
             Ok(())
@@ -324,6 +367,19 @@ fn judge_one(
         ));
     }
     Ok((principal.to_string(), fp, p.decision))
+}
+
+/// `line 3` or `lines 1, 3`, for messages about a key's allowed_signers lines.
+fn line_list(entries: &[&SignerEntry]) -> String {
+    let word = if entries.len() == 1 { "line" } else { "lines" };
+    format!("{word} {}", line_numbers(entries.iter().copied()))
+}
+
+fn line_numbers<'a>(entries: impl Iterator<Item = &'a SignerEntry>) -> String {
+    entries
+        .map(|e| e.line.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn judge(input: &GateInput<'_>, policy: &Policy) -> Judged {

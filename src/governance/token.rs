@@ -314,6 +314,8 @@ pub enum SignatureError {
     WrongNamespace { found: String },
     #[error("signed with a {found} key; approvals must use ed25519")]
     UnsupportedKey { found: String },
+    #[error("signed with an OpenSSH certificate ({found}); certificates are not supported: sign with the plain ed25519 key listed in policies/allowed_signers (`ssh-keygen -Y sign -f KEY`, not `-f KEY-cert.pub`)")]
+    Certificate { found: String },
     #[error("the signing key {fingerprint} is a small-order ed25519 point, which verifies any message; it is refused")]
     WeakKey { fingerprint: String },
     #[error("the signature does not verify over the payload bytes ({reason})")]
@@ -325,7 +327,9 @@ impl SignatureError {
         match self {
             SignatureError::Malformed(_) => "E_TOKEN_MALFORMED",
             SignatureError::WrongNamespace { .. } => "E_WRONG_NAMESPACE",
-            SignatureError::UnsupportedKey { .. } => "E_UNSUPPORTED_KEY",
+            SignatureError::UnsupportedKey { .. } | SignatureError::Certificate { .. } => {
+                "E_UNSUPPORTED_KEY"
+            }
             SignatureError::WeakKey { .. } => "E_WEAK_KEY",
             SignatureError::BadSignature { .. } => "E_BAD_SIGNATURE",
         }
@@ -341,14 +345,25 @@ pub fn fingerprint(key: &KeyData) -> String {
 /// the signer is allowed or the payload matches the change: that is the gate's job.
 pub fn verify(token: &RawToken) -> Result<VerifiedToken, SignatureError> {
     let payload = Payload::parse(&token.payload).map_err(SignatureError::Malformed)?;
-    let sig = SshSig::from_pem(token.signature.as_bytes())
-        .map_err(|e| SignatureError::Malformed(TokenError::BadArmor(e.to_string())))?;
+    let sig = SshSig::from_pem(token.signature.as_bytes()).map_err(|e| {
+        // ssh-key cannot decode a certificate inside an SSHSIG, so look for one by hand: it is a
+        // key Atelier does not support, not a damaged token.
+        match certificate_type(&token.signature) {
+            Some(found) => SignatureError::Certificate { found },
+            None => SignatureError::Malformed(TokenError::BadArmor(e.to_string())),
+        }
+    })?;
     if sig.namespace() != NAMESPACE {
         return Err(SignatureError::WrongNamespace {
             found: sig.namespace().to_string(),
         });
     }
     let key = sig.public_key().clone();
+    if key.algorithm().as_str().ends_with(CERT_SUFFIX) {
+        return Err(SignatureError::Certificate {
+            found: key.algorithm().to_string(),
+        });
+    }
     let fingerprint = fingerprint(&key);
     let Some(ed) = key.ed25519() else {
         return Err(SignatureError::UnsupportedKey {
@@ -385,6 +400,31 @@ pub fn verify(token: &RawToken) -> Result<VerifiedToken, SignatureError> {
         key,
         fingerprint,
     })
+}
+
+/// How OpenSSH certificate key types end (`ssh-ed25519-cert-v01@openssh.com`).
+const CERT_SUFFIX: &str = "-cert-v01@openssh.com";
+
+/// The key type of the public key inside an armored SSHSIG when it is a certificate type, read
+/// by hand (PROTOCOL.sshsig: "SSHSIG", uint32 version, string publickey, ...; the publickey
+/// blob starts with its key type string). `None` for anything else, readable or not.
+fn certificate_type(armored: &str) -> Option<String> {
+    use base64::Engine;
+    let body: String = armored
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(body.trim())
+        .ok()?;
+    let rest = blob.strip_prefix(b"SSHSIG")?.get(4..)?;
+    // The first length-prefixed string of `bytes`.
+    let string = |bytes: &[u8]| -> Option<Vec<u8>> {
+        let len = u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+        Some(bytes.get(4..4usize.checked_add(len)?)?.to_vec())
+    };
+    let key_type = String::from_utf8(string(&string(rest)?)?).ok()?;
+    key_type.ends_with(CERT_SUFFIX).then_some(key_type)
 }
 
 /// Signs a payload with an ed25519 key, producing the token text ssh-keygen would produce with
@@ -483,6 +523,50 @@ mod tests {
         assert_eq!(
             verify(&tampered).map(|_| ()).unwrap_err().code(),
             "E_BAD_SIGNATURE"
+        );
+    }
+
+    #[test]
+    fn a_certificate_signature_is_an_unsupported_key() {
+        use base64::Engine;
+        // An SSHSIG whose public key is a certificate; ssh-key cannot decode one, and only the
+        // key type matters here (tests/signers_vs_sshkeygen.rs signs with a real certificate).
+        let string = |bytes: &[u8]| [&(bytes.len() as u32).to_be_bytes()[..], bytes].concat();
+        let cert = [
+            string(b"ssh-ed25519-cert-v01@openssh.com"),
+            string(&[0; 32]),
+            string(&[1; 32]),
+        ]
+        .concat();
+        let blob = [
+            &b"SSHSIG"[..],
+            &1u32.to_be_bytes(),
+            &string(&cert),
+            &string(NAMESPACE.as_bytes()),
+            &string(b""),
+            &string(b"sha512"),
+            &string(&string(b"ssh-ed25519")),
+        ]
+        .concat();
+        let body = base64::engine::general_purpose::STANDARD.encode(blob);
+        let token = RawToken {
+            payload: payload().to_canonical(),
+            signature: format!("{SIG_BEGIN}\n{body}\n{SIG_END}\n"),
+        };
+        let err = verify(&token).map(|_| ()).unwrap_err();
+        assert_eq!(err.code(), "E_UNSUPPORTED_KEY", "{err}");
+        assert!(
+            err.to_string().contains("ssh-ed25519-cert-v01@openssh.com"),
+            "{err}"
+        );
+        // Damaged armor stays malformed.
+        let token = RawToken {
+            signature: format!("{SIG_BEGIN}\nAAAA\n{SIG_END}\n"),
+            ..token
+        };
+        assert_eq!(
+            verify(&token).map(|_| ()).unwrap_err().code(),
+            "E_TOKEN_MALFORMED"
         );
     }
 
