@@ -37,6 +37,8 @@ const GATE: u8 = 9;
 struct Scenario {
     governance: String,
     signers: String,
+    /// The allowed_signers the change would install, when it differs from the base's.
+    new_signers: Option<String>,
     change: Change,
     tokens: Vec<RawToken>,
     now: i64,
@@ -68,6 +70,7 @@ impl Scenario {
                 openssh(&key(ALICE)),
                 openssh(&key(BOB))
             ),
+            new_signers: None,
             change: Change {
                 repository: "local/r".into(),
                 proposal: "4".into(),
@@ -100,7 +103,13 @@ impl Scenario {
             gate_key: Some(openssh(&key(GATE)).into_bytes()),
         };
         let base: Result<Policy, PolicyError> = Policy::load(&files);
-        let new = base.clone();
+        let new = match &self.new_signers {
+            None => base.clone(),
+            Some(signers) => Policy::load(&PolicyFiles {
+                allowed_signers: Some(signers.clone().into_bytes()),
+                ..files.clone()
+            }),
+        };
         let roots = BTreeMap::new();
         let d = decide(&GateInput {
             change: &self.change,
@@ -448,6 +457,37 @@ const CASES: &[Case] = &[
         },
         &["E_NO_RULE"],
         &["OK"],
+    ),
+    (
+        "a change that narrows an approver's line to another namespace loses that approver's \
+         new-policy approval",
+        |s| {
+            s.change.changed_paths = vec!["policies/allowed_signers".into()];
+            s.new_signers = Some(format!(
+                "alice@x {}\nbob@x namespaces=\"git\" {}\n",
+                openssh(&key(ALICE)),
+                openssh(&key(BOB))
+            ));
+            s.sign(ALICE, |_| {});
+            s.sign(BOB, |_| {});
+        },
+        &["E_NEW_POLICY_QUORUM"],
+        &["OK", "OK"],
+    ),
+    (
+        "a change that expires an approver's line loses that approver's new-policy approval",
+        |s| {
+            s.change.changed_paths = vec!["policies/allowed_signers".into()];
+            s.new_signers = Some(format!(
+                "alice@x {}\nbob@x valid-before=\"20200101Z\" {}\n",
+                openssh(&key(ALICE)),
+                openssh(&key(BOB))
+            ));
+            s.sign(ALICE, |_| {});
+            s.sign(BOB, |_| {});
+        },
+        &["E_NEW_POLICY_QUORUM"],
+        &["OK", "OK"],
     ),
     (
         "a change to the gate's private state is refused, in any letter case",

@@ -669,7 +669,7 @@ pub fn requirements(
                     .iter()
                     .filter(|r| r.counted && r.decision == Some(Verdict::Approve))
                     .filter_map(|r| Some((r.principal.clone()?, r.fingerprint.clone()?)))
-                    .filter(|(p, f)| new.is_revoked(f).is_none() && new.lists(f, p))
+                    .filter(|(p, f)| new.is_revoked(f).is_none() && new.lists(f, p, input.now))
                     .map(|(p, _)| p)
                     .filter(|p| !new.bots.iter().any(|b| b.eq_ignore_ascii_case(p)))
                     .collect();

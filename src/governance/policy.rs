@@ -334,10 +334,15 @@ impl Policy {
     }
 
     /// Whether allowed_signers lists the key with this fingerprint under `principal`.
-    pub fn lists(&self, fingerprint: &str, principal: &str) -> bool {
+    /// Whether one line of `allowed_signers` lets this key approve as `principal` at `now`: the
+    /// principal, the key, the namespace and the validity window are judged on the same line,
+    /// as for the base policy.
+    pub fn lists(&self, fingerprint: &str, principal: &str, now: super::time::Timestamp) -> bool {
         self.signers.entries.iter().any(|e| {
             e.principal.eq_ignore_ascii_case(principal)
                 && super::token::fingerprint(e.key.key_data()) == fingerprint
+                && e.allows_namespace(super::token::NAMESPACE)
+                && e.validity_at(now).is_none()
         })
     }
 
