@@ -308,6 +308,13 @@ fn peak_memory(dir: &Path, n: usize, jobs: usize) -> Result<Vec<f64>> {
 }
 
 fn main() -> Result<()> {
+    // `audit verify` remembers the ledger it verified (the clone as a witness): keep that memory
+    // beside the generated repositories, not in the user's state directory.
+    if std::env::var_os("XDG_STATE_HOME").is_none() {
+        let exe = std::env::current_exe()?;
+        let target = exe.parent().and_then(Path::parent).unwrap_or(Path::new("/tmp"));
+        std::env::set_var("XDG_STATE_HOME", target.join("atelier-bench").join("state"));
+    }
     if std::env::var("ATELIER_BENCH_NO_GIT_CACHE").is_ok_and(|v| v == "1") {
         git2::opts::enable_caching(false);
     }
