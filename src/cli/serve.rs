@@ -260,20 +260,35 @@ impl Shared {
                 e.dirty = false;
                 (e.pending_on.take(), std::mem::take(&mut e.delivered))
             };
-            if let Err(e) = self.evaluate(n, pending, delivered.clone()) {
-                eprintln!("pull request #{n}: {e:#}");
-                // Keep what deliveries carried for the next evaluation (a rejection whose
-                // comment is gone exists nowhere else), unless the pull request is not a
-                // proposal at all.
-                let code = e.downcast_ref::<crate::workflow::Refusal>().map(|r| r.code);
-                if !matches!(code, Some("E_NOT_A_PROPOSAL" | "E_FORGE_STATE")) {
-                    let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-                    let room = DELIVERED_TOTAL
-                        .saturating_sub(q.values().map(|e| e.delivered.len()).sum::<usize>());
-                    let e = q.entry(n).or_default();
-                    for d in delivered.into_iter().take(room) {
-                        keep_delivered(&mut e.delivered, d);
+            // Delivered tokens are recorded first, whatever the evaluation will say (a pull
+            // request retargeted for a moment must not make the gate drop a rejection whose
+            // comment may be gone by the next evaluation). What could not be recorded stays
+            // queued for the next evaluation, which reads it as a carrier too.
+            let keep = if delivered.is_empty() {
+                Vec::new()
+            } else {
+                match self.record_delivered(n, &delivered) {
+                    Ok(0) => Vec::new(),
+                    Ok(k) => {
+                        eprintln!("pull request #{n}: {k} delivered token(s) recorded");
+                        Vec::new()
                     }
+                    Err(e) => {
+                        eprintln!("pull request #{n}: delivered tokens kept, not recorded: {e:#}");
+                        delivered.clone()
+                    }
+                }
+            };
+            if let Err(e) = self.evaluate(n, pending, delivered) {
+                eprintln!("pull request #{n}: {e:#}");
+            }
+            if !keep.is_empty() {
+                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                let room = DELIVERED_TOTAL
+                    .saturating_sub(q.values().map(|e| e.delivered.len()).sum::<usize>());
+                let e = q.entry(n).or_default();
+                for d in keep.into_iter().take(room) {
+                    keep_delivered(&mut e.delivered, d);
                 }
             }
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -290,6 +305,11 @@ impl Shared {
                 return;
             }
         }
+    }
+
+    fn record_delivered(&self, n: u64, delivered: &[crate::forge::Comment]) -> Result<usize> {
+        let ws = Workspace::open(&self.root)?;
+        gh_flow::record_delivered(&ws, n, delivered, crate::clock::now()?.0)
     }
 
     fn evaluate(

@@ -752,46 +752,65 @@ fn pull_and_tips(ws: &Workspace, gh: &GitHub, n: u64) -> Result<(GhPull, Oid, Oi
     }
 }
 
-/// `TokenRecorded` events for tokens in the pull request's comments the ledger lacks.
-fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
-    let mut known: Vec<RawToken> = Vec::new();
+/// Every token text the ledger recorded for `proposal`, on any of its pull requests.
+fn recorded_tokens(ws: &Workspace, proposal: &str) -> Result<Vec<RawToken>> {
+    let mut known = Vec::new();
     for event in events(ws)? {
         if let Event::TokenRecorded {
-            proposal,
-            pull,
-            token,
-            ..
+            proposal: p, token, ..
         } = event
         {
-            if proposal == eval.pull.proposal && pull == eval.pull.number {
+            if p == proposal {
                 known.extend(RawToken::extract_all(&token));
             }
         }
     }
-    // Only tokens for this very pull request, signed by a key `allowed_signers` lists at base:
-    // junk, or tokens pasted from elsewhere, never reach the permanent record.
+    Ok(known)
+}
+
+/// The pull request a token may be recorded under for `proposal`, seen on pull request `n`:
+/// its own, if the token names this repository and proposal and either names `n` or is a
+/// rejection naming another pull request `submit` recorded for the proposal (a veto binds the
+/// proposal across its pull requests; an approval only the pull request it was given on).
+fn bound_pull(ws: &Workspace, t: &RawToken, proposal: &str, n: u64) -> Result<Option<u64>> {
+    let Ok(p) = token::Payload::parse(&t.payload) else {
+        return Ok(None);
+    };
+    if p.repository != ws.config.forge.repository || p.proposal != proposal {
+        return Ok(None);
+    }
+    if p.pull == n
+        || (p.decision == Verdict::Reject && submitted_pulls(ws, proposal)?.contains(&p.pull))
+    {
+        return Ok(Some(p.pull));
+    }
+    Ok(None)
+}
+
+/// `TokenRecorded` events for tokens in the pull request's comments the ledger lacks.
+fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
+    let mut known = recorded_tokens(ws, &eval.pull.proposal)?;
+    // Only tokens bound to this proposal (see `bound_pull`), signed by a key `allowed_signers`
+    // lists at base: junk, or tokens pasted from elsewhere, never reach the permanent record.
     let listed = |t: &RawToken| {
-        let bound = token::Payload::parse(&t.payload).is_ok_and(|p| {
-            p.repository == eval.change.repository
-                && p.proposal == eval.change.proposal
-                && p.pull == eval.change.pull
-        });
-        bound
-            && eval.tokens.iter().position(|x| x == t).is_some_and(|i| {
-                eval.decision
-                    .tokens
-                    .iter()
-                    .any(|r| r.index == i && r.principal.is_some())
-            })
+        eval.tokens.iter().position(|x| x == t).is_some_and(|i| {
+            eval.decision
+                .tokens
+                .iter()
+                .any(|r| r.index == i && r.principal.is_some())
+        })
     };
     let mut events = Vec::new();
     for c in &eval.pull.comments {
         for t in RawToken::extract_all(&c.body) {
-            if listed(&t) && !known.contains(&t) {
+            if known.contains(&t) || !listed(&t) {
+                continue;
+            }
+            if let Some(pull) = bound_pull(ws, &t, &eval.pull.proposal, eval.pull.number)? {
                 known.push(t.clone());
                 events.push(Event::TokenRecorded {
                     proposal: eval.pull.proposal.clone(),
-                    pull: eval.pull.number,
+                    pull,
                     comment: c.id,
                     token: t.to_text(),
                 });
@@ -799,6 +818,79 @@ fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
         }
     }
     Ok(events)
+}
+
+/// Records the tokens of comment bodies GitHub delivered for pull request `n` (signed webhook
+/// payloads), whatever an evaluation of the pull request would say now: a pull request
+/// retargeted for a moment, a GitHub outage or an unsubmitted head must not make the gate drop
+/// a rejection whose comment may be gone by the next evaluation. Needs no GitHub call: the
+/// proposal comes from the ledger (`submitted` for pull request `n`), the signers from
+/// `allowed_signers` on the protected branch as last fetched. Only tokens bound to the proposal
+/// (`bound_pull`), whose signature verifies, from a key listed there (and not the gate's), are
+/// recorded. Returns how many were; an error (no gate key, an unreadable policy, the ledger)
+/// means nothing was recorded and the caller should keep the bodies.
+pub fn record_delivered(
+    ws: &Workspace,
+    n: u64,
+    delivered: &[Comment],
+    now: Timestamp,
+) -> Result<usize> {
+    let _lock = ws.lock()?;
+    ws.gate_key()?;
+    let mut proposals: Vec<String> = submitted_heads(ws)?
+        .into_iter()
+        .filter(|(_, pull, _)| *pull == n)
+        .map(|(p, _, _)| p)
+        .collect();
+    proposals.dedup();
+    if proposals.is_empty() {
+        // Not a pull request `submit` opened: nothing it carries can bind a proposal.
+        return Ok(0);
+    }
+    let tip = match ws.repo.refname_to_id(&remote_base_ref(ws)) {
+        Ok(b) => b,
+        Err(_) => git::branch_tip(&ws.repo, ws.branch())?,
+    };
+    let tree = ws.repo.find_commit(tip)?.tree()?;
+    let policy = crate::governance::policy::Policy::load(&git::policy_files(&ws.repo, &tree)?)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "the policy on {} ({tip}) does not parse, so delivered tokens cannot be checked against allowed_signers: {e}",
+                ws.branch()
+            )
+        })?;
+    let mut events = Vec::new();
+    for proposal in &proposals {
+        let mut known = recorded_tokens(ws, proposal)?;
+        for c in delivered {
+            for t in RawToken::extract_all(&c.body) {
+                if known.contains(&t) {
+                    continue;
+                }
+                let Some(pull) = bound_pull(ws, &t, proposal, n)? else {
+                    continue;
+                };
+                let Ok(v) = token::verify(&t) else { continue };
+                if policy.gate_key.as_ref() == Some(&v.key)
+                    || policy.signers.find(&v.key).is_empty()
+                {
+                    continue;
+                }
+                known.push(t.clone());
+                events.push(Event::TokenRecorded {
+                    proposal: proposal.clone(),
+                    pull,
+                    comment: c.id,
+                    token: t.to_text(),
+                });
+            }
+        }
+    }
+    let recorded = events.len();
+    if !events.is_empty() {
+        ws.record(events, now)?;
+    }
+    Ok(recorded)
 }
 
 /// Keeps one summary comment: edits the first comment carrying the marker (if this token may),
@@ -862,6 +954,13 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
     let branch = pull.head_branch.clone();
     let head = git::branch_tip(&ws.repo, &branch)?;
     let base = git::branch_tip(&ws.repo, ws.branch())?;
+    // Once `submit` has recorded a pull request for the proposal, that pull request carries it:
+    // one retargeted away or closed is never silently replaced by a new one (a veto recorded on
+    // it would otherwise be left behind with it). Checked before anything is pushed.
+    let recorded = match submitted_pulls(ws, &pull.proposal)?.last() {
+        Some(&r) => Some(recorded_pull(ws, gh, id, &branch, r)?),
+        None => None,
+    };
     git_cli(
         &ws.root,
         &[
@@ -885,7 +984,10 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
         found.sort_by_key(|p| !recorded.contains(&p.number));
         Ok(found.into_iter().next())
     };
-    let existing = ours(gh)?;
+    let existing = match recorded {
+        Some(p) => Some(p),
+        None => ours(gh)?,
+    };
     let (p, created) = match existing {
         Some(p) if p.merged_at.is_some() => {
             return Err(refuse(
@@ -941,6 +1043,46 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
         created,
         head: head.to_string(),
     })
+}
+
+/// The pull request `submit` last recorded for proposal `id`, refused unless it still carries
+/// the proposal: open (or merged, which the caller refuses), from `branch` into the protected
+/// branch of this repository.
+fn recorded_pull(ws: &Workspace, gh: &GitHub, id: &str, branch: &str, r: u64) -> Result<GhPull> {
+    let p = gh.pull(r)?;
+    if p.merged_at.is_some() {
+        return Ok(p);
+    }
+    let open = matches!(p.state, Some(octocrab::models::IssueState::Open));
+    if proposal_shape(ws, &p).is_err() || p.head.ref_field != branch {
+        let head_repo = p
+            .head
+            .repo
+            .as_ref()
+            .and_then(|r| r.full_name.clone())
+            .unwrap_or_default();
+        return Err(refuse(
+            "E_PULL_RETARGETED",
+            format!(
+                "pull request #{r}, which carries proposal {id} (recorded by `atelier submit`), now targets `{}` from `{head_repo}:{}`; expected `{}` from `{}:{branch}`. Its approvals and rejections stay bound to it, so no new pull request is opened: retarget #{r} back to `{}` on GitHub (Edit, next to its title){}, then run `atelier submit {id}` again — or give the proposal up with `atelier close {id}`",
+                p.base.ref_field,
+                p.head.ref_field,
+                ws.branch(),
+                ws.config.forge.repository,
+                ws.branch(),
+                if open { "" } else { " and reopen it" },
+            ),
+        ));
+    }
+    if !open {
+        return Err(refuse(
+            "E_PULL_CLOSED",
+            format!(
+                "pull request #{r}, which carries proposal {id} (recorded by `atelier submit`), was closed on GitHub; expected it open. No new pull request is opened, so that its approvals and rejections stay with the proposal: reopen #{r} on GitHub, then run `atelier submit {id}` again — or give the proposal up with `atelier close {id}`"
+            ),
+        ));
+    }
+    Ok(p)
 }
 
 /// The pull request's body: the proposal record, its contract and evidence (carried in the
