@@ -1652,3 +1652,32 @@ fn a_retargeted_pull_request_is_not_replaced_by_the_next_submit() {
     let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
     assert!(merge.stdout.contains("E_VETOED"), "{merge:?}");
 }
+
+#[test]
+fn a_merge_answer_that_is_not_the_branchs_new_tip_raises_an_alarm() {
+    // Issue 8: merge --pr trusted the sha GitHub reported. Here the reported merge commit has
+    // the approved parents and tree, but the branch holds one more commit on top of it.
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.emu.inject(Fault::LandExtraCommitAfterMerge);
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(run.stderr.contains("E_LANDED_NOT_TIP"), "{}", run.stderr);
+    assert!(run.stderr.contains("tip is"), "{}", run.stderr);
+    let log = hub.env.atelier(&["audit", "log"]).ok();
+    assert!(
+        log.stdout.contains("ALARM E_LANDED_NOT_TIP"),
+        "{}",
+        log.stdout
+    );
+    assert!(!log.stdout.contains("merged as"), "{}", log.stdout);
+    let verify = hub
+        .env
+        .atelier_in(&hub.auditor_clone(), &["audit", "verify"])
+        .code(1);
+    assert!(
+        verify.stdout.contains("E_ALARM_RECORDED"),
+        "{}",
+        verify.stdout
+    );
+}

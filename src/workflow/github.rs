@@ -1246,7 +1246,7 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             let by = p.merged_by.as_ref().map(|a| a.login.clone());
             let me = own_account(gh)?;
             if by.as_deref() == Some(me.as_str()) {
-                return conclude(ws, gh, &intent, landed, Vec::new(), now);
+                return conclude(ws, gh, &intent, landed, Vec::new(), false, now);
             }
             let detail = format!(
                 "pull request #{n} was merged on GitHub as {landed} by {}, not by the gate's account ({me}), while the gate's own merge request was unanswered",
@@ -1359,12 +1359,33 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
         &intent,
         landed,
         eval.decision.approvers.clone(),
+        true,
         now,
     )
 }
 
 /// A merge on GitHub the gate did not make.
 const OUTSIDE: &str = "E_MERGED_OUTSIDE_GATE";
+/// GitHub's answer names a merge commit that is not the protected branch's new tip.
+const NOT_TIP: &str = "E_LANDED_NOT_TIP";
+
+/// Whether `commit` is on `tip`'s first-parent line, looking no further back than `stop` (the
+/// merged base: the merge, if there, is after it).
+fn on_first_parent_line(ws: &Workspace, tip: Oid, commit: Oid, stop: Oid) -> Result<bool> {
+    let mut walk = ws.repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    for oid in walk {
+        let oid = oid?;
+        if oid == commit {
+            return Ok(true);
+        }
+        if oid == stop {
+            return Ok(false);
+        }
+    }
+    Ok(false)
+}
 
 /// What the gate asked GitHub to merge.
 #[derive(Debug, Clone)]
@@ -1483,14 +1504,17 @@ fn recorded_merged(ws: &Workspace, proposal: &str, n: u64) -> Result<bool> {
         .any(|e| matches!(e, Event::Merged(m) if m.proposal == proposal && m.pull == n)))
 }
 
-/// Checks what landed against the request (parents [base, head], exactly the approved tree),
-/// records `merged` or an `alarm`, pushes the ledger and follows the local branch.
+/// Checks what landed against the request (the commit GitHub named is the branch's new tip, or
+/// with `fresh` false (a request from an earlier run) on its first-parent line; parents
+/// [base, head]; exactly the approved tree), records `merged` or an `alarm`, pushes the ledger
+/// and follows the local branch.
 fn conclude(
     ws: &Workspace,
     gh: &GitHub,
     intent: &Intent,
     landed: String,
     approvers: Vec<String>,
+    fresh: bool,
     now: Timestamp,
 ) -> Result<PrMerge> {
     let n = intent.pull;
@@ -1498,15 +1522,25 @@ fn conclude(
     let head = Oid::from_str(&intent.head)?;
     let tree = Oid::from_str(&intent.tree)?;
     let fetched_base = fetch_base(ws)?;
-    let commit = Oid::from_str(&landed)
-        .ok()
-        .and_then(|o| ws.repo.find_commit(o).ok())
-        .with_context(|| {
-            format!(
-                "GitHub reports merge commit `{landed}`, but it is not on {} after fetching",
-                ws.branch()
-            )
-        })?;
+    // GitHub's answer is not trusted: the commit it names must be what the protected branch
+    // now holds (its new tip; for a request concluded later, on its first-parent line).
+    let named = Oid::from_str(&landed).ok();
+    let on_branch = match named {
+        Some(o) if fresh => o == fetched_base,
+        Some(o) => on_first_parent_line(ws, fetched_base, o, base)?,
+        None => false,
+    };
+    let commit = match named.and_then(|o| ws.repo.find_commit(o).ok()) {
+        Some(c) if on_branch => c,
+        _ => {
+            let detail = format!(
+                "GitHub reports merge commit `{landed}` for pull request #{n}, but after fetching, {}'s tip is {fetched_base}{}: what the branch holds is not what GitHub said it merged",
+                ws.branch(),
+                if fresh { "" } else { " and the commit is not on its first-parent line" }
+            );
+            return Err(alarm(ws, gh, &intent.proposal, n, NOT_TIP, detail, now));
+        }
+    };
     let parents: Vec<Oid> = commit.parent_ids().collect();
     let problem = if commit.tree_id() != tree {
         Some((
