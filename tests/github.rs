@@ -1681,3 +1681,35 @@ fn a_merge_answer_that_is_not_the_branchs_new_tip_raises_an_alarm() {
         verify.stdout
     );
 }
+
+#[test]
+fn a_published_verdict_is_recorded_once_until_it_changes() {
+    // Issue 8: gate --pr and serve published verdicts without recording them, so the ledger's
+    // clock floor lagged behind what was published.
+    let hub = Hub::new();
+    let n = hub.submitted();
+    let decisions = || {
+        hub.env
+            .atelier(&["audit", "log"])
+            .ok()
+            .stdout
+            .lines()
+            .filter(|l| l.contains("gate allowed") || l.contains("gate refused"))
+            .count()
+    };
+    assert_eq!(hub.gate(n).0, 1);
+    assert_eq!(decisions(), 1, "the published verdict is recorded");
+    assert_eq!(hub.gate(n).0, 1);
+    assert_eq!(decisions(), 1, "an unchanged verdict appends nothing");
+    hub.approve(n, "alice", &[]).ok();
+    assert_eq!(hub.gate(n).0, 0);
+    assert_eq!(decisions(), 2, "a changed verdict is recorded");
+    hub.run(BOT, &["merge", "--pr", &n.to_string()]).ok();
+    // merge --pr records the decision it merges on (once: the evaluation's verdict was
+    // unchanged, so only merge --pr recorded it).
+    assert_eq!(decisions(), 3);
+    let verify = hub
+        .env
+        .atelier_in(&hub.auditor_clone(), &["audit", "verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+}

@@ -592,6 +592,8 @@ pub struct GateRun {
     pub description: String,
     /// Tokens newly recorded in the ledger (0 when there is no gate key here).
     pub recorded: usize,
+    /// Whether the published verdict was recorded as a `gate-decision` (it changed).
+    pub decided: bool,
     pub notes: Vec<String>,
 }
 
@@ -702,12 +704,19 @@ fn gate_pr_locked(
     let eval = evaluate_at(ws, record, base, head, now)?;
     let (state, description) = status_for(&eval);
     let mut recorded = 0;
+    let mut decided = false;
     if publish != Publish::Nothing {
-        // Record first: a failure to publish must not lose a rejection.
+        // Record first: a failure to publish must not lose a rejection, and the ledger's clock
+        // floor must not lag behind a verdict published.
         match ws.gate_key() {
             Ok(_) => {
-                let events = new_token_events(ws, &eval)?;
+                let mut events = new_token_events(ws, &eval)?;
                 recorded = events.len();
+                let decision = decision_event(&eval);
+                if eval.change.open && verdict_changed(ws, &eval.pull.proposal, n, &decision)? {
+                    events.push(decision);
+                    decided = true;
+                }
                 if !events.is_empty() {
                     ws.record(events, now)?;
                 }
@@ -723,8 +732,26 @@ fn gate_pr_locked(
         state,
         description,
         recorded,
+        decided,
         notes,
     })
+}
+
+/// Whether a verdict about to be published differs from the last `gate-decision` the ledger
+/// holds for the proposal (base, head, merge tree, outcome, unmet codes, approvers): only then
+/// is it recorded, so webhook-driven evaluations that change nothing append nothing. Nothing is
+/// recorded while a merge request of the gate's stands unconcluded (a decision in between would
+/// make the request look superseded); the caller records nothing for a proposal that is not
+/// open either.
+fn verdict_changed(ws: &Workspace, proposal: &str, n: u64, decision: &Event) -> Result<bool> {
+    if unconcluded_request(ws, proposal, n)?.is_some() {
+        return Ok(false);
+    }
+    let last = events(ws)?
+        .into_iter()
+        .rev()
+        .find(|e| matches!(e, Event::GateDecision { proposal: p, .. } if p == proposal));
+    Ok(last.as_ref() != Some(decision))
 }
 
 /// The pull request, with the protected branch and its head fetched; the head GitHub reports
@@ -1263,7 +1290,10 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
         }
     }
     let run = gate_pr_locked(ws, gh, n, now, Publish::Verdict, Vec::new())?;
-    ws.record(vec![decision_event(&run.eval)], now)?;
+    // `merge --pr` records its decision every time (unless the evaluation just did).
+    if !run.decided {
+        ws.record(vec![decision_event(&run.eval)], now)?;
+    }
     if !run.eval.decision.allowed {
         push_ledger(ws)?;
         return Ok(PrMerge::Refused(Box::new(run)));
