@@ -212,10 +212,16 @@ impl Hub {
 
     /// Starts `atelier serve` on a free port; returns the child and its base URL.
     pub fn serve(&self) -> (Served, String) {
+        self.serve_with(&[])
+    }
+
+    /// `serve` with more arguments.
+    pub fn serve_with(&self, extra: &[&str]) -> (Served, String) {
         let mut c = self.env.command(crate::support::bin());
         c.arg("-C")
             .arg(&self.env.repo)
             .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(extra)
             .env("GITHUB_TOKEN", BOT)
             .env("ATELIER_WEBHOOK_SECRET", SECRET)
             .env("ATELIER_GITHUB_BACKOFF_MS", "20");
@@ -1712,4 +1718,117 @@ fn a_published_verdict_is_recorded_once_until_it_changes() {
         .env
         .atelier_in(&hub.auditor_clone(), &["audit", "verify"]);
     assert_eq!(verify.code, 0, "{verify:?}");
+}
+
+/// What a raw connection was answered (the status line on), or "" if it was closed unanswered;
+/// waits at most `within`.
+fn answer(s: &mut std::net::TcpStream, within: Duration) -> String {
+    use std::io::Read;
+    s.set_read_timeout(Some(within)).expect("timeout");
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[test]
+fn stalled_unsigned_connections_cannot_blind_serve_and_a_missed_delivery_loses_no_veto() {
+    // Issue 8, break 12: connections with a well-formed but bogus signature and a large
+    // Content-Length that then stall held every body-reading slot, so genuine deliveries got
+    // 503. Real TCP connections, loopback only, short timeouts.
+    use std::io::Write;
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    // Bob rejects; the delivery of his comment never reaches serve (it is missed).
+    hub.approve(n, "bob", &["--reject"]).ok();
+    let reject = bobs_rejection(&hub, n);
+    let head = hub.head(n);
+    let (server, url) = hub.serve_with(&[
+        "--header-timeout-ms",
+        "5000",
+        "--first-byte-timeout-ms",
+        "300",
+        "--body-timeout-ms",
+        "800",
+    ]);
+    let addr = url.strip_prefix("http://").expect("http url").to_string();
+    let request = |sig: &str, delivery: &str| {
+        format!(
+            "POST / HTTP/1.1\r\nHost: gate\r\nX-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: {delivery}\r\nX-Hub-Signature-256: {sig}\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n"
+        )
+    };
+    let bogus = format!("sha256={}", "0".repeat(64));
+    let start = Instant::now();
+    let mut stalled: Vec<std::net::TcpStream> = (0..40)
+        .map(|i| {
+            let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+            s.write_all(request(&bogus, &format!("stall-{i}")).as_bytes())
+                .expect("write");
+            if i % 2 == 1 {
+                // Half send the start of a body, then stall.
+                s.write_all(b"{\"action\":").expect("write");
+            }
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    // A genuine delivery is taken at once.
+    let review = payload(
+        "pull_request_review",
+        Some("submitted"),
+        Some(n),
+        Some(&head),
+    );
+    let (status, text) = deliver(
+        &url,
+        "pull_request_review",
+        "genuine-1",
+        &review,
+        Some(webhooks::sign(SECRET, &review)),
+    );
+    assert_eq!(status, 202, "{text}\n{}", server.log());
+    // The stalled connections are answered 408 and closed within the body deadline.
+    for s in &mut stalled {
+        let a = answer(s, Duration::from_secs(3));
+        assert!(a.starts_with("HTTP/1.1 408"), "{a:?}");
+    }
+    // A signature header of the wrong shape is refused before any body byte is awaited.
+    let mut bad = std::net::TcpStream::connect(&addr).expect("connect");
+    bad.write_all(request("sha256=zz", "bad-shape").as_bytes())
+        .expect("write");
+    let a = answer(&mut bad, Duration::from_secs(2));
+    assert!(a.starts_with("HTTP/1.1 401"), "{a:?}");
+    // More idle connections than serve keeps open: the oldest unauthenticated make room.
+    let idle: Vec<std::net::TcpStream> = (0..300)
+        .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    let (status, text) = deliver(
+        &url,
+        "pull_request_review",
+        "genuine-2",
+        &review,
+        Some(webhooks::sign(SECRET, &review)),
+    );
+    assert_eq!(status, 202, "{text}\n{}", server.log());
+    assert!(
+        server.log().contains("closed to make room"),
+        "{}",
+        server.log()
+    );
+    drop(idle);
+    // The evaluations those deliveries started read bob's comment and recorded his rejection,
+    // so deleting it now withdraws nothing, though serve never saw its own delivery.
+    wait_for("the veto's status", &server, || {
+        hub.status(&head).is_some_and(|(s, _)| s == "failure")
+    });
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(server);
+    hub.emu.delete_comment(reject["id"].as_u64().expect("id"));
+    let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(merge.stdout.contains("E_VETOED"), "{merge:?}");
+    assert_eq!(hub.emu.pull(n)["merged"], false);
 }
