@@ -417,6 +417,18 @@ const CASES: &[Case] = &[
         &["OK", "OK"],
     ),
     (
+        "a veto given on another pull request of the same proposal still vetoes",
+        |s| {
+            s.sign(ALICE, |_| {});
+            s.sign(BOB, |p| {
+                p.pull = 5;
+                p.decision = Verdict::Reject;
+            });
+        },
+        &["E_VETOED"],
+        &["OK", "OK"],
+    ),
+    (
         "a veto on an older head is stale",
         |s| {
             s.sign(ALICE, |_| {});

@@ -212,10 +212,16 @@ impl Hub {
 
     /// Starts `atelier serve` on a free port; returns the child and its base URL.
     pub fn serve(&self) -> (Served, String) {
+        self.serve_with(&[])
+    }
+
+    /// `serve` with more arguments.
+    pub fn serve_with(&self, extra: &[&str]) -> (Served, String) {
         let mut c = self.env.command(crate::support::bin());
         c.arg("-C")
             .arg(&self.env.repo)
             .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(extra)
             .env("GITHUB_TOKEN", BOT)
             .env("ATELIER_WEBHOOK_SECRET", SECRET)
             .env("ATELIER_GITHUB_BACKOFF_MS", "20");
@@ -1518,4 +1524,311 @@ fn a_rejection_recorded_after_an_unanswered_request_closes_it() {
         "{}",
         run.stderr
     );
+}
+
+/// A signed `issue_comment` delivery (`action`) for a comment, re-addressed from the example.
+fn comment_delivery(n: u64, comment: &Value, action: &str) -> Vec<u8> {
+    let mut v = webhooks::example("issue_comment", Some(action));
+    let mut to = Readdress::to(REPO);
+    to.pull = Some(n);
+    to.comment_body = comment["body"].as_str();
+    webhooks::readdress(&mut v, &to);
+    v["issue"]["pull_request"] = serde_json::json!({"url": "x"});
+    v["comment"]["id"] = comment["id"].clone();
+    serde_json::to_vec(&v).expect("json")
+}
+
+/// Someone with write access retargets pull request `n` onto `base` (creating that branch from
+/// `main` on the remote first if needed), as GitHub's Edit button does.
+fn retarget(hub: &Hub, n: u64, base: &str) {
+    if base != "main" {
+        hub.env.git(&[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("main:refs/heads/{base}"),
+        ]);
+    }
+    ureq::patch(&format!("{}/repos/{REPO}/pulls/{n}", hub.emu.url))
+        .header("Authorization", "Bearer mallory-token")
+        .send_json(serde_json::json!({ "base": base }))
+        .expect("retarget");
+    assert_eq!(hub.emu.pull(n)["base"]["ref"], base);
+}
+
+/// Bob's rejection comment on pull request `n`.
+fn bobs_rejection(hub: &Hub, n: u64) -> Value {
+    hub.emu
+        .comments(n)
+        .into_iter()
+        .find(|c| {
+            c["user"]["login"] == "bob"
+                && c["body"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("/atelier reject")
+        })
+        .expect("bob's rejection comment")
+}
+
+#[test]
+fn a_rejection_delivered_while_the_pull_request_was_retargeted_still_vetoes() {
+    // Issue 8, break 10: retarget the pull request away, let the rejection's delivery arrive
+    // (the evaluation refuses E_FORGE_STATE), delete the comment, retarget back, merge.
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &["--reject"]).ok();
+    let reject = bobs_rejection(&hub, n);
+    retarget(&hub, n, "elsewhere");
+    let (server, url) = hub.serve();
+    let bytes = comment_delivery(n, &reject, "created");
+    let sig = webhooks::sign(SECRET, &bytes);
+    assert_eq!(
+        deliver(&url, "issue_comment", "rej-1", &bytes, Some(sig)).0,
+        202
+    );
+    wait_for("the refused evaluation", &server, || {
+        server.log().contains("E_FORGE_STATE")
+    });
+    let log = server.stop();
+    assert!(log.contains("1 delivered token(s) recorded"), "{log}");
+    hub.emu.delete_comment(reject["id"].as_u64().expect("id"));
+    retarget(&hub, n, "main");
+    let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(merge.stdout.contains("E_VETOED"), "{merge:?}");
+    assert_eq!(hub.emu.pull(n)["merged"], false);
+}
+
+#[test]
+fn a_retargeted_pull_request_is_not_replaced_by_the_next_submit() {
+    // Issue 8, break 11: with the vetoed proposal's pull request retargeted away, a routine
+    // `submit` must not open a new pull request that one approval would merge.
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &["--reject"]).ok();
+    assert_eq!(hub.gate(n).0, 1, "the gate records bob's veto");
+    retarget(&hub, n, "elsewhere");
+    let before = hub.emu.log().len();
+    let run = hub.run(BOT, &["submit", "1"]).code(1);
+    assert!(run.stderr.contains("E_PULL_RETARGETED"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("retarget #1 back to `main`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        hub.emu.log()[before..]
+            .iter()
+            .all(|l| !(l.method == "POST" && l.path.ends_with("/pulls"))),
+        "no new pull request was opened"
+    );
+    // Closed instead: refused too, and a pull request opened by hand from the branch cannot
+    // pass (it is not the one `submit` recorded).
+    ureq::patch(&format!("{}/repos/{REPO}/pulls/{n}", hub.emu.url))
+        .header("Authorization", "Bearer mallory-token")
+        .send_json(serde_json::json!({ "state": "closed", "base": "main" }))
+        .expect("close");
+    let run = hub.run(BOT, &["submit", "1"]).code(1);
+    assert!(run.stderr.contains("E_PULL_CLOSED"), "{}", run.stderr);
+    let by_hand = open_pull(
+        &hub.emu.url,
+        "mallory-token",
+        "Again",
+        "atelier/proposals/1",
+        "main",
+    );
+    let merge = hub
+        .run(BOT, &["merge", "--pr", &by_hand.to_string()])
+        .code(1);
+    assert!(merge.stderr.contains("E_NOT_SUBMITTED"), "{merge:?}");
+    // Reopened where it belongs, the proposal is submitted again and the veto still holds.
+    ureq::patch(&format!("{}/repos/{REPO}/pulls/{by_hand}", hub.emu.url))
+        .header("Authorization", "Bearer mallory-token")
+        .send_json(serde_json::json!({ "state": "closed" }))
+        .expect("close the hand-made one");
+    ureq::patch(&format!("{}/repos/{REPO}/pulls/{n}", hub.emu.url))
+        .header("Authorization", "Bearer mallory-token")
+        .send_json(serde_json::json!({ "state": "open" }))
+        .expect("reopen");
+    let again = hub.run(BOT, &["submit", "1", "--json"]).ok().json();
+    assert_eq!(again["pull"], n);
+    let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(merge.stdout.contains("E_VETOED"), "{merge:?}");
+}
+
+#[test]
+fn a_merge_answer_that_is_not_the_branchs_new_tip_raises_an_alarm() {
+    // Issue 8: merge --pr trusted the sha GitHub reported. Here the reported merge commit has
+    // the approved parents and tree, but the branch holds one more commit on top of it.
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    hub.emu.inject(Fault::LandExtraCommitAfterMerge);
+    let run = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(run.stderr.contains("E_LANDED_NOT_TIP"), "{}", run.stderr);
+    assert!(run.stderr.contains("tip is"), "{}", run.stderr);
+    let log = hub.env.atelier(&["audit", "log"]).ok();
+    assert!(
+        log.stdout.contains("ALARM E_LANDED_NOT_TIP"),
+        "{}",
+        log.stdout
+    );
+    assert!(!log.stdout.contains("merged as"), "{}", log.stdout);
+    let verify = hub
+        .env
+        .atelier_in(&hub.auditor_clone(), &["audit", "verify"])
+        .code(1);
+    assert!(
+        verify.stdout.contains("E_ALARM_RECORDED"),
+        "{}",
+        verify.stdout
+    );
+}
+
+#[test]
+fn a_published_verdict_is_recorded_once_until_it_changes() {
+    // Issue 8: gate --pr and serve published verdicts without recording them, so the ledger's
+    // clock floor lagged behind what was published.
+    let hub = Hub::new();
+    let n = hub.submitted();
+    let decisions = || {
+        hub.env
+            .atelier(&["audit", "log"])
+            .ok()
+            .stdout
+            .lines()
+            .filter(|l| l.contains("gate allowed") || l.contains("gate refused"))
+            .count()
+    };
+    assert_eq!(hub.gate(n).0, 1);
+    assert_eq!(decisions(), 1, "the published verdict is recorded");
+    assert_eq!(hub.gate(n).0, 1);
+    assert_eq!(decisions(), 1, "an unchanged verdict appends nothing");
+    hub.approve(n, "alice", &[]).ok();
+    assert_eq!(hub.gate(n).0, 0);
+    assert_eq!(decisions(), 2, "a changed verdict is recorded");
+    hub.run(BOT, &["merge", "--pr", &n.to_string()]).ok();
+    // merge --pr records the decision it merges on (once: the evaluation's verdict was
+    // unchanged, so only merge --pr recorded it).
+    assert_eq!(decisions(), 3);
+    let verify = hub
+        .env
+        .atelier_in(&hub.auditor_clone(), &["audit", "verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+}
+
+/// What a raw connection was answered (the status line on), or "" if it was closed unanswered;
+/// waits at most `within`.
+fn answer(s: &mut std::net::TcpStream, within: Duration) -> String {
+    use std::io::Read;
+    s.set_read_timeout(Some(within)).expect("timeout");
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[test]
+fn stalled_unsigned_connections_cannot_blind_serve_and_a_missed_delivery_loses_no_veto() {
+    // Issue 8, break 12: connections with a well-formed but bogus signature and a large
+    // Content-Length that then stall held every body-reading slot, so genuine deliveries got
+    // 503. Real TCP connections, loopback only, short timeouts.
+    use std::io::Write;
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    // Bob rejects; the delivery of his comment never reaches serve (it is missed).
+    hub.approve(n, "bob", &["--reject"]).ok();
+    let reject = bobs_rejection(&hub, n);
+    let head = hub.head(n);
+    let (server, url) = hub.serve_with(&[
+        "--header-timeout-ms",
+        "5000",
+        "--first-byte-timeout-ms",
+        "300",
+        "--body-timeout-ms",
+        "800",
+    ]);
+    let addr = url.strip_prefix("http://").expect("http url").to_string();
+    let request = |sig: &str, delivery: &str| {
+        format!(
+            "POST / HTTP/1.1\r\nHost: gate\r\nX-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: {delivery}\r\nX-Hub-Signature-256: {sig}\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n"
+        )
+    };
+    let bogus = format!("sha256={}", "0".repeat(64));
+    let start = Instant::now();
+    let mut stalled: Vec<std::net::TcpStream> = (0..40)
+        .map(|i| {
+            let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+            s.write_all(request(&bogus, &format!("stall-{i}")).as_bytes())
+                .expect("write");
+            if i % 2 == 1 {
+                // Half send the start of a body, then stall.
+                s.write_all(b"{\"action\":").expect("write");
+            }
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    // A genuine delivery is taken at once.
+    let review = payload(
+        "pull_request_review",
+        Some("submitted"),
+        Some(n),
+        Some(&head),
+    );
+    let (status, text) = deliver(
+        &url,
+        "pull_request_review",
+        "genuine-1",
+        &review,
+        Some(webhooks::sign(SECRET, &review)),
+    );
+    assert_eq!(status, 202, "{text}\n{}", server.log());
+    // The stalled connections are answered 408 and closed within the body deadline.
+    for s in &mut stalled {
+        let a = answer(s, Duration::from_secs(3));
+        assert!(a.starts_with("HTTP/1.1 408"), "{a:?}");
+    }
+    // A signature header of the wrong shape is refused before any body byte is awaited.
+    let mut bad = std::net::TcpStream::connect(&addr).expect("connect");
+    bad.write_all(request("sha256=zz", "bad-shape").as_bytes())
+        .expect("write");
+    let a = answer(&mut bad, Duration::from_secs(2));
+    assert!(a.starts_with("HTTP/1.1 401"), "{a:?}");
+    // More idle connections than serve keeps open: the oldest unauthenticated make room.
+    let idle: Vec<std::net::TcpStream> = (0..300)
+        .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    let (status, text) = deliver(
+        &url,
+        "pull_request_review",
+        "genuine-2",
+        &review,
+        Some(webhooks::sign(SECRET, &review)),
+    );
+    assert_eq!(status, 202, "{text}\n{}", server.log());
+    assert!(
+        server.log().contains("closed to make room"),
+        "{}",
+        server.log()
+    );
+    drop(idle);
+    // The evaluations those deliveries started read bob's comment and recorded his rejection,
+    // so deleting it now withdraws nothing, though serve never saw its own delivery.
+    wait_for("the veto's status", &server, || {
+        hub.status(&head).is_some_and(|(s, _)| s == "failure")
+    });
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(server);
+    hub.emu.delete_comment(reject["id"].as_u64().expect("id"));
+    let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(merge.stdout.contains("E_VETOED"), "{merge:?}");
+    assert_eq!(hub.emu.pull(n)["merged"], false);
 }

@@ -95,6 +95,12 @@ pub fn approve(
                 "approval"
             };
             eprintln!("posted the {verb} on pull request #{n}: {url}");
+            if opts.decision == Verdict::Reject {
+                // A rejection binds from when the gate records it (docs/github.md, section 5).
+                eprintln!(
+                    "note: the rejection vetoes while its comment exists, and for good once the gate has read it (its delivery to `serve`, or any later evaluation records it in the ledger); a comment deleted before that is lost. Check that the gate's summary comment on #{n} lists it as `reject: counted`; if it does not within a minute, ask the gate's operator to run `atelier gate --pr {n}`, and post it again if the comment is gone"
+                );
+            }
             out(&done.comment)?;
         }
         None => {
@@ -165,6 +171,15 @@ pub struct ServeArgs {
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: String,
+    /// Milliseconds a client has to send a request's headers.
+    #[arg(long, default_value_t = 5_000, value_name = "MS")]
+    header_timeout_ms: u64,
+    /// Milliseconds from the end of the headers to the body's first byte.
+    #[arg(long, default_value_t = 2_000, value_name = "MS")]
+    first_byte_timeout_ms: u64,
+    /// Milliseconds from the end of the headers to the end of the body.
+    #[arg(long, default_value_t = 5_000, value_name = "MS")]
+    body_timeout_ms: u64,
 }
 
 pub fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -186,6 +201,12 @@ pub fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.listen
         )
     })?;
-    super::serve::run(ws.root.clone(), addr, secret.into_bytes())?;
+    let ms = std::time::Duration::from_millis;
+    let timeouts = super::serve::Timeouts {
+        headers: ms(args.header_timeout_ms.max(1)),
+        first_byte: ms(args.first_byte_timeout_ms.max(1)),
+        body: ms(args.body_timeout_ms.max(1)),
+    };
+    super::serve::run(ws.root.clone(), addr, secret.into_bytes(), timeouts)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -4,8 +4,17 @@
 //! `ATELIER_WEBHOOK_SECRET`); anything else is answered 401 and nothing is done. A delivery id
 //! seen before is ignored. Evaluations run on worker threads, one per pull request at a time; a
 //! burst of events for one pull request while it is being evaluated coalesces into one more run.
-//! Nothing a delivery says is trusted beyond "look at pull request n again": the gate re-reads
-//! everything from GitHub and git, so a missed or repeated delivery is harmless.
+//! Nothing a delivery says is trusted beyond "look at pull request n again" (and the comment
+//! body it carries, whose tokens are recorded): the gate re-reads everything from GitHub and
+//! git, so a repeated delivery is harmless, and a missed one is caught up by the next
+//! evaluation of the pull request (which reads its comments).
+//!
+//! Anyone who can reach the URL can connect, so nothing unauthenticated may hold what a genuine
+//! delivery needs: a signature header of the wrong shape is refused before the body is read;
+//! a body must start within `first_byte` and end within `body` (tight: GitHub sends it at once);
+//! memory for bodies is a shared byte budget taken as bytes arrive, so a connection that
+//! declares a large body and stalls holds none; and when every connection slot is taken, the
+//! oldest connection that has not yet delivered a signed request is closed to make room.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -28,13 +37,23 @@ pub const SECRET_VAR: &str = "ATELIER_WEBHOOK_SECRET";
 /// The largest delivery read. GitHub caps payloads at 25 MB, but the events the gate uses are
 /// small; a larger one is refused (413) and is harmless to miss (`gate --pr` catches up).
 const MAX_BODY: usize = 5 * 1024 * 1024;
-/// Deliveries whose bodies are read at once; more wait for none (503), so unauthenticated
-/// senders cannot make the server hold more than this many bodies in memory.
-const READING_MAX: usize = 8;
-/// Open connections at once; more are closed at once.
+/// Bytes of bodies held at once, across all connections, taken as they arrive (503 beyond):
+/// bytes a sender has not sent hold nothing.
+const BODY_BUDGET: usize = 32 * 1024 * 1024;
+/// Open connections at once; beyond, the oldest not yet authenticated is closed.
 const CONNECTIONS_MAX: usize = 256;
-/// How long a client may take to send its headers, and then its body.
-const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// How long a client may take to send each part of a request.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// From accepting the connection (or the previous request) to the end of the headers.
+    pub headers: std::time::Duration,
+    /// From the end of the headers to the first byte of the body.
+    pub first_byte: std::time::Duration,
+    /// From the end of the headers to the end of the body.
+    pub body: std::time::Duration,
+}
+
 /// Delivery ids remembered for de-duplication.
 const REMEMBERED: usize = 10_000;
 
@@ -153,6 +172,13 @@ pub fn route(event: &str, payload: &Value, repository: &str, branch: &str) -> Wo
     }
 }
 
+/// Whether a signature header has the only shape GitHub sends: `sha256=` and 64 hex digits.
+pub fn signature_shape_ok(header: &str) -> bool {
+    header
+        .strip_prefix("sha256=")
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// Checks `X-Hub-Signature-256: sha256=<hex>` in constant time.
 pub fn signature_ok(secret: &[u8], body: &[u8], header: Option<&str>) -> bool {
     let Some(sig) = header
@@ -198,7 +224,11 @@ struct Shared {
     auto_merge: bool,
     seen: Mutex<(HashSet<String>, VecDeque<String>)>,
     queue: Mutex<HashMap<u64, PullQueue>>,
-    reading: tokio::sync::Semaphore,
+    budget: tokio::sync::Semaphore,
+    timeouts: Timeouts,
+    /// Connections that have not delivered a signed request yet, oldest first, with the means
+    /// to close them.
+    unproven: Mutex<std::collections::BTreeMap<u64, tokio::sync::oneshot::Sender<()>>>,
 }
 
 impl Shared {
@@ -260,20 +290,35 @@ impl Shared {
                 e.dirty = false;
                 (e.pending_on.take(), std::mem::take(&mut e.delivered))
             };
-            if let Err(e) = self.evaluate(n, pending, delivered.clone()) {
-                eprintln!("pull request #{n}: {e:#}");
-                // Keep what deliveries carried for the next evaluation (a rejection whose
-                // comment is gone exists nowhere else), unless the pull request is not a
-                // proposal at all.
-                let code = e.downcast_ref::<crate::workflow::Refusal>().map(|r| r.code);
-                if !matches!(code, Some("E_NOT_A_PROPOSAL" | "E_FORGE_STATE")) {
-                    let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-                    let room = DELIVERED_TOTAL
-                        .saturating_sub(q.values().map(|e| e.delivered.len()).sum::<usize>());
-                    let e = q.entry(n).or_default();
-                    for d in delivered.into_iter().take(room) {
-                        keep_delivered(&mut e.delivered, d);
+            // Delivered tokens are recorded first, whatever the evaluation will say (a pull
+            // request retargeted for a moment must not make the gate drop a rejection whose
+            // comment may be gone by the next evaluation). What could not be recorded stays
+            // queued for the next evaluation, which reads it as a carrier too.
+            let keep = if delivered.is_empty() {
+                Vec::new()
+            } else {
+                match self.record_delivered(n, &delivered) {
+                    Ok(0) => Vec::new(),
+                    Ok(k) => {
+                        eprintln!("pull request #{n}: {k} delivered token(s) recorded");
+                        Vec::new()
                     }
+                    Err(e) => {
+                        eprintln!("pull request #{n}: delivered tokens kept, not recorded: {e:#}");
+                        delivered.clone()
+                    }
+                }
+            };
+            if let Err(e) = self.evaluate(n, pending, delivered) {
+                eprintln!("pull request #{n}: {e:#}");
+            }
+            if !keep.is_empty() {
+                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                let room = DELIVERED_TOTAL
+                    .saturating_sub(q.values().map(|e| e.delivered.len()).sum::<usize>());
+                let e = q.entry(n).or_default();
+                for d in keep.into_iter().take(room) {
+                    keep_delivered(&mut e.delivered, d);
                 }
             }
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -290,6 +335,11 @@ impl Shared {
                 return;
             }
         }
+    }
+
+    fn record_delivered(&self, n: u64, delivered: &[crate::forge::Comment]) -> Result<usize> {
+        let ws = Workspace::open(&self.root)?;
+        gh_flow::record_delivered(&ws, n, delivered, crate::clock::now()?.0)
     }
 
     fn evaluate(
@@ -333,6 +383,75 @@ impl Shared {
     }
 }
 
+/// Reads a body of `declared` bytes: the first byte within `first_byte`, all of it within
+/// `body`, each chunk paid for from the shared budget as it arrives.
+async fn read_body(
+    shared: &Shared,
+    body: Incoming,
+    declared: usize,
+) -> Result<(Vec<u8>, Vec<tokio::sync::SemaphorePermit<'_>>), (StatusCode, &'static str)> {
+    let t = shared.timeouts;
+    let mut body = Limited::new(body, MAX_BODY);
+    let mut out = Vec::with_capacity(declared.min(64 * 1024));
+    let mut paid = Vec::new();
+    let read_all = async {
+        loop {
+            let frame = if out.is_empty() {
+                match tokio::time::timeout(t.first_byte, body.frame()).await {
+                    Ok(f) => f,
+                    Err(_) => {
+                        return Err((StatusCode::REQUEST_TIMEOUT, "body not started in time"))
+                    }
+                }
+            } else {
+                body.frame().await
+            };
+            let Some(frame) = frame else { break };
+            let Ok(frame) = frame else {
+                return Err((
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "body too large or unreadable",
+                ));
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if data.is_empty() {
+                continue;
+            }
+            if out.len() + data.len() > declared {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    "body longer than its Content-Length",
+                ));
+            }
+            let Ok(permit) = shared.budget.try_acquire_many(data.len() as u32) else {
+                return Err((
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "busy; GitHub may redeliver",
+                ));
+            };
+            paid.push(permit);
+            out.extend_from_slice(&data);
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(t.body, read_all).await {
+        Ok(Ok(())) => Ok((out, paid)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err((StatusCode::REQUEST_TIMEOUT, "body not sent in time")),
+    }
+}
+
+/// Asks the client to close the connection after a refusal (its body may be unread).
+fn closing(mut r: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
+    r.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    r
+}
+
 fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from(format!("{text}\n"))));
     *r.status_mut() = status;
@@ -345,6 +464,7 @@ fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
 
 async fn handle(
     shared: Arc<Shared>,
+    connection: u64,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     if req.method() == Method::GET && req.uri().path() == "/healthz" {
@@ -366,45 +486,47 @@ async fn handle(
     let event = header("x-github-event").unwrap_or_default();
     let delivery = header("x-github-delivery").unwrap_or_default();
     // Refuse what cannot be a delivery before reading a byte of the body.
-    if signature.is_none() {
-        eprintln!("delivery {delivery:?} refused: no X-Hub-Signature-256");
-        return Ok(reply(
+    if !signature.as_deref().is_some_and(signature_shape_ok) {
+        eprintln!(
+            "delivery {delivery:?} refused: no X-Hub-Signature-256 of the form sha256=<64 hex>"
+        );
+        return Ok(closing(reply(
             StatusCode::UNAUTHORIZED,
-            "missing or wrong X-Hub-Signature-256",
-        ));
+            "missing or wrong X-Hub-Signature-256 (expected sha256= and 64 hex digits)",
+        )));
     }
-    let declared = header("content-length").and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|l| l > MAX_BODY) {
-        return Ok(reply(StatusCode::PAYLOAD_TOO_LARGE, "body too large"));
-    }
-    let Ok(_permit) = shared.reading.try_acquire() else {
-        return Ok(reply(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "busy; GitHub may redeliver",
-        ));
+    let Some(declared) = header("content-length").and_then(|v| v.parse::<usize>().ok()) else {
+        return Ok(closing(reply(
+            StatusCode::LENGTH_REQUIRED,
+            "a delivery needs a Content-Length",
+        )));
     };
-    let read = tokio::time::timeout(
-        READ_TIMEOUT,
-        Limited::new(req.into_body(), MAX_BODY).collect(),
-    )
-    .await;
-    let body = match read {
-        Ok(Ok(b)) => b.to_bytes(),
-        Ok(Err(_)) => {
-            return Ok(reply(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body too large or unreadable",
-            ))
+    if declared > MAX_BODY {
+        return Ok(closing(reply(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body too large",
+        )));
+    }
+    let (body, _paid) = match read_body(&shared, req.into_body(), declared).await {
+        Ok(b) => b,
+        Err((status, why)) => {
+            eprintln!("delivery {delivery:?} refused: {why}");
+            return Ok(closing(reply(status, why)));
         }
-        Err(_) => return Ok(reply(StatusCode::REQUEST_TIMEOUT, "body not sent in time")),
     };
     if !signature_ok(&shared.secret, &body, signature.as_deref()) {
         eprintln!("delivery {delivery:?} refused: missing or wrong X-Hub-Signature-256");
-        return Ok(reply(
+        return Ok(closing(reply(
             StatusCode::UNAUTHORIZED,
             "missing or wrong X-Hub-Signature-256",
-        ));
+        )));
     }
+    // A signed request: this connection is GitHub's, never closed to make room.
+    shared
+        .unproven
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&connection);
     if delivery.is_empty() {
         return Ok(reply(StatusCode::BAD_REQUEST, "missing X-GitHub-Delivery"));
     }
@@ -450,7 +572,7 @@ async fn handle(
 }
 
 /// Serves until interrupted (Ctrl-C or SIGTERM).
-pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>) -> Result<()> {
+pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts) -> Result<()> {
     let ws = Workspace::open(&root)?;
     let shared = Arc::new(Shared {
         repository: ws.config.forge.repository.clone(),
@@ -460,8 +582,11 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>) -> Result<()> {
         secret,
         seen: Mutex::new((HashSet::new(), VecDeque::new())),
         queue: Mutex::new(HashMap::new()),
-        reading: tokio::sync::Semaphore::new(READING_MAX),
+        budget: tokio::sync::Semaphore::new(BODY_BUDGET),
+        timeouts,
+        unproven: Mutex::new(std::collections::BTreeMap::new()),
     });
+    let mut next_connection: u64 = 0;
     let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     drop(ws);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -488,22 +613,61 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>) -> Result<()> {
                             continue;
                         }
                     };
-                    let Ok(permit) = connections.clone().try_acquire_owned() else {
-                        drop(stream);
-                        continue;
+                    let permit = match connections.clone().try_acquire_owned() {
+                        Ok(p) => p,
+                        Err(_) => {
+                            // Full: close the oldest connection that has not proven itself (a
+                            // genuine delivery takes milliseconds), rather than turn this one
+                            // away.
+                            let oldest = shared
+                                .unproven
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .pop_first();
+                            if let Some((_, close)) = oldest {
+                                let _ = close.send(());
+                            }
+                            let wait = std::time::Duration::from_millis(250);
+                            match tokio::time::timeout(wait, connections.clone().acquire_owned()).await {
+                                Ok(Ok(p)) => p,
+                                _ => {
+                                    drop(stream);
+                                    continue;
+                                }
+                            }
+                        }
                     };
+                    next_connection += 1;
+                    let id = next_connection;
+                    let (close, closed) = tokio::sync::oneshot::channel();
+                    shared
+                        .unproven
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id, close);
                     let shared = shared.clone();
                     tokio::spawn(async move {
                         let _permit = permit;
                         let io = hyper_util::rt::TokioIo::new(stream);
-                        let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+                        let s = shared.clone();
+                        let svc = hyper::service::service_fn(move |req| handle(s.clone(), id, req));
                         let conn = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
-                            .header_read_timeout(READ_TIMEOUT)
+                            .header_read_timeout(shared.timeouts.headers)
                             .serve_connection(io, svc);
-                        if let Err(e) = conn.await {
-                            eprintln!("connection: {e}");
+                        tokio::select! {
+                            r = conn => {
+                                if let Err(e) = r {
+                                    eprintln!("connection: {e}");
+                                }
+                            }
+                            _ = closed => eprintln!("connection: closed to make room (no signed request yet)"),
                         }
+                        shared
+                            .unproven
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&id);
                     });
                 }
                 _ = tokio::signal::ctrl_c() => break,
@@ -535,6 +699,27 @@ mod tests {
             Some(&good.replace("sha256=", "sha1="))
         ));
         assert!(!signature_ok(secret, body, Some("sha256=zz")));
+    }
+
+    #[test]
+    fn signature_shape_is_checked_before_the_body() {
+        let hex = "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+        assert!(signature_shape_ok(&format!("sha256={hex}")));
+        assert!(signature_shape_ok(&format!(
+            "sha256={}",
+            hex.to_uppercase()
+        )));
+        for bad in [
+            String::new(),
+            "sha256=".into(),
+            "sha256=zz".into(),
+            format!("sha1={hex}"),
+            format!("sha256={hex}0"),
+            format!("sha256={}", &hex[1..]),
+            format!("sha256= {}", &hex[1..]),
+        ] {
+            assert!(!signature_shape_ok(&bad), "{bad:?}");
+        }
     }
 
     #[test]

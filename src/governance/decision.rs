@@ -265,15 +265,20 @@ fn judge_one(
         &p.repository,
     )?;
     bind("E_WRONG_PROPOSAL", "proposal", &c.proposal, &p.proposal)?;
-    bind(
-        "E_WRONG_PULL",
-        "pull",
-        &c.pull.to_string(),
-        &p.pull.to_string(),
-    )?;
+    // A rejection is about the proposed change (the proposal and its head), whichever pull
+    // request carries it: retargeting the pull request away and opening another for the same
+    // head must not escape it. An approval binds the pull request it was given on.
+    if p.decision == Verdict::Approve {
+        bind(
+            "E_WRONG_PULL",
+            "pull",
+            &c.pull.to_string(),
+            &p.pull.to_string(),
+        )?;
+    }
     bind("E_STALE_HEAD", "head", &c.head, &p.head)?;
-    // A rejection is about the proposed change (its head): it keeps vetoing when unrelated
-    // merges move the base. An approval binds the exact merge: base, tree and policy too.
+    // A rejection keeps vetoing when unrelated merges move the base. An approval binds the
+    // exact merge: base, tree and policy too.
     if p.decision == Verdict::Approve {
         bind("E_STALE_BASE", "base", &c.base, &p.base)?;
         if let Ok(tree) = &c.merge_tree {

@@ -592,6 +592,8 @@ pub struct GateRun {
     pub description: String,
     /// Tokens newly recorded in the ledger (0 when there is no gate key here).
     pub recorded: usize,
+    /// Whether the published verdict was recorded as a `gate-decision` (it changed).
+    pub decided: bool,
     pub notes: Vec<String>,
 }
 
@@ -702,12 +704,19 @@ fn gate_pr_locked(
     let eval = evaluate_at(ws, record, base, head, now)?;
     let (state, description) = status_for(&eval);
     let mut recorded = 0;
+    let mut decided = false;
     if publish != Publish::Nothing {
-        // Record first: a failure to publish must not lose a rejection.
+        // Record first: a failure to publish must not lose a rejection, and the ledger's clock
+        // floor must not lag behind a verdict published.
         match ws.gate_key() {
             Ok(_) => {
-                let events = new_token_events(ws, &eval)?;
+                let mut events = new_token_events(ws, &eval)?;
                 recorded = events.len();
+                let decision = decision_event(&eval);
+                if eval.change.open && verdict_changed(ws, &eval.pull.proposal, n, &decision)? {
+                    events.push(decision);
+                    decided = true;
+                }
                 if !events.is_empty() {
                     ws.record(events, now)?;
                 }
@@ -723,8 +732,26 @@ fn gate_pr_locked(
         state,
         description,
         recorded,
+        decided,
         notes,
     })
+}
+
+/// Whether a verdict about to be published differs from the last `gate-decision` the ledger
+/// holds for the proposal (base, head, merge tree, outcome, unmet codes, approvers): only then
+/// is it recorded, so webhook-driven evaluations that change nothing append nothing. Nothing is
+/// recorded while a merge request of the gate's stands unconcluded (a decision in between would
+/// make the request look superseded); the caller records nothing for a proposal that is not
+/// open either.
+fn verdict_changed(ws: &Workspace, proposal: &str, n: u64, decision: &Event) -> Result<bool> {
+    if unconcluded_request(ws, proposal, n)?.is_some() {
+        return Ok(false);
+    }
+    let last = events(ws)?
+        .into_iter()
+        .rev()
+        .find(|e| matches!(e, Event::GateDecision { proposal: p, .. } if p == proposal));
+    Ok(last.as_ref() != Some(decision))
 }
 
 /// The pull request, with the protected branch and its head fetched; the head GitHub reports
@@ -752,46 +779,65 @@ fn pull_and_tips(ws: &Workspace, gh: &GitHub, n: u64) -> Result<(GhPull, Oid, Oi
     }
 }
 
-/// `TokenRecorded` events for tokens in the pull request's comments the ledger lacks.
-fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
-    let mut known: Vec<RawToken> = Vec::new();
+/// Every token text the ledger recorded for `proposal`, on any of its pull requests.
+fn recorded_tokens(ws: &Workspace, proposal: &str) -> Result<Vec<RawToken>> {
+    let mut known = Vec::new();
     for event in events(ws)? {
         if let Event::TokenRecorded {
-            proposal,
-            pull,
-            token,
-            ..
+            proposal: p, token, ..
         } = event
         {
-            if proposal == eval.pull.proposal && pull == eval.pull.number {
+            if p == proposal {
                 known.extend(RawToken::extract_all(&token));
             }
         }
     }
-    // Only tokens for this very pull request, signed by a key `allowed_signers` lists at base:
-    // junk, or tokens pasted from elsewhere, never reach the permanent record.
+    Ok(known)
+}
+
+/// The pull request a token may be recorded under for `proposal`, seen on pull request `n`:
+/// its own, if the token names this repository and proposal and either names `n` or is a
+/// rejection naming another pull request `submit` recorded for the proposal (a veto binds the
+/// proposal across its pull requests; an approval only the pull request it was given on).
+fn bound_pull(ws: &Workspace, t: &RawToken, proposal: &str, n: u64) -> Result<Option<u64>> {
+    let Ok(p) = token::Payload::parse(&t.payload) else {
+        return Ok(None);
+    };
+    if p.repository != ws.config.forge.repository || p.proposal != proposal {
+        return Ok(None);
+    }
+    if p.pull == n
+        || (p.decision == Verdict::Reject && submitted_pulls(ws, proposal)?.contains(&p.pull))
+    {
+        return Ok(Some(p.pull));
+    }
+    Ok(None)
+}
+
+/// `TokenRecorded` events for tokens in the pull request's comments the ledger lacks.
+fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
+    let mut known = recorded_tokens(ws, &eval.pull.proposal)?;
+    // Only tokens bound to this proposal (see `bound_pull`), signed by a key `allowed_signers`
+    // lists at base: junk, or tokens pasted from elsewhere, never reach the permanent record.
     let listed = |t: &RawToken| {
-        let bound = token::Payload::parse(&t.payload).is_ok_and(|p| {
-            p.repository == eval.change.repository
-                && p.proposal == eval.change.proposal
-                && p.pull == eval.change.pull
-        });
-        bound
-            && eval.tokens.iter().position(|x| x == t).is_some_and(|i| {
-                eval.decision
-                    .tokens
-                    .iter()
-                    .any(|r| r.index == i && r.principal.is_some())
-            })
+        eval.tokens.iter().position(|x| x == t).is_some_and(|i| {
+            eval.decision
+                .tokens
+                .iter()
+                .any(|r| r.index == i && r.principal.is_some())
+        })
     };
     let mut events = Vec::new();
     for c in &eval.pull.comments {
         for t in RawToken::extract_all(&c.body) {
-            if listed(&t) && !known.contains(&t) {
+            if known.contains(&t) || !listed(&t) {
+                continue;
+            }
+            if let Some(pull) = bound_pull(ws, &t, &eval.pull.proposal, eval.pull.number)? {
                 known.push(t.clone());
                 events.push(Event::TokenRecorded {
                     proposal: eval.pull.proposal.clone(),
-                    pull: eval.pull.number,
+                    pull,
                     comment: c.id,
                     token: t.to_text(),
                 });
@@ -799,6 +845,79 @@ fn new_token_events(ws: &Workspace, eval: &Evaluation) -> Result<Vec<Event>> {
         }
     }
     Ok(events)
+}
+
+/// Records the tokens of comment bodies GitHub delivered for pull request `n` (signed webhook
+/// payloads), whatever an evaluation of the pull request would say now: a pull request
+/// retargeted for a moment, a GitHub outage or an unsubmitted head must not make the gate drop
+/// a rejection whose comment may be gone by the next evaluation. Needs no GitHub call: the
+/// proposal comes from the ledger (`submitted` for pull request `n`), the signers from
+/// `allowed_signers` on the protected branch as last fetched. Only tokens bound to the proposal
+/// (`bound_pull`), whose signature verifies, from a key listed there (and not the gate's), are
+/// recorded. Returns how many were; an error (no gate key, an unreadable policy, the ledger)
+/// means nothing was recorded and the caller should keep the bodies.
+pub fn record_delivered(
+    ws: &Workspace,
+    n: u64,
+    delivered: &[Comment],
+    now: Timestamp,
+) -> Result<usize> {
+    let _lock = ws.lock()?;
+    ws.gate_key()?;
+    let mut proposals: Vec<String> = submitted_heads(ws)?
+        .into_iter()
+        .filter(|(_, pull, _)| *pull == n)
+        .map(|(p, _, _)| p)
+        .collect();
+    proposals.dedup();
+    if proposals.is_empty() {
+        // Not a pull request `submit` opened: nothing it carries can bind a proposal.
+        return Ok(0);
+    }
+    let tip = match ws.repo.refname_to_id(&remote_base_ref(ws)) {
+        Ok(b) => b,
+        Err(_) => git::branch_tip(&ws.repo, ws.branch())?,
+    };
+    let tree = ws.repo.find_commit(tip)?.tree()?;
+    let policy = crate::governance::policy::Policy::load(&git::policy_files(&ws.repo, &tree)?)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "the policy on {} ({tip}) does not parse, so delivered tokens cannot be checked against allowed_signers: {e}",
+                ws.branch()
+            )
+        })?;
+    let mut events = Vec::new();
+    for proposal in &proposals {
+        let mut known = recorded_tokens(ws, proposal)?;
+        for c in delivered {
+            for t in RawToken::extract_all(&c.body) {
+                if known.contains(&t) {
+                    continue;
+                }
+                let Some(pull) = bound_pull(ws, &t, proposal, n)? else {
+                    continue;
+                };
+                let Ok(v) = token::verify(&t) else { continue };
+                if policy.gate_key.as_ref() == Some(&v.key)
+                    || policy.signers.find(&v.key).is_empty()
+                {
+                    continue;
+                }
+                known.push(t.clone());
+                events.push(Event::TokenRecorded {
+                    proposal: proposal.clone(),
+                    pull,
+                    comment: c.id,
+                    token: t.to_text(),
+                });
+            }
+        }
+    }
+    let recorded = events.len();
+    if !events.is_empty() {
+        ws.record(events, now)?;
+    }
+    Ok(recorded)
 }
 
 /// Keeps one summary comment: edits the first comment carrying the marker (if this token may),
@@ -862,6 +981,13 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
     let branch = pull.head_branch.clone();
     let head = git::branch_tip(&ws.repo, &branch)?;
     let base = git::branch_tip(&ws.repo, ws.branch())?;
+    // Once `submit` has recorded a pull request for the proposal, that pull request carries it:
+    // one retargeted away or closed is never silently replaced by a new one (a veto recorded on
+    // it would otherwise be left behind with it). Checked before anything is pushed.
+    let recorded = match submitted_pulls(ws, &pull.proposal)?.last() {
+        Some(&r) => Some(recorded_pull(ws, gh, id, &branch, r)?),
+        None => None,
+    };
     git_cli(
         &ws.root,
         &[
@@ -885,7 +1011,10 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
         found.sort_by_key(|p| !recorded.contains(&p.number));
         Ok(found.into_iter().next())
     };
-    let existing = ours(gh)?;
+    let existing = match recorded {
+        Some(p) => Some(p),
+        None => ours(gh)?,
+    };
     let (p, created) = match existing {
         Some(p) if p.merged_at.is_some() => {
             return Err(refuse(
@@ -941,6 +1070,46 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
         created,
         head: head.to_string(),
     })
+}
+
+/// The pull request `submit` last recorded for proposal `id`, refused unless it still carries
+/// the proposal: open (or merged, which the caller refuses), from `branch` into the protected
+/// branch of this repository.
+fn recorded_pull(ws: &Workspace, gh: &GitHub, id: &str, branch: &str, r: u64) -> Result<GhPull> {
+    let p = gh.pull(r)?;
+    if p.merged_at.is_some() {
+        return Ok(p);
+    }
+    let open = matches!(p.state, Some(octocrab::models::IssueState::Open));
+    if proposal_shape(ws, &p).is_err() || p.head.ref_field != branch {
+        let head_repo = p
+            .head
+            .repo
+            .as_ref()
+            .and_then(|r| r.full_name.clone())
+            .unwrap_or_default();
+        return Err(refuse(
+            "E_PULL_RETARGETED",
+            format!(
+                "pull request #{r}, which carries proposal {id} (recorded by `atelier submit`), now targets `{}` from `{head_repo}:{}`; expected `{}` from `{}:{branch}`. Its approvals and rejections stay bound to it, so no new pull request is opened: retarget #{r} back to `{}` on GitHub (Edit, next to its title){}, then run `atelier submit {id}` again — or give the proposal up with `atelier close {id}`",
+                p.base.ref_field,
+                p.head.ref_field,
+                ws.branch(),
+                ws.config.forge.repository,
+                ws.branch(),
+                if open { "" } else { " and reopen it" },
+            ),
+        ));
+    }
+    if !open {
+        return Err(refuse(
+            "E_PULL_CLOSED",
+            format!(
+                "pull request #{r}, which carries proposal {id} (recorded by `atelier submit`), was closed on GitHub; expected it open. No new pull request is opened, so that its approvals and rejections stay with the proposal: reopen #{r} on GitHub, then run `atelier submit {id}` again — or give the proposal up with `atelier close {id}`"
+            ),
+        ));
+    }
+    Ok(p)
 }
 
 /// The pull request's body: the proposal record, its contract and evidence (carried in the
@@ -1104,7 +1273,7 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             let by = p.merged_by.as_ref().map(|a| a.login.clone());
             let me = own_account(gh)?;
             if by.as_deref() == Some(me.as_str()) {
-                return conclude(ws, gh, &intent, landed, Vec::new(), now);
+                return conclude(ws, gh, &intent, landed, Vec::new(), false, now);
             }
             let detail = format!(
                 "pull request #{n} was merged on GitHub as {landed} by {}, not by the gate's account ({me}), while the gate's own merge request was unanswered",
@@ -1121,7 +1290,10 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
         }
     }
     let run = gate_pr_locked(ws, gh, n, now, Publish::Verdict, Vec::new())?;
-    ws.record(vec![decision_event(&run.eval)], now)?;
+    // `merge --pr` records its decision every time (unless the evaluation just did).
+    if !run.decided {
+        ws.record(vec![decision_event(&run.eval)], now)?;
+    }
     if !run.eval.decision.allowed {
         push_ledger(ws)?;
         return Ok(PrMerge::Refused(Box::new(run)));
@@ -1217,12 +1389,33 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
         &intent,
         landed,
         eval.decision.approvers.clone(),
+        true,
         now,
     )
 }
 
 /// A merge on GitHub the gate did not make.
 const OUTSIDE: &str = "E_MERGED_OUTSIDE_GATE";
+/// GitHub's answer names a merge commit that is not the protected branch's new tip.
+const NOT_TIP: &str = "E_LANDED_NOT_TIP";
+
+/// Whether `commit` is on `tip`'s first-parent line, looking no further back than `stop` (the
+/// merged base: the merge, if there, is after it).
+fn on_first_parent_line(ws: &Workspace, tip: Oid, commit: Oid, stop: Oid) -> Result<bool> {
+    let mut walk = ws.repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    for oid in walk {
+        let oid = oid?;
+        if oid == commit {
+            return Ok(true);
+        }
+        if oid == stop {
+            return Ok(false);
+        }
+    }
+    Ok(false)
+}
 
 /// What the gate asked GitHub to merge.
 #[derive(Debug, Clone)]
@@ -1341,14 +1534,17 @@ fn recorded_merged(ws: &Workspace, proposal: &str, n: u64) -> Result<bool> {
         .any(|e| matches!(e, Event::Merged(m) if m.proposal == proposal && m.pull == n)))
 }
 
-/// Checks what landed against the request (parents [base, head], exactly the approved tree),
-/// records `merged` or an `alarm`, pushes the ledger and follows the local branch.
+/// Checks what landed against the request (the commit GitHub named is the branch's new tip, or
+/// with `fresh` false (a request from an earlier run) on its first-parent line; parents
+/// [base, head]; exactly the approved tree), records `merged` or an `alarm`, pushes the ledger
+/// and follows the local branch.
 fn conclude(
     ws: &Workspace,
     gh: &GitHub,
     intent: &Intent,
     landed: String,
     approvers: Vec<String>,
+    fresh: bool,
     now: Timestamp,
 ) -> Result<PrMerge> {
     let n = intent.pull;
@@ -1356,15 +1552,25 @@ fn conclude(
     let head = Oid::from_str(&intent.head)?;
     let tree = Oid::from_str(&intent.tree)?;
     let fetched_base = fetch_base(ws)?;
-    let commit = Oid::from_str(&landed)
-        .ok()
-        .and_then(|o| ws.repo.find_commit(o).ok())
-        .with_context(|| {
-            format!(
-                "GitHub reports merge commit `{landed}`, but it is not on {} after fetching",
-                ws.branch()
-            )
-        })?;
+    // GitHub's answer is not trusted: the commit it names must be what the protected branch
+    // now holds (its new tip; for a request concluded later, on its first-parent line).
+    let named = Oid::from_str(&landed).ok();
+    let on_branch = match named {
+        Some(o) if fresh => o == fetched_base,
+        Some(o) => on_first_parent_line(ws, fetched_base, o, base)?,
+        None => false,
+    };
+    let commit = match named.and_then(|o| ws.repo.find_commit(o).ok()) {
+        Some(c) if on_branch => c,
+        _ => {
+            let detail = format!(
+                "GitHub reports merge commit `{landed}` for pull request #{n}, but after fetching, {}'s tip is {fetched_base}{}: what the branch holds is not what GitHub said it merged",
+                ws.branch(),
+                if fresh { "" } else { " and the commit is not on its first-parent line" }
+            );
+            return Err(alarm(ws, gh, &intent.proposal, n, NOT_TIP, detail, now));
+        }
+    };
     let parents: Vec<Oid> = commit.parent_ids().collect();
     let problem = if commit.tree_id() != tree {
         Some((

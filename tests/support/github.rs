@@ -76,6 +76,10 @@ pub enum Fault {
     /// The next merge lands a tree with one extra file (`UNAPPROVED`) instead of the true merge
     /// result.
     LandDifferentTree,
+    /// The next merge lands as approved and is answered with that merge commit, but one more
+    /// commit (adding `UNAPPROVED`) is put on top of it on the base branch at the same time: the
+    /// answer's sha is no longer the branch's tip.
+    LandExtraCommitAfterMerge,
     /// The next merge lands, but its answer is lost (502), and the `then` requests after it
     /// fail with 502 too: a caller that stops there never learns the merge landed.
     MergeThenFail { then: u32 },
@@ -143,6 +147,7 @@ impl Emulator {
             faults: Vec::new(),
             move_head: 0,
             land_different_tree: 0,
+            land_extra_commit: 0,
             merge_then_fail: Vec::new(),
             denied: HashMap::new(),
             log: Vec::new(),
@@ -178,6 +183,7 @@ impl Emulator {
         match fault {
             Fault::MoveHeadBeforeMerge => st.move_head += 1,
             Fault::LandDifferentTree => st.land_different_tree += 1,
+            Fault::LandExtraCommitAfterMerge => st.land_extra_commit += 1,
             Fault::MergeThenFail { then } => st.merge_then_fail.push(then),
             other => st.faults.push(other),
         }
@@ -406,6 +412,7 @@ struct State {
     faults: Vec<Fault>,
     move_head: u32,
     land_different_tree: u32,
+    land_extra_commit: u32,
     merge_then_fail: Vec<u32>,
     denied: HashMap<String, Vec<String>>,
     log: Vec<Logged>,
@@ -1965,6 +1972,22 @@ impl State {
                 base_oid,
                 &format!("merge pull request #{n}"),
             )?;
+            if self.land_extra_commit > 0 {
+                self.land_extra_commit -= 1;
+                let mut builder = repo.treebuilder(Some(&tree))?;
+                let blob = repo.blob(b"not what was approved\n")?;
+                builder.insert("UNAPPROVED", blob, 0o100_644)?;
+                let extra_tree = repo.find_tree(builder.write()?)?;
+                let merged = repo.find_commit(merge)?;
+                let extra = repo.commit(None, &sig, &sig, "Extra", &extra_tree, &[&merged])?;
+                repo.reference_matching(
+                    &format!("refs/heads/{base_ref}"),
+                    extra,
+                    true,
+                    merge,
+                    "an extra commit",
+                )?;
+            }
             Ok(merge)
         })();
         let merge = match landed {
