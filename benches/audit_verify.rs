@@ -312,7 +312,10 @@ fn main() -> Result<()> {
     // beside the generated repositories, not in the user's state directory.
     if std::env::var_os("XDG_STATE_HOME").is_none() {
         let exe = std::env::current_exe()?;
-        let target = exe.parent().and_then(Path::parent).unwrap_or(Path::new("/tmp"));
+        let target = exe
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("/tmp"));
         std::env::set_var("XDG_STATE_HOME", target.join("atelier-bench").join("state"));
     }
     if std::env::var("ATELIER_BENCH_NO_GIT_CACHE").is_ok_and(|v| v == "1") {

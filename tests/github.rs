@@ -1832,3 +1832,85 @@ fn stalled_unsigned_connections_cannot_blind_serve_and_a_missed_delivery_loses_n
     assert!(merge.stdout.contains("E_VETOED"), "{merge:?}");
     assert_eq!(hub.emu.pull(n)["merged"], false);
 }
+
+// Issue 8, break 13: the GitHub twin of break 6. A proposal whose branch was given a file under
+// `.atelier/` before `submit` is refused by the gate, and the gate key on the gate machine stays.
+#[test]
+fn a_change_under_dot_atelier_never_merges_on_github() {
+    let hub = Hub::new();
+    let id = hub.env.propose_code();
+    let key_before = hub.env.read(".atelier/gate_key");
+    hub.env
+        .git(&["checkout", "-q", &format!("atelier/proposals/{id}")]);
+    hub.env.write(".atelier/gate_key", "attacker's key\n");
+    hub.env.git(&["add", "-f", ".atelier/gate_key"]);
+    hub.env.git(&["commit", "-q", "-m", "tweak"]);
+    hub.env.git(&["rm", "-q", "--cached", ".atelier/gate_key"]);
+    hub.env.git(&["checkout", "-q", "-f", "main"]);
+    hub.env.write(".atelier/gate_key", &key_before);
+    let n = hub.run(BOT, &["submit", &id, "--json"]).ok().json()["pull"]
+        .as_u64()
+        .expect("pull");
+    hub.approve(n, "alice", &[]).ok();
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert_eq!(crate::support::unmet(&v), ["E_RESERVED_PATH"], "{v:#}");
+    let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
+    assert!(merge.stdout.contains("E_RESERVED_PATH"), "{merge:?}");
+    assert_eq!(hub.emu.pull(n)["merged"], false);
+    assert_eq!(hub.env.read(".atelier/gate_key"), key_before);
+}
+
+// Issue 8, the anchors on GitHub: the merge commit GitHub lands carries the ledger checkpoint,
+// so a remote ledger rewound behind it is reported by any auditor, even from a fresh clone, and
+// a clone that verified the longer ledger refuses to take in the shorter one.
+#[test]
+fn a_remote_ledger_rewound_behind_a_merge_is_a_rollback() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.approve(n, "alice", &[]).ok();
+    let merged = hub
+        .run(BOT, &["merge", "--pr", &n.to_string(), "--json"])
+        .ok()
+        .json();
+    let commit = merged["commit"].as_str().expect("commit").to_string();
+    let message = hub.env.git(&["log", "-1", "--format=%B", &commit]);
+    assert!(message.contains("Atelier-Ledger: "), "{message}");
+    // An approver's clone takes in (and remembers) the ledger as it is after the merge.
+    let approver = hub.clone_remote("approver");
+    hub.run_in(&approver, "bob-token", &["gate", "--pr", &n.to_string()]);
+    assert!(hub
+        .env
+        .atelier_in(&approver, &["audit", "log"])
+        .ok()
+        .stdout
+        .contains("merged as"));
+    // Someone with push access rewinds the remote ledger to before the merge.
+    let dir = hub.auditor_clone();
+    hub.git_in(
+        &dir,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            "refs/atelier/ledger~3:refs/atelier/ledger",
+        ],
+    );
+    let fresh = hub.auditor_clone();
+    let run = hub.env.atelier_in(&fresh, &["audit", "verify"]).code(1);
+    assert!(run.stdout.contains("E_LEDGER_ROLLBACK"), "{}", run.stdout);
+    // The approver's clone, handed the rewound ledger, refuses it.
+    hub.git_in(&approver, &["update-ref", "-d", "refs/atelier/ledger"]);
+    let again = hub.run_in(
+        &approver,
+        "bob-token",
+        &["approve", "--pr", &n.to_string(), "--payload"],
+    );
+    assert_eq!(again.code, 1, "{again:?}");
+    assert!(
+        again.stderr.contains("E_LEDGER_ROLLBACK"),
+        "{}",
+        again.stderr
+    );
+}

@@ -16,7 +16,7 @@ use octocrab::models::pulls::PullRequest as GhPull;
 use octocrab::models::StatusState;
 
 use super::{
-    decision_event, evaluate_at, merge_message, refuse, ApproveOptions, Evaluation, Workspace,
+    decision_event, evaluate_at, merge_message_at, refuse, ApproveOptions, Evaluation, Workspace,
 };
 use crate::audit::ledger::{self, Event, MergeRecord};
 use crate::forge::github::GitHub;
@@ -225,6 +225,18 @@ fn checked_remote_ledger(ws: &Workspace, tip: Oid) -> Result<ledger::Snapshot> {
             )));
         }
     }
+    // A ledger that does not extend what this clone (or the branch) already saw is a rollback,
+    // whatever its signatures say.
+    let leaves = snap.leaf_hashes();
+    for floor in ws.floors()? {
+        ledger::check_floor(&leaves, &floor)?;
+    }
+    crate::audit::witness::remember(
+        &ws.repo,
+        &ws.origin(),
+        leaves.len() as u64,
+        &crate::audit::merkle::root(&leaves),
+    )?;
     Ok(snap)
 }
 
@@ -1310,8 +1322,9 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             .to_string(),
     };
     // Recorded before GitHub is asked: whatever happens next, the ledger knows what was meant.
-    ws.record(vec![intent.event()], now)?;
-    let message = merge_message(eval);
+    let snap = ws.record(vec![intent.event()], now)?;
+    // The merge commit carries the ledger's checkpoint: the branch anchors the ledger.
+    let message = merge_message_at(eval, Some(&snap));
     let (title, rest) = message.split_once("\n\n").unwrap_or((&message, ""));
     let reply = gh.merge(n, &intent.head, title, rest)?;
     let landed = match reply.status.as_u16() {
