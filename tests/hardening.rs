@@ -403,3 +403,95 @@ fn a_closed_stdout_never_turns_a_refusal_into_success() {
     assert_eq!(with_closed_stdout(&env, &["merge", &id]), 0);
     assert_eq!(with_closed_stdout(&env, &["audit", "verify"]), 0);
 }
+
+/// Runs atelier with a state directory of its own: a clone that remembers nothing (its memory
+/// lost, or never made), so only the other witnesses can tell.
+fn forgetful(env: &Env, args: &[&str]) -> crate::support::Run {
+    let state = env.tmp.path().join(format!("state-{}", std::process::id()));
+    let o = env
+        .command(bin())
+        .env("XDG_STATE_HOME", &state)
+        .arg("-C")
+        .arg(&env.repo)
+        .args(args)
+        .output()
+        .expect("run");
+    let _ = std::fs::remove_dir_all(&state);
+    crate::support::Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+// The approvers as witnesses, alone: the ledger is rewound to before an approval was recorded,
+// and the gate's clone has lost its memory; the approval's own checkpoint still tells.
+#[test]
+fn an_approvers_checkpoint_alone_catches_a_rewound_ledger() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let after_first = env.git(&["rev-parse", ledger::REF]);
+    env.propose(&[("README.md", "# second\n")], "Second");
+    // Alice's token saw the ledger with both proposals opened.
+    env.approve(&id, "alice").ok();
+    // Rewind to before the second proposal: alice's checkpoint is now beyond the ledger.
+    force_ref(&env, ledger::REF, after_first.trim());
+    let run = forgetful(&env, &["merge", &id, "--json"]).code(1);
+    let v = run.json();
+    assert_eq!(unmet(&v), ["E_LEDGER_ROLLBACK", "E_QUORUM_NOT_MET"], "{v:#}");
+    assert_eq!(
+        crate::support::token_codes(&v),
+        ["E_CHECKPOINT_MISMATCH"],
+        "{v:#}"
+    );
+    assert_eq!(
+        env.git(&["rev-list", "--count", "main"]).trim(),
+        "2",
+        "nothing merged"
+    );
+}
+
+// The branch as a witness, alone: after a completed merge the ledger is rewound behind it and the
+// gate's clone has lost its memory; the merge commit's checkpoint still tells, live and in a
+// fresh clone's audit.
+#[test]
+fn a_merge_commits_checkpoint_alone_catches_a_ledger_rewound_behind_it() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    let message = env.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(message.contains("Atelier-Ledger: "), "{message}");
+    let merged = entries(&env)
+        .into_iter()
+        .find(|e| e["kind"] == "merge-started")
+        .expect("merge-started");
+    let rewound = ledger_before(&env, merged["seq"].as_u64().expect("seq") - 1);
+    force_ref(&env, ledger::REF, &rewound.to_string());
+    // The clone that remembers refuses (break 2); one that lost its memory refuses too.
+    let run = forgetful(
+        &env,
+        &[
+            "propose",
+            "--patch",
+            env.patch(&[("README.md", "# next\n")])
+                .to_str()
+                .expect("utf8"),
+            "--title",
+            "Next",
+        ],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("E_LEDGER_ROLLBACK"), "{}", run.stderr);
+    assert!(run.stderr.contains("merge commit"), "{}", run.stderr);
+    let clone = env.tmp.path().join("fresh");
+    env.git(&[
+        "clone",
+        "-q",
+        env.repo.to_str().expect("utf8"),
+        clone.to_str().expect("utf8"),
+    ]);
+    fetch_ledger(&env, &clone, false);
+    let f = findings(&env, &clone);
+    assert!(f.contains(&"E_LEDGER_ROLLBACK".to_string()), "{f:?}");
+}
