@@ -438,7 +438,11 @@ fn an_approvers_checkpoint_alone_catches_a_rewound_ledger() {
     force_ref(&env, ledger::REF, after_first.trim());
     let run = forgetful(&env, &["merge", &id, "--json"]).code(1);
     let v = run.json();
-    assert_eq!(unmet(&v), ["E_LEDGER_ROLLBACK", "E_QUORUM_NOT_MET"], "{v:#}");
+    assert_eq!(
+        unmet(&v),
+        ["E_LEDGER_ROLLBACK", "E_QUORUM_NOT_MET"],
+        "{v:#}"
+    );
     assert_eq!(
         crate::support::token_codes(&v),
         ["E_CHECKPOINT_MISMATCH"],

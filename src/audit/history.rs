@@ -781,8 +781,9 @@ fn examine(
                 "E_LEDGER_ROLLBACK",
                 Some(sha.clone()),
                 format!(
-                    "merge commit {sha} on {branch} carries the ledger checkpoint of size {size} (root {}), but {why}: the ledger was rewound or replaced",
-                    hex::encode(root)
+                    "merge commit {sha} on {branch} carries the ledger checkpoint of size {size} (root {}), but {why}: the ledger was rewound or replaced (or the ledger that goes with this branch was not fetched: `git fetch origin {r}:{r}`)",
+                    hex::encode(root),
+                    r = ledger::REF
                 ),
             ))
         });

@@ -156,7 +156,7 @@ pub enum LedgerError {
     Moved { expected: String, found: String },
     #[error("E_CLOCK_BEHIND_LEDGER: the clock says {now}, but the ledger's last entry is from {last}; ledger time never goes backwards — fix the clock (or ATELIER_NOW)")]
     ClockBehind { now: String, last: String },
-    #[error("E_LEDGER_ROLLBACK: the ledger was rewound: {source_} names a ledger of {size} entries with root {root}, but {found}; nothing was appended — find who reset {REF} (every clone and merge commit that saw the longer ledger is a witness), and restore it")]
+    #[error("E_LEDGER_ROLLBACK: the ledger does not extend what a witness saw: {source_} names a ledger of {size} entries with root {root}, but {found}; nothing was changed — if this clone only lacks the newer ledger, fetch it (`git fetch origin {REF}:{REF}`, without `+`) and retry; otherwise it was rewound: find who reset {REF} and restore it from a clone that has the longer one")]
     Rollback {
         /// Who saw the longer ledger: this clone, a merge commit, an approval token.
         source_: String,

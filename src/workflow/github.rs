@@ -125,7 +125,7 @@ pub fn sync_ledger(ws: &Workspace) -> Result<()> {
         &["ls-remote", &ws.config.forge.remote, ledger::REF],
     )?;
     if advertised.is_empty() {
-        return Ok(());
+        return ws.check_floors();
     }
     fetch(ws, &[format!("+{}:{fetched}", ledger::REF)])?;
     let theirs = ws.repo.refname_to_id(fetched)?;
@@ -172,6 +172,9 @@ pub fn sync_ledger(ws: &Workspace) -> Result<()> {
                 .reference(ledger::REF, theirs, false, "atelier: ledger from remote")?;
         }
     }
+    // Whatever was (or was not) taken in, the ledger this clone now holds must extend what it
+    // and the branch saw before.
+    ws.check_floors()?;
     Ok(())
 }
 
@@ -658,7 +661,10 @@ fn gate_pr_locked(
 ) -> Result<GateRun> {
     let mut notes = Vec::new();
     if let Err(e) = sync_ledger(ws) {
-        if e.downcast_ref::<super::Refusal>().is_some() {
+        let rollback = e
+            .downcast_ref::<ledger::LedgerError>()
+            .is_some_and(|l| matches!(l, ledger::LedgerError::Rollback { .. }));
+        if rollback || e.downcast_ref::<super::Refusal>().is_some() {
             return Err(e);
         }
         notes.push(format!("the remote ledger could not be read: {e:#}"));
@@ -1325,6 +1331,9 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
     let snap = ws.record(vec![intent.event()], now)?;
     // The merge commit carries the ledger's checkpoint: the branch anchors the ledger.
     let message = merge_message_at(eval, Some(&snap));
+    // Published before the merge exists: a clone that sees the merge commit can always fetch a
+    // ledger that extends the checkpoint it names (otherwise it would look like a rollback).
+    push_ledger(ws)?;
     let (title, rest) = message.split_once("\n\n").unwrap_or((&message, ""));
     let reply = gh.merge(n, &intent.head, title, rest)?;
     let landed = match reply.status.as_u16() {
