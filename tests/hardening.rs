@@ -499,3 +499,80 @@ fn a_merge_commits_checkpoint_alone_catches_a_ledger_rewound_behind_it() {
     let f = findings(&env, &clone);
     assert!(f.contains(&"E_LEDGER_ROLLBACK".to_string()), "{f:?}");
 }
+
+/// Proposes `patch` and returns the id.
+fn propose_patch(env: &Env, patch: &std::path::Path, title: &str) -> String {
+    env.atelier(&[
+        "propose",
+        "--patch",
+        patch.to_str().expect("utf8"),
+        "--title",
+        title,
+    ])
+    .ok()
+    .stdout
+    .trim()
+    .to_string()
+}
+
+// A merge must never write through a link in the checkout: first a link is merged, then a change
+// that turns it into a file. Both the gate key and a file outside the repository stay.
+#[test]
+fn a_merge_never_writes_through_a_link_in_the_checkout() {
+    let env = Env::new();
+    let outside = env.tmp.path().join("victim.txt");
+    std::fs::write(&outside, "ORIGINAL\n").expect("write");
+    let key_before = env.read(".atelier/gate_key");
+    for (link, target) in [
+        ("o", outside.to_str().expect("utf8").to_string()),
+        ("k", ".atelier/gate_key".to_string()),
+    ] {
+        std::os::unix::fs::symlink(&target, env.repo.join(link)).expect("symlink");
+        env.git(&["add", link]);
+        let diff = env.git(&["diff", "--cached", "--binary"]);
+        env.git(&["reset", "-q", "--hard"]);
+        let patch = env.file(&format!("link-{link}.patch"), &diff);
+        let id = propose_patch(&env, &patch, "A link");
+        env.approve(&id, "alice").ok();
+        env.atelier(&["merge", &id]).ok();
+        // The link is now tracked and checked out; the next change makes it a file.
+        let blob = {
+            let p = env.file("pwned", "PWNED\n");
+            env.git(&["hash-object", "-w", p.to_str().expect("utf8")])
+        };
+        let index = env.tmp.path().join("other-index");
+        let with_index = |args: &[&str]| {
+            let out = env
+                .command("git")
+                .env("GIT_INDEX_FILE", &index)
+                .args(args)
+                .output()
+                .expect("git");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        with_index(&["read-tree", "main"]);
+        with_index(&[
+            "update-index",
+            "--cacheinfo",
+            &format!("100644,{},{link}", blob.trim()),
+        ]);
+        let tree = with_index(&["write-tree"]);
+        let diff = env.git(&["diff", "--binary", "main", &tree]);
+        let patch = env.file(&format!("file-{link}.patch"), &diff);
+        let id = propose_patch(&env, &patch, "A file");
+        env.approve(&id, "alice").ok();
+        let run = env.atelier(&["merge", &id]).ok();
+        assert!(run.stderr.contains("left as they were"), "{}", run.stderr);
+    }
+    assert_eq!(
+        std::fs::read_to_string(&outside).expect("read"),
+        "ORIGINAL\n"
+    );
+    assert_eq!(env.read(".atelier/gate_key"), key_before);
+    env.atelier(&["audit", "verify"]).ok();
+}

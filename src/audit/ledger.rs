@@ -292,6 +292,29 @@ pub fn read_at(repo: &Repository, commit: Oid) -> Result<Snapshot, LedgerError> 
     })
 }
 
+/// The adoption commit the current ledger's first entry names, read from its first chunk only.
+pub fn adopted_commit(repo: &Repository) -> Result<Option<String>, LedgerError> {
+    let Some(tip) = tip(repo)? else {
+        return Ok(None);
+    };
+    let tree = repo.find_commit(tip)?.tree()?;
+    let Ok(first) = tree.get_path(std::path::Path::new("entries/00000000.jsonl")) else {
+        return Ok(None);
+    };
+    let Ok(blob) = repo.find_blob(first.id()) else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(blob.content());
+    Ok(text
+        .lines()
+        .next()
+        .and_then(|l| Entry::parse(l).ok())
+        .and_then(|e| match e.event {
+            Event::Adopted { commit, .. } => Some(commit),
+            _ => None,
+        }))
+}
+
 /// Reads the current ledger, if there is one.
 pub fn read(repo: &Repository) -> Result<Option<Snapshot>, LedgerError> {
     match tip(repo)? {

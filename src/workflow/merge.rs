@@ -199,17 +199,30 @@ pub(super) fn checkout_is_clean(ws: &Workspace, merged_tree: Oid) -> Result<Opti
     let tree = repo.find_tree(merged_tree)?;
     let index = repo.index()?;
     for path in git::changed_paths(repo, &current, &tree)? {
+        // Every component on the way, and the path itself, is looked at without following
+        // links: a link in the checkout (even a tracked one) would let the checkout write
+        // through it, into `.atelier/` or anywhere else.
         let mut prefix = std::path::PathBuf::new();
-        for part in path.split('/') {
+        let parts: Vec<&str> = path.split('/').collect();
+        for (i, part) in parts.iter().enumerate() {
             prefix.push(part);
-            let tracked = index.get_path(&prefix, 0).is_some();
-            let on_disk = std::fs::symlink_metadata(ws.root.join(&prefix));
-            let is_dir = on_disk.as_ref().is_ok_and(|m| m.is_dir());
-            if on_disk.is_ok() && !tracked && !is_dir {
+            let last = i + 1 == parts.len();
+            let meta = match std::fs::symlink_metadata(ws.root.join(&prefix)) {
+                Ok(m) => m,
+                Err(_) => break,
+            };
+            if meta.file_type().is_symlink() {
                 return Ok(Some(false));
             }
-            if is_dir && prefix.as_os_str().len() == path.len() {
-                // A directory where the merge writes a file.
+            let tracked = index.get_path(&prefix, 0).is_some();
+            if meta.is_dir() {
+                if last {
+                    // A directory where the merge writes a file.
+                    return Ok(Some(false));
+                }
+            } else if !tracked || !last {
+                // A file git does not track where the merge writes, or a file where the merge
+                // needs a directory.
                 return Ok(Some(false));
             }
         }
