@@ -576,3 +576,68 @@ fn a_merge_never_writes_through_a_link_in_the_checkout() {
     assert_eq!(env.read(".atelier/gate_key"), key_before);
     env.atelier(&["audit", "verify"]).ok();
 }
+
+// The machine's memory is keyed by the repository's adoption, not by anything in the clone:
+// moving `.git` or renaming the repository in atelier.toml does not make it forget.
+#[test]
+fn moving_the_git_directory_or_renaming_the_repository_does_not_escape_the_memory() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let before = env.git(&["rev-parse", ledger::REF]);
+    env.reject(&id, "bob").ok();
+    force_ref(&env, ledger::REF, before.trim());
+    let forge = env.repo.join(format!(".atelier/forge/pulls/{id}.json"));
+    let mut pull: Value =
+        serde_json::from_str(&std::fs::read_to_string(&forge).expect("forge")).expect("json");
+    pull["comments"] = Value::Array(Vec::new());
+    std::fs::write(&forge, serde_json::to_vec(&pull).expect("json")).expect("write");
+    std::fs::rename(env.repo.join(".git"), env.repo.join(".git-moved")).expect("mv");
+    std::fs::write(env.repo.join(".git"), "gitdir: .git-moved\n").expect("gitfile");
+    env.approve(&id, "alice").code(1);
+    let run = env.atelier(&["merge", &id]).code(1);
+    assert!(run.stderr.contains("E_LEDGER_ROLLBACK"), "{}", run.stderr);
+    let config = env.read("atelier.toml");
+    env.write(
+        "atelier.toml",
+        &config.replace(
+            "repository = \"local/repo\"",
+            "repository = \"local/other\"",
+        ),
+    );
+    let run = env.atelier(&["merge", &id]).code(1);
+    assert!(
+        run.stderr.contains("E_LEDGER_ROLLBACK") || run.stderr.contains("E_LEDGER_CORRUPT"),
+        "{}",
+        run.stderr
+    );
+}
+
+// A new repository made where another one was (a re-run demo, a fresh `git init`) is not taken
+// for a rewind of the old one.
+#[test]
+fn a_new_repository_at_the_same_path_starts_a_memory_of_its_own() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    std::fs::remove_dir_all(&env.repo).expect("rm");
+    std::fs::create_dir_all(&env.repo).expect("mkdir");
+    env.git(&["init", "-q", "-b", "main", "."]);
+    env.git(&["config", "user.email", crate::support::PROPOSER]);
+    env.git(&["config", "user.name", "Proposer"]);
+    env.write("README.md", "# another project\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "initial"]);
+    env.atelier(&["init"]).ok();
+    let signers = env.read("policies/allowed_signers");
+    env.write(
+        "policies/allowed_signers",
+        &format!("{signers}{}\n", env.keygen("carol")),
+    );
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "Adopt atelier"]);
+    let id = env.propose(&[("README.md", "# another project, improved\n")], "Improve");
+    env.approve(&id, "carol").ok();
+    env.atelier(&["merge", &id]).ok();
+    env.atelier(&["audit", "verify"]).ok();
+}

@@ -556,7 +556,7 @@ pub fn verify(
     }
     // Each worker opens its own repository handle (git2 handles are not shared between
     // threads), takes the next slice of commits, gathers each merge's inputs and runs the gate.
-    witnesses(repo, repository, branch, &mut index, &mut report)?;
+    witnesses(repo, branch, &mut index, &mut report)?;
     let roots = std::mem::take(&mut index.roots);
     let commits: Vec<Oid> = line.iter().skip(1).copied().collect();
     report.commits_checked = commits.len();
@@ -638,8 +638,13 @@ pub fn verify(
     // A ledger that verified cleanly becomes this clone's floor: a later, shorter one is a
     // rollback.
     if report.findings.is_empty() {
-        if let Some(root) = roots.last() {
-            witness::remember(repo, &ledger::origin(repository), roots.len() as u64, root)?;
+        if let (Some(root), Some(adopted)) = (roots.last(), &index.adopted) {
+            witness::remember(
+                adopted,
+                roots.len() as u64,
+                root,
+                &format!("a clean audit verify of {}", repo.path().display()),
+            )?;
         }
     }
     Ok(report)
@@ -650,12 +655,16 @@ pub fn verify(
 /// one of them was rewound (`E_LEDGER_ROLLBACK`).
 fn witnesses(
     repo: &Repository,
-    repository: &str,
     branch: &str,
     index: &mut LedgerIndex,
     report: &mut VerifyReport,
 ) -> Result<()> {
-    match witness::load(repo, &ledger::origin(repository)) {
+    let adoption = index
+        .adopted
+        .clone()
+        .or_else(|| report.adoption.clone())
+        .unwrap_or_default();
+    match witness::load(&adoption) {
         Ok(Some(floor)) => {
             if let Some(why) = not_a_prefix(&index.roots, floor.size, &floor.root) {
                 report.findings.push(finding(

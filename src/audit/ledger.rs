@@ -360,6 +360,12 @@ pub fn append_above(
                     ))
                 },
             )?;
+            if cp.origin != origin {
+                return Err(LedgerError::Corrupt(format!(
+                    "the last checkpoint names the ledger `{}`, but the configured repository makes it `{origin}` (was `repository` in atelier.toml changed?)",
+                    cp.origin
+                )));
+            }
             if cp.size != s.lines.len() as u64 || cp.root != merkle::root(&old_leaves) {
                 return Err(LedgerError::Corrupt(format!(
                     "the stored entries ({} lines) do not match the last checkpoint (size {})",

@@ -1,26 +1,31 @@
-//! Each clone's memory of the largest ledger it has verified: the clone as a witness.
+//! Each machine's memory of the largest ledger it has verified: its clones as witnesses.
 //!
 //! A ledger that only checks itself can be rewound: reset `refs/atelier/ledger` to an older
-//! signed commit and every signature still verifies. So every clone remembers, outside its
-//! working tree and outside `.git`, the size and root of the largest ledger it verified, and
-//! refuses (`E_LEDGER_ROLLBACK`, with an RFC 6962 consistency proof) any ledger that does not
-//! extend it. The memory lives in the user's state directory (`$XDG_STATE_HOME/atelier/witness/`,
-//! else `~/.local/state/atelier/witness/`), one file per clone (keyed by the canonical path of
-//! its git directory and the ledger's origin), so nothing that writes only the repository — a
-//! worker in a worktree, a pushed ref, an edited `.atelier/` — can lower it.
+//! signed commit and every signature still verifies. So the largest ledger a clone verified is
+//! remembered outside the repository, in the user's state directory
+//! (`$XDG_STATE_HOME/atelier/witness/`, else `~/.local/state/atelier/witness/`), and any ledger
+//! that does not extend it is refused (`E_LEDGER_ROLLBACK`, with an RFC 6962 consistency proof).
+//!
+//! The memory is keyed by the repository's adoption commit (the ledger's first entry names it),
+//! never by anything the clone's files can change: not the clone's path (a moved `.git` would
+//! start afresh) and not the repository name in `atelier.toml`. Every clone of one repository on
+//! this machine shares it, and a different repository later made at the same path (a new `git
+//! init`, a re-run demo) has another adoption commit and so another memory.
+//!
+//! Only ledgers verified under a key the writer can trust raise it: the gate's own appends
+//! (checked under the gate's private key) and an `audit verify` without findings.
 
 use std::path::PathBuf;
 
-use git2::Repository;
 use sha2::{Digest, Sha256};
 
 use super::ledger::{Floor, LedgerError};
 use super::merkle::Hash;
 
-const HEADER: &str = "atelier witness 1";
+const HEADER: &str = "atelier witness 2";
 
-/// Where this clone's memory of `origin`'s ledger lives; `None` without a home directory.
-pub fn path(repo: &Repository, origin: &str) -> Option<PathBuf> {
+/// Where the memory of the repository adopted at `adoption` lives; `None` without a home.
+pub fn path(adoption: &str) -> Option<PathBuf> {
     let base = std::env::var_os("XDG_STATE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -29,13 +34,7 @@ pub fn path(repo: &Repository, origin: &str) -> Option<PathBuf> {
                 .filter(|v| !v.is_empty())
                 .map(|h| PathBuf::from(h).join(".local/state"))
         })?;
-    let gitdir = repo.commondir();
-    let canonical = std::fs::canonicalize(gitdir).unwrap_or_else(|_| gitdir.to_path_buf());
-    let mut h = Sha256::new();
-    h.update(canonical.to_string_lossy().as_bytes());
-    h.update([0]);
-    h.update(origin.as_bytes());
-    let id = hex::encode(&h.finalize()[..16]);
+    let id = hex::encode(&Sha256::digest(adoption.as_bytes())[..16]);
     Some(
         base.join("atelier")
             .join("witness")
@@ -43,9 +42,9 @@ pub fn path(repo: &Repository, origin: &str) -> Option<PathBuf> {
     )
 }
 
-/// The largest ledger this clone verified, if it remembers one.
-pub fn load(repo: &Repository, origin: &str) -> Result<Option<Floor>, LedgerError> {
-    let Some(path) = path(repo, origin) else {
+/// The largest ledger verified on this machine for the repository adopted at `adoption`.
+pub fn load(adoption: &str) -> Result<Option<Floor>, LedgerError> {
+    let Some(path) = path(adoption) else {
         return Ok(None);
     };
     let text = match std::fs::read_to_string(&path) {
@@ -53,23 +52,22 @@ pub fn load(repo: &Repository, origin: &str) -> Result<Option<Floor>, LedgerErro
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             return Err(LedgerError::Io(format!(
-                "reading this clone's ledger memory {}: {e}",
+                "reading this machine's ledger memory {}: {e}",
                 path.display()
             )))
         }
     };
     let bad = |what: &str| {
         LedgerError::Io(format!(
-            "{}: {what}; this clone's memory of the ledger is damaged — delete the file only if you know the ledger was not rewound (`atelier audit verify` on another clone tells)",
+            "{}: {what}; this machine's memory of the ledger is damaged — delete the file only if you know the ledger was not rewound (`atelier audit verify` on another clone tells)",
             path.display()
         ))
     };
-    let mut size = None;
-    let mut root = None;
     let mut lines = text.lines();
     if lines.next() != Some(HEADER) {
         return Err(bad(&format!("expected the first line `{HEADER}`")));
     }
+    let (mut size, mut root, mut adopted) = (None, None, None);
     for line in lines {
         match line.split_once(' ') {
             Some(("size", v)) => size = v.parse::<u64>().ok(),
@@ -78,31 +76,33 @@ pub fn load(repo: &Repository, origin: &str) -> Result<Option<Floor>, LedgerErro
                     .ok()
                     .and_then(|b| <Hash>::try_from(b.as_slice()).ok())
             }
+            Some(("adoption", v)) => adopted = Some(v.to_string()),
             _ => {}
         }
+    }
+    if adopted.as_deref() != Some(adoption) {
+        return Err(bad(&format!("expected `adoption {adoption}`")));
     }
     match (size, root) {
         (Some(size), Some(root)) => Ok(Some(Floor {
             size,
             root,
-            source: format!("this clone verified it before ({})", path.display()),
+            source: format!(
+                "this machine verified it before (its memory {})",
+                path.display()
+            ),
         })),
         _ => Err(bad("expected `size N` and `root HEX` lines")),
     }
 }
 
 /// Remembers a verified ledger of `size` entries with `root`, unless a larger one is remembered
-/// already. Written atomically.
-pub fn remember(
-    repo: &Repository,
-    origin: &str,
-    size: u64,
-    root: &Hash,
-) -> Result<(), LedgerError> {
-    let Some(path) = path(repo, origin) else {
+/// already. Written atomically. `note` is for people reading the file (where it came from).
+pub fn remember(adoption: &str, size: u64, root: &Hash, note: &str) -> Result<(), LedgerError> {
+    let Some(path) = path(adoption) else {
         return Ok(());
     };
-    if load(repo, origin)
+    if load(adoption)
         .ok()
         .flatten()
         .is_some_and(|f| f.size >= size)
@@ -110,13 +110,13 @@ pub fn remember(
         return Ok(());
     }
     let text = format!(
-        "{HEADER}\nrepository {}\norigin {origin}\nsize {size}\nroot {}\n",
-        repo.commondir().display(),
+        "{HEADER}\n# {}\nadoption {adoption}\nsize {size}\nroot {}\n",
+        note.replace('\n', " "),
         hex::encode(root)
     );
     crate::fsutil::atomic_write(&path, text.as_bytes()).map_err(|e| {
         LedgerError::Io(format!(
-            "writing this clone's ledger memory {}: {e:#}",
+            "writing this machine's ledger memory {}: {e:#}",
             path.display()
         ))
     })

@@ -234,12 +234,6 @@ fn checked_remote_ledger(ws: &Workspace, tip: Oid) -> Result<ledger::Snapshot> {
     for floor in ws.floors()? {
         ledger::check_floor(&leaves, &floor)?;
     }
-    crate::audit::witness::remember(
-        &ws.repo,
-        &ws.origin(),
-        leaves.len() as u64,
-        &crate::audit::merkle::root(&leaves),
-    )?;
     Ok(snap)
 }
 

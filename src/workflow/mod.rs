@@ -137,9 +137,30 @@ impl Workspace {
             &key,
             &floors,
         )?;
-        let root = crate::audit::merkle::root(&snap.leaf_hashes());
-        witness::remember(&self.repo, &self.origin(), snap.lines.len() as u64, &root)?;
+        // Appended under the gate's own key: this ledger is verified, and this machine
+        // remembers it.
+        if let Some(adoption) = self.witness_adoption()? {
+            let root = crate::audit::merkle::root(&snap.leaf_hashes());
+            witness::remember(
+                &adoption,
+                snap.lines.len() as u64,
+                &root,
+                &format!("appended by the gate in {}", self.root.display()),
+            )?;
+        }
         Ok(snap)
+    }
+
+    /// The adoption commit that keys this machine's memory of the ledger: the one the ledger's
+    /// first entry names, or (without a ledger) the protected branch's.
+    pub fn witness_adoption(&self) -> Result<Option<String>> {
+        if let Some(a) = ledger::adopted_commit(&self.repo)? {
+            return Ok(Some(a));
+        }
+        Ok(adoption_commit(&self.repo, self.branch())
+            .ok()
+            .flatten()
+            .map(|o| o.to_string()))
     }
 
     /// The ledger's origin line (`atelier/<repository>/ledger`).
@@ -150,9 +171,10 @@ impl Workspace {
     /// The checkpoints this repository's ledger must extend: the largest this clone verified,
     /// and the one the protected branch's latest gate merge carries.
     pub fn floors(&self) -> Result<Vec<ledger::Floor>> {
-        let mut floors: Vec<ledger::Floor> = witness::load(&self.repo, &self.origin())?
-            .into_iter()
-            .collect();
+        let mut floors: Vec<ledger::Floor> = match self.witness_adoption()? {
+            Some(adoption) => witness::load(&adoption)?.into_iter().collect(),
+            None => Vec::new(),
+        };
         floors.extend(branch_floor(&self.repo, self.branch())?);
         Ok(floors)
     }
@@ -171,8 +193,9 @@ impl Workspace {
     }
 
     /// The current ledger, after checking it extends every floor (`E_LEDGER_ROLLBACK`) and that
-    /// its checkpoint is signed by the gate key the protected branch publishes and covers its
-    /// entries; this clone then remembers it. `None` when there is no ledger yet.
+    /// its checkpoint is signed by the gate key (this machine's own, where it holds it; else the
+    /// one the protected branch publishes) and covers its entries. `None` when there is no
+    /// ledger yet. Writes nothing.
     pub fn verified_ledger(&self) -> Result<Option<ledger::Snapshot>> {
         let Some(snap) = ledger::read(&self.repo)? else {
             return Ok(None);
@@ -181,15 +204,20 @@ impl Workspace {
         for floor in self.floors()? {
             ledger::check_floor(&leaves, &floor)?;
         }
-        let tree = self
-            .repo
-            .find_commit(git::branch_tip(&self.repo, self.branch())?)?
-            .tree()?;
-        let key = git::read_file(&self.repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
-            .and_then(|b| String::from_utf8(b).ok())
-            .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
-            .and_then(|k| k.key_data().ed25519().map(|e| e.0))
-            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok());
+        let key = match self.gate_key() {
+            Ok(k) => Some(k.verifying_key()),
+            Err(_) => {
+                let tree = self
+                    .repo
+                    .find_commit(git::branch_tip(&self.repo, self.branch())?)?
+                    .tree()?;
+                git::read_file(&self.repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
+                    .and_then(|b| String::from_utf8(b).ok())
+                    .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
+                    .and_then(|k| k.key_data().ed25519().map(|e| e.0))
+                    .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+            }
+        };
         let cp = key.and_then(|k| {
             crate::audit::checkpoint::Checkpoint::verify(&snap.checkpoint, ledger::KEY_NAME, &[k])
                 .ok()
@@ -204,7 +232,6 @@ impl Workspace {
             ))
             .into());
         }
-        witness::remember(&self.repo, &self.origin(), leaves.len() as u64, &root)?;
         Ok(Some(snap))
     }
 }
