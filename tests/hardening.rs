@@ -641,3 +641,50 @@ fn a_new_repository_at_the_same_path_starts_a_memory_of_its_own() {
     env.atelier(&["merge", &id]).ok();
     env.atelier(&["audit", "verify"]).ok();
 }
+
+// Only the gate's signature makes a merge commit's checkpoint a witness: a commit pushed to the
+// branch with a made-up `Atelier-Ledger:` line is a bypass, never a reason to halt the gate.
+#[test]
+fn an_unsigned_ledger_line_on_the_branch_halts_nothing() {
+    let env = Env::new();
+    env.write("README.md", "# bypass\n");
+    env.git(&["add", "-A"]);
+    env.git(&[
+        "commit",
+        "-q",
+        "-m",
+        &format!(
+            "quick fix\n\nAtelier-Ledger: 1000000 {} AAAA",
+            "0".repeat(64)
+        ),
+    ]);
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    let f = findings(&env, &env.repo);
+    assert_eq!(f, ["E_UNLEDGERED_COMMIT"], "{f:?}");
+}
+
+// A listed signer's token copied from another repository (their history is public) carries a
+// checkpoint of that repository's ledger: it witnesses nothing here, live or in audit.
+#[test]
+fn a_token_from_another_repository_is_no_witness() {
+    use atelier::governance::token::{self, Payload};
+    let env = Env::new();
+    let id = env.propose_code();
+    let key = atelier::workflow::read_signing_key(&env.key("alice")).expect("key");
+    let text = env.atelier(&["approve", &id, "--payload"]).ok().stdout;
+    let mut p = Payload::parse(&text).expect("payload");
+    p.repository = "someone/else".into();
+    p.checkpoint = Some(token::SeenCheckpoint {
+        size: 9_999,
+        root: "ab".repeat(32),
+    });
+    let foreign = env.file("foreign", &token::sign(&p, &key).to_text());
+    env.atelier(&["approve", &id, "--token", foreign.to_str().expect("utf8")])
+        .ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_QUORUM_NOT_MET"], "{v:#}");
+    env.atelier(&["audit", "verify"]).ok();
+}

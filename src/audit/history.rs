@@ -58,7 +58,7 @@ struct LedgerIndex {
     /// completed): each is a finding.
     contradictions: Vec<String>,
     /// Tokens recorded with the ledger checkpoint their signer saw, and where they were recorded.
-    claims: Vec<(u64, RawToken)>,
+    claims: Vec<(u64, String, RawToken)>,
     /// The time of the latest entry, to check that ledger time never goes backwards.
     last_at: Option<i64>,
     /// Merkle root after each entry (index i = root of size i + 1).
@@ -332,7 +332,7 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             for t in RawToken::extract_all(&token) {
                 let payload = crate::governance::token::Payload::parse(&t.payload);
                 if payload.as_ref().is_ok_and(|p| p.checkpoint.is_some()) {
-                    index.claims.push((seq, t.clone()));
+                    index.claims.push((seq, proposal.clone(), t.clone()));
                 }
                 let reject =
                     payload.is_ok_and(|p| p.decision == crate::governance::token::Verdict::Reject);
@@ -556,7 +556,7 @@ pub fn verify(
     }
     // Each worker opens its own repository handle (git2 handles are not shared between
     // threads), takes the next slice of commits, gathers each merge's inputs and runs the gate.
-    witnesses(repo, branch, &mut index, &mut report)?;
+    witnesses(repo, repository, branch, &mut index, &mut report)?;
     let roots = std::mem::take(&mut index.roots);
     let commits: Vec<Oid> = line.iter().skip(1).copied().collect();
     report.commits_checked = commits.len();
@@ -564,6 +564,7 @@ pub fn verify(
     let path = repo.path().to_path_buf();
     let index_ref = &index;
     let roots_ref = &roots;
+    let keys_ref = &keys[..];
     let outcomes: Vec<Result<Vec<Outcome>>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..jobs.max(1))
             .map(|_| {
@@ -579,7 +580,8 @@ pub fn verify(
                         }
                         for (i, oid) in commits.iter().enumerate().skip(start).take(SLICE) {
                             let o = examine(
-                                &repo, &mut cache, index_ref, roots_ref, repository, branch, *oid,
+                                &repo, &mut cache, index_ref, roots_ref, keys_ref, repository,
+                                branch, *oid,
                             )?;
                             out.push(Outcome { seq: i, ..o });
                         }
@@ -655,6 +657,7 @@ pub fn verify(
 /// one of them was rewound (`E_LEDGER_ROLLBACK`).
 fn witnesses(
     repo: &Repository,
+    repository: &str,
     branch: &str,
     index: &mut LedgerIndex,
     report: &mut VerifyReport,
@@ -692,10 +695,15 @@ fn witnesses(
     let Ok(policy) = Policy::load(&git::policy_files(repo, &tree)?) else {
         return Ok(());
     };
-    for (seq, raw) in claims {
+    for (seq, proposal, raw) in claims {
         let Ok(v) = crate::governance::token::verify(&raw) else {
             continue;
         };
+        // Only a token bound to this repository and the proposal it was recorded for is a
+        // witness of this ledger (a listed signer's tokens from other repositories are public).
+        if v.payload.repository != repository || v.payload.proposal != proposal {
+            continue;
+        }
         let Some(principal) = policy
             .signers
             .find(&v.key)
@@ -768,11 +776,13 @@ struct Outcome {
 
 /// Checks one commit after adoption: recorded in the ledger, shaped as recorded, and allowed by
 /// the gate under the policy of its base.
+#[allow(clippy::too_many_arguments)]
 fn examine(
     repo: &Repository,
     cache: &mut PolicyCache,
     index: &LedgerIndex,
     roots: &[Hash],
+    keys: &[VerifyingKey],
     repository: &str,
     branch: &str,
     oid: Oid,
@@ -782,16 +792,18 @@ fn examine(
     // The branch anchors the ledger: every checkpoint a merge commit carries must be a prefix
     // of the ledger.
     // (Without a ledger at all, `E_LEDGER_MISSING` says it once.)
-    let anchor = ledger::ledger_trailer(commit.message().unwrap_or(""))
+    let anchor = ledger::Anchor::parse(commit.message().unwrap_or(""))
         .filter(|_| !roots.is_empty())
-        .and_then(|(size, root)| {
-            let why = not_a_prefix(roots, size, &root)?;
+        .filter(|a| a.verifies(&ledger::origin(repository), keys))
+        .and_then(|a| {
+            let why = not_a_prefix(roots, a.size, &a.root)?;
             Some(finding(
                 "E_LEDGER_ROLLBACK",
                 Some(sha.clone()),
                 format!(
-                    "merge commit {sha} on {branch} carries the ledger checkpoint of size {size} (root {}), but {why}: the ledger was rewound or replaced (or the ledger that goes with this branch was not fetched: `git fetch origin {r}:{r}`)",
-                    hex::encode(root),
+                    "merge commit {sha} on {branch} carries the gate-signed ledger checkpoint of size {} (root {}), but {why}: the ledger was rewound or replaced (or the ledger that goes with this branch was not fetched: `git fetch origin {r}:{r}`)",
+                    a.size,
+                    hex::encode(a.root),
                     r = ledger::REF
                 ),
             ))

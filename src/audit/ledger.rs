@@ -173,14 +173,72 @@ pub enum LedgerError {
 /// The merge commit trailer that carries the ledger checkpoint at the time of the merge.
 pub const LEDGER_TRAILER: &str = "Atelier-Ledger";
 
-/// Reads `Atelier-Ledger: <size> <hex root>` from a commit message.
-pub fn ledger_trailer(message: &str) -> Option<(u64, Hash)> {
-    message.lines().find_map(|l| {
-        let rest = l.strip_prefix(LEDGER_TRAILER)?.strip_prefix(": ")?;
-        let (size, root) = rest.split_once(' ')?;
-        let root = hex::decode(root).ok()?;
-        Some((size.parse().ok()?, root.as_slice().try_into().ok()?))
-    })
+/// A signed ledger checkpoint as a merge commit carries it:
+/// `Atelier-Ledger: <size> <hex root> <signature>`, where the signature is the gate's
+/// signed-note signature of that checkpoint (the base64 after `— atelier-gate ` in the ledger's
+/// `checkpoint` file). Unsigned or badly signed anchors vouch for nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchor {
+    pub size: u64,
+    pub root: Hash,
+    pub signature: String,
+}
+
+impl Anchor {
+    /// The anchor of a ledger snapshot (its size, root and checkpoint signature).
+    pub fn of(snap: &Snapshot) -> Option<Anchor> {
+        let prefix = format!("\u{2014} {KEY_NAME} ");
+        let signature = snap
+            .checkpoint
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))?
+            .to_string();
+        Some(Anchor {
+            size: snap.lines.len() as u64,
+            root: merkle::root(&snap.leaf_hashes()),
+            signature,
+        })
+    }
+
+    /// The trailer line (without a newline).
+    pub fn trailer(&self) -> String {
+        format!(
+            "{LEDGER_TRAILER}: {} {} {}",
+            self.size,
+            hex::encode(self.root),
+            self.signature
+        )
+    }
+
+    /// Reads the first `Atelier-Ledger:` trailer of a commit message.
+    pub fn parse(message: &str) -> Option<Anchor> {
+        message.lines().find_map(|l| {
+            let rest = l.strip_prefix(LEDGER_TRAILER)?.strip_prefix(": ")?;
+            let mut parts = rest.split(' ');
+            let size = parts.next()?.parse().ok()?;
+            let root = hex::decode(parts.next()?).ok()?;
+            let signature = parts.next()?.to_string();
+            if parts.next().is_some() {
+                return None;
+            }
+            Some(Anchor {
+                size,
+                root: root.as_slice().try_into().ok()?,
+                signature,
+            })
+        })
+    }
+
+    /// Whether the gate signed this checkpoint of `origin`'s ledger under one of `keys`.
+    pub fn verifies(&self, origin: &str, keys: &[ed25519_dalek::VerifyingKey]) -> bool {
+        let cp = Checkpoint {
+            origin: origin.to_string(),
+            size: self.size,
+            root: self.root,
+        };
+        let note = format!("{}\n\u{2014} {KEY_NAME} {}\n", cp.body(), self.signature);
+        Checkpoint::verify(&note, KEY_NAME, keys).is_ok_and(|v| v == cp)
+    }
 }
 
 /// A ledger checkpoint someone other than the ledger vouches for (a witness): the ledger must

@@ -488,6 +488,11 @@ fn witness_requirement(input: &GateInput<'_>, policy: &Policy) -> Requirement {
         let Some(cp) = &p.checkpoint else {
             continue;
         };
+        // Only a token for this change witnesses this ledger: one copied from elsewhere (another
+        // repository's history is public) saw another ledger.
+        if p.repository != input.change.repository || p.proposal != input.change.proposal {
+            continue;
+        }
         if input.ledger_roots.get(&cp.size) == Some(&cp.root) {
             continue;
         }

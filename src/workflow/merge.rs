@@ -53,13 +53,9 @@ pub fn merge_message_at(
         eval.change.head,
         eval.decision.approvers.join(", ")
     );
-    if let Some(snap) = ledger {
-        msg.push_str(&format!(
-            "{}: {} {}\n",
-            super::LEDGER_TRAILER,
-            snap.lines.len(),
-            snap.root_hex()
-        ));
+    if let Some(anchor) = ledger.and_then(crate::audit::ledger::Anchor::of) {
+        msg.push_str(&anchor.trailer());
+        msg.push('\n');
     }
     for report in eval
         .decision

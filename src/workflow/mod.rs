@@ -171,11 +171,19 @@ impl Workspace {
     /// The checkpoints this repository's ledger must extend: the largest this clone verified,
     /// and the one the protected branch's latest gate merge carries.
     pub fn floors(&self) -> Result<Vec<ledger::Floor>> {
-        let mut floors: Vec<ledger::Floor> = match self.witness_adoption()? {
-            Some(adoption) => witness::load(&adoption)?.into_iter().collect(),
+        let adoption = self.witness_adoption()?;
+        let mut floors: Vec<ledger::Floor> = match &adoption {
+            Some(a) => witness::load(a)?.into_iter().collect(),
             None => Vec::new(),
         };
-        floors.extend(branch_floor(&self.repo, self.branch())?);
+        let keys: Vec<_> = gate_public_key(self)?.into_iter().collect();
+        floors.extend(branch_floor(
+            &self.repo,
+            self.branch(),
+            &self.origin(),
+            &keys,
+            adoption.as_deref(),
+        )?);
         Ok(floors)
     }
 
@@ -204,20 +212,7 @@ impl Workspace {
         for floor in self.floors()? {
             ledger::check_floor(&leaves, &floor)?;
         }
-        let key = match self.gate_key() {
-            Ok(k) => Some(k.verifying_key()),
-            Err(_) => {
-                let tree = self
-                    .repo
-                    .find_commit(git::branch_tip(&self.repo, self.branch())?)?
-                    .tree()?;
-                git::read_file(&self.repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
-                    .and_then(|b| String::from_utf8(b).ok())
-                    .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
-                    .and_then(|k| k.key_data().ed25519().map(|e| e.0))
-                    .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
-            }
-        };
+        let key = gate_public_key(self)?;
         let cp = key.and_then(|k| {
             crate::audit::checkpoint::Checkpoint::verify(&snap.checkpoint, ledger::KEY_NAME, &[k])
                 .ok()
@@ -236,14 +231,21 @@ impl Workspace {
     }
 }
 
-pub use crate::audit::ledger::{ledger_trailer, LEDGER_TRAILER};
+pub use crate::audit::ledger::{Anchor, LEDGER_TRAILER};
 
 /// How far back the live gate looks for the latest merge commit carrying a ledger checkpoint
 /// (audit checks every one).
 const ANCHOR_WALK: usize = 64;
 
-/// The checkpoint carried by the latest gate merge on `branch` (its first-parent line).
-pub fn branch_floor(repo: &Repository, branch: &str) -> Result<Option<ledger::Floor>> {
+/// The checkpoint carried by the latest gate merge on `branch` (its first-parent line, after
+/// `adoption`) whose signature verifies under `keys`; unsigned lines vouch for nothing.
+pub fn branch_floor(
+    repo: &Repository,
+    branch: &str,
+    origin: &str,
+    keys: &[ed25519_dalek::VerifyingKey],
+    adoption: Option<&str>,
+) -> Result<Option<ledger::Floor>> {
     let Ok(tip) = git::branch_tip(repo, branch) else {
         return Ok(None);
     };
@@ -252,16 +254,41 @@ pub fn branch_floor(repo: &Repository, branch: &str) -> Result<Option<ledger::Fl
     walk.simplify_first_parent()?;
     for oid in walk.take(ANCHOR_WALK) {
         let oid = oid?;
+        if adoption == Some(oid.to_string().as_str()) {
+            break;
+        }
         let commit = repo.find_commit(oid)?;
-        if let Some((size, root)) = ledger_trailer(commit.message().unwrap_or("")) {
+        let Some(anchor) = Anchor::parse(commit.message().unwrap_or("")) else {
+            continue;
+        };
+        if anchor.verifies(origin, keys) {
             return Ok(Some(ledger::Floor {
-                size,
-                root,
+                size: anchor.size,
+                root: anchor.root,
                 source: format!("merge commit {oid} on {branch}"),
             }));
         }
     }
     Ok(None)
+}
+
+/// The gate's public key: this machine's own, where it holds the private key; else the one the
+/// protected branch publishes.
+pub fn gate_public_key(ws: &Workspace) -> Result<Option<ed25519_dalek::VerifyingKey>> {
+    if let Ok(k) = ws.gate_key() {
+        return Ok(Some(k.verifying_key()));
+    }
+    let Ok(tip) = git::branch_tip(&ws.repo, ws.branch()) else {
+        return Ok(None);
+    };
+    let tree = ws.repo.find_commit(tip)?.tree()?;
+    Ok(
+        git::read_file(&ws.repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
+            .and_then(|k| k.key_data().ed25519().map(|e| e.0))
+            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok()),
+    )
 }
 
 /// Reads an unencrypted OpenSSH ed25519 private key.
