@@ -688,3 +688,32 @@ fn a_token_from_another_repository_is_no_witness() {
     assert_eq!(unmet(&v), ["E_QUORUM_NOT_MET"], "{v:#}");
     env.atelier(&["audit", "verify"]).ok();
 }
+
+// A refused `propose` leaves nothing behind that would break `atelier proposals`.
+#[test]
+fn a_refused_proposal_leaves_nothing_behind() {
+    let env = Env::new();
+    env.propose_code();
+    let patch = env.patch(&[("README.md", "# refused\n")]);
+    let out = env
+        .command(bin())
+        .env("ATELIER_NOW", "2026-01-01T00:00:00Z")
+        .arg("-C")
+        .arg(&env.repo)
+        .args([
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Late",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("E_CLOCK_BEHIND_LEDGER"));
+    assert!(!env.repo.join(".atelier/forge/pulls/2.json").exists());
+    assert!(env
+        .git(&["branch", "--list", "atelier/proposals/2"])
+        .is_empty());
+    env.atelier(&["proposals"]).ok();
+}

@@ -151,6 +151,20 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
     );
     let head = repo.commit(None, &sig, &sig, &message, &tree, &[&base_commit])?;
     let head_branch = format!("atelier/proposals/{id}");
+    // The ledger first: if the append is refused (a rewound ledger, a clock behind it), nothing
+    // else exists yet, and a crash after it leaves an id the ledger holds and no one reuses.
+    ws.record(
+        vec![Event::ProposalOpened {
+            proposal: id.clone(),
+            pull: number,
+            title: title.to_string(),
+            branch: head_branch.clone(),
+            base: base.to_string(),
+            head: head.to_string(),
+            proposer: proposer.clone(),
+        }],
+        now,
+    )?;
     repo.reference(
         &format!("refs/heads/{head_branch}"),
         head,
@@ -164,7 +178,7 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
         head_branch: head_branch.clone(),
         base_branch: branch,
         state: PullState::Open,
-        proposer: proposer.clone(),
+        proposer,
         created: now,
         record: record.clone(),
         comments: Vec::new(),
@@ -172,18 +186,6 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
         closed_reason: None,
     };
     ws.forge.create(&pull)?;
-    ws.record(
-        vec![Event::ProposalOpened {
-            proposal: id.clone(),
-            pull: number,
-            title: title.to_string(),
-            branch: head_branch.clone(),
-            base: base.to_string(),
-            head: head.to_string(),
-            proposer,
-        }],
-        now,
-    )?;
     Ok(Proposed {
         id,
         branch: head_branch,
