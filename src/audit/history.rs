@@ -39,6 +39,9 @@ pub struct VerifyReport {
     pub merges_verified: usize,
     pub signatures_verified: usize,
     pub ledger_entries: u64,
+    /// The Merkle root of the ledger's entries (hex): with `ledger_entries`, the checkpoint to
+    /// publish or compare out of band.
+    pub ledger_root: Option<String>,
     pub checkpoints_verified: usize,
     pub findings: Vec<Finding>,
 }
@@ -557,6 +560,7 @@ pub fn verify(
     // Each worker opens its own repository handle (git2 handles are not shared between
     // threads), takes the next slice of commits, gathers each merge's inputs and runs the gate.
     witnesses(repo, repository, branch, &mut index, &mut report)?;
+    report.ledger_root = index.roots.last().map(hex::encode);
     let roots = std::mem::take(&mut index.roots);
     let commits: Vec<Oid> = line.iter().skip(1).copied().collect();
     report.commits_checked = commits.len();

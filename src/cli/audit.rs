@@ -240,13 +240,17 @@ fn verify(ws: &Workspace, a: VerifyArgs) -> anyhow::Result<ExitCode> {
             return json(&r);
         }
         let mut t = format!(
-                "audit of {} since adoption at {}\n  commits checked:      {}\n  merges verified:      {}\n  signatures verified:  {}\n  ledger entries:       {}\n  checkpoints verified: {}\n",
+                "audit of {} since adoption at {}\n  commits checked:      {}\n  merges verified:      {}\n  signatures verified:  {}\n  ledger entries:       {}{}\n  checkpoints verified: {}\n",
                 r.branch,
                 r.adoption.as_deref().unwrap_or("(never adopted)"),
                 r.commits_checked,
                 r.merges_verified,
                 r.signatures_verified,
                 r.ledger_entries,
+                r.ledger_root
+                    .as_deref()
+                    .map(|root| format!(" (root {root})"))
+                    .unwrap_or_default(),
                 r.checkpoints_verified
             );
         if r.findings.is_empty() {
