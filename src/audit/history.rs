@@ -672,6 +672,8 @@ fn witnesses(
         .or_else(|| report.adoption.clone())
         .unwrap_or_default();
     match witness::load(&adoption) {
+        // Without any ledger, `E_LEDGER_MISSING` already says to fetch it.
+        Ok(Some(_)) if index.roots.is_empty() => {}
         Ok(Some(floor)) => {
             if let Some(why) = not_a_prefix(&index.roots, floor.size, &floor.root) {
                 report.findings.push(finding(
