@@ -45,9 +45,9 @@ fn force_ref(env: &Env, name: &str, to: &str) {
     env.git(&["update-ref", name, to]);
 }
 
-/// A clone of the gate's repository, with the ledger fetched, that has verified it once.
-fn auditor(env: &Env) -> std::path::PathBuf {
-    let clone = env.tmp.path().join("auditor");
+/// A clone of the gate's repository with the ledger fetched.
+fn fresh_clone(env: &Env, name: &str) -> std::path::PathBuf {
+    let clone = env.tmp.path().join(name);
     env.git(&[
         "clone",
         "-q",
@@ -55,6 +55,12 @@ fn auditor(env: &Env) -> std::path::PathBuf {
         clone.to_str().expect("utf8"),
     ]);
     fetch_ledger(env, &clone, false);
+    clone
+}
+
+/// A clone of the gate's repository, with the ledger fetched, that has verified it once.
+fn auditor(env: &Env) -> std::path::PathBuf {
+    let clone = fresh_clone(env, "auditor");
     env.atelier_in(&clone, &["audit", "verify"]).ok();
     clone
 }
@@ -106,14 +112,7 @@ fn a_vetoed_change_cannot_land_through_an_aborted_merge() {
     let f = findings(&env, &env.repo);
     assert!(f.contains(&"E_ABORTED_MERGE_LANDED".to_string()), "{f:?}");
     // A fresh clone sees the same.
-    let clone = env.tmp.path().join("fresh");
-    env.git(&[
-        "clone",
-        "-q",
-        env.repo.to_str().expect("utf8"),
-        clone.to_str().expect("utf8"),
-    ]);
-    fetch_ledger(&env, &clone, false);
+    let clone = fresh_clone(&env, "fresh");
     let f = findings(&env, &clone);
     assert!(f.contains(&"E_ABORTED_MERGE_LANDED".to_string()), "{f:?}");
 }
@@ -488,14 +487,7 @@ fn a_merge_commits_checkpoint_alone_catches_a_ledger_rewound_behind_it() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("E_LEDGER_ROLLBACK"), "{}", run.stderr);
     assert!(run.stderr.contains("merge commit"), "{}", run.stderr);
-    let clone = env.tmp.path().join("fresh");
-    env.git(&[
-        "clone",
-        "-q",
-        env.repo.to_str().expect("utf8"),
-        clone.to_str().expect("utf8"),
-    ]);
-    fetch_ledger(&env, &clone, false);
+    let clone = fresh_clone(&env, "fresh");
     let f = findings(&env, &clone);
     assert!(f.contains(&"E_LEDGER_ROLLBACK".to_string()), "{f:?}");
 }
