@@ -223,6 +223,8 @@ fn the_demo_runs_the_whole_loop_and_says_where_it_is() {
         "E_BAD_SIGNATURE",
         "findings: none",
         "E_UNLEDGERED_COMMIT",
+        "A rewound ledger is caught",
+        "E_LEDGER_ROLLBACK: merge commit",
         "became proposal 5",
         "audit verify: 4 merges verified, findings: none",
         "The demo repository is",

@@ -680,10 +680,11 @@ fn witnesses(
                     "E_LEDGER_ROLLBACK",
                     None,
                     format!(
-                        "{} a ledger of {} entries with root {}, but {why}: the ledger was rewound or replaced since",
+                        "{} names a ledger of {} entries with root {} that this machine verified, but {why}: the ledger was rewound or replaced since (or this clone has not fetched the newest ledger: `git fetch origin {r}:{r}`)",
                         floor.source,
                         floor.size,
-                        hex::encode(floor.root)
+                        hex::encode(floor.root),
+                        r = ledger::REF
                     ),
                 ));
             }

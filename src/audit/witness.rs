@@ -87,10 +87,7 @@ pub fn load(adoption: &str) -> Result<Option<Floor>, LedgerError> {
         (Some(size), Some(root)) => Ok(Some(Floor {
             size,
             root,
-            source: format!(
-                "this machine verified it before (its memory {})",
-                path.display()
-            ),
+            source: format!("this machine's memory ({})", path.display()),
         })),
         _ => Err(bad("expected `size N` and `root HEX` lines")),
     }

@@ -314,6 +314,39 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         anyhow::bail!("demo: the bypassing commit was not flagged");
     }
 
+    n.step("A rewound ledger is caught")?;
+    // Eve resets her clone's ledger to its first signed commit, as if the rejections and merges
+    // recorded since had never happened: every signature still verifies, but the merge commits
+    // on main carry the gate-signed checkpoints of the longer ledger.
+    let mut first = clone
+        .find_reference(crate::audit::ledger::REF)?
+        .peel_to_commit()?;
+    while let Ok(parent) = first.parent(0) {
+        first = parent;
+    }
+    clone.reference(
+        crate::audit::ledger::REF,
+        first.id(),
+        true,
+        "demo: rewind the ledger",
+    )?;
+    let report =
+        crate::audit::history::verify(&clone, &ws.config.forge.repository, ws.branch(), 2)?;
+    let rollback: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == "E_LEDGER_ROLLBACK")
+        .map(|f| format!("{}: {}", f.code, f.detail))
+        .collect();
+    if rollback.is_empty() {
+        anyhow::bail!("demo: the rewound ledger was not flagged");
+    }
+    n.say(&format!(
+        "Eve resets refs/atelier/ledger in her clone to its first commit ({}); audit verify there reports:\n{}",
+        first.id(),
+        rollback.join("\n")
+    ))?;
+
     n.step("The swarm: a plan run by an agent becomes a proposal like any other")?;
     // The agent here is a shell script standing in for Claude Code, Codex or Aider, so the demo
     // runs offline; it is a real program run the way any agent is.
