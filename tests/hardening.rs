@@ -709,3 +709,63 @@ fn a_refused_proposal_leaves_nothing_behind() {
         .is_empty());
     env.atelier(&["proposals"]).ok();
 }
+
+// Break 7 in the audit: a gate-key holder lands a merge whose tokens include the proposer's own
+// approval, recording it under another pull request number (where the forge's edited record
+// named no proposer). Audit takes the pull request and the proposer from `proposal-opened`.
+#[test]
+fn audit_takes_the_proposer_and_pull_request_from_the_ledger() {
+    use atelier::governance::token::{self, Payload};
+    for pull in [7, 1] {
+        let env = Env::new();
+        env.git(&["config", "user.email", "alice@example.org"]);
+        let id = env.propose_code();
+        let key = atelier::workflow::read_signing_key(&env.key("alice")).expect("key");
+        let text = env.atelier(&["approve", &id, "--payload"]).ok().stdout;
+        let mut p = Payload::parse(&text).expect("payload");
+        p.pull = pull;
+        let approval = token::sign(&p, &key).to_text();
+        let repo = Repository::open(&env.repo).expect("open");
+        let base = repo.refname_to_id("refs/heads/main").expect("main");
+        let head = repo
+            .refname_to_id(&format!("refs/heads/atelier/proposals/{id}"))
+            .expect("head");
+        let tree = atelier::git::merge_tree(&repo, base, head)
+            .expect("merge")
+            .expect("clean");
+        let sig = git2::Signature::now("gate", "gate@example.org").expect("sig");
+        let commit = repo
+            .commit(
+                None,
+                &sig,
+                &sig,
+                &format!("Merge proposal {id}\n\nAtelier-Proposal: {id}\n\n{approval}"),
+                &repo.find_tree(tree).expect("tree"),
+                &[
+                    &repo.find_commit(base).expect("c"),
+                    &repo.find_commit(head).expect("c"),
+                ],
+            )
+            .expect("commit");
+        repo.reference("refs/heads/main", commit, true, "force")
+            .expect("ref");
+        let gate =
+            atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+        let event = ledger::Event::Merged(ledger::MergeRecord {
+            proposal: id.clone(),
+            pull,
+            commit: commit.to_string(),
+            base: base.to_string(),
+            head: head.to_string(),
+            tree: tree.to_string(),
+        });
+        ledger::append(&repo, "local/repo", vec![event], 1_795_946_400, &gate).expect("append");
+        let f = findings(&env, &env.repo);
+        let expected = if pull == 7 {
+            "E_MERGE_MISMATCH"
+        } else {
+            "E_MERGE_NOT_APPROVED"
+        };
+        assert_eq!(f, [expected], "pull {pull}");
+    }
+}
