@@ -270,6 +270,9 @@ fn status_kb(field: &str) -> u64 {
 /// Child mode: one verify; prints VmHWM before and after, the peak RssAnon sampled every 2 ms
 /// during the verify (KiB), and the seconds it took.
 fn child(dir: &str) -> Result<()> {
+    // Each generated history is its own repository to the machine's ledger memory (they share
+    // an adoption commit, so one memory would take the smaller ones for rewinds of the larger).
+    std::env::set_var("XDG_STATE_HOME", format!("{dir}.state"));
     let n = env_usize("ATELIER_BENCH_N", 0);
     let jobs = env_usize("ATELIER_BENCH_JOBS", 1);
     let before = status_kb("VmHWM:");

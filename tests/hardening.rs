@@ -769,3 +769,196 @@ fn audit_takes_the_proposer_and_pull_request_from_the_ledger() {
         assert_eq!(f, [expected], "pull {pull}");
     }
 }
+
+/// Points `refs/atelier/ledger` at a new commit holding `lines` and a checkpoint signed with
+/// `key` (as someone holding that key would write it).
+fn write_ledger(env: &Env, lines: &[String], key: &ed25519_dalek::SigningKey) -> git2::Oid {
+    let repo = Repository::open(&env.repo).expect("open");
+    let leaves: Vec<_> = lines
+        .iter()
+        .map(|l| atelier::audit::merkle::leaf_hash(l.as_bytes()))
+        .collect();
+    let note = atelier::audit::checkpoint::Checkpoint {
+        origin: ledger::origin("local/repo"),
+        size: lines.len() as u64,
+        root: atelier::audit::merkle::root(&leaves),
+    }
+    .sign(ledger::KEY_NAME, key);
+    let mut text = lines.join("\n");
+    text.push('\n');
+    let mut entries = repo.treebuilder(None).expect("tb");
+    entries
+        .insert(
+            "00000000.jsonl",
+            repo.blob(text.as_bytes()).expect("blob"),
+            0o100644,
+        )
+        .expect("insert");
+    let entries = entries.write().expect("entries");
+    let mut root = repo.treebuilder(None).expect("tb");
+    root.insert("entries", entries, 0o040000).expect("insert");
+    root.insert(
+        "checkpoint",
+        repo.blob(note.as_bytes()).expect("blob"),
+        0o100644,
+    )
+    .expect("insert");
+    let tree = repo.find_tree(root.write().expect("tree")).expect("tree");
+    let sig = git2::Signature::now("mallory", "mallory@example.org").expect("sig");
+    let parent = repo
+        .find_commit(repo.refname_to_id(ledger::REF).expect("ledger"))
+        .expect("commit");
+    let c = repo
+        .commit(None, &sig, &sig, "ledger", &tree, &[&parent])
+        .expect("commit");
+    repo.reference(ledger::REF, c, true, "forge").expect("ref");
+    c
+}
+
+// A gate key swapped in for a moment (atelier.toml pointed at the attacker's key, a longer
+// ledger signed with it) while the operator runs one routine command must not plant a false
+// memory that later halts every merge.
+#[test]
+fn a_gate_key_swapped_in_for_a_moment_plants_no_false_memory() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    let second = env.propose(&[("README.md", "# second\n")], "Second");
+    let real = env.git(&["rev-parse", ledger::REF]).trim().to_string();
+    let config = env.read("atelier.toml");
+    // The attacker's key and a ledger of the real entries plus junk, signed with it.
+    let evil = env.tmp.path().join("evil");
+    env.atelier(&["keygen", evil.to_str().expect("utf8")]).ok();
+    std::fs::copy(&evil, env.repo.join(".atelier/evil")).expect("copy");
+    let evil = atelier::workflow::read_signing_key(&evil).expect("key");
+    let repo = Repository::open(&env.repo).expect("open");
+    let mut lines = ledger::read(&repo).expect("read").expect("ledger").lines;
+    for _ in 0..50 {
+        let entry = ledger::Entry {
+            seq: lines.len() as u64,
+            at: crate::support::T0.into(),
+            event: ledger::Event::Closed {
+                proposal: "999".into(),
+                reason: None,
+            },
+        };
+        lines.push(serde_json::to_string(&entry).expect("json"));
+    }
+    write_ledger(&env, &lines, &evil);
+    env.write(
+        "atelier.toml",
+        &config.replace(".atelier/gate_key", ".atelier/evil"),
+    );
+    // The operator's routine command appends (with whatever key is configured)...
+    env.atelier(&["gate", &second]).code(1);
+    // ...then the attacker puts everything back.
+    env.write("atelier.toml", &config);
+    force_ref(&env, ledger::REF, &real);
+    let (code, v) = env.gate(&second);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_QUORUM_NOT_MET"], "{v:#}");
+    env.approve(&second, "bob").ok();
+    env.atelier(&["merge", &second]).ok();
+    env.atelier(&["audit", "verify"]).ok();
+}
+
+// Someone whose key is listed but who may not approve (a line for git commit signing only)
+// cannot use a token's checkpoint to halt a proposal or fail the audit.
+#[test]
+fn only_someone_who_may_approve_is_a_witness() {
+    use atelier::governance::token::{self, Payload};
+    let env = Env::with(Setup {
+        principals: vec!["alice", "bob", "dave"],
+        ..Setup::default()
+    });
+    // dave's line allows only git's namespace.
+    let signers = env.read("policies/allowed_signers");
+    assert!(signers.contains("dave@example.org namespaces=\"atelier-approval\""));
+    let id = env.propose(
+        &[(
+            "policies/allowed_signers",
+            &signers.replace(
+                "dave@example.org namespaces=\"atelier-approval\"",
+                "dave@example.org namespaces=\"git\"",
+            ),
+        )],
+        "dave signs commits only",
+    );
+    env.approve(&id, "alice").ok();
+    env.approve(&id, "bob").ok();
+    env.atelier(&["merge", &id]).ok();
+    let id = env.propose_code();
+    let key = atelier::workflow::read_signing_key(&env.key("dave")).expect("key");
+    let text = env.atelier(&["approve", &id, "--payload"]).ok().stdout;
+    let mut p = Payload::parse(&text).expect("payload");
+    p.checkpoint = Some(token::SeenCheckpoint {
+        size: 999,
+        root: "ab".repeat(32),
+    });
+    let claim = env.file("claim", &token::sign(&p, &key).to_text());
+    env.atelier(&["approve", &id, "--token", claim.to_str().expect("utf8")])
+        .ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_QUORUM_NOT_MET"], "{v:#}");
+    env.atelier(&["audit", "verify"]).ok();
+}
+
+// A gate signature over a checkpoint that never landed (or any checkpoint note) cannot be made
+// into a branch anchor: anchors are signed for one merge commit (its parents and tree).
+#[test]
+fn a_checkpoint_signature_is_no_anchor_on_another_commit() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let gate =
+        atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+    // A gate-signed checkpoint of a ledger fork (as a failed append leaves behind).
+    let note = atelier::audit::checkpoint::Checkpoint {
+        origin: ledger::origin("local/repo"),
+        size: 3,
+        root: [7u8; 32],
+    }
+    .sign(ledger::KEY_NAME, &gate);
+    let signature = note
+        .lines()
+        .find_map(|l| l.strip_prefix("\u{2014} atelier-gate "))
+        .expect("signature line");
+    env.write("README.md", "# chore\n");
+    env.git(&["add", "-A"]);
+    env.git(&[
+        "commit",
+        "-q",
+        "-m",
+        &format!("chore\n\nAtelier-Ledger: 3 {} {signature}", "07".repeat(32)),
+    ]);
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    let f = findings(&env, &env.repo);
+    assert_eq!(f, ["E_UNLEDGERED_COMMIT"], "{f:?}");
+}
+
+// Rotating the gate key: a constitutional change publishes the new public key, then the operator
+// installs the new private key. The ledger goes on, and the audit stays clean.
+#[test]
+fn the_gate_key_can_be_rotated() {
+    let env = Env::new();
+    let new = env.tmp.path().join("new-gate");
+    env.atelier(&[
+        "keygen",
+        new.to_str().expect("utf8"),
+        "--principal",
+        "atelier-gate",
+    ])
+    .ok();
+    let public = std::fs::read_to_string(new.with_extension("pub")).expect("pub");
+    let id = env.propose(&[("policies/gate_key.pub", &public)], "Rotate the gate key");
+    env.approve(&id, "alice").ok();
+    env.approve(&id, "bob").ok();
+    env.atelier(&["merge", &id]).ok();
+    std::fs::copy(&new, env.repo.join(".atelier/gate_key")).expect("install");
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    env.atelier(&["audit", "verify"]).ok();
+}

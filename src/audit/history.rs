@@ -61,7 +61,7 @@ struct LedgerIndex {
     /// completed): each is a finding.
     contradictions: Vec<String>,
     /// Tokens recorded with the ledger checkpoint their signer saw, and where they were recorded.
-    claims: Vec<(u64, String, RawToken)>,
+    claims: Vec<(u64, i64, String, RawToken)>,
     /// The time of the latest entry, to check that ledger time never goes backwards.
     last_at: Option<i64>,
     /// Merkle root after each entry (index i = root of size i + 1).
@@ -335,7 +335,7 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             for t in RawToken::extract_all(&token) {
                 let payload = crate::governance::token::Payload::parse(&t.payload);
                 if payload.as_ref().is_ok_and(|p| p.checkpoint.is_some()) {
-                    index.claims.push((seq, proposal.clone(), t.clone()));
+                    index.claims.push((seq, at, proposal.clone(), t.clone()));
                 }
                 let reject =
                     payload.is_ok_and(|p| p.decision == crate::governance::token::Verdict::Reject);
@@ -641,19 +641,46 @@ pub fn verify(
             format!("the gate recorded an alarm for proposal {proposal} (pull request #{pull}): {code}: {detail}"),
         ));
     }
-    // A ledger that verified cleanly becomes this clone's floor: a later, shorter one is a
-    // rollback.
+    // A ledger that verified cleanly becomes this machine's floor, pinned to the gate key that
+    // signed its latest checkpoint: a later, shorter one is a rollback.
     if report.findings.is_empty() {
         if let (Some(root), Some(adopted)) = (roots.last(), &index.adopted) {
-            witness::remember(
-                adopted,
-                roots.len() as u64,
-                root,
-                &format!("a clean audit verify of {}", repo.path().display()),
-            )?;
+            if let Some(key) = latest_signer(repo, repository, &keys)? {
+                witness::remember(
+                    adopted,
+                    &ledger::origin(repository),
+                    roots.len() as u64,
+                    root,
+                    &key,
+                    &format!("a clean audit verify of {}", repo.path().display()),
+                )?;
+            }
         }
     }
     Ok(report)
+}
+
+/// Which of `keys` signed the ledger's current checkpoint.
+fn latest_signer(
+    repo: &Repository,
+    repository: &str,
+    keys: &[VerifyingKey],
+) -> Result<Option<[u8; 32]>> {
+    let Some(tip) = ledger::tip(repo)? else {
+        return Ok(None);
+    };
+    let tree = repo.find_commit(tip)?.tree()?;
+    let Some(entry) = tree.get_name("checkpoint") else {
+        return Ok(None);
+    };
+    let note = String::from_utf8_lossy(repo.find_blob(entry.id())?.content()).into_owned();
+    Ok(keys
+        .iter()
+        .find(|k| {
+            Checkpoint::verify(&note, ledger::KEY_NAME, std::slice::from_ref(*k))
+                .is_ok_and(|cp| cp.origin == ledger::origin(repository))
+        })
+        .map(|k| k.to_bytes()))
 }
 
 /// The witnesses other than the ledger: this clone's memory of the largest ledger it verified,
@@ -671,10 +698,11 @@ fn witnesses(
         .clone()
         .or_else(|| report.adoption.clone())
         .unwrap_or_default();
-    match witness::load(&adoption) {
+    match witness::load(&adoption, &ledger::origin(repository)) {
         // Without any ledger, `E_LEDGER_MISSING` already says to fetch it.
         Ok(Some(_)) if index.roots.is_empty() => {}
-        Ok(Some(floor)) => {
+        Ok(Some(memory)) => {
+            let floor = memory.floor;
             if let Some(why) = not_a_prefix(&index.roots, floor.size, &floor.root) {
                 report.findings.push(finding(
                     "E_LEDGER_ROLLBACK",
@@ -702,7 +730,7 @@ fn witnesses(
     let Ok(policy) = Policy::load(&git::policy_files(repo, &tree)?) else {
         return Ok(());
     };
-    for (seq, proposal, raw) in claims {
+    for (seq, at, proposal, raw) in claims {
         let Ok(v) = crate::governance::token::verify(&raw) else {
             continue;
         };
@@ -711,10 +739,20 @@ fn witnesses(
         if v.payload.repository != repository || v.payload.proposal != proposal {
             continue;
         }
+        // Only someone who could approve when the token was recorded is a witness.
         let Some(principal) = policy
             .signers
             .find(&v.key)
-            .first()
+            .into_iter()
+            .find(|e| {
+                e.allows_namespace(crate::governance::token::NAMESPACE)
+                    && e.validity_at(at).is_none()
+                    && policy.is_revoked(&v.fingerprint).is_none()
+                    && !policy
+                        .bots
+                        .iter()
+                        .any(|b| b.eq_ignore_ascii_case(&e.principal))
+            })
             .map(|e| e.principal.clone())
         else {
             continue;
@@ -799,9 +837,8 @@ fn examine(
     // The branch anchors the ledger: every checkpoint a merge commit carries must be a prefix
     // of the ledger.
     // (Without a ledger at all, `E_LEDGER_MISSING` says it once.)
-    let anchor = ledger::Anchor::parse(commit.message().unwrap_or(""))
+    let anchor = ledger::Anchor::of_commit(&commit, &ledger::origin(repository), keys)
         .filter(|_| !roots.is_empty())
-        .filter(|a| a.verifies(&ledger::origin(repository), keys))
         .and_then(|a| {
             let why = not_a_prefix(roots, a.size, &a.root)?;
             Some(finding(

@@ -173,31 +173,59 @@ pub enum LedgerError {
 /// The merge commit trailer that carries the ledger checkpoint at the time of the merge.
 pub const LEDGER_TRAILER: &str = "Atelier-Ledger";
 
-/// A signed ledger checkpoint as a merge commit carries it:
-/// `Atelier-Ledger: <size> <hex root> <signature>`, where the signature is the gate's
-/// signed-note signature of that checkpoint (the base64 after `— atelier-gate ` in the ledger's
-/// `checkpoint` file). Unsigned or badly signed anchors vouch for nothing.
+/// A ledger checkpoint as a gate merge commit carries it:
+/// `Atelier-Ledger: <size> <hex root> <signature>`. The gate key signs, with ed25519, the
+/// checkpoint together with the merge it belongs to ([`Anchor::message`]: origin, size, root,
+/// and the merge's base, head and tree), so the signature vouches for this checkpoint on this
+/// merge commit only: a checkpoint signature from elsewhere (a ledger commit that never landed)
+/// cannot be turned into an anchor, and neither can an anchor be moved to another commit.
+/// Unsigned or badly signed anchors vouch for nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anchor {
     pub size: u64,
     pub root: Hash,
+    /// Base64 of the ed25519 signature over [`Anchor::message`].
     pub signature: String,
 }
 
+/// The merge an anchor belongs to: its first parent (the base), second parent (the head) and
+/// tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergeIdentity<'a> {
+    pub base: &'a str,
+    pub head: &'a str,
+    pub tree: &'a str,
+}
+
 impl Anchor {
-    /// The anchor of a ledger snapshot (its size, root and checkpoint signature).
-    pub fn of(snap: &Snapshot) -> Option<Anchor> {
-        let prefix = format!("\u{2014} {KEY_NAME} ");
-        let signature = snap
-            .checkpoint
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))?
-            .to_string();
-        Some(Anchor {
-            size: snap.lines.len() as u64,
-            root: merkle::root(&snap.leaf_hashes()),
-            signature,
-        })
+    /// The bytes the gate signs.
+    pub fn message(origin: &str, size: u64, root: &Hash, merge: MergeIdentity<'_>) -> String {
+        format!(
+            "atelier-anchor 1\norigin {origin}\nsize {size}\nroot {}\nbase {}\nhead {}\ntree {}\n",
+            hex::encode(root),
+            merge.base,
+            merge.head,
+            merge.tree
+        )
+    }
+
+    /// Signs the checkpoint of `snap` for the merge of `merge`.
+    pub fn sign(
+        origin: &str,
+        snap: &Snapshot,
+        merge: MergeIdentity<'_>,
+        key: &SigningKey,
+    ) -> Anchor {
+        use base64::Engine as _;
+        use ed25519_dalek::Signer as _;
+        let size = snap.lines.len() as u64;
+        let root = merkle::root(&snap.leaf_hashes());
+        let signature = key.sign(Anchor::message(origin, size, &root, merge).as_bytes());
+        Anchor {
+            size,
+            root,
+            signature: base64::engine::general_purpose::STANDARD.encode(signature.to_bytes()),
+        }
     }
 
     /// The trailer line (without a newline).
@@ -229,15 +257,48 @@ impl Anchor {
         })
     }
 
-    /// Whether the gate signed this checkpoint of `origin`'s ledger under one of `keys`.
-    pub fn verifies(&self, origin: &str, keys: &[ed25519_dalek::VerifyingKey]) -> bool {
-        let cp = Checkpoint {
-            origin: origin.to_string(),
-            size: self.size,
-            root: self.root,
+    /// Whether one of `keys` signed this checkpoint of `origin`'s ledger for `merge`.
+    pub fn verifies(
+        &self,
+        origin: &str,
+        merge: MergeIdentity<'_>,
+        keys: &[ed25519_dalek::VerifyingKey],
+    ) -> bool {
+        use base64::Engine as _;
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&self.signature) else {
+            return false;
         };
-        let note = format!("{}\n\u{2014} {KEY_NAME} {}\n", cp.body(), self.signature);
-        Checkpoint::verify(&note, KEY_NAME, keys).is_ok_and(|v| v == cp)
+        let Ok(signature) = ed25519_dalek::Signature::from_slice(&bytes) else {
+            return false;
+        };
+        let message = Anchor::message(origin, self.size, &self.root, merge);
+        keys.iter()
+            .any(|k| !k.is_weak() && k.verify_strict(message.as_bytes(), &signature).is_ok())
+    }
+
+    /// Reads and checks the anchor a commit carries: only a two-parent commit whose parents
+    /// and tree are the ones the gate signed for. `None` for anything else.
+    pub fn of_commit(
+        commit: &git2::Commit<'_>,
+        origin: &str,
+        keys: &[ed25519_dalek::VerifyingKey],
+    ) -> Option<Anchor> {
+        let anchor = Anchor::parse(commit.message().unwrap_or(""))?;
+        if commit.parent_count() != 2 {
+            return None;
+        }
+        let (base, head) = (commit.parent_id(0).ok()?, commit.parent_id(1).ok()?);
+        let (base, head, tree) = (
+            base.to_string(),
+            head.to_string(),
+            commit.tree_id().to_string(),
+        );
+        let merge = MergeIdentity {
+            base: &base,
+            head: &head,
+            tree: &tree,
+        };
+        anchor.verifies(origin, merge, keys).then_some(anchor)
     }
 }
 
@@ -381,6 +442,19 @@ pub fn read(repo: &Repository) -> Result<Option<Snapshot>, LedgerError> {
     }
 }
 
+/// The current ledger's signed checkpoint note, read from its tip alone.
+pub fn checkpoint_note(repo: &Repository) -> Result<Option<String>, LedgerError> {
+    let Some(tip) = tip(repo)? else {
+        return Ok(None);
+    };
+    let tree = repo.find_commit(tip)?.tree()?;
+    let note = match tree.get_name("checkpoint") {
+        Some(e) => Some(String::from_utf8_lossy(repo.find_blob(e.id())?.content()).into_owned()),
+        None => None,
+    };
+    Ok(note)
+}
+
 /// Appends events, signing a new checkpoint with the gate key. Returns the new snapshot.
 pub fn append(
     repo: &Repository,
@@ -389,17 +463,27 @@ pub fn append(
     now: Timestamp,
     key: &SigningKey,
 ) -> Result<Snapshot, LedgerError> {
-    append_above(repo, repository, events, now, key, &[])
+    append_above(
+        repo,
+        repository,
+        events,
+        now,
+        key,
+        &[key.verifying_key()],
+        &[],
+    )
 }
 
 /// Appends events like [`append`], after checking that the stored ledger extends every floor
-/// (`E_LEDGER_ROLLBACK` otherwise; nothing is appended).
+/// (`E_LEDGER_ROLLBACK` otherwise; nothing is appended). The last checkpoint must verify under
+/// one of `trusted` (the gate's keys, old ones included after a rotation).
 pub fn append_above(
     repo: &Repository,
     repository: &str,
     events: Vec<Event>,
     now: Timestamp,
     key: &SigningKey,
+    trusted: &[ed25519_dalek::VerifyingKey],
     floors: &[Floor],
 ) -> Result<Snapshot, LedgerError> {
     let old = read(repo)?;
@@ -411,13 +495,11 @@ pub fn append_above(
     let (mut lines, old_cp, parent) = match &old {
         None => (Vec::new(), None, None),
         Some(s) => {
-            let cp = Checkpoint::verify(&s.checkpoint, KEY_NAME, &[key.verifying_key()]).map_err(
-                |e| {
-                    LedgerError::Corrupt(format!(
-                        "the last checkpoint does not verify under this gate key: {e}"
-                    ))
-                },
-            )?;
+            let cp = Checkpoint::verify(&s.checkpoint, KEY_NAME, trusted).map_err(|e| {
+                LedgerError::Corrupt(format!(
+                    "the last checkpoint does not verify under this gate key or one the protected branch published: {e}"
+                ))
+            })?;
             if cp.origin != origin {
                 return Err(LedgerError::Corrupt(format!(
                     "the last checkpoint names the ledger `{}`, but the configured repository makes it `{origin}` (was `repository` in atelier.toml changed?)",

@@ -6,14 +6,18 @@
 //! (`$XDG_STATE_HOME/atelier/witness/`, else `~/.local/state/atelier/witness/`), and any ledger
 //! that does not extend it is refused (`E_LEDGER_ROLLBACK`, with an RFC 6962 consistency proof).
 //!
-//! The memory is keyed by the repository's adoption commit (the ledger's first entry names it),
-//! never by anything the clone's files can change: not the clone's path (a moved `.git` would
-//! start afresh) and not the repository name in `atelier.toml`. Every clone of one repository on
-//! this machine shares it, and a different repository later made at the same path (a new `git
-//! init`, a re-run demo) has another adoption commit and so another memory.
+//! The memory is keyed by the repository's adoption commit (the ledger's first entry names it)
+//! and the ledger's origin, never by the clone's path (a moved `.git` would start afresh). Every
+//! clone of one repository on this machine shares it; a different repository later made at the
+//! same path (a new `git init`, a re-run demo), or a fork with its own ledger, has another.
+//! Renaming the repository in `atelier.toml` does not escape it: an append refuses a ledger whose
+//! last checkpoint names another origin.
 //!
-//! Only ledgers verified under a key the writer can trust raise it: the gate's own appends
-//! (checked under the gate's private key) and an `audit verify` without findings.
+//! The memory also pins the gate key that signed what it remembers. Only an `audit verify`
+//! without findings sets it freely (no one without the gate key can make a forged ledger audit
+//! clean); the gate's own appends raise it only while they are signed with the pinned key (or,
+//! before there is a memory, the key the adoption commit publishes), so a key or ledger swapped
+//! in for a moment cannot plant a false memory.
 
 use std::path::PathBuf;
 
@@ -22,10 +26,18 @@ use sha2::{Digest, Sha256};
 use super::ledger::{Floor, LedgerError};
 use super::merkle::Hash;
 
-const HEADER: &str = "atelier witness 2";
+const HEADER: &str = "atelier witness 3";
+
+/// What this machine remembers of one repository's ledger.
+#[derive(Debug, Clone)]
+pub struct Memory {
+    pub floor: Floor,
+    /// The gate key that signed the remembered checkpoint.
+    pub key: [u8; 32],
+}
 
 /// Where the memory of the repository adopted at `adoption` lives; `None` without a home.
-pub fn path(adoption: &str) -> Option<PathBuf> {
+pub fn path(adoption: &str, origin: &str) -> Option<PathBuf> {
     let base = std::env::var_os("XDG_STATE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -34,7 +46,7 @@ pub fn path(adoption: &str) -> Option<PathBuf> {
                 .filter(|v| !v.is_empty())
                 .map(|h| PathBuf::from(h).join(".local/state"))
         })?;
-    let id = hex::encode(&Sha256::digest(adoption.as_bytes())[..16]);
+    let id = hex::encode(&Sha256::digest(format!("{adoption}\n{origin}").as_bytes())[..16]);
     Some(
         base.join("atelier")
             .join("witness")
@@ -43,8 +55,8 @@ pub fn path(adoption: &str) -> Option<PathBuf> {
 }
 
 /// The largest ledger verified on this machine for the repository adopted at `adoption`.
-pub fn load(adoption: &str) -> Result<Option<Floor>, LedgerError> {
-    let Some(path) = path(adoption) else {
+pub fn load(adoption: &str, origin: &str) -> Result<Option<Memory>, LedgerError> {
+    let Some(path) = path(adoption, origin) else {
         return Ok(None);
     };
     let text = match std::fs::read_to_string(&path) {
@@ -67,7 +79,7 @@ pub fn load(adoption: &str) -> Result<Option<Floor>, LedgerError> {
     if lines.next() != Some(HEADER) {
         return Err(bad(&format!("expected the first line `{HEADER}`")));
     }
-    let (mut size, mut root, mut adopted) = (None, None, None);
+    let (mut size, mut root, mut adopted, mut key) = (None, None, None, None);
     for line in lines {
         match line.split_once(' ') {
             Some(("size", v)) => size = v.parse::<u64>().ok(),
@@ -77,39 +89,56 @@ pub fn load(adoption: &str) -> Result<Option<Floor>, LedgerError> {
                     .and_then(|b| <Hash>::try_from(b.as_slice()).ok())
             }
             Some(("adoption", v)) => adopted = Some(v.to_string()),
+            Some(("key", v)) => {
+                key = hex::decode(v)
+                    .ok()
+                    .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+            }
             _ => {}
         }
     }
     if adopted.as_deref() != Some(adoption) {
         return Err(bad(&format!("expected `adoption {adoption}`")));
     }
-    match (size, root) {
-        (Some(size), Some(root)) => Ok(Some(Floor {
-            size,
-            root,
-            source: format!("this machine's memory ({})", path.display()),
+    match (size, root, key) {
+        (Some(size), Some(root), Some(key)) => Ok(Some(Memory {
+            floor: Floor {
+                size,
+                root,
+                source: format!("this machine's memory ({})", path.display()),
+            },
+            key,
         })),
-        _ => Err(bad("expected `size N` and `root HEX` lines")),
+        _ => Err(bad("expected `size N`, `root HEX` and `key HEX` lines")),
     }
 }
 
-/// Remembers a verified ledger of `size` entries with `root`, unless a larger one is remembered
-/// already. Written atomically. `note` is for people reading the file (where it came from).
-pub fn remember(adoption: &str, size: u64, root: &Hash, note: &str) -> Result<(), LedgerError> {
-    let Some(path) = path(adoption) else {
+/// Remembers a verified ledger of `size` entries with `root`, signed by `key`, unless as large a
+/// one signed by the same key is remembered already. Written atomically. The caller decides
+/// whether `key` may be trusted ([`may_raise`]). `note` says where it came from.
+pub fn remember(
+    adoption: &str,
+    origin: &str,
+    size: u64,
+    root: &Hash,
+    key: &[u8; 32],
+    note: &str,
+) -> Result<(), LedgerError> {
+    let Some(path) = path(adoption, origin) else {
         return Ok(());
     };
-    if load(adoption)
+    if load(adoption, origin)
         .ok()
         .flatten()
-        .is_some_and(|f| f.size >= size)
+        .is_some_and(|m| m.floor.size >= size && m.key == *key)
     {
         return Ok(());
     }
     let text = format!(
-        "{HEADER}\n# {}\nadoption {adoption}\nsize {size}\nroot {}\n",
+        "{HEADER}\n# {}\nadoption {adoption}\norigin {origin}\nsize {size}\nroot {}\nkey {}\n",
         note.replace('\n', " "),
-        hex::encode(root)
+        hex::encode(root),
+        hex::encode(key)
     );
     crate::fsutil::atomic_write(&path, text.as_bytes()).map_err(|e| {
         LedgerError::Io(format!(
@@ -117,4 +146,13 @@ pub fn remember(adoption: &str, size: u64, root: &Hash, note: &str) -> Result<()
             path.display()
         ))
     })
+}
+
+/// Whether a gate append signed with `key` may raise the memory: only with the key it pins, or,
+/// before there is a memory, with the key the adoption commit publishes.
+pub fn may_raise(memory: Option<&Memory>, key: &[u8; 32], adoption_key: Option<&[u8; 32]>) -> bool {
+    match memory {
+        Some(m) => m.key == *key,
+        None => adoption_key == Some(key),
+    }
 }

@@ -490,7 +490,10 @@ fn witness_requirement(input: &GateInput<'_>, policy: &Policy) -> Requirement {
         };
         // Only a token for this change witnesses this ledger: one copied from elsewhere (another
         // repository's history is public) saw another ledger.
-        if p.repository != input.change.repository || p.proposal != input.change.proposal {
+        if p.repository != input.change.repository
+            || p.proposal != input.change.proposal
+            || p.head != input.change.head
+        {
             continue;
         }
         if input.ledger_roots.get(&cp.size) == Some(&cp.root) {
@@ -499,7 +502,18 @@ fn witness_requirement(input: &GateInput<'_>, policy: &Policy) -> Requirement {
         let Ok(v) = token::verify(raw) else {
             continue;
         };
-        if let Some(e) = policy.signers.find(&v.key).first() {
+        // Only someone who may approve now is a witness: one line for the key that allows the
+        // namespace and is valid now, a key not revoked, a principal not a bot.
+        let eligible = policy.signers.find(&v.key).into_iter().find(|e| {
+            e.allows_namespace(token::NAMESPACE)
+                && e.validity_at(input.now).is_none()
+                && policy.is_revoked(&v.fingerprint).is_none()
+                && !policy
+                    .bots
+                    .iter()
+                    .any(|b| b.eq_ignore_ascii_case(&e.principal))
+        });
+        if let Some(e) = eligible {
             seen.push(format!(
                 "{} saw {} entries with root {}",
                 e.principal, cp.size, cp.root

@@ -731,6 +731,13 @@ fn gate_pr_locked(
                 }
                 if !events.is_empty() {
                     ws.record(events, now)?;
+                    // Published at once: every clone's view of the ledger (and this machine's
+                    // memory of it) stays one the remote can give them.
+                    if let Err(e) = push_ledger(ws) {
+                        notes.push(format!(
+                            "the ledger was recorded but not pushed ({e:#}); the next command that pushes it catches up"
+                        ));
+                    }
                 }
             }
             Err(_) => notes
@@ -928,6 +935,8 @@ pub fn record_delivered(
     let recorded = events.len();
     if !events.is_empty() {
         ws.record(events, now)?;
+        // Best effort: the evaluation that follows pushes again, and a later command catches up.
+        let _ = push_ledger(ws);
     }
     Ok(recorded)
 }
@@ -1324,7 +1333,17 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
     // Recorded before GitHub is asked: whatever happens next, the ledger knows what was meant.
     let snap = ws.record(vec![intent.event()], now)?;
     // The merge commit carries the ledger's checkpoint: the branch anchors the ledger.
-    let message = merge_message_at(eval, Some(&snap));
+    let anchor = ledger::Anchor::sign(
+        &ws.origin(),
+        &snap,
+        ledger::MergeIdentity {
+            base: &intent.base,
+            head: &intent.head,
+            tree: &intent.tree,
+        },
+        &ws.gate_key()?,
+    );
+    let message = merge_message_at(eval, Some(&anchor));
     // Published before the merge exists: a clone that sees the merge commit can always fetch a
     // ledger that extends the checkpoint it names (otherwise it would look like a rollback).
     push_ledger(ws)?;

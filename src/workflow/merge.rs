@@ -40,7 +40,7 @@ pub fn merge_message(eval: &Evaluation) -> String {
 /// the time of the merge, so the branch itself anchors the ledger against a rollback.
 pub fn merge_message_at(
     eval: &Evaluation,
-    ledger: Option<&crate::audit::ledger::Snapshot>,
+    anchor: Option<&crate::audit::ledger::Anchor>,
 ) -> String {
     let mut msg = format!(
         "Merge proposal {}: {}\n\nAtelier-Proposal: {}\nAtelier-Pull: {}\nAtelier-Base: {}\nAtelier-Head: {}\nAtelier-Approvers: {}\n",
@@ -53,7 +53,7 @@ pub fn merge_message_at(
         eval.change.head,
         eval.decision.approvers.join(", ")
     );
-    if let Some(anchor) = ledger.and_then(crate::audit::ledger::Anchor::of) {
+    if let Some(anchor) = anchor {
         msg.push_str(&anchor.trailer());
         msg.push('\n');
     }
@@ -84,7 +84,17 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         .expect("an allowed decision always has a merge tree");
     let clean_checkout = checkout_is_clean(ws, tree_id)?;
     let sig = git::signature(repo, now)?;
-    let message = merge_message_at(&eval, Some(&snap));
+    let anchor = crate::audit::ledger::Anchor::sign(
+        &ws.origin(),
+        &snap,
+        crate::audit::ledger::MergeIdentity {
+            base: &eval.change.base,
+            head: &eval.change.head,
+            tree: &tree_id.to_string(),
+        },
+        &ws.gate_key()?,
+    );
+    let message = merge_message_at(&eval, Some(&anchor));
     debug_assert!(token::RawToken::extract_all(&message).len() == eval.decision.approvers.len());
     let commit = repo.commit(
         None,

@@ -129,24 +129,60 @@ impl Workspace {
         }
         all.extend(events);
         let floors = self.floors()?;
+        let adoption = self.witness_adoption()?;
+        let memory = match &adoption {
+            Some(a) => witness::load(a, &self.origin())?,
+            None => None,
+        };
+        // The keys the last checkpoint may be signed with: this gate's own, and every gate key
+        // the protected branch published since adoption (a rotated key signed the older ones).
+        let mut trusted = vec![key.verifying_key()];
+        for k in branch_gate_keys(&self.repo, self.branch(), adoption.as_deref())? {
+            if !trusted.contains(&k) {
+                trusted.push(k);
+            }
+        }
+        // This machine's memory may be raised by this append only if what it extends was signed
+        // by the key the memory pins (or, before there is a memory, the key the adoption commit
+        // published), and this append is too: a gate key or ledger swapped in for a moment must
+        // not plant a false memory.
+        let adoption_key = adoption
+            .as_deref()
+            .and_then(|a| published_gate_key(&self.repo, a).ok().flatten())
+            .map(|k| k.to_bytes());
+        let own = key.verifying_key().to_bytes();
+        let pin = memory.as_ref().map(|m| m.key).or(adoption_key);
+        let extends_pinned = match (ledger::checkpoint_note(&self.repo)?, pin) {
+            (None, _) => true,
+            (Some(note), Some(pin)) => ed25519_dalek::VerifyingKey::from_bytes(&pin)
+                .ok()
+                .is_some_and(|k| {
+                    crate::audit::checkpoint::Checkpoint::verify(&note, ledger::KEY_NAME, &[k])
+                        .is_ok()
+                }),
+            (Some(_), None) => false,
+        };
         let snap = ledger::append_above(
             &self.repo,
             &self.config.forge.repository,
             all,
             now,
             &key,
+            &trusted,
             &floors,
         )?;
-        // Appended under the gate's own key: this ledger is verified, and this machine
-        // remembers it.
-        if let Some(adoption) = self.witness_adoption()? {
-            let root = crate::audit::merkle::root(&snap.leaf_hashes());
-            witness::remember(
-                &adoption,
-                snap.lines.len() as u64,
-                &root,
-                &format!("appended by the gate in {}", self.root.display()),
-            )?;
+        if let Some(adoption) = &adoption {
+            if extends_pinned && witness::may_raise(memory.as_ref(), &own, adoption_key.as_ref()) {
+                let root = crate::audit::merkle::root(&snap.leaf_hashes());
+                witness::remember(
+                    adoption,
+                    &self.origin(),
+                    snap.lines.len() as u64,
+                    &root,
+                    &own,
+                    &format!("appended by the gate in {}", self.root.display()),
+                )?;
+            }
         }
         Ok(snap)
     }
@@ -173,7 +209,10 @@ impl Workspace {
     pub fn floors(&self) -> Result<Vec<ledger::Floor>> {
         let adoption = self.witness_adoption()?;
         let mut floors: Vec<ledger::Floor> = match &adoption {
-            Some(a) => witness::load(a)?.into_iter().collect(),
+            Some(a) => witness::load(a, &self.origin())?
+                .map(|m| m.floor)
+                .into_iter()
+                .collect(),
             None => Vec::new(),
         };
         let keys: Vec<_> = gate_public_key(self)?.into_iter().collect();
@@ -258,10 +297,7 @@ pub fn branch_floor(
             break;
         }
         let commit = repo.find_commit(oid)?;
-        let Some(anchor) = Anchor::parse(commit.message().unwrap_or("")) else {
-            continue;
-        };
-        if anchor.verifies(origin, keys) {
+        if let Some(anchor) = Anchor::of_commit(&commit, origin, keys) {
             return Ok(Some(ledger::Floor {
                 size: anchor.size,
                 root: anchor.root,
@@ -270,6 +306,55 @@ pub fn branch_floor(
         }
     }
     Ok(None)
+}
+
+/// The gate key `policies/gate_key.pub` publishes at commit `at`.
+pub fn published_gate_key(
+    repo: &Repository,
+    at: &str,
+) -> Result<Option<ed25519_dalek::VerifyingKey>> {
+    let tree = repo.find_commit(Oid::from_str(at)?)?.tree()?;
+    Ok(
+        git::read_file(repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
+            .and_then(|k| k.key_data().ed25519().map(|e| e.0))
+            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok()),
+    )
+}
+
+/// Every distinct gate key `branch` published on its first-parent line since `adoption`, newest
+/// first.
+pub fn branch_gate_keys(
+    repo: &Repository,
+    branch: &str,
+    adoption: Option<&str>,
+) -> Result<Vec<ed25519_dalek::VerifyingKey>> {
+    let Ok(tip) = git::branch_tip(repo, branch) else {
+        return Ok(Vec::new());
+    };
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    let (mut blobs, mut keys) = (Vec::new(), Vec::new());
+    for oid in walk {
+        let oid = oid?;
+        let tree = repo.find_commit(oid)?.tree()?;
+        if let Ok(entry) = tree.get_path(std::path::Path::new(
+            crate::governance::policy::GATE_KEY_PATH,
+        )) {
+            if !blobs.contains(&entry.id()) {
+                blobs.push(entry.id());
+                if let Some(k) = published_gate_key(repo, &oid.to_string())? {
+                    keys.push(k);
+                }
+            }
+        }
+        if adoption == Some(oid.to_string().as_str()) {
+            break;
+        }
+    }
+    Ok(keys)
 }
 
 /// The gate's public key: this machine's own, where it holds the private key; else the one the
