@@ -956,7 +956,11 @@ fn the_gate_key_can_be_rotated() {
     env.approve(&id, "alice").ok();
     env.approve(&id, "bob").ok();
     env.atelier(&["merge", &id]).ok();
+    let waiting = env.propose(&[("README.md", "# waiting\n")], "Proposed before");
     std::fs::copy(&new, env.repo.join(".atelier/gate_key")).expect("install");
+    // An approval right after the rotation, before the new key signed anything.
+    env.approve(&waiting, "bob").ok();
+    env.atelier(&["merge", &waiting]).ok();
     let id = env.propose_code();
     env.approve(&id, "alice").ok();
     env.atelier(&["merge", &id]).ok();

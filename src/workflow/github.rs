@@ -1699,7 +1699,14 @@ fn follow_local_branch(
         merged,
         "atelier: follow the GitHub merge",
     )?;
-    if checked_out {
+    // Looked at again just before writing: the files may have changed since.
+    if checked_out
+        && super::merge::paths_are_safe(
+            ws,
+            ws.repo.find_commit(base)?.tree_id(),
+            ws.repo.find_commit(merged)?.tree_id(),
+        )?
+    {
         super::merge::checkout_merged(&ws.repo)?;
     }
     Ok(None)

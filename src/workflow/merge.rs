@@ -159,11 +159,12 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
     ws.record(vec![Event::Merged(record)], now)?;
     let (worktree_updated, note) = match clean_checkout {
         None => (false, None),
-        Some(true) => {
+        // Looked at again just before writing: the files may have changed since.
+        Some(true) if paths_are_safe(ws, repo.find_commit(base)?.tree_id(), tree_id)? => {
             checkout_merged(repo)?;
             (true, None)
         }
-        Some(false) => (
+        Some(_) => (
             false,
             Some(format!(
                 "your checkout of {branch} has local changes (or untracked or ignored files where the merge writes files), so its files were left as they were; bring them up to date, keeping your changes, with `git read-tree -m -u {base} {branch}`",
@@ -201,13 +202,19 @@ pub(super) fn checkout_is_clean(ws: &Workspace, merged_tree: Oid) -> Result<Opti
     if !repo.statuses(Some(&mut opts))?.is_empty() {
         return Ok(Some(false));
     }
-    let current = head.peel_to_tree()?;
-    let tree = repo.find_tree(merged_tree)?;
+    let current = head.peel_to_tree()?.id();
+    Ok(Some(paths_are_safe(ws, current, merged_tree)?))
+}
+
+/// Whether a checkout from tree `from` to tree `to` writes only where git tracks a file or
+/// nothing is: every component of every changed path is looked at without following links, so
+/// a link in the checkout (even a tracked one) can never make the checkout write through it,
+/// into `.atelier/` or anywhere else.
+pub(super) fn paths_are_safe(ws: &Workspace, from: Oid, to: Oid) -> Result<bool> {
+    let repo = &ws.repo;
+    let (from, to) = (repo.find_tree(from)?, repo.find_tree(to)?);
     let index = repo.index()?;
-    for path in git::changed_paths(repo, &current, &tree)? {
-        // Every component on the way, and the path itself, is looked at without following
-        // links: a link in the checkout (even a tracked one) would let the checkout write
-        // through it, into `.atelier/` or anywhere else.
+    for path in git::changed_paths(repo, &from, &to)? {
         let mut prefix = std::path::PathBuf::new();
         let parts: Vec<&str> = path.split('/').collect();
         for (i, part) in parts.iter().enumerate() {
@@ -218,22 +225,22 @@ pub(super) fn checkout_is_clean(ws: &Workspace, merged_tree: Oid) -> Result<Opti
                 Err(_) => break,
             };
             if meta.file_type().is_symlink() {
-                return Ok(Some(false));
+                return Ok(false);
             }
             let tracked = index.get_path(&prefix, 0).is_some();
             if meta.is_dir() {
                 if last {
                     // A directory where the merge writes a file.
-                    return Ok(Some(false));
+                    return Ok(false);
                 }
             } else if !tracked || !last {
                 // A file git does not track where the merge writes, or a file where the merge
                 // needs a directory.
-                return Ok(Some(false));
+                return Ok(false);
             }
         }
     }
-    Ok(Some(true))
+    Ok(true)
 }
 
 /// Brings the checked-out protected branch's files to its new tip. Only called after

@@ -242,7 +242,8 @@ impl Workspace {
     /// The current ledger, after checking it extends every floor (`E_LEDGER_ROLLBACK`) and that
     /// its checkpoint is signed by the gate key (this machine's own, where it holds it; else the
     /// one the protected branch publishes) and covers its entries. `None` when there is no
-    /// ledger yet. Writes nothing.
+    /// ledger yet, or when its checkpoint is signed by an older gate key than this machine's
+    /// (just after a rotation). Writes nothing.
     pub fn verified_ledger(&self) -> Result<Option<ledger::Snapshot>> {
         let Some(snap) = ledger::read(&self.repo)? else {
             return Ok(None);
@@ -257,6 +258,22 @@ impl Workspace {
                 .ok()
         });
         let root = crate::audit::merkle::root(&leaves);
+        if cp.is_none() && self.gate_key().is_ok() {
+            // Just after a rotation the last checkpoint is still signed by an older gate key
+            // the branch published: valid, but not this machine's own to vouch for, so the
+            // token carries no checkpoint rather than one this machine cannot check.
+            let adoption = self.witness_adoption()?;
+            let older = branch_gate_keys(&self.repo, self.branch(), adoption.as_deref())?;
+            if crate::audit::checkpoint::Checkpoint::verify(
+                &snap.checkpoint,
+                ledger::KEY_NAME,
+                &older,
+            )
+            .is_ok_and(|cp| cp.size == leaves.len() as u64 && cp.root == root)
+            {
+                return Ok(None);
+            }
+        }
         if cp.is_none_or(|cp| cp.size != leaves.len() as u64 || cp.root != root) {
             return Err(ledger::LedgerError::Corrupt(format!(
                 "the ledger's checkpoint does not verify under {} on {} or does not cover its {} entries",
