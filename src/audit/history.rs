@@ -334,7 +334,22 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
         } => {
             for t in RawToken::extract_all(&token) {
                 let payload = crate::governance::token::Payload::parse(&t.payload);
-                if payload.as_ref().is_ok_and(|p| p.checkpoint.is_some()) {
+                // A checkpoint the ledger before this entry extends is no claim against it;
+                // only the others are kept, to be judged once the whole ledger is read (a
+                // signature check each, so an honest ledger costs nothing here).
+                let disputed = payload
+                    .as_ref()
+                    .ok()
+                    .and_then(|p| p.checkpoint.as_ref())
+                    .is_some_and(|cp| {
+                        let ours = match cp.size {
+                            0 => Some(merkle::empty_root()),
+                            n if n <= seq => index.roots.get(n as usize - 1).copied(),
+                            _ => None,
+                        };
+                        ours.map(hex::encode).as_deref() != Some(cp.root.as_str())
+                    });
+                if disputed {
                     index.claims.push((seq, at, proposal.clone(), t.clone()));
                 }
                 let reject =

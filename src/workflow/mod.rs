@@ -136,10 +136,17 @@ impl Workspace {
         };
         // The keys the last checkpoint may be signed with: this gate's own, and every gate key
         // the protected branch published since adoption (a rotated key signed the older ones).
+        // (The walk for older keys happens only when this key did not sign the last checkpoint.)
         let mut trusted = vec![key.verifying_key()];
-        for k in branch_gate_keys(&self.repo, self.branch(), adoption.as_deref())? {
-            if !trusted.contains(&k) {
-                trusted.push(k);
+        let note = ledger::checkpoint_note(&self.repo)?;
+        let own_signed = note.as_deref().is_none_or(|n| {
+            crate::audit::checkpoint::Checkpoint::verify(n, ledger::KEY_NAME, &trusted).is_ok()
+        });
+        if !own_signed {
+            for k in branch_gate_keys(&self.repo, self.branch(), adoption.as_deref())? {
+                if !trusted.contains(&k) {
+                    trusted.push(k);
+                }
             }
         }
         // This machine's memory may be raised by this append only if what it extends was signed
@@ -152,7 +159,7 @@ impl Workspace {
             .map(|k| k.to_bytes());
         let own = key.verifying_key().to_bytes();
         let pin = memory.as_ref().map(|m| m.key).or(adoption_key);
-        let extends_pinned = match (ledger::checkpoint_note(&self.repo)?, pin) {
+        let extends_pinned = match (note, pin) {
             (None, _) => true,
             (Some(note), Some(pin)) => ed25519_dalek::VerifyingKey::from_bytes(&pin)
                 .ok()
