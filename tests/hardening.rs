@@ -966,3 +966,40 @@ fn the_gate_key_can_be_rotated() {
     env.atelier(&["merge", &id]).ok();
     env.atelier(&["audit", "verify"]).ok();
 }
+
+// The gate appends only onto a ledger signed by its own key (or the one its memory pins): a
+// ledger signed by a key that a commit swapped onto the branch publishes is refused, so a
+// rejection recorded meanwhile cannot go into a ledger the attacker then throws away.
+#[test]
+fn the_gate_never_appends_to_a_ledger_signed_by_a_key_the_branch_names() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let evil_path = env.tmp.path().join("evil");
+    env.atelier(&[
+        "keygen",
+        evil_path.to_str().expect("utf8"),
+        "--principal",
+        "atelier-gate",
+    ])
+    .ok();
+    let evil = atelier::workflow::read_signing_key(&evil_path).expect("key");
+    let public = std::fs::read_to_string(evil_path.with_extension("pub")).expect("pub");
+    // main moves to a commit publishing the attacker's gate key...
+    env.write("policies/gate_key.pub", &public);
+    env.git(&["commit", "-q", "-am", "new gate key"]);
+    // ...and the ledger to the real entries plus one, signed with it.
+    let repo = Repository::open(&env.repo).expect("open");
+    let mut lines = ledger::read(&repo).expect("read").expect("ledger").lines;
+    let entry = ledger::Entry {
+        seq: lines.len() as u64,
+        at: crate::support::T0.into(),
+        event: ledger::Event::Closed {
+            proposal: "999".into(),
+            reason: None,
+        },
+    };
+    lines.push(serde_json::to_string(&entry).expect("json"));
+    write_ledger(&env, &lines, &evil);
+    let run = env.reject(&id, "bob").code(1);
+    assert!(run.stderr.contains("E_LEDGER_CORRUPT"), "{}", run.stderr);
+}

@@ -497,7 +497,7 @@ pub fn append_above(
         Some(s) => {
             let cp = Checkpoint::verify(&s.checkpoint, KEY_NAME, trusted).map_err(|e| {
                 LedgerError::Corrupt(format!(
-                    "the last checkpoint does not verify under this gate key or one the protected branch published: {e}"
+                    "the last checkpoint does not verify under this gate key (or, after a rotation, the previous one this machine's memory pins; run `atelier audit verify` here to pin it): {e}"
                 ))
             })?;
             if cp.origin != origin {

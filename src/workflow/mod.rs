@@ -134,21 +134,19 @@ impl Workspace {
             Some(a) => witness::load(a, &self.origin())?,
             None => None,
         };
-        // The keys the last checkpoint may be signed with: this gate's own, and every gate key
-        // the protected branch published since adoption (a rotated key signed the older ones).
-        // (The walk for older keys happens only when this key did not sign the last checkpoint.)
+        // The keys the last checkpoint may be signed with: this gate's own, and the one this
+        // machine's memory pins (the previous gate key, just after a rotation). Never a key the
+        // repository names: a branch or ledger swapped in for a moment could name any.
         let mut trusted = vec![key.verifying_key()];
-        let note = ledger::checkpoint_note(&self.repo)?;
-        let own_signed = note.as_deref().is_none_or(|n| {
-            crate::audit::checkpoint::Checkpoint::verify(n, ledger::KEY_NAME, &trusted).is_ok()
-        });
-        if !own_signed {
-            for k in branch_gate_keys(&self.repo, self.branch(), adoption.as_deref())? {
-                if !trusted.contains(&k) {
-                    trusted.push(k);
-                }
+        if let Some(pinned) = memory
+            .as_ref()
+            .and_then(|m| ed25519_dalek::VerifyingKey::from_bytes(&m.key).ok())
+        {
+            if !trusted.contains(&pinned) {
+                trusted.push(pinned);
             }
         }
+        let note = ledger::checkpoint_note(&self.repo)?;
         // This machine's memory may be raised by this append only if what it extends was signed
         // by the key the memory pins (or, before there is a memory, the key the adoption commit
         // published), and this append is too: a gate key or ledger swapped in for a moment must
