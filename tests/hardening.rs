@@ -598,14 +598,17 @@ fn moving_the_git_directory_or_renaming_the_repository_does_not_escape_the_memor
     );
     let run = env.atelier(&["merge", &id]).code(1);
     assert!(
-        run.stderr.contains("E_LEDGER_ROLLBACK") || run.stderr.contains("E_LEDGER_CORRUPT"),
+        run.stderr.contains("E_LEDGER_ROLLBACK")
+            || run.stderr.contains("E_LEDGER_CORRUPT")
+            || run.stderr.contains("E_ADOPTION_MISMATCH"),
         "{}",
         run.stderr
     );
 }
 
-// A new repository made where another one was (a re-run demo, a fresh `git init`) is not taken
-// for a rewind of the old one.
+// A new repository made where another one was (a fresh `git init`) is not taken for a rewind of
+// the old one: this machine says the clone changed identity, and deleting the file it names
+// accepts the new one.
 #[test]
 fn a_new_repository_at_the_same_path_starts_a_memory_of_its_own() {
     let env = Env::new();
@@ -628,6 +631,26 @@ fn a_new_repository_at_the_same_path_starts_a_memory_of_its_own() {
     );
     env.git(&["add", "-A"]);
     env.git(&["commit", "-q", "-m", "Adopt atelier"]);
+    // This machine knew another repository at this path: it says so, and how to accept it.
+    let patch = env.patch(&[("README.md", "# another project, improved\n")]);
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Improve",
+        ])
+        .code(1);
+    assert!(run.stderr.contains("E_ADOPTION_MISMATCH"), "{}", run.stderr);
+    let file = run
+        .stderr
+        .split("delete ")
+        .nth(1)
+        .expect("the file to delete")
+        .trim()
+        .to_string();
+    std::fs::remove_file(&file).expect("accept the new repository");
     let id = env.propose(&[("README.md", "# another project, improved\n")], "Improve");
     env.approve(&id, "carol").ok();
     env.atelier(&["merge", &id]).ok();
@@ -1002,4 +1025,53 @@ fn the_gate_never_appends_to_a_ledger_signed_by_a_key_the_branch_names() {
     write_ledger(&env, &lines, &evil);
     let run = env.reject(&id, "bob").code(1);
     assert!(run.stderr.contains("E_LEDGER_CORRUPT"), "{}", run.stderr);
+}
+
+// A history grafted onto a new adoption commit (the old branch as a second parent, the vetoed
+// change in its tree) with the ledger deleted: the clone is not the repository it was, and this
+// machine says so, live and in audit.
+#[test]
+fn a_history_grafted_onto_a_new_adoption_commit_is_refused() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    let vetoed = env.propose(
+        &[("src/lib.rs", "pub fn answer() -> u32 {\n    666\n}\n")],
+        "Evil",
+    );
+    env.reject(&vetoed, "bob").ok();
+    env.atelier(&["audit", "verify"]).ok();
+    // The attacker grafts: first parent the commit before adoption, second parent main, with the
+    // vetoed change's tree; then deletes the ledger.
+    let initial = env
+        .git(&["rev-list", "--max-parents=0", "main"])
+        .trim()
+        .to_string();
+    let tree = env.git(&["rev-parse", &format!("atelier/proposals/{vetoed}^{{tree}}")]);
+    let graft = env.git(&[
+        "commit-tree",
+        tree.trim(),
+        "-p",
+        &initial,
+        "-p",
+        "main",
+        "-m",
+        "graft",
+    ]);
+    force_ref(&env, "refs/heads/main", graft.trim());
+    env.git(&["update-ref", "-d", ledger::REF]);
+    let f = findings(&env, &env.repo);
+    assert!(f.contains(&"E_ADOPTION_MISMATCH".to_string()), "{f:?}");
+    let patch = env.patch(&[("README.md", "# routine\n")]);
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Routine",
+        ])
+        .code(1);
+    assert!(run.stderr.contains("E_ADOPTION_MISMATCH"), "{}", run.stderr);
 }

@@ -660,6 +660,11 @@ pub fn verify(
     // signed its latest checkpoint: a later, shorter one is a rollback.
     if report.findings.is_empty() {
         if let (Some(root), Some(adopted)) = (roots.last(), &index.adopted) {
+            witness::remember_identity(
+                repo.workdir().unwrap_or(repo.path()),
+                &ledger::origin(repository),
+                adopted,
+            )?;
             if let Some(key) = latest_signer(repo, repository, &keys)? {
                 witness::remember(
                     adopted,
@@ -713,6 +718,12 @@ fn witnesses(
         .clone()
         .or_else(|| report.adoption.clone())
         .unwrap_or_default();
+    let root = repo.workdir().unwrap_or(repo.path()).to_path_buf();
+    if let Err(e) = witness::check_identity(&root, &ledger::origin(repository), &adoption) {
+        report
+            .findings
+            .push(finding("E_ADOPTION_MISMATCH", None, e.to_string()));
+    }
     match witness::load(&adoption, &ledger::origin(repository)) {
         // Without any ledger, `E_LEDGER_MISSING` already says to fetch it.
         Ok(Some(_)) if index.roots.is_empty() => {}

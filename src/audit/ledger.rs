@@ -164,6 +164,13 @@ pub enum LedgerError {
         root: String,
         found: String,
     },
+    #[error("E_ADOPTION_MISMATCH: the clone {clone} was the {expected} when this machine first recorded or audited it, but it is now the {found}: its history was grafted onto a new adoption commit, or the repository renamed, which would start a new ledger unseen; nothing was changed — restore the branch and the ledger, or, if this really is a new repository at the same path, delete {file}")]
+    IdentityChanged {
+        clone: String,
+        expected: String,
+        found: String,
+        file: String,
+    },
     #[error("{0}")]
     Io(String),
     #[error("git: {0}")]

@@ -38,14 +38,7 @@ pub struct Memory {
 
 /// Where the memory of the repository adopted at `adoption` lives; `None` without a home.
 pub fn path(adoption: &str, origin: &str) -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        })?;
+    let base = state_dir()?;
     let id = hex::encode(&Sha256::digest(format!("{adoption}\n{origin}").as_bytes())[..16]);
     Some(
         base.join("atelier")
@@ -154,5 +147,109 @@ pub fn may_raise(memory: Option<&Memory>, key: &[u8; 32], adoption_key: Option<&
     match memory {
         Some(m) => m.key == *key,
         None => adoption_key == Some(key),
+    }
+}
+
+/// Where this machine keeps the identity first seen for the clone whose working tree (or, for a
+/// bare repository, git directory) is `root`.
+fn identity_path(root: &std::path::Path) -> Option<PathBuf> {
+    let base = state_dir()?;
+    let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let id = hex::encode(&Sha256::digest(canonical.to_string_lossy().as_bytes())[..16]);
+    Some(
+        base.join("atelier")
+            .join("clones")
+            .join(format!("{id}.txt")),
+    )
+}
+
+/// Checks that the clone at `root` is still the repository it was when this machine first
+/// recorded or audited it there: the same ledger origin and the same adoption commit. A new
+/// adoption commit (a history grafted onto the old one, the ledger deleted) or a renamed
+/// repository would otherwise start a new ledger, and a new memory, unseen. Refused with
+/// `E_ADOPTION_MISMATCH`; `remember_identity` writes it the first time.
+pub fn check_identity(
+    root: &std::path::Path,
+    origin: &str,
+    adoption: &str,
+) -> Result<(), LedgerError> {
+    let Some(path) = identity_path(root) else {
+        return Ok(());
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(LedgerError::Io(format!(
+                "reading this machine's record of the clone {}: {e}",
+                path.display()
+            )))
+        }
+    };
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .unwrap_or("")
+            .to_string()
+    };
+    let (was_origin, was_adoption) = (field("origin"), field("adoption"));
+    if was_origin != origin || was_adoption != adoption {
+        return Err(LedgerError::IdentityChanged {
+            clone: root.display().to_string(),
+            expected: format!("ledger `{was_origin}` adopted at {was_adoption}"),
+            found: format!("ledger `{origin}` adopted at {adoption}"),
+            file: path.display().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Records the clone's identity the first time; never changes it (deleting the file is how a
+/// deliberate re-adoption is accepted).
+pub fn remember_identity(
+    root: &std::path::Path,
+    origin: &str,
+    adoption: &str,
+) -> Result<(), LedgerError> {
+    let Some(path) = identity_path(root) else {
+        return Ok(());
+    };
+    if path.exists() {
+        return Ok(());
+    }
+    let text = format!(
+        "{HEADER}\n# the clone at {}\norigin {origin}\nadoption {adoption}\n",
+        root.display()
+    );
+    crate::fsutil::atomic_write(&path, text.as_bytes()).map_err(|e| {
+        LedgerError::Io(format!(
+            "writing this machine's record of the clone {}: {e:#}",
+            path.display()
+        ))
+    })
+}
+
+fn state_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })
+}
+
+/// Forgets the identity recorded for the clone at `root`: for a command that has just made a
+/// new repository there (`atelier demo`), never for one that found it.
+pub fn forget_identity(root: &std::path::Path) -> Result<(), LedgerError> {
+    let Some(path) = identity_path(root) else {
+        return Ok(());
+    };
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(LedgerError::Io(format!("removing {}: {e}", path.display())))
+        }
+        _ => Ok(()),
     }
 }

@@ -115,6 +115,9 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     let root = base_dir.join("repo");
     let keys = base_dir.join("keys");
     std::fs::create_dir_all(&root)?;
+    // A new repository here: whatever this machine remembers of one that was here before (a
+    // demo run in the same directory, since deleted) is not this one's.
+    crate::audit::witness::forget_identity(&root)?;
     let mut n = Narrator { step: 0 };
     out("Atelier demo: the governed change loop, offline, on the local forge.\n")?;
 

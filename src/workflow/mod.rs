@@ -177,6 +177,7 @@ impl Workspace {
             &floors,
         )?;
         if let Some(adoption) = &adoption {
+            witness::remember_identity(&self.root, &self.origin(), adoption)?;
             if extends_pinned && witness::may_raise(memory.as_ref(), &own, adoption_key.as_ref()) {
                 let root = crate::audit::merkle::root(&snap.leaf_hashes());
                 witness::remember(
@@ -213,6 +214,9 @@ impl Workspace {
     /// and the one the protected branch's latest gate merge carries.
     pub fn floors(&self) -> Result<Vec<ledger::Floor>> {
         let adoption = self.witness_adoption()?;
+        if let Some(a) = &adoption {
+            witness::check_identity(&self.root, &self.origin(), a)?;
+        }
         let mut floors: Vec<ledger::Floor> = match &adoption {
             Some(a) => witness::load(a, &self.origin())?
                 .map(|m| m.floor)
