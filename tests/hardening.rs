@@ -1075,3 +1075,18 @@ fn a_history_grafted_onto_a_new_adoption_commit_is_refused() {
         .code(1);
     assert!(run.stderr.contains("E_ADOPTION_MISMATCH"), "{}", run.stderr);
 }
+
+// `core.worktree` in `.git/config` (writable by anyone who can write the clone) would move
+// atelier's view of the clone, and the path this machine remembers it by: refused.
+#[test]
+fn a_working_tree_moved_by_core_worktree_is_refused() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let elsewhere = env.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    env.git(&["config", "core.worktree", elsewhere.to_str().expect("utf8")]);
+    let run = env.atelier(&["gate", &id]).code(2);
+    assert!(run.stderr.contains("core.worktree"), "{}", run.stderr);
+    let run = env.atelier(&["audit", "verify"]).code(2);
+    assert!(run.stderr.contains("core.worktree"), "{}", run.stderr);
+}

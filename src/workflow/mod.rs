@@ -67,6 +67,7 @@ impl Workspace {
             .workdir()
             .context("the repository is bare: atelier needs a working tree for atelier.toml and .atelier/")?
             .to_path_buf();
+        check_working_tree(dir, &root)?;
         let config = Config::load(&root)?;
         let forge = Box::new(LocalForge::new(root.join(".atelier")));
         Ok(Workspace {
@@ -400,6 +401,35 @@ pub fn gate_public_key(ws: &Workspace) -> Result<Option<ed25519_dalek::Verifying
             .and_then(|k| k.key_data().ed25519().map(|e| e.0))
             .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok()),
     )
+}
+
+/// The working tree must be the directory that holds `.git` (found walking up from `dir`): a
+/// `core.worktree` in `.git/config`, which anyone who can write the clone can set, would
+/// otherwise move atelier's view of the clone (its `atelier.toml`, `.atelier/`, and the path
+/// this machine remembers the clone by) somewhere else.
+fn check_working_tree(dir: &Path, root: &Path) -> Result<()> {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut at = canonical(dir);
+    let top = loop {
+        if at.join(".git").symlink_metadata().is_ok() {
+            break Some(at);
+        }
+        if !at.pop() {
+            break None;
+        }
+    };
+    match top {
+        Some(top) if top == canonical(root) => Ok(()),
+        Some(top) => anyhow::bail!(
+            "git's working tree for {} is {} (core.worktree in {}/.git/config?), not {}, the directory that holds .git: atelier works only in the clone's own directory — remove core.worktree, or run atelier there",
+            dir.display(),
+            root.display(),
+            top.display(),
+            top.display()
+        ),
+        // No `.git` on the way up (GIT_DIR set by the caller): git found it, trust that.
+        None => Ok(()),
+    }
 }
 
 /// Reads an unencrypted OpenSSH ed25519 private key.
