@@ -1076,8 +1076,9 @@ fn a_history_grafted_onto_a_new_adoption_commit_is_refused() {
     assert!(run.stderr.contains("E_ADOPTION_MISMATCH"), "{}", run.stderr);
 }
 
-// `core.worktree` in `.git/config` (writable by anyone who can write the clone) would move
-// atelier's view of the clone, and the path this machine remembers it by: refused.
+// `core.worktree` in `.git/config`, or a `.git` file pointing at a git directory elsewhere (both
+// writable by anyone who can write the clone), would move atelier's view of the clone, and the
+// path this machine remembers it by: refused.
 #[test]
 fn a_working_tree_moved_by_core_worktree_is_refused() {
     let env = Env::new();
@@ -1085,8 +1086,21 @@ fn a_working_tree_moved_by_core_worktree_is_refused() {
     let elsewhere = env.tmp.path().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).expect("mkdir");
     env.git(&["config", "core.worktree", elsewhere.to_str().expect("utf8")]);
-    let run = env.atelier(&["gate", &id]).code(2);
-    assert!(run.stderr.contains("core.worktree"), "{}", run.stderr);
-    let run = env.atelier(&["audit", "verify"]).code(2);
-    assert!(run.stderr.contains("core.worktree"), "{}", run.stderr);
+    let run = env.atelier(&["gate", &id]).code(1);
+    assert!(run.stderr.contains("E_WORKTREE_MOVED"), "{}", run.stderr);
+    let run = env.atelier(&["audit", "verify"]).code(1);
+    assert!(run.stderr.contains("E_WORKTREE_MOVED"), "{}", run.stderr);
+    env.git(&["config", "--unset", "core.worktree"]);
+    env.atelier(&["audit", "verify"]).ok();
+    // The same through a .git file pointing at a git directory in a subdirectory.
+    let w = env.repo.join("w");
+    std::fs::create_dir_all(&w).expect("mkdir");
+    std::fs::rename(env.repo.join(".git"), w.join(".git")).expect("mv");
+    std::fs::write(
+        env.repo.join(".git"),
+        format!("gitdir: {}\n", w.join(".git").display()),
+    )
+    .expect("gitfile");
+    let run = env.atelier(&["audit", "verify"]).code(1);
+    assert!(run.stderr.contains("E_WORKTREE_MOVED"), "{}", run.stderr);
 }

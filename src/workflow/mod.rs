@@ -420,13 +420,15 @@ fn check_working_tree(dir: &Path, root: &Path) -> Result<()> {
     };
     match top {
         Some(top) if top == canonical(root) => Ok(()),
-        Some(top) => anyhow::bail!(
-            "git's working tree for {} is {} (core.worktree in {}/.git/config?), not {}, the directory that holds .git: atelier works only in the clone's own directory — remove core.worktree, or run atelier there",
-            dir.display(),
-            root.display(),
-            top.display(),
-            top.display()
-        ),
+        Some(top) => Err(refuse(
+            "E_WORKTREE_MOVED",
+            format!(
+                "git's working tree for {} is {}, not {}, the directory that holds .git (moved by core.worktree in the repository's config, or by where a .git file points): atelier works only in the clone's own directory — restore .git and remove core.worktree",
+                dir.display(),
+                root.display(),
+                top.display()
+            ),
+        )),
         // No `.git` on the way up (GIT_DIR set by the caller): git found it, trust that.
         None => Ok(()),
     }
