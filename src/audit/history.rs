@@ -911,27 +911,25 @@ fn examine_merge(
             ..Outcome::default()
         });
     };
+    // A recorded merge that fails a check before the gate is re-run.
+    let refused = |code: &'static str, detail: String| Outcome {
+        seen: Some(sha.clone()),
+        finding: Some(finding(code, Some(sha.clone()), detail)),
+        ..Outcome::default()
+    };
     if rec.aborted {
-        return Ok(Outcome {
-            seen: Some(sha.clone()),
-            finding: Some(finding(
-                "E_ABORTED_MERGE_LANDED",
-                Some(sha.clone()),
-                format!(
-                    "commit {sha} is on {branch}, but the ledger records its merge of proposal {} as aborted (the gate never let it land): the branch was moved to it by hand",
-                    rec.proposal
-                ),
-            )),
-            ..Outcome::default()
-        });
+        return Ok(refused(
+            "E_ABORTED_MERGE_LANDED",
+            format!(
+                "commit {sha} is on {branch}, but the ledger records its merge of proposal {} as aborted (the gate never let it land): the branch was moved to it by hand",
+                rec.proposal
+            ),
+        ));
     }
     let facts = index.proposals.get(&rec.proposal);
     if !facts.is_some_and(|f| f.pulls.contains(&rec.pull)) {
-        return Ok(Outcome {
-            seen: Some(sha.clone()),
-            finding: Some(finding(
+        return Ok(refused(
                 "E_MERGE_MISMATCH",
-                Some(sha.clone()),
                 format!(
                     "the ledger records merge {sha} as proposal {} through pull request {}, but it opened that proposal as pull request(s) [{}]: the forge record was renumbered",
                     rec.proposal,
@@ -940,29 +938,22 @@ fn examine_merge(
                         .map(|f| f.pulls.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
                         .unwrap_or_default()
                 ),
-            )),
-            ..Outcome::default()
-        });
+            ));
     }
     let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
     if parents != [rec.base.clone(), rec.head.clone()] || commit.tree_id().to_string() != rec.tree {
-        return Ok(Outcome {
-            seen: Some(sha.clone()),
-            finding: Some(finding(
-                "E_MERGE_MISMATCH",
-                Some(sha.clone()),
-                format!(
-                    "the ledger records proposal {} as base {} + head {} = tree {}, but commit {sha} has parents [{}] and tree {}",
-                    rec.proposal,
-                    rec.base,
-                    rec.head,
-                    rec.tree,
-                    parents.join(", "),
-                    commit.tree_id()
-                ),
-            )),
-            ..Outcome::default()
-        });
+        return Ok(refused(
+            "E_MERGE_MISMATCH",
+            format!(
+                "the ledger records proposal {} as base {} + head {} = tree {}, but commit {sha} has parents [{}] and tree {}",
+                rec.proposal,
+                rec.base,
+                rec.head,
+                rec.tree,
+                parents.join(", "),
+                commit.tree_id()
+            ),
+        ));
     }
     // The previous merge on the branch is usually this one's base: reuse its tree.
     let base_oid = Oid::from_str(&rec.base)?;

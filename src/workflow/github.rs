@@ -195,12 +195,7 @@ fn checked_remote_ledger(ws: &Workspace, tip: Oid) -> Result<ledger::Snapshot> {
         Ok(b) => b,
         Err(_) => git::branch_tip(&ws.repo, ws.branch())?,
     };
-    let tree = ws.repo.find_commit(branch)?.tree()?;
-    let key = git::read_file(&ws.repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
-        .and_then(|b| String::from_utf8(b).ok())
-        .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
-        .and_then(|k| k.key_data().ed25519().map(|e| e.0))
-        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+    let key = super::published_gate_key(&ws.repo, &branch.to_string())?
         .ok_or_else(|| bad(format!("{} has no usable gate key", ws.branch())))?;
     let cp =
         crate::audit::checkpoint::Checkpoint::verify(&snap.checkpoint, ledger::KEY_NAME, &[key])

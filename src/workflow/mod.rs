@@ -393,14 +393,7 @@ pub fn gate_public_key(ws: &Workspace) -> Result<Option<ed25519_dalek::Verifying
     let Ok(tip) = git::branch_tip(&ws.repo, ws.branch()) else {
         return Ok(None);
     };
-    let tree = ws.repo.find_commit(tip)?.tree()?;
-    Ok(
-        git::read_file(&ws.repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
-            .and_then(|b| String::from_utf8(b).ok())
-            .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
-            .and_then(|k| k.key_data().ed25519().map(|e| e.0))
-            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok()),
-    )
+    published_gate_key(&ws.repo, &tip.to_string())
 }
 
 /// The working tree must be the directory that holds `.git` (found walking up from `dir`): a
