@@ -684,20 +684,16 @@ fn an_unsigned_ledger_line_on_the_branch_halts_nothing() {
 // checkpoint of that repository's ledger: it witnesses nothing here, live or in audit.
 #[test]
 fn a_token_from_another_repository_is_no_witness() {
-    use atelier::governance::token::{self, Payload};
+    use atelier::governance::token;
     let env = Env::new();
     let id = env.propose_code();
-    let key = atelier::workflow::read_signing_key(&env.key("alice")).expect("key");
-    let text = env.atelier(&["approve", &id, "--payload"]).ok().stdout;
-    let mut p = Payload::parse(&text).expect("payload");
-    p.repository = "someone/else".into();
-    p.checkpoint = Some(token::SeenCheckpoint {
-        size: 9_999,
-        root: "ab".repeat(32),
+    record_crafted(&env, &id, "alice", |p| {
+        p.repository = "someone/else".into();
+        p.checkpoint = Some(token::SeenCheckpoint {
+            size: 9_999,
+            root: "ab".repeat(32),
+        });
     });
-    let foreign = env.file("foreign", &token::sign(&p, &key).to_text());
-    env.atelier(&["approve", &id, "--token", foreign.to_str().expect("utf8")])
-        .ok();
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1);
     assert_eq!(unmet(&v), ["E_QUORUM_NOT_MET"], "{v:#}");
@@ -890,7 +886,7 @@ fn a_gate_key_swapped_in_for_a_moment_plants_no_false_memory() {
 // cannot use a token's checkpoint to halt a proposal or fail the audit.
 #[test]
 fn only_someone_who_may_approve_is_a_witness() {
-    use atelier::governance::token::{self, Payload};
+    use atelier::governance::token;
     let env = Env::with(Setup {
         principals: vec!["alice", "bob", "dave"],
         ..Setup::default()
@@ -912,16 +908,12 @@ fn only_someone_who_may_approve_is_a_witness() {
     env.approve(&id, "bob").ok();
     env.atelier(&["merge", &id]).ok();
     let id = env.propose_code();
-    let key = atelier::workflow::read_signing_key(&env.key("dave")).expect("key");
-    let text = env.atelier(&["approve", &id, "--payload"]).ok().stdout;
-    let mut p = Payload::parse(&text).expect("payload");
-    p.checkpoint = Some(token::SeenCheckpoint {
-        size: 999,
-        root: "ab".repeat(32),
+    record_crafted(&env, &id, "dave", |p| {
+        p.checkpoint = Some(token::SeenCheckpoint {
+            size: 999,
+            root: "ab".repeat(32),
+        });
     });
-    let claim = env.file("claim", &token::sign(&p, &key).to_text());
-    env.atelier(&["approve", &id, "--token", claim.to_str().expect("utf8")])
-        .ok();
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1);
     assert_eq!(unmet(&v), ["E_QUORUM_NOT_MET"], "{v:#}");
@@ -1103,4 +1095,22 @@ fn a_working_tree_moved_by_core_worktree_is_refused() {
     .expect("gitfile");
     let run = env.atelier(&["audit", "verify"]).code(1);
     assert!(run.stderr.contains("E_WORKTREE_MOVED"), "{}", run.stderr);
+}
+
+/// Signs proposal `id`'s current payload, edited by `edit`, with `who`'s key and records it.
+fn record_crafted(
+    env: &Env,
+    id: &str,
+    who: &str,
+    edit: impl Fn(&mut atelier::governance::token::Payload),
+) {
+    use atelier::governance::token::{self, Payload};
+    let key = atelier::workflow::read_signing_key(&env.key(who)).expect("key");
+    let text = env.atelier(&["approve", id, "--payload"]).ok().stdout;
+    let mut p = Payload::parse(&text).expect("payload");
+    edit(&mut p);
+    let n = std::fs::read_dir(env.tmp.path()).expect("ls").count();
+    let file = env.file(&format!("crafted-{n}"), &token::sign(&p, &key).to_text());
+    env.atelier(&["approve", id, "--token", file.to_str().expect("utf8")])
+        .ok();
 }
