@@ -5,4 +5,5 @@ pub mod checkpoint;
 pub mod history;
 pub mod ledger;
 pub mod merkle;
+pub mod view;
 pub mod witness;

@@ -9,20 +9,21 @@ use clap::{ArgGroup, Args};
 use super::{now, out};
 use crate::governance::time::parse_duration;
 use crate::governance::token::Verdict;
-use crate::workflow::{self, ApproveOptions, SignWith, Workspace};
+use crate::workflow::{self, ApproveOptions, Sign, Workspace};
 
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("how").required(true).args(["key", "payload", "signature", "token"])))]
 #[command(group(ArgGroup::new("which").required(true).args(["id", "pr"])))]
 pub struct ApproveArgs {
-    /// The proposal id (local forge).
+    /// The proposal id.
     id: Option<String>,
-    /// A GitHub pull request number: fetch its base and head, compute the merge tree here, and
-    /// sign (--key) or print the payload (--payload) or wrap an ssh-keygen signature (--signature).
+    /// The pull request carrying the proposal, by number (on GitHub: its base and head are
+    /// fetched and the merge tree computed here).
     #[arg(long, value_name = "n", conflicts_with = "id")]
     pr: Option<u64>,
-    /// With --pr: post the token as a pull-request comment (otherwise it is printed to paste).
-    #[arg(long, requires = "pr")]
+    /// On GitHub: post the token as a pull-request comment (otherwise it is printed to paste).
+    /// The local forge always records it.
+    #[arg(long)]
     post: bool,
     /// Sign with this OpenSSH ed25519 private key (unencrypted).
     #[arg(long, value_name = "path")]
@@ -60,38 +61,81 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let now = now()?;
-    if let Some(n) = args.pr {
-        let how = if let Some(k) = args.key {
-            super::github::Sign::Key(k)
-        } else if args.payload {
-            super::github::Sign::Payload
-        } else if let Some(sig) = args.signature {
-            super::github::Sign::Signature(sig, args.payload_file)
-        } else {
-            anyhow::bail!("with --pr, sign with --key, or use --payload then --signature for ssh-keygen (--token is for the local forge)");
-        };
-        return super::github::approve(&ws, n, how, &opts, args.post, now);
-    }
-    let id = args.id.expect("clap requires an id or --pr");
-    let done = if let Some(key) = args.key {
-        workflow::approve(&ws, &id, SignWith::Key(key), &opts, now)?
+    let how = if let Some(k) = args.key {
+        Sign::Key(workflow::read_signing_key(&k)?)
     } else if args.payload {
-        let p = workflow::payload_for(&ws, &id, &opts, now)?;
-        out(&p.to_canonical())?;
-        return Ok(ExitCode::SUCCESS);
+        if args.post {
+            anyhow::bail!("--payload prints the bytes to sign; there is nothing to --post yet");
+        }
+        Sign::Payload
     } else if let Some(sig) = args.signature {
-        workflow::record_signature(&ws, &id, &sig, args.payload_file.as_deref(), now)?
+        let payload_path = match args.payload_file {
+            Some(p) => p,
+            None => PathBuf::from(sig.to_string_lossy().strip_suffix(".sig").ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--signature {}: expected the `.sig` file ssh-keygen wrote next to the payload file (or pass --payload-file)",
+                    sig.display()
+                )
+            })?),
+        };
+        let payload = std::fs::read_to_string(&payload_path).map_err(|e| {
+            anyhow::anyhow!(
+                "reading the signed payload {} (the file you gave ssh-keygen): {e}",
+                payload_path.display()
+            )
+        })?;
+        let signature = std::fs::read_to_string(&sig)
+            .map_err(|e| anyhow::anyhow!("reading signature {}: {e}", sig.display()))?;
+        if !signature.starts_with("-----BEGIN SSH SIGNATURE-----") {
+            anyhow::bail!(
+                "{}: expected an armored SSH signature (-----BEGIN SSH SIGNATURE-----)",
+                sig.display()
+            );
+        }
+        Sign::Signed { payload, signature }
     } else if let Some(token) = args.token {
-        workflow::record_token_file(&ws, &id, &token, now)?
+        Sign::Text(
+            std::fs::read_to_string(&token)
+                .map_err(|e| anyhow::anyhow!("reading token file {}: {e}", token.display()))?,
+        )
     } else {
         unreachable!("clap requires one of --key, --payload, --signature, --token")
     };
+    let post = args.post || ws.forge.records_on_post();
+    let addr = super::gate::addr(args.id, args.pr);
+    let done = workflow::approve(&ws, &addr, how, &opts, post, now)?;
+    if done.payload_only {
+        out(&done.comment)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     for w in &done.warnings {
         eprintln!("warning: {w}");
     }
-    eprintln!("recorded on proposal {id}");
-    if !done.token.is_empty() {
-        out(&done.token)?;
+    if done.recorded {
+        eprintln!("recorded on proposal {}", done.proposal);
+        if !done.tokens.is_empty() {
+            out(&done.tokens)?;
+        }
+        return Ok(ExitCode::SUCCESS);
     }
+    let n = done.pull;
+    match &done.posted {
+        Some(url) => {
+            let verb = if opts.decision == Verdict::Reject {
+                "rejection"
+            } else {
+                "approval"
+            };
+            eprintln!("posted the {verb} on pull request #{n}: {url}");
+            if opts.decision == Verdict::Reject {
+                // A rejection binds from when the gate records it (docs/github.md, section 5).
+                eprintln!(
+                    "note: the rejection vetoes while its comment exists, and for good once the gate has read it (its delivery to `serve`, or any later evaluation records it in the ledger); a comment deleted before that is lost. Check that the gate's summary comment on #{n} lists it as `reject: counted`; if it does not within a minute, ask the gate's operator to run `atelier gate --pr {n}`, and post it again if the comment is gone"
+                );
+            }
+        }
+        None => eprintln!("paste this comment on pull request #{n} (or run again with --post):"),
+    }
+    out(&done.comment)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,8 +8,11 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::{gate::render, out};
+use crate::forge::Addr;
 use crate::governance::token::{RawToken, Verdict};
-use crate::workflow::{self, ApproveOptions, MergeOutcome, ProposeOptions, SignWith, Workspace};
+use crate::workflow::{
+    self, ApproveOptions, MergeOutcome, ProposeOptions, Publish, Sign, Workspace,
+};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -181,24 +184,31 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     ))?;
 
     n.step("The gate refuses: nobody has approved yet")?;
-    let eval = workflow::gate(&ws, &fix, now)?;
+    let eval = workflow::gate(&ws, &Addr::Proposal(fix.clone()), now, Publish::Verdict)?.eval;
     n.say(&render(&eval))?;
 
     n.step("alice approves with her SSH key; the gate allows; merge")?;
-    let token = workflow::approve(&ws, &fix, SignWith::Key(keys.join("alice")), &week, now)?;
+    let token = workflow::approve(
+        &ws,
+        &Addr::Proposal(fix.clone()),
+        Sign::Key(workflow::read_signing_key(&keys.join("alice"))?),
+        &week,
+        true,
+        now,
+    )?;
     n.say(&format!(
         "alice's token (verifiable with `ssh-keygen -Y verify`):\n{}",
-        token.token
+        token.tokens
     ))?;
-    let eval = workflow::gate(&ws, &fix, now)?;
+    let eval = workflow::gate(&ws, &Addr::Proposal(fix.clone()), now, Publish::Verdict)?.eval;
     n.say(&render(&eval))?;
-    match workflow::merge(&ws, &fix, now)? {
+    match workflow::merge(&ws, &Addr::Proposal(fix.clone()), now)? {
         MergeOutcome::Merged(m) => n.say(&format!(
             "merged as {} (tree {} re-checked after landing)",
             m.commit, m.tree
         ))?,
         MergeOutcome::Refused(e) => {
-            anyhow::bail!("demo: the approved fix was refused:\n{}", render(&e))
+            anyhow::bail!("demo: the approved fix was refused:\n{}", render(&e.eval))
         }
     }
 
@@ -215,27 +225,38 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     )?;
     workflow::approve(
         &ws,
-        &constitutional,
-        SignWith::Key(keys.join("alice")),
+        &Addr::Proposal(constitutional.clone()),
+        Sign::Key(workflow::read_signing_key(&keys.join("alice"))?),
         &week,
+        true,
         now,
     )?;
-    let eval = workflow::gate(&ws, &constitutional, now)?;
+    let eval = workflow::gate(
+        &ws,
+        &Addr::Proposal(constitutional.clone()),
+        now,
+        Publish::Verdict,
+    )?
+    .eval;
     n.say(&format!(
         "proposal {constitutional} changes policies/governance.toml; alice approved:\n\n{}",
         render(&eval)
     ))?;
     workflow::approve(
         &ws,
-        &constitutional,
-        SignWith::Key(keys.join("bob")),
+        &Addr::Proposal(constitutional.clone()),
+        Sign::Key(workflow::read_signing_key(&keys.join("bob"))?),
         &week,
+        true,
         now,
     )?;
-    match workflow::merge(&ws, &constitutional, now)? {
+    match workflow::merge(&ws, &Addr::Proposal(constitutional.clone()), now)? {
         MergeOutcome::Merged(m) => n.say(&format!("bob approved too: merged as {}", m.commit))?,
         MergeOutcome::Refused(e) => {
-            anyhow::bail!("demo: the constitution change was refused:\n{}", render(&e))
+            anyhow::bail!(
+                "demo: the constitution change was refused:\n{}",
+                render(&e.eval)
+            )
         }
     }
 
@@ -248,8 +269,8 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         "Say what it does.",
         now,
     )?;
-    let replayed = token.token.clone();
-    let mut tampered = RawToken::extract_all(&token.token).remove(0);
+    let replayed = token.tokens.clone();
+    let mut tampered = RawToken::extract_all(&token.tokens).remove(0);
     tampered.payload = tampered.payload.replace(
         &format!("proposal {fix}\npull {fix}\n"),
         &format!("proposal {docs}\npull {docs}\n"),
@@ -257,9 +278,16 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     for (name, text) in [("replayed", replayed), ("tampered", tampered.to_text())] {
         let path = base_dir.join(format!("{name}-token.txt"));
         std::fs::write(&path, text)?;
-        workflow::record_token_file(&ws, &docs, &path, now)?;
+        workflow::approve(
+            &ws,
+            &Addr::Proposal(docs.clone()),
+            Sign::Text(std::fs::read_to_string(&path)?),
+            &week,
+            true,
+            now,
+        )?;
     }
-    let eval = workflow::gate(&ws, &docs, now)?;
+    let eval = workflow::gate(&ws, &Addr::Proposal(docs.clone()), now, Publish::Verdict)?.eval;
     n.say(&format!(
         "alice's token for proposal {fix} was posted on proposal {docs} as is (replayed) and with its proposal number edited (tampered):\n\n{}",
         render(&eval)
@@ -376,14 +404,21 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         now,
     )?;
     for who in ["alice", "bob"] {
-        workflow::approve(&ws, &role, SignWith::Key(keys.join(who)), &week, now)?;
+        workflow::approve(
+            &ws,
+            &Addr::Proposal(role.clone()),
+            Sign::Key(workflow::read_signing_key(&keys.join(who))?),
+            &week,
+            true,
+            now,
+        )?;
     }
-    match workflow::merge(&ws, &role, now)? {
+    match workflow::merge(&ws, &Addr::Proposal(role.clone()), now)? {
         MergeOutcome::Merged(m) => n.say(&format!(
             "atelier.toml is constitutional, so configuring the agent took alice and bob: proposal {role} merged as {}",
             m.commit
         ))?,
-        MergeOutcome::Refused(e) => anyhow::bail!("demo: the role change was refused:\n{}", render(&e)),
+        MergeOutcome::Refused(e) => anyhow::bail!("demo: the role change was refused:\n{}", render(&e.eval)),
     }
     let ws = Workspace::open(&root)?;
     let plan_text = "[plan]\nid = \"calc-1\"\ntitle = \"Add sub\"\n\n[[task]]\nid = \"T1\"\ntitle = \"Add a sub function\"\nrole = \"implementer\"\ngoal = \"Add pub fn sub(a, b) returning a - b to src/lib.rs.\"\nfiles = [\"src/lib.rs\"]\n[task.contract]\ncriteria = [\"src/lib.rs defines pub fn sub returning a - b\"]\nchecks = [\"grep -q 'pub fn sub' src/lib.rs\"]\n";
@@ -414,22 +449,32 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         summary.branch,
         proposed.id
     ))?;
-    let eval = workflow::gate(&ws, &proposed.id, now)?;
+    let eval = workflow::gate(
+        &ws,
+        &Addr::Proposal(proposed.id.clone()),
+        now,
+        Publish::Verdict,
+    )?
+    .eval;
     n.say(&format!(
         "the gate treats it like any other change:\n\n{}",
         render(&eval)
     ))?;
     workflow::approve(
         &ws,
-        &proposed.id,
-        SignWith::Key(keys.join("alice")),
+        &Addr::Proposal(proposed.id.clone()),
+        Sign::Key(workflow::read_signing_key(&keys.join("alice"))?),
         &week,
+        true,
         now,
     )?;
-    match workflow::merge(&ws, &proposed.id, now)? {
+    match workflow::merge(&ws, &Addr::Proposal(proposed.id.clone()), now)? {
         MergeOutcome::Merged(m) => n.say(&format!("alice approved; merged as {}", m.commit))?,
         MergeOutcome::Refused(e) => {
-            anyhow::bail!("demo: the swarm's proposal was refused:\n{}", render(&e))
+            anyhow::bail!(
+                "demo: the swarm's proposal was refused:\n{}",
+                render(&e.eval)
+            )
         }
     }
     let report =

@@ -6,16 +6,17 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{json, now, out, verdict};
+use crate::forge::Addr;
 use crate::governance::decision::Decision;
-use crate::workflow::{self, Evaluation, MergeOutcome, Workspace};
+use crate::workflow::{self, Evaluation, MergeOutcome, Publish, Workspace};
 
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["id", "pr"])))]
 pub struct GateArgs {
-    /// The proposal id (local forge).
+    /// The proposal id.
     id: Option<String>,
-    /// A GitHub pull request number ([forge] kind = "github"): evaluate it, set the
-    /// `atelier/governance` status and update the summary comment.
+    /// The pull request carrying the proposal, by number (on GitHub the status and the summary
+    /// comment are updated too; on the local forge the number is the proposal id).
     #[arg(long, value_name = "n", conflicts_with = "id")]
     pr: Option<u64>,
     /// Print JSON.
@@ -107,28 +108,40 @@ pub(crate) fn print(eval: &Evaluation, as_json: bool) -> anyhow::Result<()> {
     }
 }
 
+/// The address `id` or `--pr` gives.
+pub(crate) fn addr(id: Option<String>, pr: Option<u64>) -> Addr {
+    match (id, pr) {
+        (_, Some(n)) => Addr::Pull(n),
+        (Some(id), None) => Addr::Proposal(id),
+        (None, None) => unreachable!("clap requires an id or --pr"),
+    }
+}
+
 pub fn gate(dir: &Path, args: GateArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
-    if let Some(n) = args.pr {
-        return super::github::gate(&ws, n, args.json);
+    let run = workflow::gate(&ws, &addr(args.id, args.pr), now()?, Publish::Verdict)?;
+    if let Some(shown) = &run.published {
+        eprintln!("{shown}");
     }
-    let id = args.id.expect("clap requires an id or --pr");
-    let eval = workflow::gate(&ws, &id, now()?)?;
-    let code = if eval.decision.allowed {
+    for note in &run.notes {
+        eprintln!("note: {note}");
+    }
+    let code = if run.eval.decision.allowed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     };
-    verdict(code, || print(&eval, args.json))
+    verdict(code, || print(&run.eval, args.json))
 }
 
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["id", "pr"])))]
 pub struct MergeArgs {
-    /// The proposal id (local forge).
+    /// The proposal id.
     id: Option<String>,
-    /// A GitHub pull request number: re-run the gate, merge through the API with the approved
-    /// head as precondition, check what landed, record it and push the ledger.
+    /// The pull request carrying the proposal, by number: re-run the gate, land the merge
+    /// guarded by the approved base or head, check what landed, record it (and on GitHub push
+    /// the ledger).
     #[arg(long, value_name = "n", conflicts_with = "id")]
     pr: Option<u64>,
     /// Print JSON.
@@ -138,17 +151,16 @@ pub struct MergeArgs {
 
 pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
-    if let Some(n) = args.pr {
-        return super::github::merge(&ws, n, args.json);
-    }
-    let args_id = args.id.expect("clap requires an id or --pr");
-    match workflow::merge(&ws, &args_id, now()?)? {
-        MergeOutcome::Refused(eval) => {
+    match workflow::merge(&ws, &addr(args.id, args.pr), now()?)? {
+        MergeOutcome::Refused(run) => {
+            for note in &run.notes {
+                eprintln!("note: {note}");
+            }
             eprintln!(
-                "refused: proposal {} was not merged (the gate is not satisfied)",
-                args_id
+                "refused: proposal {} (pull request #{}) was not merged (the gate is not satisfied)",
+                run.eval.pull.proposal, run.eval.pull.number
             );
-            verdict(ExitCode::from(1), || print(&eval, args.json))
+            verdict(ExitCode::from(1), || print(&run.eval, args.json))
         }
         MergeOutcome::Merged(m) => {
             if let Some(n) = &m.note {
@@ -159,8 +171,9 @@ pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
                     json(&m)
                 } else {
                     out(&format!(
-                        "merged proposal {} as {}\n  base {}\n  head {}\n  tree {} (re-checked after landing)\n  approved by {}\n",
+                        "merged proposal {} (pull request #{}) as {}\n  base {}\n  head {}\n  tree {} (re-checked after landing)\n  approved by {}\n",
                         m.id,
+                        m.pull,
                         m.commit,
                         m.base,
                         m.head,

@@ -13,7 +13,6 @@ mod init;
 mod plan;
 mod propose;
 mod run;
-mod serve;
 mod show;
 
 use std::io::Write;

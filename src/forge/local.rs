@@ -1,12 +1,25 @@
 //! The local forge: pull requests as JSON files under `.atelier/forge/pulls/`, one per pull,
 //! written atomically. It needs no network; it is per clone, like a server's database, while the
-//! ledger (refs/atelier/ledger) and the merge commits carry the record that travels.
+//! ledger (refs/atelier/ledger) and the merge commits carry the record that travels. The gate
+//! is the forge here: a pull request's number is its proposal's id, a posted token is recorded
+//! in the ledger at once, and a merge is a merge commit built here and a compare-and-swap of
+//! the protected branch from the approved base.
 
 use std::path::PathBuf;
 
-use super::{Comment, Forge, ForgeError, PullRequest, PullState};
+use anyhow::Result;
+use git2::Oid;
+
+use super::{
+    Addr, Carried, Comment, Forge, ForgeError, ForgeKind, ForgeMerge, Landing, MergeRequest,
+    Posted, Published, PullRequest, PullState,
+};
+use crate::audit::view::LedgerView;
 use crate::fsutil::atomic_write;
+use crate::git;
 use crate::governance::time::Timestamp;
+use crate::governance::token::RawToken;
+use crate::workflow::{Evaluation, GateStatus, Publish, Workspace};
 
 pub struct LocalForge {
     dir: PathBuf,
@@ -31,6 +44,10 @@ impl LocalForge {
 }
 
 impl Forge for LocalForge {
+    fn kind(&self) -> ForgeKind {
+        ForgeKind::Local
+    }
+
     fn next_number(&self) -> Result<u64, ForgeError> {
         Ok(self.list()?.iter().map(|p| p.number).max().unwrap_or(0) + 1)
     }
@@ -121,5 +138,142 @@ impl Forge for LocalForge {
         pull.merge_commit = merge_commit;
         pull.closed_reason = reason;
         self.save(&pull)
+    }
+
+    fn pull_for(&self, _: &LedgerView, addr: &Addr) -> Result<u64> {
+        match addr {
+            Addr::Proposal(id) => crate::workflow::parse_id(id),
+            Addr::Pull(n) => Ok(*n),
+        }
+    }
+
+    fn sync(&self, _: &Workspace, _: bool) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+
+    fn carried(
+        &self,
+        ws: &Workspace,
+        view: &LedgerView,
+        n: u64,
+        _: Publish,
+        delivered: Vec<Comment>,
+    ) -> Result<Carried> {
+        let (mut pull, base, head) = crate::workflow::checked_record(ws, view, self.get(n)?)?;
+        pull.comments.extend(delivered);
+        Ok(Carried {
+            pull,
+            base,
+            head,
+            editable: Vec::new(),
+        })
+    }
+
+    fn records_each_verdict(&self) -> bool {
+        true
+    }
+
+    fn publish_ledger(&self, _: &Workspace) -> Result<()> {
+        Ok(())
+    }
+
+    fn publish_verdict(
+        &self,
+        _: &Evaluation,
+        _: &[Comment],
+        _: GateStatus,
+        _: &str,
+    ) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    fn token_comment(&self, token: &RawToken) -> String {
+        token.to_text()
+    }
+
+    fn post(&self, ws: &Workspace, n: u64, body: &str, now: Timestamp) -> Result<Posted> {
+        let author = ws
+            .repo
+            .config()
+            .ok()
+            .and_then(|c| c.get_string("user.email").ok())
+            .unwrap_or_else(|| "unknown".into());
+        let c = self.comment(n, &author, body, now)?;
+        Ok(Posted {
+            comment: c.id,
+            url: None,
+        })
+    }
+
+    fn records_on_post(&self) -> bool {
+        true
+    }
+
+    /// Merges happen here only through the gate: this clone's record is not the authority.
+    fn merged_on_forge(&self, _: u64) -> Result<Option<ForgeMerge>> {
+        Ok(None)
+    }
+
+    fn lands_remotely(&self) -> bool {
+        false
+    }
+
+    fn prepare(&self, ws: &Workspace, req: &MergeRequest, now: Timestamp) -> Result<Option<Oid>> {
+        let repo = &ws.repo;
+        let sig = git::signature(repo, now)?;
+        let commit = repo.commit(
+            None,
+            &sig,
+            &sig,
+            &req.message,
+            &repo.find_tree(req.tree)?,
+            &[&repo.find_commit(req.base)?, &repo.find_commit(req.head)?],
+        )?;
+        Ok(Some(commit))
+    }
+
+    fn merge(&self, ws: &Workspace, req: &MergeRequest, prepared: Option<Oid>) -> Result<Landing> {
+        let commit = prepared.ok_or_else(|| {
+            anyhow::anyhow!("the local forge merges only a merge commit prepared here")
+        })?;
+        let refname = format!("refs/heads/{}", ws.branch());
+        if git::compare_and_swap(
+            &ws.repo,
+            &refname,
+            req.base,
+            commit,
+            &format!("atelier: merge proposal {}", req.proposal),
+        )? {
+            return Ok(Landing::Landed(commit.to_string()));
+        }
+        Ok(Landing::BaseMoved {
+            found: git::branch_tip(&ws.repo, ws.branch())
+                .map(|o| o.to_string())
+                .unwrap_or_else(|_| "nothing".into()),
+        })
+    }
+
+    fn fetch_base(&self, ws: &Workspace) -> Result<Oid> {
+        Ok(git::branch_tip(&ws.repo, ws.branch())?)
+    }
+
+    fn own_account(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    fn announce_alarm(&self, _: u64, _: &str, _: &str) -> Result<()> {
+        Ok(())
+    }
+
+    fn publish_proposal(
+        &self,
+        ws: &Workspace,
+        _: &LedgerView,
+        _: &PullRequest,
+    ) -> Result<Published> {
+        anyhow::bail!(
+            "this command needs [forge] kind = \"github\" in atelier.toml (it is \"{}\"); see docs/github.md",
+            ws.config.forge.kind
+        )
     }
 }

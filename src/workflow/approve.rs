@@ -1,59 +1,58 @@
-//! `atelier approve`: sign the proposal's current payload (or take a signature or token made
-//! elsewhere) and record it on the pull request. Recording judges nothing; the gate does.
+//! `atelier approve`, on every forge: sign the payload for the change as the forge carries it
+//! now (or take a signature or token made elsewhere), tell the approver what the gate will make
+//! of it, and post it on the pull request. Posting judges nothing; the gate does.
 
-use std::path::{Path, PathBuf};
+use anyhow::Result;
 
-use anyhow::{Context, Result};
-
-use super::{refuse, Workspace};
+use super::{evaluate_at, refuse, Evaluation, Workspace};
 use crate::audit::ledger::Event;
-use crate::forge::PullState;
+use crate::forge::{Addr, Comment, PullState};
 use crate::governance::time::Timestamp;
-use crate::governance::token::{self, Payload, RawToken, SeenCheckpoint, Verdict};
+use crate::governance::token::{self, Payload, RawToken, SeenCheckpoint};
 
-/// How a payload gets signed.
-pub enum SignWith {
-    /// An unencrypted OpenSSH ed25519 private key file.
-    Key(PathBuf),
-}
+pub use crate::governance::token::Verdict;
 
 pub struct ApproveOptions {
     pub expires_in: i64,
     pub decision: Verdict,
 }
 
-#[derive(Debug)]
-pub struct Approved {
-    pub token: String,
-    /// Things the approver should know (e.g. the key is not in allowed_signers at base).
-    pub warnings: Vec<String>,
+/// How the token is made.
+pub enum Sign {
+    /// With this key, here.
+    Key(ed25519_dalek::SigningKey),
+    /// Not at all: return the payload's canonical bytes, for `ssh-keygen -Y sign`.
+    Payload,
+    /// A payload signed elsewhere (`ssh-keygen -Y sign`), as text.
+    Signed { payload: String, signature: String },
+    /// Text carrying complete tokens, posted exactly as received.
+    Text(String),
 }
 
-/// The payload an approver would sign for proposal `id` right now.
-pub fn payload_for(
-    ws: &Workspace,
-    id: &str,
-    opts: &ApproveOptions,
-    now: Timestamp,
-) -> Result<Payload> {
-    let pull = ws.pull(id)?;
-    if pull.state != PullState::Open {
-        return Err(refuse(
-            "E_NOT_OPEN",
-            format!(
-                "proposal {id} is {}; there is nothing to approve",
-                pull.state.as_str()
-            ),
-        ));
-    }
-    let eval = super::evaluate(ws, pull, now)?;
-    payload_from(ws, &eval, opts, now)
+/// What `approve` produced.
+#[derive(Debug)]
+pub struct Approval {
+    pub proposal: String,
+    /// The pull request the token is for.
+    pub pull: u64,
+    /// The comment carrying the token (or, for `Sign::Payload`, the bytes to sign).
+    pub comment: String,
+    /// The tokens the comment carries, as text.
+    pub tokens: String,
+    /// Whether `comment` is the payload to sign (nothing was posted).
+    pub payload_only: bool,
+    /// Where the comment was posted, if it was (`Some("")` when the forge has no address).
+    pub posted: Option<String>,
+    /// Whether the forge recorded the tokens in the ledger as they were posted.
+    pub recorded: bool,
+    /// Things the approver should know (e.g. the gate will not count the token).
+    pub warnings: Vec<String>,
 }
 
 /// The payload for an evaluated change: what the gate would check a token against now.
 pub fn payload_from(
     ws: &Workspace,
-    eval: &super::Evaluation,
+    eval: &Evaluation,
     opts: &ApproveOptions,
     now: Timestamp,
 ) -> Result<Payload> {
@@ -75,13 +74,10 @@ pub fn payload_from(
     })?;
     // The token carries the ledger this clone verified (and remembers): its signer becomes a
     // witness against a later rollback.
-    let checkpoint = match ws.verified_ledger()? {
-        Some(snap) => Some(SeenCheckpoint {
-            size: snap.lines.len() as u64,
-            root: snap.root_hex(),
-        }),
-        None => None,
-    };
+    let checkpoint = ws.verified_ledger()?.map(|snap| SeenCheckpoint {
+        size: snap.lines.len() as u64,
+        root: snap.root_hex(),
+    });
     let mut nonce = [0u8; 16];
     rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
     let change = eval.change.clone();
@@ -101,111 +97,78 @@ pub fn payload_from(
     })
 }
 
-/// Signs the current payload with a key and records the token.
+/// Makes a token for the proposal `addr` names, as the forge carries it now, and with `post`
+/// posts it there (the local forge also records it in the ledger at once).
 pub fn approve(
     ws: &Workspace,
-    id: &str,
-    with: SignWith,
+    addr: &Addr,
+    how: Sign,
     opts: &ApproveOptions,
+    post: bool,
     now: Timestamp,
-) -> Result<Approved> {
-    let SignWith::Key(path) = with;
-    let key = super::read_signing_key(&path)?;
+) -> Result<Approval> {
+    // Taking in the remote ledger moves a ref: like every mutation, under the lock.
     let _lock = ws.lock()?;
-    let payload = payload_for(ws, id, opts, now)?;
-    let token = token::sign(&payload, &key);
-    record(ws, id, &token.to_text(), now)
-}
-
-/// Records a signature made with `ssh-keygen -Y sign` over a payload file.
-pub fn record_signature(
-    ws: &Workspace,
-    id: &str,
-    sig_path: &Path,
-    payload_path: Option<&Path>,
-    now: Timestamp,
-) -> Result<Approved> {
-    let payload_path = match payload_path {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let s = sig_path.to_string_lossy();
-            let Some(stripped) = s.strip_suffix(".sig") else {
-                anyhow::bail!(
-                    "--signature {s}: expected the `.sig` file ssh-keygen wrote next to the payload file (or pass --payload-file)"
-                );
-            };
-            PathBuf::from(stripped)
-        }
-    };
-    let payload = std::fs::read_to_string(&payload_path).with_context(|| {
-        format!(
-            "reading the signed payload {} (the file you gave ssh-keygen)",
-            payload_path.display()
-        )
-    })?;
-    let signature = std::fs::read_to_string(sig_path)
-        .with_context(|| format!("reading signature {}", sig_path.display()))?;
-    if !signature.starts_with("-----BEGIN SSH SIGNATURE-----") {
-        anyhow::bail!(
-            "{}: expected an armored SSH signature (-----BEGIN SSH SIGNATURE-----)",
-            sig_path.display()
-        );
-    }
-    let _lock = ws.lock()?;
-    record(ws, id, &RawToken { payload, signature }.to_text(), now)
-}
-
-/// Records a complete token (or any comment text) exactly as received.
-pub fn record_token_file(
-    ws: &Workspace,
-    id: &str,
-    path: &Path,
-    now: Timestamp,
-) -> Result<Approved> {
-    let body = std::fs::read_to_string(path)
-        .with_context(|| format!("reading token file {}", path.display()))?;
-    let _lock = ws.lock()?;
-    record(ws, id, &body, now)
-}
-
-fn record(ws: &Workspace, id: &str, body: &str, now: Timestamp) -> Result<Approved> {
-    let pull = ws.pull(id)?;
-    let finished = super::ledger_view(&ws.repo, &pull)?.1;
-    if pull.state != PullState::Open || finished {
+    ws.forge.sync(ws, true)?;
+    let view = ws.view()?;
+    let n = ws.pull_for(&view, addr)?;
+    let carried = ws
+        .forge
+        .carried(ws, &view, n, super::Publish::Nothing, Vec::new())?;
+    let pull = carried.pull.clone();
+    if pull.state != PullState::Open || view.finished(&pull.proposal) {
         return Err(refuse(
             "E_NOT_OPEN",
-            format!("proposal {id} is merged or closed (by its record and the ledger); tokens can no longer be recorded"),
+            format!(
+                "proposal {} is {} (by its record and the ledger); there is nothing to approve",
+                pull.proposal,
+                if pull.state == PullState::Open {
+                    "finished"
+                } else {
+                    pull.state.as_str()
+                }
+            ),
         ));
     }
+    let eval = evaluate_at(ws, &view, pull.clone(), carried.base, carried.head, now)?;
+    let token_comment = |t: RawToken| ws.forge.token_comment(&t);
+    let comment = match how {
+        Sign::Key(key) => token_comment(token::sign(&payload_from(ws, &eval, opts, now)?, &key)),
+        Sign::Payload => {
+            return Ok(Approval {
+                proposal: eval.pull.proposal.clone(),
+                pull: n,
+                comment: payload_from(ws, &eval, opts, now)?.to_canonical(),
+                tokens: String::new(),
+                payload_only: true,
+                posted: None,
+                recorded: false,
+                warnings: Vec::new(),
+            })
+        }
+        Sign::Signed { payload, signature } => token_comment(RawToken { payload, signature }),
+        Sign::Text(body) => body,
+    };
+    let tokens = RawToken::extract_all(&comment);
     let mut warnings = Vec::new();
-    let tokens = RawToken::extract_all(body);
     if tokens.is_empty() {
         warnings.push("no approval token found in the text: it was recorded as a plain comment, which the gate never counts".into());
     }
-    let author = ws
-        .repo
-        .config()
-        .ok()
-        .and_then(|c| c.get_string("user.email").ok())
-        .unwrap_or_else(|| "unknown".into());
-    let comment = ws.forge.comment(pull.number, &author, body, now)?;
-    let events: Vec<Event> = tokens
-        .iter()
-        .map(|t| Event::TokenRecorded {
-            proposal: pull.proposal.clone(),
-            pull: pull.number,
-            comment: comment.id,
-            token: t.to_text(),
-        })
-        .collect();
-    // Tell the approver now what the gate will make of each new token.
-    let eval = super::evaluate(ws, ws.pull(id)?, now)?;
+    // Tell the approver now what the gate will make of each token.
+    let mut with = pull;
+    with.comments.push(Comment {
+        id: 0,
+        author: String::new(),
+        body: comment.clone(),
+        at: now,
+    });
+    let after = evaluate_at(ws, &view, with, carried.base, carried.head, now)?;
     for t in &tokens {
-        let judged = eval
+        let judged = after
             .tokens
             .iter()
             .position(|x| x == t)
-            .and_then(|i| eval.decision.tokens.get(i));
+            .and_then(|i| after.decision.tokens.get(i));
         if let Some(r) = judged.filter(|r| !r.counted) {
             warnings.push(format!(
                 "the gate will not count this token: {}: {}",
@@ -213,13 +176,37 @@ fn record(ws: &Workspace, id: &str, body: &str, now: Timestamp) -> Result<Approv
             ));
         }
     }
-    ws.record(events, now)?;
-    Ok(Approved {
-        token: tokens
+    let mut posted = None;
+    let mut recorded = false;
+    if post {
+        let p = ws.forge.post(ws, n, &comment, now)?;
+        if ws.forge.records_on_post() {
+            let events: Vec<Event> = tokens
+                .iter()
+                .map(|t| Event::TokenRecorded {
+                    proposal: eval.pull.proposal.clone(),
+                    pull: n,
+                    comment: p.comment,
+                    token: t.to_text(),
+                })
+                .collect();
+            ws.record(events, now)?;
+            recorded = true;
+        }
+        posted = Some(p.url.unwrap_or_default());
+    }
+    Ok(Approval {
+        proposal: eval.pull.proposal.clone(),
+        pull: n,
+        comment,
+        tokens: tokens
             .iter()
             .map(RawToken::to_text)
             .collect::<Vec<_>>()
             .join("\n"),
+        payload_only: false,
+        posted,
+        recorded,
         warnings,
     })
 }

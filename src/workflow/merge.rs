@@ -1,13 +1,17 @@
-//! `atelier merge` and `atelier close`. A merge happens only when the gate, recomputed at that
-//! instant, allows it; the protected branch then moves from the verified base to a merge commit
-//! with exactly the approved tree, by compare-and-swap, and the landed tree is checked again.
+//! `atelier merge` and `atelier close`, on every forge. A merge happens only when the gate,
+//! recomputed at that instant, allows it; the forge then lands exactly the approved merge,
+//! guarded by the approved base (local) or head (GitHub), and what landed is checked again
+//! against the approval: the protected branch's tip, its tree and its parents. Anything else
+//! raises an alarm the ledger keeps for good.
 
 use anyhow::Result;
 use git2::Oid;
 
-use super::{decision_event, evaluate, refuse, Evaluation, Workspace};
-use crate::audit::ledger::{Event, MergeRecord};
-use crate::forge::PullState;
+use super::gate::{judge, GateRun, Publish};
+use super::{decision_event, refuse, Evaluation, Workspace};
+use crate::audit::ledger::{self, Event, MergeRecord};
+use crate::audit::view::Intent;
+use crate::forge::{Addr, Landing, MergeRequest, PullState};
 use crate::git;
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, Verdict};
@@ -15,6 +19,7 @@ use crate::governance::token::{self, Verdict};
 #[derive(Debug, serde::Serialize)]
 pub struct Merged {
     pub id: String,
+    pub pull: u64,
     pub commit: String,
     pub base: String,
     pub head: String,
@@ -28,7 +33,7 @@ pub struct Merged {
 /// The outcome of a merge attempt: merged, or refused with the gate's evaluation.
 pub enum MergeOutcome {
     Merged(Merged),
-    Refused(Box<Evaluation>),
+    Refused(Box<GateRun>),
 }
 
 /// The commit message of a gate merge: trailers, then every counted approval token.
@@ -38,10 +43,7 @@ pub fn merge_message(eval: &Evaluation) -> String {
 
 /// [`merge_message`] with the `Atelier-Ledger: <size> <root>` trailer: the ledger checkpoint at
 /// the time of the merge, so the branch itself anchors the ledger against a rollback.
-pub fn merge_message_at(
-    eval: &Evaluation,
-    anchor: Option<&crate::audit::ledger::Anchor>,
-) -> String {
+pub fn merge_message_at(eval: &Evaluation, anchor: Option<&ledger::Anchor>) -> String {
     let mut msg = format!(
         "Merge proposal {}: {}\n\nAtelier-Proposal: {}\nAtelier-Pull: {}\nAtelier-Base: {}\nAtelier-Head: {}\nAtelier-Approvers: {}\n",
         eval.pull.proposal,
@@ -69,119 +71,416 @@ pub fn merge_message_at(
     msg
 }
 
-pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
+/// A merge on the forge the gate did not make.
+const OUTSIDE: &str = "E_MERGED_OUTSIDE_GATE";
+/// The forge names a merge commit that is not the protected branch's new tip.
+const NOT_TIP: &str = "E_LANDED_NOT_TIP";
+
+/// Re-runs the gate on the proposal `addr` names and, if it allows the merge, lands it through
+/// the forge, checks what landed, records it and publishes the ledger.
+pub fn merge(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome> {
     let _lock = ws.lock()?;
-    let eval = evaluate(ws, ws.pull(id)?, now)?;
-    let snap = ws.record(vec![decision_event(&eval)], now)?;
-    if !eval.decision.allowed {
-        return Ok(MergeOutcome::Refused(Box::new(eval)));
+    ws.gate_key()?;
+    let notes = ws.forge.sync(ws, true)?;
+    let view = ws.view()?;
+    let n = ws.pull_for(&view, addr)?;
+    // A merge this gate asked for may have landed without being recorded (a crash, a lost
+    // answer): conclude it from the recorded request instead of judging a merged pull request.
+    if let Some(m) = ws.forge.merged_on_forge(n)? {
+        if let Some(intent) = view.unconcluded_request(&m.proposal, n) {
+            // Only a merge this gate's own account made concludes its request; anyone else's
+            // merge of the same head is a bypass, whatever the request says.
+            let me = own_account(ws)?;
+            if m.by.as_deref() == Some(me.as_str()) {
+                let clean = checkout_is_clean(ws, Oid::from_str(&intent.tree)?)?;
+                return conclude(ws, &intent, m.commit, Vec::new(), false, clean, now);
+            }
+            let detail = format!(
+                "pull request #{n} was merged on the forge as {} by {}, not by the gate's account ({me}), while the gate's own merge request was unanswered",
+                m.commit,
+                m.by.as_deref().unwrap_or("an unknown account")
+            );
+            return Err(alarm(ws, &m.proposal, n, OUTSIDE, detail, now));
+        }
+        if !view.merged(&m.proposal, n) {
+            // Merged on the forge, and not by this gate: branch protection was bypassed.
+            let detail = format!(
+                "pull request #{n} was merged on the forge as {}, but not by the gate (no unconcluded merge request of its own is recorded)",
+                m.commit
+            );
+            return Err(alarm(ws, &m.proposal, n, OUTSIDE, detail, now));
+        }
     }
-    let repo = &ws.repo;
-    let base = Oid::from_str(&eval.change.base)?;
-    let head = Oid::from_str(&eval.change.head)?;
-    let tree_id = eval
+    let run = judge(ws, &view, addr, now, Publish::Verdict, Vec::new(), notes)?;
+    // `merge` records its decision every time (unless the evaluation just did).
+    if !run.decided {
+        ws.record(vec![decision_event(&run.eval)], now)?;
+    }
+    if !run.eval.decision.allowed {
+        ws.forge.publish_ledger(ws)?;
+        return Ok(MergeOutcome::Refused(Box::new(run)));
+    }
+    let eval = &run.eval;
+    let tree = eval
         .merge_tree
         .expect("an allowed decision always has a merge tree");
-    let clean_checkout = checkout_is_clean(ws, tree_id)?;
-    let sig = git::signature(repo, now)?;
-    let anchor = crate::audit::ledger::Anchor::sign(
+    let intent = Intent {
+        proposal: eval.pull.proposal.clone(),
+        pull: n,
+        base: eval.change.base.clone(),
+        head: eval.change.head.clone(),
+        tree: tree.to_string(),
+    };
+    let clean = checkout_is_clean(ws, tree)?;
+    // A forge that builds the merge itself is asked only after the request is recorded:
+    // whatever happens next, the ledger knows what was meant.
+    let snap = if ws.forge.lands_remotely() {
+        ws.record(vec![intent.event()], now)?
+    } else {
+        ledger::read(&ws.repo)?.expect("the decision was just recorded")
+    };
+    // The merge commit carries the ledger's checkpoint: the branch anchors the ledger.
+    let anchor = ledger::Anchor::sign(
         &ws.origin(),
         &snap,
-        crate::audit::ledger::MergeIdentity {
-            base: &eval.change.base,
-            head: &eval.change.head,
-            tree: &tree_id.to_string(),
+        ledger::MergeIdentity {
+            base: &intent.base,
+            head: &intent.head,
+            tree: &intent.tree,
         },
         &ws.gate_key()?,
     );
-    let message = merge_message_at(&eval, Some(&anchor));
+    let message = merge_message_at(eval, Some(&anchor));
     debug_assert!(token::RawToken::extract_all(&message).len() == eval.decision.approvers.len());
-    let commit = repo.commit(
-        None,
-        &sig,
-        &sig,
-        &message,
-        &repo.find_tree(tree_id)?,
-        &[&repo.find_commit(base)?, &repo.find_commit(head)?],
-    )?;
-    // Record the intent first: a crash after the swap below still leaves the merge in the ledger.
-    let record = MergeRecord {
-        proposal: eval.pull.proposal.clone(),
-        pull: eval.pull.number,
-        commit: commit.to_string(),
-        base: base.to_string(),
-        head: head.to_string(),
-        tree: tree_id.to_string(),
+    let req = MergeRequest {
+        proposal: intent.proposal.clone(),
+        pull: n,
+        base: Oid::from_str(&intent.base)?,
+        head: Oid::from_str(&intent.head)?,
+        tree,
+        message,
     };
-    ws.record(vec![Event::MergeStarted(record.clone())], now)?;
-    let refname = format!("refs/heads/{}", eval.pull.base_branch);
-    if !git::compare_and_swap(
-        repo,
-        &refname,
-        base,
-        commit,
-        &format!("atelier: merge proposal {id}"),
-    )? {
-        let found = git::branch_tip(repo, &eval.pull.base_branch)
-            .map(|o| o.to_string())
-            .unwrap_or_else(|_| "nothing".into());
+    let prepared = ws.forge.prepare(ws, &req, now)?;
+    if let Some(commit) = prepared {
+        // Recorded before the branch moves: a crash after the swap still leaves the merge in
+        // the ledger.
         ws.record(
-            vec![Event::MergeAborted {
-                proposal: eval.pull.proposal.clone(),
-                commit: commit.to_string(),
-                reason: format!(
-                    "{} moved: expected {base}, found {found}",
-                    eval.pull.base_branch
-                ),
-            }],
+            vec![Event::MergeStarted(record(&intent, commit.to_string()))],
             now,
         )?;
-        return Err(refuse(
-            "E_BASE_MOVED",
-            format!("{} moved while merging: expected {base}, found {found}; nothing was merged — run the gate again", eval.pull.base_branch),
-        ));
     }
-    let landed = repo
-        .find_commit(git::branch_tip(repo, &eval.pull.base_branch)?)?
-        .tree_id();
-    if landed != tree_id {
-        return Err(refuse(
-            "E_LANDED_TREE_MISMATCH",
-            format!("{} landed tree {landed}, but the approved merge tree is {tree_id}; investigate before anything else merges", eval.pull.base_branch),
-        ));
-    }
-    ws.forge.set_state(
-        eval.pull.number,
-        PullState::Merged,
-        Some(commit.to_string()),
-        None,
-    )?;
-    ws.record(vec![Event::Merged(record)], now)?;
-    let (worktree_updated, note) = match clean_checkout {
-        None => (false, None),
-        // Looked at again just before writing: the files may have changed since.
-        Some(true) if paths_are_safe(ws, repo.find_commit(base)?.tree_id(), tree_id)? => {
-            checkout_merged(repo)?;
-            (true, None)
+    // Published before the merge exists: a clone that sees the merge commit can always fetch a
+    // ledger that extends the checkpoint it names (otherwise it would look like a rollback).
+    ws.forge.publish_ledger(ws)?;
+    let commit_of = |c: Option<Oid>| c.map(|c| c.to_string()).unwrap_or_default();
+    let landed = match ws.forge.merge(ws, &req, prepared)? {
+        Landing::Landed(sha) => sha,
+        Landing::BaseMoved { found } => {
+            let branch = ws.branch();
+            ws.record(
+                vec![Event::MergeAborted {
+                    proposal: intent.proposal.clone(),
+                    commit: commit_of(prepared),
+                    reason: format!("{branch} moved: expected {}, found {found}", intent.base),
+                }],
+                now,
+            )?;
+            ws.forge.publish_ledger(ws)?;
+            return Err(refuse(
+                "E_BASE_MOVED",
+                format!(
+                    "{branch} moved while merging: expected {}, found {found}; nothing was merged — run the gate again",
+                    intent.base
+                ),
+            ));
         }
-        Some(_) => (
-            false,
-            Some(format!(
-                "your checkout of {branch} has local changes (or untracked or ignored files where the merge writes files), so its files were left as they were; bring them up to date, keeping your changes, with `git read-tree -m -u {base} {branch}`",
-                branch = eval.pull.base_branch
-            )),
-        ),
+        Landing::HeadMoved { found, reason } => {
+            ws.record(vec![aborted(&intent, prepared, reason.clone())], now)?;
+            ws.forge.publish_ledger(ws)?;
+            return Err(refuse(
+                "E_HEAD_MOVED",
+                format!(
+                    "the forge refused the merge of #{n} ({reason}): expected head {}, found {found}. Nothing was merged; atelier never retries with a new head — the new head needs new approvals",
+                    intent.head
+                ),
+            ));
+        }
+        Landing::NotMergeable(reason) => {
+            ws.record(vec![aborted(&intent, prepared, reason.clone())], now)?;
+            ws.forge.publish_ledger(ws)?;
+            return Err(refuse(
+                "E_NOT_MERGEABLE",
+                format!(
+                    "the forge refused the merge of #{n}: {reason}; nothing was merged — if the branch is not up to date, merge {} into atelier/proposals/{} on this machine and `atelier submit {}` (never the forge's own branch update); if another required check fails, fix that first",
+                    ws.branch(),
+                    intent.proposal,
+                    intent.proposal
+                ),
+            ));
+        }
+        // A retried merge may already have landed: the forge then says "merged". Only a merge
+        // by the gate's own account is that one.
+        Landing::MergedBy { commit, by } => {
+            if by.as_deref() == Some(own_account(ws)?.as_str()) {
+                commit
+            } else {
+                let detail = format!(
+                    "pull request #{n} was merged on the forge as {commit} by {}, not by the gate's account, while the gate was merging it",
+                    by.as_deref().unwrap_or("an unknown account")
+                );
+                return Err(alarm(ws, &intent.proposal, n, OUTSIDE, detail, now));
+            }
+        }
     };
+    conclude(
+        ws,
+        &intent,
+        landed,
+        eval.decision.approvers.clone(),
+        true,
+        clean,
+        now,
+    )
+}
+
+fn record(intent: &Intent, commit: String) -> MergeRecord {
+    MergeRecord {
+        proposal: intent.proposal.clone(),
+        pull: intent.pull,
+        commit,
+        base: intent.base.clone(),
+        head: intent.head.clone(),
+        tree: intent.tree.clone(),
+    }
+}
+
+/// Closes a merge request the forge refused.
+fn aborted(intent: &Intent, prepared: Option<Oid>, reason: String) -> Event {
+    Event::MergeAborted {
+        proposal: intent.proposal.clone(),
+        commit: prepared.map(|c| c.to_string()).unwrap_or_default(),
+        reason,
+    }
+}
+
+/// The forge account the gate merges as; an error (not a guess) when the forge does not say,
+/// so that a merge the gate made is never mistaken for someone else's.
+fn own_account(ws: &Workspace) -> Result<String> {
+    ws.forge.own_account()?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "the forge did not say which account the gate's token belongs to (GET /user refused): merge needs a token that may read it, to tell the gate's merges from others'; nothing was recorded — run it again"
+        )
+    })
+}
+
+/// Records an alarm, publishes the ledger, says so on the pull request, and returns the
+/// refusal.
+fn alarm(
+    ws: &Workspace,
+    proposal: &str,
+    n: u64,
+    code: &'static str,
+    detail: String,
+    now: Timestamp,
+) -> anyhow::Error {
+    let recorded = ws.record(
+        vec![Event::Alarm {
+            proposal: proposal.to_string(),
+            pull: n,
+            code: code.to_string(),
+            detail: detail.clone(),
+        }],
+        now,
+    );
+    if let Err(e) = recorded {
+        return e.context(format!(
+            "{code}: {detail} — and the alarm could not be recorded"
+        ));
+    }
+    let pushed = ws.forge.publish_ledger(ws);
+    let commented = ws.forge.announce_alarm(n, code, &detail);
+    let mut message = format!(
+        "{detail}; the alarm is recorded in the ledger — investigate before anything else merges"
+    );
+    if let Err(e) = pushed.and(commented) {
+        message.push_str(&format!(" (publishing it failed: {e:#})"));
+    }
+    refuse(code, message)
+}
+
+/// Whether `commit` is on `tip`'s first-parent line, looking no further back than `stop` (the
+/// merged base: the merge, if there, is after it).
+fn on_first_parent_line(ws: &Workspace, tip: Oid, commit: Oid, stop: Oid) -> Result<bool> {
+    let mut walk = ws.repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    for oid in walk {
+        let oid = oid?;
+        if oid == commit {
+            return Ok(true);
+        }
+        if oid == stop {
+            return Ok(false);
+        }
+    }
+    Ok(false)
+}
+
+/// Checks what landed against the request (the commit the forge named is the protected
+/// branch's new tip, or with `fresh` false (a request from an earlier run) on its first-parent
+/// line; parents [base, head]; exactly the approved tree), records `merged` or an `alarm`,
+/// publishes the ledger and brings the local branch and its checkout along.
+fn conclude(
+    ws: &Workspace,
+    intent: &Intent,
+    landed: String,
+    approvers: Vec<String>,
+    fresh: bool,
+    clean: Option<bool>,
+    now: Timestamp,
+) -> Result<MergeOutcome> {
+    let n = intent.pull;
+    let base = Oid::from_str(&intent.base)?;
+    let head = Oid::from_str(&intent.head)?;
+    let tree = Oid::from_str(&intent.tree)?;
+    let fetched_base = ws.forge.fetch_base(ws)?;
+    // The forge's answer is not trusted: the commit it names must be what the protected branch
+    // now holds (its new tip; for a request concluded later, on its first-parent line).
+    let named = Oid::from_str(&landed).ok();
+    let on_branch = match named {
+        Some(o) if fresh => o == fetched_base,
+        Some(o) => on_first_parent_line(ws, fetched_base, o, base)?,
+        None => false,
+    };
+    let commit = match named.and_then(|o| ws.repo.find_commit(o).ok()) {
+        Some(c) if on_branch => c,
+        _ => {
+            let detail = format!(
+                "the forge reports merge commit `{landed}` for pull request #{n}, but after fetching, {}'s tip is {fetched_base}{}: what the branch holds is not what the forge said it merged",
+                ws.branch(),
+                if fresh { "" } else { " and the commit is not on its first-parent line" }
+            );
+            return Err(alarm(ws, &intent.proposal, n, NOT_TIP, detail, now));
+        }
+    };
+    let parents: Vec<Oid> = commit.parent_ids().collect();
+    let problem = if commit.tree_id() != tree {
+        Some((
+            "E_LANDED_TREE_MISMATCH",
+            format!(
+                "{} landed merge commit {landed} with tree {}, but the approved merge tree is {tree}",
+                ws.branch(),
+                commit.tree_id()
+            ),
+        ))
+    } else if parents != [base, head] {
+        Some((
+            "E_LANDED_PARENTS_MISMATCH",
+            format!(
+                "the forge landed merge commit {landed} with parents [{}], but the approved merge is of {head} into {base}",
+                parents.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        ))
+    } else {
+        None
+    };
+    if let Some((code, detail)) = problem {
+        return Err(alarm(ws, &intent.proposal, n, code, detail, now));
+    }
+    ws.record(vec![Event::Merged(record(intent, landed.clone()))], now)?;
+    ws.forge.publish_ledger(ws)?;
+    // This clone's record of the proposal, where it has one, says so too.
+    if let Ok(id) = super::parse_id(&intent.proposal) {
+        if ws.forge.get(id).is_ok() {
+            ws.forge
+                .set_state(id, PullState::Merged, Some(landed.clone()), None)?;
+        }
+    }
+    // Concluding a request from an earlier run: the approvers are the ones the message names.
+    let approvers = if approvers.is_empty() {
+        commit
+            .message()
+            .unwrap_or("")
+            .lines()
+            .find_map(|l| l.strip_prefix("Atelier-Approvers: "))
+            .map(|a| a.split(", ").map(str::to_string).collect())
+            .unwrap_or_default()
+    } else {
+        approvers
+    };
+    let (worktree_updated, note) = follow(ws, base, commit.id(), fetched_base, clean)?;
     Ok(MergeOutcome::Merged(Merged {
-        id: id.to_string(),
-        commit: commit.to_string(),
-        base: base.to_string(),
-        head: head.to_string(),
-        tree: tree_id.to_string(),
-        approvers: eval.decision.approvers.clone(),
+        id: intent.proposal.clone(),
+        pull: n,
+        commit: landed,
+        base: intent.base.clone(),
+        head: intent.head.clone(),
+        tree: intent.tree.clone(),
+        approvers,
         worktree_updated,
         note,
     }))
+}
+
+/// Brings the local protected branch to the landed merge when it was at the merged base (the
+/// local forge moved it itself), and its checkout when that loses nothing (`clean`, computed
+/// before the merge, and looked at again just before writing). Returns whether the checkout's
+/// files were updated, and a note when something was left alone.
+fn follow(
+    ws: &Workspace,
+    base: Oid,
+    merged: Oid,
+    remote: Oid,
+    clean: Option<bool>,
+) -> Result<(bool, Option<String>)> {
+    let branch = ws.branch();
+    let refname = format!("refs/heads/{branch}");
+    let local = ws.repo.refname_to_id(&refname).ok();
+    let moved_here = local == Some(merged);
+    if !moved_here && local != Some(base) {
+        return Ok((
+            false,
+            Some(format!(
+                "your local {branch} is not at the merged base, so it was left alone; `git pull` brings it to {remote}"
+            )),
+        ));
+    }
+    let left_alone = || {
+        if moved_here {
+            format!(
+                "your checkout of {branch} has local changes (or untracked or ignored files where the merge writes files), so its files were left as they were; bring them up to date, keeping your changes, with `git read-tree -m -u {base} {branch}`"
+            )
+        } else {
+            format!(
+                "your checkout of {branch} has local changes (or untracked or ignored files where the merge writes files), so it was left alone; `git pull` brings it to {merged}"
+            )
+        }
+    };
+    if clean == Some(false) {
+        return Ok((false, Some(left_alone())));
+    }
+    if !moved_here {
+        git::compare_and_swap(
+            &ws.repo,
+            &refname,
+            base,
+            merged,
+            "atelier: follow the merge",
+        )?;
+    }
+    if clean != Some(true) {
+        return Ok((false, None));
+    }
+    // Looked at again just before writing: the files may have changed since.
+    let (from, to) = (
+        ws.repo.find_commit(base)?.tree_id(),
+        ws.repo.find_commit(merged)?.tree_id(),
+    );
+    if paths_are_safe(ws, from, to)? {
+        checkout_merged(&ws.repo)?;
+        return Ok((true, None));
+    }
+    Ok((false, moved_here.then(left_alone)))
 }
 
 /// `None` when the protected branch is not checked out; otherwise whether its files can be

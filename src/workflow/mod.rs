@@ -3,20 +3,20 @@
 //! the pure gate in `governance`, and records every step in the ledger. It never prints.
 
 mod approve;
-pub mod github;
+pub mod gate;
 mod init;
 pub(crate) mod merge;
 mod propose;
 
-pub use approve::{
-    approve, payload_for, payload_from, record_signature, record_token_file, ApproveOptions,
-    Approved, SignWith,
+pub use approve::{approve, payload_from, Approval, ApproveOptions, Sign};
+pub use gate::{
+    bound_pull, clip, decision_event, gate, gate_locked, status_for, GateRun, GateStatus, Publish,
+    DESCRIPTION_MAX,
 };
 pub use init::{init, keygen, InitReport, KeygenReport};
 pub use merge::{close, merge, merge_message, merge_message_at, MergeOutcome, Merged};
-pub use propose::{propose, ProposeOptions, Proposed};
+pub use propose::{propose, submit, ProposeOptions, Proposed};
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -25,10 +25,12 @@ use git2::{Oid, Repository};
 use thiserror::Error;
 
 use crate::audit::ledger::{self, Event};
+use crate::audit::view::LedgerView;
 use crate::audit::witness;
 use crate::config::Config;
+use crate::forge::github::GitHubForge;
 use crate::forge::local::LocalForge;
-use crate::forge::{Forge, PullRequest, PullState};
+use crate::forge::{Addr, Forge, PullRequest, PullState};
 use crate::fsutil::Lock;
 use crate::git;
 use crate::governance::decision::{self, Change, Decision, GateInput};
@@ -44,12 +46,17 @@ pub struct Refusal {
     pub message: String,
 }
 
-pub fn refuse(code: &'static str, message: impl Into<String>) -> anyhow::Error {
-    Refusal {
-        code,
-        message: message.into(),
+impl Refusal {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            message: message.into(),
+        }
     }
-    .into()
+}
+
+pub fn refuse(code: &'static str, message: impl Into<String>) -> anyhow::Error {
+    Refusal::new(code, message).into()
 }
 
 /// An opened repository with its configuration and forge.
@@ -69,7 +76,12 @@ impl Workspace {
             .to_path_buf();
         check_working_tree(dir, &root)?;
         let config = Config::load(&root)?;
-        let forge = Box::new(LocalForge::new(root.join(".atelier")));
+        let records = LocalForge::new(root.join(".atelier"));
+        let forge: Box<dyn Forge> = if config.forge.is_github() {
+            Box::new(GitHubForge::new(records, config.forge.clone()))
+        } else {
+            Box::new(records)
+        };
         Ok(Workspace {
             root,
             repo,
@@ -98,17 +110,19 @@ impl Workspace {
         })
     }
 
-    /// Resolves a proposal id (`1`) to its pull request.
+    /// Resolves a proposal id (`1`) to this clone's record of it.
     pub fn pull(&self, id: &str) -> Result<PullRequest> {
-        let canonical = !id.is_empty()
-            && id.bytes().all(|b| b.is_ascii_digit())
-            && !(id.len() > 1 && id.starts_with('0'));
-        let n: u64 = id.parse().ok().filter(|_| canonical).ok_or_else(|| {
-            anyhow::anyhow!(
-                "`{id}` is not a proposal id: ids are numbers written without leading zeros (`atelier proposals` lists them)"
-            )
-        })?;
-        Ok(self.forge.get(n)?)
+        Ok(self.forge.get(parse_id(id)?)?)
+    }
+
+    /// The pull request an address names, on this workspace's forge.
+    pub fn pull_for(&self, view: &LedgerView, addr: &Addr) -> Result<u64> {
+        self.forge.pull_for(view, addr)
+    }
+
+    /// The ledger, read once for a command.
+    pub fn view(&self) -> Result<LedgerView> {
+        Ok(LedgerView::read(&self.repo)?)
     }
 
     /// Appends events to the ledger, starting it with the adoption point if it is new.
@@ -476,11 +490,28 @@ pub struct Evaluation {
     pub merge_tree: Option<Oid>,
 }
 
-/// Gathers the change as it is now and runs the gate. Records nothing.
-pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Evaluation> {
+/// A proposal id: digits, without leading zeros.
+pub fn parse_id(id: &str) -> Result<u64> {
+    let canonical = !id.is_empty()
+        && id.bytes().all(|b| b.is_ascii_digit())
+        && !(id.len() > 1 && id.starts_with('0'));
+    id.parse().ok().filter(|_| canonical).ok_or_else(|| {
+        anyhow::anyhow!(
+            "`{id}` is not a proposal id: ids are numbers written without leading zeros (`atelier proposals` lists them)"
+        )
+    })
+}
+
+/// This clone's record of a proposal, checked against the configuration and the ledger, with
+/// its branches' tips: the record must target the protected branch from the proposal's own
+/// branch, and the facts the ledger recorded when the proposal was opened (its pull request
+/// number, branch and proposer) win over the record, which anyone with the clone can edit.
+pub fn checked_record(
+    ws: &Workspace,
+    view: &LedgerView,
+    pull: PullRequest,
+) -> Result<(PullRequest, Oid, Oid)> {
     let repo = &ws.repo;
-    // The forge's record names the branches; they must be the protected branch and this
-    // proposal's own branch, whatever the record says.
     let expected_head = format!("atelier/proposals/{}", pull.number);
     if pull.base_branch != ws.branch() || pull.head_branch != expected_head {
         return Err(refuse(
@@ -494,10 +525,10 @@ pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Eva
             ),
         ));
     }
-    // The facts the ledger recorded when the proposal was opened (its pull request number,
-    // branch and proposer) win over the forge's record, which anyone with the clone can edit.
-    let opened = opened_record(repo, &pull.proposal)?;
-    let Some(opened) = opened.filter(|o| o.pull == pull.number && o.branch == pull.head_branch)
+    let opened = view.opened(&pull.proposal);
+    let Some(opened) = opened
+        .clone()
+        .filter(|o| o.pull == pull.number && o.branch == pull.head_branch)
     else {
         return Err(refuse(
             "E_FORGE_STATE",
@@ -506,7 +537,7 @@ pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Eva
                 pull.proposal,
                 pull.number,
                 pull.head_branch,
-                match opened_record(repo, &pull.proposal)? {
+                match opened {
                     Some(o) => format!("pull request {} from `{}`", o.pull, o.branch),
                     None => "no such proposal".to_string(),
                 }
@@ -520,50 +551,26 @@ pub fn evaluate(ws: &Workspace, pull: PullRequest, now: Timestamp) -> Result<Eva
     let base = git::branch_tip(repo, &pull.base_branch)?;
     let head = git::branch_tip(repo, &pull.head_branch)
         .with_context(|| format!("the proposal branch {} is gone", pull.head_branch))?;
-    evaluate_at(ws, pull, base, head, now)
+    Ok((pull, base, head))
 }
 
-/// What the ledger recorded when a proposal was opened on the local forge.
-pub struct Opened {
-    pub pull: u64,
-    pub branch: String,
-    pub proposer: Option<String>,
-}
-
-/// The `proposal-opened` entry of `proposal`, if the ledger has one.
-pub fn opened_record(repo: &Repository, proposal: &str) -> Result<Option<Opened>> {
-    let Some(snap) = ledger::read(repo)? else {
-        return Ok(None);
-    };
-    for line in &snap.lines {
-        if let Ok(ledger::Entry {
-            event:
-                Event::ProposalOpened {
-                    proposal: p,
-                    pull,
-                    branch,
-                    proposer,
-                    ..
-                },
-            ..
-        }) = ledger::Entry::parse(line)
-        {
-            if p == proposal {
-                return Ok(Some(Opened {
-                    pull,
-                    branch,
-                    proposer,
-                }));
-            }
-        }
-    }
-    Ok(None)
+/// Runs the gate on this clone's record of a proposal, as its branches are here. Records
+/// nothing.
+pub fn evaluate(
+    ws: &Workspace,
+    view: &LedgerView,
+    pull: PullRequest,
+    now: Timestamp,
+) -> Result<Evaluation> {
+    let (pull, base, head) = checked_record(ws, view, pull)?;
+    evaluate_at(ws, view, pull, base, head, now)
 }
 
 /// Runs the gate on `pull` as the merge of `head` into `base`, whichever forge they came from.
 /// Records nothing.
 pub fn evaluate_at(
     ws: &Workspace,
+    view: &LedgerView,
     pull: PullRequest,
     base: Oid,
     head: Oid,
@@ -589,8 +596,9 @@ pub fn evaluate_at(
     };
     let base_policy = Policy::load(&git::policy_files(repo, &base_tree)?);
     let digest = policy_digest(&git::digest_files(repo, &base_tree)?);
-    let (tokens, finished) = ledger_view(repo, &pull)?;
-    let ledger_roots = ledger_roots(repo, &tokens)?;
+    let tokens = tokens_for(view, &pull);
+    let finished = view.finished(&pull.proposal);
+    let ledger_roots = view.roots_for(&tokens);
     let change = Change {
         repository: ws.config.forge.repository.clone(),
         proposal: pull.proposal.clone(),
@@ -620,87 +628,21 @@ pub fn evaluate_at(
     })
 }
 
-/// Every token recorded for a pull request: its comments, then any the ledger recorded that the
-/// comments no longer carry (an edited or deleted comment cannot withdraw a recorded veto).
-pub fn tokens_for(repo: &Repository, pull: &PullRequest) -> Result<Vec<RawToken>> {
-    Ok(ledger_view(repo, pull)?.0)
-}
-
-/// What the ledger says of a pull request: the tokens recorded for its proposal, on this or any
-/// other pull request that carried it (after those its comments carry: a rejection binds the
-/// proposal and its head, not one pull request), and whether it was merged or closed (the forge
-/// record cannot reopen it).
-pub fn ledger_view(repo: &Repository, pull: &PullRequest) -> Result<(Vec<RawToken>, bool)> {
+/// Every token for a pull request: its comments', then every one the ledger recorded for its
+/// proposal (on this or any other pull request that carried it) that the comments no longer
+/// carry: an edited or deleted comment cannot withdraw a recorded veto.
+pub fn tokens_for(view: &LedgerView, pull: &PullRequest) -> Vec<RawToken> {
     let mut tokens: Vec<RawToken> = pull
         .comments
         .iter()
         .flat_map(|c| RawToken::extract_all(&c.body))
         .collect();
-    let mut finished = false;
-    if let Some(snap) = ledger::read(repo)? {
-        for line in &snap.lines {
-            let Ok(entry) = ledger::Entry::parse(line) else {
-                continue;
-            };
-            match entry.event {
-                Event::TokenRecorded {
-                    proposal, token, ..
-                } if proposal == pull.proposal => {
-                    for t in RawToken::extract_all(&token) {
-                        if !tokens.contains(&t) {
-                            tokens.push(t);
-                        }
-                    }
-                }
-                Event::Merged(m) if m.proposal == pull.proposal => finished = true,
-                Event::Closed { proposal, .. } if proposal == pull.proposal => finished = true,
-                _ => {}
-            }
+    for t in view.recorded_tokens(&pull.proposal) {
+        if !tokens.contains(&t) {
+            tokens.push(t);
         }
     }
-    Ok((tokens, finished))
-}
-
-/// The ledger's Merkle root at each size a token names.
-pub fn ledger_roots(repo: &Repository, tokens: &[RawToken]) -> Result<BTreeMap<u64, String>> {
-    let sizes: Vec<u64> = tokens
-        .iter()
-        .filter_map(|t| crate::governance::token::Payload::parse(&t.payload).ok())
-        .filter_map(|p| p.checkpoint.map(|c| c.size))
-        .collect();
-    let mut out = BTreeMap::new();
-    if sizes.is_empty() {
-        return Ok(out);
-    }
-    if let Some(snap) = ledger::read(repo)? {
-        let leaves = snap.leaf_hashes();
-        for s in sizes {
-            if let Some(prefix) = leaves.get(..s as usize) {
-                out.insert(s, hex::encode(crate::audit::merkle::root(prefix)));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Runs the gate and records its decision in the ledger (the `gate` command).
-pub fn gate(ws: &Workspace, id: &str, now: Timestamp) -> Result<Evaluation> {
-    let _lock = ws.lock()?;
-    let eval = evaluate(ws, ws.pull(id)?, now)?;
-    ws.record(vec![decision_event(&eval)], now)?;
-    Ok(eval)
-}
-
-pub fn decision_event(eval: &Evaluation) -> Event {
-    Event::GateDecision {
-        proposal: eval.pull.proposal.clone(),
-        base: eval.change.base.clone(),
-        head: eval.change.head.clone(),
-        merge_tree: eval.merge_tree.map(|t| t.to_string()),
-        allowed: eval.decision.allowed,
-        unmet: eval.decision.unmet().map(|r| r.code.to_string()).collect(),
-        approvers: eval.decision.approvers.clone(),
-    }
+    tokens
 }
 
 /// One line of `atelier proposals`.
@@ -717,6 +659,7 @@ pub struct Summary {
 
 /// Lists proposals with their approvals against what the gate requires now.
 pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
+    let view = ws.view()?;
     let mut out = Vec::new();
     for pull in ws.forge.list()? {
         let state = pull.state.as_str();
@@ -726,7 +669,7 @@ pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
             .ok()
             .map(|h| h.to_string());
         let (approvals, required, may_merge) = if pull.state == PullState::Open && head.is_some() {
-            let eval = evaluate(ws, pull, now)?;
+            let eval = evaluate(ws, &view, pull, now)?;
             let required = eval
                 .decision
                 .requirements

@@ -91,19 +91,7 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
     }
     // Never reuse an id: not one this clone's forge knows, not one the ledger (which travels
     // between clones) recorded, not one whose branch survived a crash.
-    let in_ledger = match crate::audit::ledger::read(repo)? {
-        Some(snap) => snap
-            .lines
-            .iter()
-            .filter_map(|l| crate::audit::ledger::Entry::parse(l).ok())
-            .filter_map(|e| match e.event {
-                Event::ProposalOpened { pull, .. } => Some(pull),
-                _ => None,
-            })
-            .max()
-            .map_or(0, |n| n + 1),
-        None => 0,
-    };
+    let in_ledger = ws.view()?.next_opened_number();
     let mut number = ws.forge.next_number()?.max(in_ledger);
     while repo
         .find_reference(&format!("refs/heads/atelier/proposals/{number}"))
@@ -193,4 +181,37 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
         base: base.to_string(),
         record,
     })
+}
+
+/// Publishes proposal `id` on the forge (`submit`: on GitHub, pushes its branch and opens or
+/// updates its pull request) and records the pull request and head in the ledger.
+pub fn submit(ws: &Workspace, id: &str, now: Timestamp) -> Result<crate::forge::Published> {
+    let _lock = ws.lock()?;
+    let pull = ws.pull(id)?;
+    ws.forge.sync(ws, true)?;
+    let view = ws.view()?;
+    if pull.state != PullState::Open || view.finished(&pull.proposal) {
+        return Err(super::refuse(
+            "E_NOT_OPEN",
+            format!("proposal {id} is merged or closed; there is nothing to submit"),
+        ));
+    }
+    let published = ws.forge.publish_proposal(ws, &view, &pull)?;
+    let already = view
+        .submitted_heads()
+        .any(|(p, n, h)| p == pull.proposal && n == published.pull && h == published.head);
+    if !already {
+        ws.record(
+            vec![Event::Submitted {
+                proposal: pull.proposal.clone(),
+                pull: published.pull,
+                url: published.url.clone(),
+                head: published.head.clone(),
+                proposer: pull.proposer.clone(),
+            }],
+            now,
+        )?;
+        ws.forge.publish_ledger(ws)?;
+    }
+    Ok(published)
 }

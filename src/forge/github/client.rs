@@ -12,12 +12,13 @@ use http::{HeaderMap, Method, StatusCode};
 use http_body_util::BodyExt;
 use octocrab::models::issues::Comment as GhComment;
 use octocrab::models::pulls::{PullRequest as GhPull, Review};
-use octocrab::models::{CombinedStatus, Status, StatusState};
+use octocrab::models::Status;
 use octocrab::Octocrab;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::config::ForgeConfig;
+use crate::forge::Comment;
 
 /// Where the token is read from, in order.
 pub const TOKEN_VARS: [&str; 2] = ["ATELIER_GITHUB_TOKEN", "GITHUB_TOKEN"];
@@ -52,15 +53,15 @@ struct Call<'a> {
 }
 
 /// An answer: status, headers, body text.
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: String,
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
 }
 
 impl Reply {
     /// GitHub's `message` field, if the body has one.
-    pub fn message(&self) -> String {
+    fn message(&self) -> String {
         let v: Value = serde_json::from_str(&self.body).unwrap_or(Value::Null);
         let mut msg = v["message"].as_str().unwrap_or("").to_string();
         if let Some(errors) = v["errors"].as_array() {
@@ -147,6 +148,11 @@ impl GitHub {
             has_token,
             backoff,
         })
+    }
+
+    /// Whether a token was found (requests without one are anonymous).
+    pub fn has_token(&self) -> bool {
+        self.has_token
     }
 
     pub fn repository(&self) -> String {
@@ -303,7 +309,7 @@ impl GitHub {
         rest.starts_with('/').then(|| rest.to_string())
     }
 
-    pub fn pull(&self, n: u64) -> Result<GhPull> {
+    fn raw_pull(&self, n: u64) -> Result<GhPull> {
         self.json(Call {
             method: Method::GET,
             path: self.repo_path(&format!("/pulls/{n}")),
@@ -313,46 +319,60 @@ impl GitHub {
         })
     }
 
+    pub fn pull(&self, n: u64) -> Result<RemotePull> {
+        Ok(RemotePull::from(self.raw_pull(n)?))
+    }
+
     /// Open pull requests (all pages).
-    pub fn open_pulls(&self) -> Result<Vec<GhPull>> {
-        self.all_pages(
+    pub fn open_pulls(&self) -> Result<Vec<RemotePull>> {
+        let all: Vec<GhPull> = self.all_pages(
             self.repo_path("/pulls?state=open&per_page=100"),
             "list open pull requests",
             "Pull requests: read",
-        )
+        )?;
+        Ok(all.into_iter().map(RemotePull::from).collect())
     }
 
     /// Pull requests from `branch` of this repository, in any state, newest first.
-    pub fn pulls_from(&self, branch: &str) -> Result<Vec<GhPull>> {
+    pub fn pulls_from(&self, branch: &str) -> Result<Vec<RemotePull>> {
         let head = format!("{}:{branch}", self.owner);
-        self.all_pages(
+        let all: Vec<GhPull> = self.all_pages(
             self.repo_path(&format!(
                 "/pulls?state=all&per_page=100&head={}",
                 percent(&head)
             )),
             &format!("find pull requests from {branch}"),
             "Pull requests: read",
-        )
+        )?;
+        Ok(all.into_iter().map(RemotePull::from).collect())
     }
 
-    pub fn create_pull(&self, title: &str, head: &str, base: &str, body: &str) -> Result<GhPull> {
-        self.json(Call {
+    pub fn create_pull(
+        &self,
+        title: &str,
+        head: &str,
+        base: &str,
+        body: &str,
+    ) -> Result<RemotePull> {
+        let p: GhPull = self.json(Call {
             method: Method::POST,
             path: self.repo_path("/pulls"),
             body: Some(json!({"title": title, "head": head, "base": base, "body": body})),
             what: &format!("open a pull request from {head} into {base}"),
             permission: "Pull requests: write",
-        })
+        })?;
+        Ok(RemotePull::from(p))
     }
 
-    pub fn update_pull(&self, n: u64, title: &str, body: &str) -> Result<GhPull> {
-        self.json(Call {
+    pub fn update_pull(&self, n: u64, title: &str, body: &str) -> Result<RemotePull> {
+        let p: GhPull = self.json(Call {
             method: Method::PATCH,
             path: self.repo_path(&format!("/pulls/{n}")),
             body: Some(json!({"title": title, "body": body})),
             what: &format!("update pull request #{n}"),
             permission: "Pull requests: write",
-        })
+        })?;
+        Ok(RemotePull::from(p))
     }
 
     pub fn add_label(&self, n: u64, label: &str) -> Result<()> {
@@ -366,36 +386,64 @@ impl GitHub {
         Ok(())
     }
 
-    /// Every comment on a pull request (all pages), oldest first.
-    pub fn comments(&self, n: u64) -> Result<Vec<GhComment>> {
-        self.all_pages(
+    /// Every comment on a pull request (all pages), oldest first. Line endings are normalised
+    /// (GitHub's web editor stores CRLF); nothing else is trusted.
+    pub fn comments(&self, n: u64) -> Result<Vec<Comment>> {
+        let all: Vec<GhComment> = self.all_pages(
             self.repo_path(&format!("/issues/{n}/comments?per_page=100")),
             &format!("read the comments of pull request #{n}"),
             "Pull requests: read",
-        )
+        )?;
+        Ok(all
+            .into_iter()
+            .map(|c| Comment {
+                id: c.id.into_inner(),
+                author: c.user.login.clone(),
+                body: c.body.unwrap_or_default().replace("\r\n", "\n"),
+                at: c.created_at.timestamp(),
+            })
+            .collect())
     }
 
-    /// Every review of a pull request (all pages).
-    pub fn reviews(&self, n: u64) -> Result<Vec<Review>> {
-        self.all_pages(
+    /// The non-empty bodies of a pull request's reviews (all pages), as comments whose author
+    /// is marked [`REVIEW_TAG`] (their ids are review ids, not comment ids).
+    pub fn review_bodies(&self, n: u64) -> Result<Vec<Comment>> {
+        let all: Vec<Review> = self.all_pages(
             self.repo_path(&format!("/pulls/{n}/reviews?per_page=100")),
             &format!("read the reviews of pull request #{n}"),
             "Pull requests: read",
-        )
+        )?;
+        Ok(all
+            .into_iter()
+            .filter_map(|r| {
+                let body = r.body.filter(|b| !b.is_empty())?;
+                Some(Comment {
+                    id: r.id.into_inner(),
+                    author: format!(
+                        "{REVIEW_TAG}{}",
+                        r.user.map(|u| u.login).unwrap_or_default()
+                    ),
+                    body: body.replace("\r\n", "\n"),
+                    at: r.submitted_at.map(|t| t.timestamp()).unwrap_or(0),
+                })
+            })
+            .collect())
     }
 
-    pub fn post_comment(&self, n: u64, body: &str) -> Result<GhComment> {
-        self.json(Call {
+    /// Posts a comment; returns its id and web address.
+    pub fn post_comment(&self, n: u64, body: &str) -> Result<(u64, String)> {
+        let c: GhComment = self.json(Call {
             method: Method::POST,
             path: self.repo_path(&format!("/issues/{n}/comments")),
             body: Some(json!({ "body": body })),
             what: &format!("comment on pull request #{n}"),
             permission: "Pull requests: write",
-        })
+        })?;
+        Ok((c.id.into_inner(), c.html_url.to_string()))
     }
 
-    /// Edits a comment; `Ok(None)` when GitHub will not let this token edit it (not ours).
-    pub fn edit_comment(&self, id: u64, body: &str) -> Result<Option<GhComment>> {
+    /// Edits a comment; `Ok(false)` when GitHub will not let this token edit it (not ours).
+    pub fn edit_comment(&self, id: u64, body: &str) -> Result<bool> {
         let what = format!("edit comment {id}");
         let call = Call {
             method: Method::PATCH,
@@ -408,10 +456,16 @@ impl GitHub {
         // success or those goes through the retrying path.
         match self.once(&call) {
             Ok(r) if r.status == StatusCode::FORBIDDEN || r.status == StatusCode::NOT_FOUND => {
-                Ok(None)
+                Ok(false)
             }
-            Ok(r) if r.status.is_success() => Ok(Some(read(&r, &what)?)),
-            _ => Ok(Some(self.json(call)?)),
+            Ok(r) if r.status.is_success() => {
+                let _: GhComment = read(&r, &what)?;
+                Ok(true)
+            }
+            _ => {
+                let _: GhComment = self.json(call)?;
+                Ok(true)
+            }
         }
     }
 
@@ -443,40 +497,27 @@ impl GitHub {
     pub fn set_status(
         &self,
         sha: &str,
-        state: StatusState,
+        state: CommitStatus,
         description: &str,
         context: &str,
-    ) -> Result<Status> {
-        let state = match state {
-            StatusState::Success => "success",
-            StatusState::Failure => "failure",
-            StatusState::Error => "error",
-            _ => "pending",
-        };
-        self.json(Call {
+    ) -> Result<()> {
+        let _: Status = self.json(Call {
             method: Method::POST,
             path: self.repo_path(&format!("/statuses/{sha}")),
-            body: Some(json!({"state": state, "description": description, "context": context})),
+            body: Some(
+                json!({"state": state.as_str(), "description": description, "context": context}),
+            ),
             what: &format!("set the `{context}` status on {sha}"),
             permission: "Commit statuses: write",
-        })
+        })?;
+        Ok(())
     }
 
-    pub fn combined_status(&self, reference: &str) -> Result<CombinedStatus> {
-        self.json(Call {
-            method: Method::GET,
-            path: self.repo_path(&format!("/commits/{reference}/status")),
-            body: None,
-            what: &format!("read the statuses of {reference}"),
-            permission: "Commit statuses: read",
-        })
-    }
-
-    /// Merges with GitHub's `sha` precondition. The raw answer is returned: 200 merged, 405 not
-    /// mergeable, 409 the head moved, 422 invalid — the caller decides what each means.
-    pub fn merge(&self, n: u64, sha: &str, title: &str, message: &str) -> Result<Reply> {
+    /// Merges with GitHub's `sha` precondition: 200 merged, 409 the head moved, anything else
+    /// (405 not mergeable, 422 invalid) refused with GitHub's words.
+    pub fn merge(&self, n: u64, sha: &str, title: &str, message: &str) -> Result<MergeAnswer> {
         let what = format!("merge pull request #{n}");
-        self.send(Call {
+        let reply = self.send(Call {
             method: Method::PUT,
             path: self.repo_path(&format!("/pulls/{n}/merge")),
             body: Some(json!({
@@ -487,7 +528,90 @@ impl GitHub {
             })),
             what: &what,
             permission: "Contents: write",
+        })?;
+        Ok(match reply.status.as_u16() {
+            200 => {
+                let v: Value = read(&reply, &what)?;
+                MergeAnswer::Merged(v["sha"].as_str().unwrap_or_default().to_string())
+            }
+            409 => MergeAnswer::HeadMoved(format!("GitHub answered 409: {}", reply.message())),
+            s => MergeAnswer::Refused(format!("GitHub answered {s}: {}", reply.message())),
         })
+    }
+}
+
+/// What GitHub answered a guarded merge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeAnswer {
+    Merged(String),
+    HeadMoved(String),
+    Refused(String),
+}
+
+/// Marks a carrier that is a review body (its id is a review id, not a comment id).
+pub const REVIEW_TAG: &str = "review by ";
+
+/// A pull request as GitHub reports it, in plain fields (octocrab's model stays in this file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemotePull {
+    pub number: u64,
+    pub title: String,
+    pub open: bool,
+    pub merged: bool,
+    pub merge_commit: Option<String>,
+    pub merged_by: Option<String>,
+    pub base_ref: String,
+    pub head_ref: String,
+    /// `owner/name` of the repository the head branch lives in.
+    pub head_repo: String,
+    pub head_sha: String,
+    pub created: i64,
+    pub url: String,
+}
+
+impl From<GhPull> for RemotePull {
+    fn from(p: GhPull) -> RemotePull {
+        RemotePull {
+            number: p.number,
+            title: p.title.clone().unwrap_or_default(),
+            open: matches!(p.state, Some(octocrab::models::IssueState::Open)),
+            merged: p.merged_at.is_some(),
+            merge_commit: p.merge_commit_sha.clone(),
+            merged_by: p.merged_by.as_ref().map(|a| a.login.clone()),
+            base_ref: p.base.ref_field.clone(),
+            head_ref: p.head.ref_field.clone(),
+            head_repo: p
+                .head
+                .repo
+                .as_ref()
+                .and_then(|r| r.full_name.clone())
+                .unwrap_or_default(),
+            head_sha: p.head.sha.clone(),
+            created: p.created_at.map(|t| t.timestamp()).unwrap_or(0),
+            url: p
+                .html_url
+                .as_ref()
+                .map(|u| u.to_string())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// A commit status's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitStatus {
+    Pending,
+    Success,
+    Failure,
+}
+
+impl CommitStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommitStatus::Pending => "pending",
+            CommitStatus::Success => "success",
+            CommitStatus::Failure => "failure",
+        }
     }
 }
 
@@ -532,7 +656,7 @@ fn classify(r: &Reply) -> Verdict {
 }
 
 /// Reads a successful answer into a model; any other status is an error naming GitHub's message.
-pub fn read<T: DeserializeOwned>(r: &Reply, what: &str) -> Result<T> {
+fn read<T: DeserializeOwned>(r: &Reply, what: &str) -> Result<T> {
     if !r.status.is_success() {
         bail!(
             "GitHub refused to {what}: {} {}",

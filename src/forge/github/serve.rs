@@ -28,9 +28,9 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use serde_json::Value;
 
-use crate::forge::github::GitHub;
-use crate::workflow::github as gh_flow;
-use crate::workflow::Workspace;
+use super::client::GitHub;
+use crate::forge::Addr;
+use crate::workflow::{self, MergeOutcome, Publish, Workspace};
 
 /// Where the webhook secret comes from.
 pub const SECRET_VAR: &str = "ATELIER_WEBHOOK_SECRET";
@@ -127,7 +127,7 @@ pub fn route(event: &str, payload: &Value, repository: &str, branch: &str) -> Wo
             // never authority either way.)
             if payload["comment"]["body"]
                 .as_str()
-                .is_some_and(|b| b.starts_with(gh_flow::SUMMARY_MARKER))
+                .is_some_and(|b| b.starts_with(super::SUMMARY_MARKER))
             {
                 return Work::Nothing("the gate's own summary comment");
             }
@@ -339,7 +339,7 @@ impl Shared {
 
     fn record_delivered(&self, n: u64, delivered: &[crate::forge::Comment]) -> Result<usize> {
         let ws = Workspace::open(&self.root)?;
-        gh_flow::record_delivered(&ws, n, delivered, crate::clock::now()?.0)
+        super::record_delivered(&ws, n, delivered, crate::clock::now()?.0)
     }
 
     fn evaluate(
@@ -349,23 +349,25 @@ impl Shared {
         delivered: Vec<crate::forge::Comment>,
     ) -> Result<()> {
         let ws = Workspace::open(&self.root)?;
-        let gh = GitHub::connect(&ws.config.forge, true)?;
         // `pending` is set by the gate itself, under the repository lock, once the pull request
         // is known to be a proposal (a fork may share a proposal's head commit).
         let publish = if pending_on.is_some() {
-            gh_flow::Publish::PendingThenVerdict
+            Publish::PendingThenVerdict
         } else {
-            gh_flow::Publish::Verdict
+            Publish::Verdict
         };
         let now = crate::clock::now()?.0;
-        let run = gh_flow::gate_pr_with(&ws, &gh, n, now, publish, delivered)?;
-        eprintln!("pull request #{n}: {:?} — {}", run.state, run.description);
+        let run = {
+            let _lock = ws.lock()?;
+            workflow::gate_locked(&ws, &Addr::Pull(n), now, publish, delivered)?
+        };
+        eprintln!("pull request #{n}: {:?} — {}", run.status, run.description);
         if self.auto_merge && run.eval.decision.allowed {
-            match gh_flow::merge_pr(&ws, &gh, n, crate::clock::now()?.0)? {
-                gh_flow::PrMerge::Merged { commit, .. } => {
-                    eprintln!("pull request #{n}: merged as {commit}")
+            match workflow::merge(&ws, &Addr::Pull(n), crate::clock::now()?.0)? {
+                MergeOutcome::Merged(m) => {
+                    eprintln!("pull request #{n}: merged as {}", m.commit)
                 }
-                gh_flow::PrMerge::Refused(_) => {
+                MergeOutcome::Refused(_) => {
                     eprintln!("pull request #{n}: not merged, the gate refused at merge time")
                 }
             }
@@ -376,7 +378,7 @@ impl Shared {
     fn regate_all(self: &Arc<Self>) -> Result<()> {
         let ws = Workspace::open(&self.root)?;
         let gh = GitHub::connect(&ws.config.forge, true)?;
-        for n in gh_flow::open_proposal_pulls(&gh)? {
+        for n in super::open_proposal_pulls(&gh)? {
             self.schedule(n, None, None);
         }
         Ok(())
@@ -599,7 +601,7 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
             .await
             .with_context(|| format!("listening on {addr}"))?;
         let local = listener.local_addr()?;
-        super::out(&format!("listening on http://{local}\n"))?;
+        crate::cli::out(&format!("listening on http://{local}\n"))?;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         loop {
             tokio::select! {
