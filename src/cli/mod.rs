@@ -79,6 +79,15 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
+/// A line for the operator on stderr, for long-running commands (`serve`) whose loop lives
+/// outside `cli/`.
+macro_rules! note {
+    ($($arg:tt)*) => {
+        eprintln!($($arg)*)
+    };
+}
+pub(crate) use note;
+
 /// Writes to stdout; a closed pipe ends the program successfully.
 pub(crate) fn out(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();

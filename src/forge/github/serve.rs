@@ -300,17 +300,19 @@ impl Shared {
                 match self.record_delivered(n, &delivered) {
                     Ok(0) => Vec::new(),
                     Ok(k) => {
-                        eprintln!("pull request #{n}: {k} delivered token(s) recorded");
+                        crate::cli::note!("pull request #{n}: {k} delivered token(s) recorded");
                         Vec::new()
                     }
                     Err(e) => {
-                        eprintln!("pull request #{n}: delivered tokens kept, not recorded: {e:#}");
+                        crate::cli::note!(
+                            "pull request #{n}: delivered tokens kept, not recorded: {e:#}"
+                        );
                         delivered.clone()
                     }
                 }
             };
             if let Err(e) = self.evaluate(n, pending, delivered) {
-                eprintln!("pull request #{n}: {e:#}");
+                crate::cli::note!("pull request #{n}: {e:#}");
             }
             if !keep.is_empty() {
                 let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -361,14 +363,16 @@ impl Shared {
             let _lock = ws.lock()?;
             workflow::gate_locked(&ws, &Addr::Pull(n), now, publish, delivered)?
         };
-        eprintln!("pull request #{n}: {:?} — {}", run.status, run.description);
+        crate::cli::note!("pull request #{n}: {:?} — {}", run.status, run.description);
         if self.auto_merge && run.eval.decision.allowed {
             match workflow::merge(&ws, &Addr::Pull(n), crate::clock::now()?.0)? {
                 MergeOutcome::Merged(m) => {
-                    eprintln!("pull request #{n}: merged as {}", m.commit)
+                    crate::cli::note!("pull request #{n}: merged as {}", m.commit)
                 }
                 MergeOutcome::Refused(_) => {
-                    eprintln!("pull request #{n}: not merged, the gate refused at merge time")
+                    crate::cli::note!(
+                        "pull request #{n}: not merged, the gate refused at merge time"
+                    )
                 }
             }
         }
@@ -489,7 +493,7 @@ async fn handle(
     let delivery = header("x-github-delivery").unwrap_or_default();
     // Refuse what cannot be a delivery before reading a byte of the body.
     if !signature.as_deref().is_some_and(signature_shape_ok) {
-        eprintln!(
+        crate::cli::note!(
             "delivery {delivery:?} refused: no X-Hub-Signature-256 of the form sha256=<64 hex>"
         );
         return Ok(closing(reply(
@@ -512,12 +516,12 @@ async fn handle(
     let (body, _paid) = match read_body(&shared, req.into_body(), declared).await {
         Ok(b) => b,
         Err((status, why)) => {
-            eprintln!("delivery {delivery:?} refused: {why}");
+            crate::cli::note!("delivery {delivery:?} refused: {why}");
             return Ok(closing(reply(status, why)));
         }
     };
     if !signature_ok(&shared.secret, &body, signature.as_deref()) {
-        eprintln!("delivery {delivery:?} refused: missing or wrong X-Hub-Signature-256");
+        crate::cli::note!("delivery {delivery:?} refused: missing or wrong X-Hub-Signature-256");
         return Ok(closing(reply(
             StatusCode::UNAUTHORIZED,
             "missing or wrong X-Hub-Signature-256",
@@ -542,11 +546,11 @@ async fn handle(
         }
     };
     if !shared.first_time(&delivery) {
-        eprintln!("delivery {delivery}: a replay, ignored");
+        crate::cli::note!("delivery {delivery}: a replay, ignored");
         return Ok(reply(StatusCode::OK, "duplicate delivery ignored"));
     }
     let work = route(&event, &payload, &shared.repository, &shared.branch);
-    eprintln!("delivery {delivery}: {event} → {}", work.describe());
+    crate::cli::note!("delivery {delivery}: {event} → {}", work.describe());
     Ok(match work {
         Work::Gate {
             pull,
@@ -563,7 +567,7 @@ async fn handle(
             let s = shared.clone();
             std::thread::spawn(move || {
                 if let Err(e) = s.regate_all() {
-                    eprintln!("re-evaluating open proposals after a push: {e:#}");
+                    crate::cli::note!("re-evaluating open proposals after a push: {e:#}");
                 }
             });
             reply(StatusCode::ACCEPTED, "re-evaluating every open proposal")
@@ -610,7 +614,7 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
                         Ok(a) => a,
                         Err(e) => {
                             // Out of file descriptors, say: back off instead of spinning.
-                            eprintln!("accept: {e}");
+                            crate::cli::note!("accept: {e}");
                             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                             continue;
                         }
@@ -660,10 +664,10 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
                         tokio::select! {
                             r = conn => {
                                 if let Err(e) = r {
-                                    eprintln!("connection: {e}");
+                                    crate::cli::note!("connection: {e}");
                                 }
                             }
-                            _ = closed => eprintln!("connection: closed to make room (no signed request yet)"),
+                            _ = closed => crate::cli::note!("connection: closed to make room (no signed request yet)"),
                         }
                         shared
                             .unproven
@@ -676,7 +680,7 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
                 _ = term.recv() => break,
             }
         }
-        eprintln!("stopped");
+        crate::cli::note!("stopped");
         Ok::<_, anyhow::Error>(())
     })
 }
