@@ -1022,6 +1022,40 @@ fn two_in_a_row(s: &Swarm) -> String {
 }
 
 #[test]
+fn a_run_branch_moved_to_a_forged_integration_is_refused_on_resume() {
+    // B's worker moves the run branch to a merge of the run's tip and A's recorded passed commit
+    // (what a crash between integrating and recording leaves) whose tree is its own.
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario("p:A", "echo a > src/a.rs");
+    s.scenario(
+        "p:B",
+        "tip=$(git rev-parse refs/heads/atelier/runs/$ATELIER_RUN_ID); \
+         export GIT_INDEX_FILE=\"$FAKE_AGENT_DIR/index\"; git read-tree $tip; \
+         blob=$(echo EVIL | git hash-object -w --stdin); \
+         git update-index --add --cacheinfo 100644,$blob,src/lib.rs; tree=$(git write-tree); \
+         unset GIT_INDEX_FILE; \
+         m=$(git -c user.name='atelier swarm' -c user.email=swarm@atelier.invalid commit-tree $tree -p $tip -p $tip^2 -m 'Integrate p:A'); \
+         git update-ref refs/heads/atelier/runs/$ATELIER_RUN_ID $m; echo b > src/b.rs",
+    );
+    let p = two_in_a_row(&s);
+    let run = s.run(&["run", &p]);
+    assert!(run.stderr.contains("E_RUN_BRANCH_MOVED"), "{}", run.stderr);
+    let resumed = s.run(&["run", "--resume", "r1"]);
+    assert_ne!(resumed.code, 0, "{}", resumed.stdout);
+    assert!(
+        resumed.stderr.contains("E_RUN_BRANCH_MOVED"),
+        "{}",
+        resumed.stderr
+    );
+    assert!(
+        !s.events("r1")
+            .iter()
+            .any(|e| matches!(e, RunEvent::Integrated { task, .. } if task == "p:B")),
+        "work was integrated on top of the forged merge"
+    );
+}
+
+#[test]
 fn a_crash_between_integrating_and_recording_it_resumes_from_the_branch() {
     let s = Swarm::new("");
     s.scenario("p:A", "echo a > src/a.rs");

@@ -568,6 +568,11 @@ struct Conductor<'a> {
     _lock: Lock,
 }
 
+/// The message of the commit that integrates `task` into the run's branch.
+fn integration_message(task: &str) -> String {
+    format!("Integrate {task}\n\nAtelier-Task: {task}\n")
+}
+
 fn role_names(ws: &Workspace) -> BTreeSet<String> {
     ws.config.roles.keys().cloned().collect()
 }
@@ -798,21 +803,12 @@ impl<'a> Conductor<'a> {
 
     /// The run branch moves only through the conductor: it must be at the tip the events
     /// recorded (the last integration, or the base). A crash between moving the run branch and
-    /// recording it leaves the branch one integration ahead: accept exactly that (an integration
-    /// of a recorded passed attempt), nothing else.
+    /// recording it leaves the branch one integration ahead: accept exactly that, nothing else.
     fn check_branch(&mut self) -> Result<()> {
         let (repo, branch, run_tip) = (&self.ws.repo, &self.branch, self.tip()?);
         let actual = git::branch_tip(repo, branch)?;
         if actual != run_tip {
-            let c = repo.find_commit(actual)?;
-            let recorded = c.parent_count() == 2
-                && c.parent_id(0)? == run_tip
-                && self
-                    .state
-                    .tasks
-                    .values()
-                    .filter_map(|v| v.passed.as_ref()?.commit.as_deref())
-                    .any(|p| Oid::from_str(p).ok() == c.parent_id(1).ok());
+            let recorded = self.unrecorded_integration(run_tip, actual);
             if !recorded {
                 anyhow::bail!(
                     "E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the run's events end at {run_tip}: something else moved it; inspect the branch"
@@ -822,6 +818,35 @@ impl<'a> Conductor<'a> {
             self.state.tip = Some(actual.to_string());
         }
         Ok(())
+    }
+
+    /// Whether `actual` is the merge `integrate` would have made from `run_tip` of a passed
+    /// attempt awaiting integration, whose commit the conductor could have made (`implausible`):
+    /// the swarm's identity and message, parents `[run_tip, commit]`, and their merge tree.
+    fn unrecorded_integration(&self, run_tip: Oid, actual: Oid) -> bool {
+        let repo = &self.ws.repo;
+        let Ok(c) = repo.find_commit(actual) else {
+            return false;
+        };
+        if c.parent_count() != 2
+            || c.parent_id(0).ok() != Some(run_tip)
+            || c.committer().name() != Some("atelier swarm")
+        {
+            return false;
+        }
+        let Ok(merged) = c.parent_id(1) else {
+            return false;
+        };
+        self.state
+            .awaiting_integration()
+            .into_iter()
+            .any(|(task, commit)| {
+                commit.as_deref().and_then(|p| Oid::from_str(p).ok()) == Some(merged)
+                    && implausible(self.ws, &self.tasks[&task], &merged.to_string(), run_tip)
+                        .is_none()
+                    && c.message() == Some(integration_message(&task).as_str())
+                    && matches!(git::merge_tree(repo, run_tip, merged), Ok(Ok(t)) if t == c.tree_id())
+            })
     }
 
     /// A passed attempt whose integration a crash interrupted is integrated now (once).
@@ -1127,7 +1152,7 @@ impl<'a> Conductor<'a> {
                     None,
                     &sig,
                     &sig,
-                    &format!("Integrate {task}\n\nAtelier-Task: {task}\n"),
+                    &integration_message(task),
                     &repo.find_tree(tree)?,
                     &[&repo.find_commit(tip)?, &repo.find_commit(commit)?],
                 )?;
