@@ -873,36 +873,43 @@ impl<'a> Conductor<'a> {
         Ok(())
     }
 
-    /// Blocks the dependents of failed and blocked tasks, until no more can be blocked.
+    /// Blocks the dependents of failed and blocked tasks, pass after pass in task order, until a
+    /// pass blocks nothing.
     fn block_dependents(&mut self) -> Result<()> {
-        let keys: Vec<String> = self.tasks.keys().cloned().collect();
         let mut changed = true;
         while changed {
             changed = false;
-            for k in &keys {
-                if self.state.tasks[k].ended() || self.state.held.contains_key(k) {
-                    continue;
-                }
-                let by = self.tasks[k]
-                    .depends_on
-                    .iter()
-                    .find(|d| self.ended_badly(d))
-                    .cloned();
-                if let Some(by) = by {
-                    self.emit(RunEvent::TaskBlocked {
-                        task: k.clone(),
-                        by,
-                    })?;
-                    changed = true;
-                }
+            let mut from = 0;
+            while let Some((i, task, by)) = self.next_to_block(from) {
+                self.emit(RunEvent::TaskBlocked { task, by })?;
+                (changed, from) = (true, i + 1);
             }
         }
         Ok(())
     }
 
+    /// The first task from position `from` on that has not ended, is not in flight, and depends
+    /// on a task that failed or was blocked: its position, key and that dependency.
+    fn next_to_block(&self, from: usize) -> Option<(usize, String, String)> {
+        self.tasks
+            .iter()
+            .enumerate()
+            .skip(from)
+            .find_map(|(i, (k, t))| {
+                if self.state.tasks[k].ended() || self.state.held.contains_key(k) {
+                    return None;
+                }
+                let by = t.depends_on.iter().find(|d| self.ended_badly(d))?;
+                Some((i, k.clone(), by.clone()))
+            })
+    }
+
     /// Starts every attempt the schedule allows now: dependencies integrated, claims free, at
     /// most `max_parallel` in flight.
     fn launch_ready(&mut self) -> Result<()> {
+        if self.state.held.len() >= self.max_parallel {
+            return Ok(());
+        }
         let completed = self.state.completed();
         let in_flight: BTreeSet<String> = self.state.held.keys().cloned().collect();
         let skip: BTreeSet<String> = self.state.ended_badly().into_keys().collect();
