@@ -1006,3 +1006,146 @@ fn an_http_role_cannot_send_the_forge_token_to_a_model_endpoint() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("ghp_secret_forge_token"));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("ghp_secret_forge_token"));
 }
+
+/// Two tasks, `p:A` then `p:B` (which depends on it), each writing its own file.
+fn two_in_a_row(s: &Swarm) -> String {
+    s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["src/a.rs"], &[], "test -f src/a.rs"),
+                task("B", &["src/b.rs"], &["A"], "test -f src/b.rs"),
+            ],
+        ),
+    )
+}
+
+#[test]
+fn a_run_branch_moved_to_a_forged_integration_is_refused_on_resume() {
+    // B's worker moves the run branch to a merge of the run's tip and A's recorded passed commit
+    // (what a crash between integrating and recording leaves) whose tree is its own.
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario("p:A", "echo a > src/a.rs");
+    s.scenario(
+        "p:B",
+        "tip=$(git rev-parse refs/heads/atelier/runs/$ATELIER_RUN_ID); \
+         export GIT_INDEX_FILE=\"$FAKE_AGENT_DIR/index\"; git read-tree $tip; \
+         blob=$(echo EVIL | git hash-object -w --stdin); \
+         git update-index --add --cacheinfo 100644,$blob,src/lib.rs; tree=$(git write-tree); \
+         unset GIT_INDEX_FILE; \
+         m=$(git -c user.name='atelier swarm' -c user.email=swarm@atelier.invalid commit-tree $tree -p $tip -p $tip^2 -m 'Integrate p:A'); \
+         git update-ref refs/heads/atelier/runs/$ATELIER_RUN_ID $m; echo b > src/b.rs",
+    );
+    let p = two_in_a_row(&s);
+    let run = s.run(&["run", &p]);
+    assert!(run.stderr.contains("E_RUN_BRANCH_MOVED"), "{}", run.stderr);
+    let resumed = s.run(&["run", "--resume", "r1"]);
+    assert_ne!(resumed.code, 0, "{}", resumed.stdout);
+    assert!(
+        resumed.stderr.contains("E_RUN_BRANCH_MOVED"),
+        "{}",
+        resumed.stderr
+    );
+    assert!(
+        !s.events("r1")
+            .iter()
+            .any(|e| matches!(e, RunEvent::Integrated { task, .. } if task == "p:B")),
+        "work was integrated on top of the forged merge"
+    );
+}
+
+#[test]
+fn a_crash_between_integrating_and_recording_it_resumes_from_the_branch() {
+    let s = Swarm::new("");
+    s.scenario("p:A", "echo a > src/a.rs");
+    s.scenario("p:B", "echo b > src/b.rs");
+    let p = two_in_a_row(&s);
+    let done = s.run(&["run", &p, "--json"]).ok().json();
+    // Cut the log before B's `integrated`: the branch is one integration ahead of its events.
+    let path = s.env.repo.join(".atelier/runs/r1/events.jsonl");
+    let text = std::fs::read_to_string(&path).expect("events");
+    let cut = text
+        .find("\"kind\":\"integrated\",\"task\":\"p:B\"")
+        .and_then(|i| text[..i].rfind('\n'))
+        .expect("B was integrated");
+    std::fs::write(&path, &text[..=cut]).expect("cut the log");
+    let resumed = s.run(&["run", "--resume", "r1", "--json"]).ok().json();
+    assert_eq!(resumed["tip"], done["tip"], "{resumed:#}");
+    let integrated: Vec<String> = s
+        .events("r1")
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::Integrated { task, .. } => Some(task),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(integrated, ["p:A", "p:B"]);
+}
+
+#[test]
+fn the_fold_of_a_runs_log_is_the_state_its_conductor_ended_with() {
+    let s = Swarm::new("failure_budget = 2");
+    s.scenario(
+        "p:A",
+        "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo 'error: expected ok at src/a.rs:1'; exit 1; fi; echo ok > src/a.rs",
+    );
+    s.scenario("p:B", "echo 'error: no b at src/b.rs:2'; exit 1");
+    s.scenario(
+        "p:D",
+        "if [ ! -f \"$FAKE_AGENT_DIR/killed\" ]; then touch \"$FAKE_AGENT_DIR/killed\"; kill -9 $PPID; sleep 5; fi; echo ok > src/d.rs",
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs"),
+                task("B", &["src/b.rs"], &[], "test -f src/b.rs"),
+                task("C", &["src/c.rs"], &["B"], "test -f src/c.rs"),
+                task("D", &["src/d.rs"], &["A"], "grep -q ok src/d.rs"),
+            ],
+        ),
+    );
+    let killed = s.run(&["run", &p, "--max-parallel", "1"]);
+    assert_ne!(killed.code, 0, "D's worker kills the conductor");
+    let end = s.run(&["run", "--resume", "r1", "--json"]).code(1).json();
+    let fold = s.run(&["status", "--json"]).ok().json();
+    assert_eq!(fold["tip"], end["tip"], "{fold:#}");
+    assert_eq!(
+        end["tip"].as_str().expect("tip"),
+        s.env.git(&["rev-parse", "atelier/runs/r1"]).trim()
+    );
+    assert_eq!(fold["finished"], true);
+    assert_eq!(fold["held"], serde_json::json!({}));
+    for (k, v) in fold["tasks"].as_object().expect("tasks") {
+        let why = v["last_failure"].clone();
+        match v["state"].as_str().expect("state") {
+            "succeeded" => assert!(
+                end["succeeded"]
+                    .as_array()
+                    .expect("list")
+                    .contains(&serde_json::json!(k)),
+                "{k}: {end:#}"
+            ),
+            "failed" => assert_eq!(end["failed"][k], why, "{k}"),
+            "blocked" => assert_eq!(end["blocked"][k], why, "{k}"),
+            other => panic!("{k} ended {other}"),
+        }
+    }
+    assert_eq!(end["succeeded"], serde_json::json!(["p:A", "p:D"]));
+    // What the fold carries between attempts is what the next attempt was shown.
+    let memory = fold["tasks"]["p:A"]["do_not_retry"][0]
+        .as_str()
+        .expect("a digest");
+    assert!(memory.contains("src/a.rs:1"), "{memory}");
+    assert!(
+        s.prompt("p:A", 2).contains(memory),
+        "{}",
+        s.prompt("p:A", 2)
+    );
+    assert_eq!(
+        fold["tasks"]["p:D"]["attempt"], 2,
+        "the attempt in flight at the crash was abandoned and restarted"
+    );
+}

@@ -115,14 +115,7 @@ fn latest(ws: &Workspace) -> anyhow::Result<String> {
 fn load(ws: &Workspace, run: &str) -> anyhow::Result<RunState> {
     let path = runtime::run_dir(ws, run).join("events.jsonl");
     let records = events::read(&path).with_context(|| format!("run {run}"))?;
-    let tasks = records
-        .iter()
-        .find_map(|r| match &r.event {
-            events::RunEvent::RunStarted { tasks, .. } => Some(tasks.clone()),
-            _ => None,
-        })
-        .unwrap_or_default();
-    Ok(RunState::fold(&records, &tasks))
+    Ok(RunState::of_log(&records))
 }
 
 fn render(s: &RunState, now: i64) -> String {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::memory;
 use crate::governance::time::{format_rfc3339, Timestamp};
 
 /// One state change of a run.
@@ -199,10 +200,19 @@ pub enum TaskState {
     Blocked,
 }
 
+/// A passed attempt as its `attempt-passed` event records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Passed {
+    pub attempt: u32,
+    /// The attempt's commit; `None` when the attempt changed nothing.
+    pub commit: Option<String>,
+}
+
 /// One task as the events tell it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TaskView {
     pub state: TaskState,
+    /// The last attempt started (0 before the first).
     pub attempt: u32,
     pub claims: Vec<String>,
     pub started_at: Option<String>,
@@ -212,140 +222,657 @@ pub struct TaskView {
     pub nudges: u32,
     pub restarts: u32,
     pub prompt_bytes: Vec<usize>,
+    /// The "do not retry" list the next attempt's prompt carries: the failed attempts' error
+    /// digests, unique and bounded (`memory::remember`).
+    pub do_not_retry: Vec<String>,
+    /// The last passed attempt; its commit is integrated next unless the task already ended.
+    pub passed: Option<Passed>,
 }
 
-/// A run's state: a fold over its events.
-#[derive(Debug, Clone, Serialize, Default)]
+impl TaskView {
+    fn new() -> TaskView {
+        TaskView {
+            state: TaskState::Pending,
+            attempt: 0,
+            claims: Vec::new(),
+            started_at: None,
+            finished_at: None,
+            last_step: None,
+            last_failure: None,
+            nudges: 0,
+            restarts: 0,
+            prompt_bytes: Vec::new(),
+            do_not_retry: Vec::new(),
+            passed: None,
+        }
+    }
+
+    /// Whether the task ended: integrated, failed or blocked.
+    pub fn ended(&self) -> bool {
+        matches!(
+            self.state,
+            TaskState::Succeeded | TaskState::Failed | TaskState::Blocked
+        )
+    }
+}
+
+/// A run's state: a fold over its events. The conductor holds one and applies every event it
+/// writes (`apply`), from the fold of the log it starts with (empty for a new run), so a new
+/// run and `run --resume` share one path; `status` folds the same log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct RunState {
     pub run: String,
     pub branch: String,
+    /// The run branch's tip as the events record it: the last integration, else the base.
+    pub tip: Option<String>,
     pub finished: bool,
     pub tasks: BTreeMap<String, TaskView>,
     /// Tasks holding claims right now, with the claims.
     pub held: BTreeMap<String, Vec<String>>,
     pub waves: Vec<Vec<String>>,
+    /// Worked examples from first-attempt successes, by role, oldest first.
+    pub golden: BTreeMap<String, Vec<String>>,
+}
+
+/// Whether `text` names a commit (as `git2::Oid::from_str` reads one); anything else in a log
+/// never becomes the run's tip.
+fn commit_id(text: &str) -> bool {
+    git2::Oid::from_str(text).is_ok()
 }
 
 impl RunState {
-    pub fn fold(records: &[Record], tasks: &[String]) -> RunState {
-        let mut s = RunState::default();
-        for t in tasks {
-            s.tasks.insert(
-                t.clone(),
-                TaskView {
-                    state: TaskState::Pending,
-                    attempt: 0,
-                    claims: Vec::new(),
-                    started_at: None,
-                    finished_at: None,
-                    last_step: None,
-                    last_failure: None,
-                    nudges: 0,
-                    restarts: 0,
-                    prompt_bytes: Vec::new(),
-                },
-            );
+    /// The state before any event: every task pending.
+    pub fn new(tasks: &[String]) -> RunState {
+        RunState {
+            tasks: tasks.iter().map(|t| (t.clone(), TaskView::new())).collect(),
+            ..RunState::default()
         }
+    }
+
+    /// Folds `records` over the state of a run of `tasks`; events naming other tasks change
+    /// only `held`.
+    pub fn fold(records: &[Record], tasks: &[String]) -> RunState {
+        let mut s = RunState::new(tasks);
         for r in records {
-            match &r.event {
-                RunEvent::RunStarted {
-                    run, branch, waves, ..
-                } => {
-                    s.run = run.clone();
-                    s.branch = branch.clone();
-                    s.waves = waves.clone();
-                }
-                RunEvent::AttemptStarted {
-                    task,
-                    attempt,
-                    claims,
-                    prompt_bytes,
-                    ..
-                } => {
-                    s.held.insert(task.clone(), claims.clone());
-                    if let Some(v) = s.tasks.get_mut(task) {
-                        v.state = TaskState::Running;
-                        v.attempt = *attempt;
-                        v.claims = claims.clone();
-                        v.started_at.get_or_insert_with(|| r.at.clone());
-                        v.prompt_bytes.push(*prompt_bytes);
-                    }
-                }
-                RunEvent::Nudged { task, .. } => {
-                    if let Some(v) = s.tasks.get_mut(task) {
-                        v.nudges += 1;
-                    }
-                }
-                RunEvent::Restarted { task, .. } => {
-                    if let Some(v) = s.tasks.get_mut(task) {
-                        v.restarts += 1;
-                    }
-                }
-                RunEvent::StepFinished {
-                    task, step, passed, ..
-                } => {
-                    if let Some(v) = s.tasks.get_mut(task) {
-                        v.last_step = Some(format!(
-                            "{step}: {}",
-                            if *passed { "passed" } else { "failed" }
-                        ));
-                    }
-                }
-                RunEvent::AttemptFailed { task, reason, .. } => {
-                    if let Some(v) = s.tasks.get_mut(task) {
-                        v.last_failure = Some(reason.clone());
-                    }
-                }
-                RunEvent::ClaimsReleased { task, .. } => {
-                    s.held.remove(task);
-                    if let Some(v) = s.tasks.get_mut(task) {
-                        if v.state == TaskState::Running {
-                            v.state = TaskState::Pending;
-                        }
-                    }
-                }
-                RunEvent::Integrated { task, .. } => {
-                    if let Some(v) = s.tasks.get_mut(task) {
-                        v.state = TaskState::Succeeded;
-                        v.finished_at = Some(r.at.clone());
-                    }
-                }
-                RunEvent::TaskFailed { task, reason } => {
-                    if let Some(v) = s.tasks.get_mut(task) {
-                        v.state = TaskState::Failed;
-                        v.last_failure = Some(reason.clone());
-                        v.finished_at = Some(r.at.clone());
-                    }
-                }
-                RunEvent::TaskBlocked { task, by } => {
-                    if let Some(v) = s.tasks.get_mut(task) {
-                        v.state = TaskState::Blocked;
-                        v.last_failure = Some(format!("blocked by {by}"));
-                    }
-                }
-                RunEvent::RunFinished { .. } => s.finished = true,
-                RunEvent::RunResumed { abandoned } => {
-                    for t in abandoned {
-                        s.held.remove(t);
-                        if let Some(v) = s.tasks.get_mut(t) {
-                            v.state = TaskState::Pending;
-                        }
-                    }
-                    s.finished = false;
-                }
-                RunEvent::WorkerExited { .. }
-                | RunEvent::AttemptPassed { .. }
-                | RunEvent::GoldenPath { .. } => {}
-            }
+            s.apply(r);
         }
         s
     }
 
+    /// Folds a whole log, whose `run-started` event names the tasks.
+    pub fn of_log(records: &[Record]) -> RunState {
+        let tasks = records
+            .iter()
+            .find_map(|r| match &r.event {
+                RunEvent::RunStarted { tasks, .. } => Some(tasks.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        RunState::fold(records, &tasks)
+    }
+
+    /// One step of the fold.
+    pub fn apply(&mut self, r: &Record) {
+        match &r.event {
+            RunEvent::RunStarted {
+                run,
+                branch,
+                base,
+                waves,
+                ..
+            } => {
+                self.run = run.clone();
+                self.branch = branch.clone();
+                self.waves = waves.clone();
+                if self.tip.is_none() && commit_id(base) {
+                    self.tip = Some(base.clone());
+                }
+            }
+            RunEvent::RunResumed { abandoned } => {
+                for t in abandoned {
+                    self.held.remove(t);
+                    if let Some(v) = self.tasks.get_mut(t) {
+                        v.state = TaskState::Pending;
+                    }
+                }
+                self.finished = false;
+            }
+            RunEvent::AttemptStarted {
+                task,
+                attempt,
+                claims,
+                prompt_bytes,
+                ..
+            } => {
+                self.held.insert(task.clone(), claims.clone());
+                if let Some(v) = self.tasks.get_mut(task) {
+                    v.state = TaskState::Running;
+                    v.attempt = *attempt;
+                    v.claims = claims.clone();
+                    v.started_at.get_or_insert_with(|| r.at.clone());
+                    v.prompt_bytes.push(*prompt_bytes);
+                }
+            }
+            RunEvent::Nudged { task, .. } => {
+                if let Some(v) = self.tasks.get_mut(task) {
+                    v.nudges += 1;
+                }
+            }
+            RunEvent::Restarted { task, .. } => {
+                if let Some(v) = self.tasks.get_mut(task) {
+                    v.restarts += 1;
+                }
+            }
+            RunEvent::StepFinished {
+                task, step, passed, ..
+            } => {
+                if let Some(v) = self.tasks.get_mut(task) {
+                    v.last_step = Some(format!(
+                        "{step}: {}",
+                        if *passed { "passed" } else { "failed" }
+                    ));
+                }
+            }
+            RunEvent::AttemptFailed {
+                task,
+                reason,
+                digest,
+                ..
+            } => {
+                if let Some(v) = self.tasks.get_mut(task) {
+                    v.last_failure = Some(reason.clone());
+                    memory::remember(&mut v.do_not_retry, digest);
+                }
+            }
+            RunEvent::AttemptPassed {
+                task,
+                attempt,
+                commit,
+            } => {
+                if let Some(v) = self.tasks.get_mut(task) {
+                    v.passed = Some(Passed {
+                        attempt: *attempt,
+                        commit: Some(commit.clone()).filter(|c| !c.is_empty()),
+                    });
+                }
+            }
+            RunEvent::GoldenPath { role, example, .. } => {
+                self.golden
+                    .entry(role.clone())
+                    .or_default()
+                    .push(example.clone());
+            }
+            RunEvent::ClaimsReleased { task, .. } => {
+                self.held.remove(task);
+                if let Some(v) = self.tasks.get_mut(task) {
+                    if v.state == TaskState::Running {
+                        v.state = TaskState::Pending;
+                    }
+                }
+            }
+            RunEvent::Integrated { task, commit } => {
+                if commit_id(commit) {
+                    self.tip = Some(commit.clone());
+                }
+                if let Some(v) = self.tasks.get_mut(task) {
+                    v.state = TaskState::Succeeded;
+                    v.finished_at = Some(r.at.clone());
+                }
+            }
+            RunEvent::TaskFailed { task, reason } => {
+                if let Some(v) = self.tasks.get_mut(task) {
+                    v.state = TaskState::Failed;
+                    v.last_failure = Some(reason.clone());
+                    v.finished_at = Some(r.at.clone());
+                }
+            }
+            RunEvent::TaskBlocked { task, by } => {
+                if let Some(v) = self.tasks.get_mut(task) {
+                    v.state = TaskState::Blocked;
+                    v.last_failure = Some(format!("blocked by {by}"));
+                }
+            }
+            RunEvent::RunFinished { .. } => self.finished = true,
+            RunEvent::WorkerExited { .. } => {}
+        }
+    }
+
     pub fn completed(&self) -> BTreeSet<String> {
+        self.in_state(TaskState::Succeeded)
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    /// Tasks in `state`, with why they are there (their last failure).
+    pub fn why(&self, state: TaskState) -> BTreeMap<String, String> {
+        self.in_state(state)
+            .map(|(k, v)| (k, v.last_failure.clone().unwrap_or_default()))
+            .collect()
+    }
+
+    /// Tasks that failed or were blocked, with why: the tasks no attempt will start for.
+    pub fn ended_badly(&self) -> BTreeMap<String, String> {
+        let mut out = self.why(TaskState::Failed);
+        out.extend(self.why(TaskState::Blocked));
+        out
+    }
+
+    /// Passed attempts not yet integrated (a crash came between), in task order.
+    pub fn awaiting_integration(&self) -> Vec<(String, Option<String>)> {
         self.tasks
             .iter()
-            .filter(|(_, v)| v.state == TaskState::Succeeded)
-            .map(|(k, _)| k.clone())
+            .filter(|(_, v)| !v.ended())
+            .filter_map(|(k, v)| Some((k.clone(), v.passed.as_ref()?.commit.clone())))
             .collect()
+    }
+
+    fn in_state(&self, state: TaskState) -> impl Iterator<Item = (String, &TaskView)> {
+        self.tasks
+            .iter()
+            .filter(move |(_, v)| v.state == state)
+            .map(|(k, v)| (k.clone(), v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "p:A";
+    const B: &str = "p:B";
+    const BASE: &str = "1111111111111111111111111111111111111111";
+    const C1: &str = "2222222222222222222222222222222222222222";
+    const M1: &str = "3333333333333333333333333333333333333333";
+
+    fn tasks() -> Vec<String> {
+        vec![A.to_string(), B.to_string()]
+    }
+
+    fn log(events: Vec<RunEvent>) -> Vec<Record> {
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| Record {
+                seq: i as u64,
+                at: format!("2026-01-01T00:00:{i:02}Z"),
+                event,
+            })
+            .collect()
+    }
+
+    fn started() -> RunEvent {
+        RunEvent::RunStarted {
+            run: "r1".into(),
+            plans: vec!["p".into()],
+            branch: "atelier/runs/r1".into(),
+            base: BASE.into(),
+            max_parallel: 2,
+            tasks: tasks(),
+            waves: vec![vec![A.into()], vec![B.into()]],
+        }
+    }
+
+    fn attempt(task: &str, attempt: u32) -> RunEvent {
+        RunEvent::AttemptStarted {
+            task: task.into(),
+            attempt,
+            claims: vec![format!("src/{task}.rs")],
+            worktree: format!("wt/{task}-{attempt}"),
+            prompt_bytes: 100,
+        }
+    }
+
+    fn failed(task: &str, attempt: u32, digest: &[&str]) -> RunEvent {
+        RunEvent::AttemptFailed {
+            task: task.into(),
+            attempt,
+            reason: format!("attempt {attempt} failed"),
+            digest: digest.iter().map(|d| d.to_string()).collect(),
+        }
+    }
+
+    fn passed(task: &str, attempt: u32, commit: &str) -> RunEvent {
+        RunEvent::AttemptPassed {
+            task: task.into(),
+            attempt,
+            commit: commit.into(),
+        }
+    }
+
+    fn released(task: &str, attempt: u32) -> RunEvent {
+        RunEvent::ClaimsReleased {
+            task: task.into(),
+            attempt,
+        }
+    }
+
+    fn integrated(task: &str, commit: &str) -> RunEvent {
+        RunEvent::Integrated {
+            task: task.into(),
+            commit: commit.into(),
+        }
+    }
+
+    /// What a log folds to, in the parts the conductor decides by.
+    struct Expect {
+        tip: Option<&'static str>,
+        finished: bool,
+        held: &'static [&'static str],
+        golden: &'static [(&'static str, &'static str)],
+        ended_badly: &'static [(&'static str, &'static str)],
+        awaiting: &'static [(&'static str, Option<&'static str>)],
+        /// (task, state, last attempt, do-not-retry list)
+        tasks: &'static [(&'static str, TaskState, u32, &'static [&'static str])],
+    }
+
+    const NOTHING: Expect = Expect {
+        tip: None,
+        finished: false,
+        held: &[],
+        golden: &[],
+        ended_badly: &[],
+        awaiting: &[],
+        tasks: &[
+            (A, TaskState::Pending, 0, &[]),
+            (B, TaskState::Pending, 0, &[]),
+        ],
+    };
+
+    fn cases() -> Vec<(&'static str, Vec<RunEvent>, Expect)> {
+        use TaskState::*;
+        vec![
+            ("an empty log: every task pending", vec![], NOTHING),
+            (
+                "a started run is at its base",
+                vec![started()],
+                Expect {
+                    tip: Some(BASE),
+                    ..NOTHING
+                },
+            ),
+            (
+                "an attempt in flight holds its claims",
+                vec![started(), attempt(A, 1)],
+                Expect {
+                    tip: Some(BASE),
+                    held: &[A],
+                    tasks: &[(A, Running, 1, &[]), (B, Pending, 0, &[])],
+                    ..NOTHING
+                },
+            ),
+            (
+                "failures accumulate the do-not-retry list; an integration moves the tip",
+                vec![
+                    started(),
+                    attempt(A, 1),
+                    failed(A, 1, &["[check] e1"]),
+                    released(A, 1),
+                    attempt(A, 2),
+                    failed(A, 2, &["[check] e1", "[check] e2"]),
+                    released(A, 2),
+                    attempt(A, 3),
+                    passed(A, 3, C1),
+                    released(A, 3),
+                    integrated(A, M1),
+                ],
+                Expect {
+                    tip: Some(M1),
+                    tasks: &[
+                        (A, Succeeded, 3, &["[check] e1", "[check] e2"]),
+                        (B, Pending, 0, &[]),
+                    ],
+                    ..NOTHING
+                },
+            ),
+            (
+                "a spent budget fails the task and blocks its dependents",
+                vec![
+                    started(),
+                    attempt(A, 1),
+                    failed(A, 1, &["[check] e1"]),
+                    released(A, 1),
+                    RunEvent::TaskFailed {
+                        task: A.into(),
+                        reason: "failed 1 attempt(s); last: attempt 1 failed".into(),
+                    },
+                    RunEvent::TaskBlocked {
+                        task: B.into(),
+                        by: A.into(),
+                    },
+                ],
+                Expect {
+                    tip: Some(BASE),
+                    ended_badly: &[
+                        (A, "failed 1 attempt(s); last: attempt 1 failed"),
+                        (B, "blocked by p:A"),
+                    ],
+                    tasks: &[(A, Failed, 1, &["[check] e1"]), (B, Blocked, 0, &[])],
+                    ..NOTHING
+                },
+            ),
+            (
+                "a resume abandons attempts in flight and releases their claims",
+                vec![
+                    started(),
+                    attempt(A, 1),
+                    RunEvent::RunResumed {
+                        abandoned: vec![A.into()],
+                    },
+                    released(A, 1),
+                ],
+                Expect {
+                    tip: Some(BASE),
+                    tasks: &[(A, Pending, 1, &[]), (B, Pending, 0, &[])],
+                    ..NOTHING
+                },
+            ),
+            (
+                "a passed attempt a crash kept from integration awaits it",
+                vec![started(), attempt(A, 1), passed(A, 1, C1), released(A, 1)],
+                Expect {
+                    tip: Some(BASE),
+                    awaiting: &[(A, Some(C1))],
+                    tasks: &[(A, Pending, 1, &[]), (B, Pending, 0, &[])],
+                    ..NOTHING
+                },
+            ),
+            (
+                "an attempt that changed nothing passes without a commit",
+                vec![started(), attempt(A, 1), passed(A, 1, ""), released(A, 1)],
+                Expect {
+                    tip: Some(BASE),
+                    awaiting: &[(A, None)],
+                    tasks: &[(A, Pending, 1, &[]), (B, Pending, 0, &[])],
+                    ..NOTHING
+                },
+            ),
+            (
+                "first-attempt successes become golden paths by role",
+                vec![
+                    started(),
+                    RunEvent::GoldenPath {
+                        task: A.into(),
+                        role: "implementer".into(),
+                        example: "Task p:A".into(),
+                    },
+                    RunEvent::GoldenPath {
+                        task: B.into(),
+                        role: "implementer".into(),
+                        example: "Task p:B".into(),
+                    },
+                ],
+                Expect {
+                    tip: Some(BASE),
+                    golden: &[("implementer", "Task p:A"), ("implementer", "Task p:B")],
+                    ..NOTHING
+                },
+            ),
+            (
+                "an integration naming no commit leaves the tip",
+                vec![started(), integrated(A, "not a commit")],
+                Expect {
+                    tip: Some(BASE),
+                    tasks: &[(A, Succeeded, 0, &[]), (B, Pending, 0, &[])],
+                    ..NOTHING
+                },
+            ),
+            (
+                "a finished run that is resumed is unfinished again",
+                vec![
+                    started(),
+                    RunEvent::RunFinished {
+                        succeeded: 0,
+                        failed: 0,
+                        blocked: 0,
+                    },
+                    RunEvent::RunResumed { abandoned: vec![] },
+                ],
+                Expect {
+                    tip: Some(BASE),
+                    ..NOTHING
+                },
+            ),
+            (
+                "a finished run",
+                vec![
+                    started(),
+                    RunEvent::RunFinished {
+                        succeeded: 0,
+                        failed: 0,
+                        blocked: 0,
+                    },
+                ],
+                Expect {
+                    tip: Some(BASE),
+                    finished: true,
+                    ..NOTHING
+                },
+            ),
+            (
+                "events about tasks outside the plans change only the claims held",
+                vec![
+                    started(),
+                    attempt("q:X", 4),
+                    passed("q:X", 4, C1),
+                    integrated("q:X", M1),
+                ],
+                Expect {
+                    tip: Some(M1),
+                    held: &["q:X"],
+                    ..NOTHING
+                },
+            ),
+        ]
+    }
+
+    #[test]
+    fn logs_fold_to_the_state_the_conductor_decides_by() {
+        for (name, events, want) in cases() {
+            let s = RunState::fold(&log(events), &tasks());
+            assert_eq!(s.tip.as_deref(), want.tip, "{name}: tip");
+            assert_eq!(s.finished, want.finished, "{name}: finished");
+            assert_eq!(
+                s.held.keys().map(String::as_str).collect::<Vec<_>>(),
+                want.held,
+                "{name}: held"
+            );
+            let golden: Vec<(&str, &str)> = s
+                .golden
+                .iter()
+                .flat_map(|(role, g)| g.iter().map(move |e| (role.as_str(), e.as_str())))
+                .collect();
+            assert_eq!(golden, want.golden, "{name}: golden");
+            let badly = s.ended_badly();
+            let badly: Vec<(&str, &str)> = badly
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            assert_eq!(badly, want.ended_badly, "{name}: ended badly");
+            let awaiting = s.awaiting_integration();
+            let awaiting: Vec<(&str, Option<&str>)> = awaiting
+                .iter()
+                .map(|(k, c)| (k.as_str(), c.as_deref()))
+                .collect();
+            assert_eq!(awaiting, want.awaiting, "{name}: awaiting integration");
+            let got: Vec<(&str, TaskState, u32, Vec<&str>)> = s
+                .tasks
+                .iter()
+                .map(|(k, v)| {
+                    let memory = v.do_not_retry.iter().map(String::as_str).collect();
+                    (k.as_str(), v.state, v.attempt, memory)
+                })
+                .collect();
+            let want: Vec<(&str, TaskState, u32, Vec<&str>)> = want
+                .tasks
+                .iter()
+                .map(|(k, st, a, m)| (*k, *st, *a, m.to_vec()))
+                .collect();
+            assert_eq!(got, want, "{name}: tasks");
+        }
+    }
+
+    /// A log with a crash in it, as a fresh run and its resume write it.
+    fn a_run() -> Vec<Record> {
+        log(vec![
+            started(),
+            attempt(A, 1),
+            failed(A, 1, &["[check] e1"]),
+            released(A, 1),
+            attempt(A, 2),
+            RunEvent::RunResumed {
+                abandoned: vec![A.into()],
+            },
+            released(A, 2),
+            attempt(A, 3),
+            passed(A, 3, C1),
+            RunEvent::GoldenPath {
+                task: A.into(),
+                role: "implementer".into(),
+                example: "Task p:A".into(),
+            },
+            released(A, 3),
+            integrated(A, M1),
+            attempt(B, 1),
+            failed(B, 1, &["[check] e2"]),
+            released(B, 1),
+            RunEvent::TaskFailed {
+                task: B.into(),
+                reason: "failed 1 attempt(s)".into(),
+            },
+            RunEvent::RunFinished {
+                succeeded: 1,
+                failed: 1,
+                blocked: 0,
+            },
+        ])
+    }
+
+    #[test]
+    fn a_prefix_folded_then_the_rest_applied_equals_the_whole_fold() {
+        // `run --resume` folds the log so far and applies what it writes next.
+        let records = a_run();
+        let whole = RunState::fold(&records, &tasks());
+        for cut in 0..=records.len() {
+            let mut s = RunState::fold(&records[..cut], &tasks());
+            for r in &records[cut..] {
+                s.apply(r);
+            }
+            assert_eq!(s, whole, "cut after {cut} records");
+        }
+    }
+
+    #[test]
+    fn what_a_sink_writes_folds_back_to_the_state_it_was_applied_to() {
+        // The conductor applies each record `emit` returns; `status` and `--resume` fold the file.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mut sink = Sink::open(&path).expect("sink");
+        let mut live = RunState::fold(&read(&path).expect("empty log"), &tasks());
+        for r in a_run() {
+            let written = sink.emit(r.event, 1_700_000_000).expect("emit");
+            live.apply(&written);
+        }
+        assert_eq!(RunState::fold(&read(&path).expect("log"), &tasks()), live);
+        assert_eq!(RunState::of_log(&read(&path).expect("log")), live);
     }
 }

@@ -1,6 +1,7 @@
-//! The core swarm: plans of tasks (a DAG with exclusive file claims and validation contracts)
-//! and their scheduling. Built so far: parsing, the contract validator and the schedule
-//! (waves, critical path, claims). Running plans with agents is not built yet.
+//! The core swarm: plans of tasks (a DAG with exclusive file claims and validation contracts),
+//! their scheduling, and running them: `plan` (parsing, the contract validator), `schedule`
+//! (waves, critical path, claims), `runtime` (the conductor), `events` (a run's log and its
+//! fold, the run's state) and `memory` (error digests carried between attempts).
 
 pub mod events;
 pub mod memory;

@@ -1,17 +1,20 @@
-//! Running plans: the conductor loop. It starts attempts when the schedule allows (dependencies
-//! met, claims free), gives each a fresh worktree on its own branch and a fresh worker, runs the
+//! Running plans. The `Conductor` starts attempts when the schedule allows (dependencies met,
+//! claims free), gives each a fresh worktree on its own branch and a fresh worker, runs the
 //! gauntlet and the contract checks, integrates passing work into the run's branch one task at a
-//! time, remembers failures for the next attempt, and records every state change in the run's
-//! event stream before relying on it. A crashed run resumes from its events.
+//! time, and remembers failures for the next attempt. Its state is the fold of the run's events
+//! (`events::RunState`): every state change is written (fsynced) and applied before it is relied
+//! on, and a crashed run resumes from the fold of its log, through the same code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use git2::Oid;
 use serde::Serialize;
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 use super::events::{self, RunEvent, RunState, Sink, TaskState};
 use super::memory;
@@ -19,6 +22,7 @@ use super::plan::{compile_glob, Plan, Task};
 use super::schedule;
 use crate::agent::{self, process};
 use crate::config::Config;
+use crate::fsutil::Lock;
 use crate::git;
 use crate::governance::time::{parse_duration, Timestamp};
 use crate::workflow::Workspace;
@@ -520,445 +524,688 @@ pub fn run(ws: &Workspace, opts: RunOptions, clock: &dyn Fn() -> Timestamp) -> R
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    tokio_rt.block_on(run_async(ws, opts, clock))
+    tokio_rt.block_on(async {
+        let stop = interrupted()?;
+        let conductor = match &opts.resume {
+            Some(id) => Conductor::resume(ws, id, opts.max_parallel, clock)?,
+            None => Conductor::start(ws, &opts, clock)?,
+        };
+        conductor.conduct(stop).await
+    })
 }
 
-async fn run_async(
-    ws: &Workspace,
-    opts: RunOptions,
-    clock: &dyn Fn() -> Timestamp,
-) -> Result<RunSummary> {
-    let stop = interrupted()?;
-    let limits = Limits::from(&ws.config, &ws.root);
+/// An attempt in flight: its worktree, and the commit it started from.
+struct Flight {
+    name: String,
+    path: PathBuf,
+    at: Oid,
+}
+
+/// One run, conducted. What the run is (its plans, the roles' backends, the limits) is fixed;
+/// its state is the fold of its events (`RunState`), kept current by applying each event as it
+/// is written (`emit`), from the fold of the log so far: empty for a new run, the crashed run's
+/// for `--resume`. Only the attempts in flight (their worktrees and tasks) live outside it.
+struct Conductor<'a> {
+    ws: &'a Workspace,
+    clock: &'a dyn Fn() -> Timestamp,
+    run: String,
+    branch: String,
+    plans: Vec<Plan>,
+    tasks: BTreeMap<String, Task>,
+    backends: BTreeMap<String, agent::Backend>,
+    max_parallel: usize,
+    limits: Arc<Limits>,
+    events: PathBuf,
+    sink: Sink,
+    state: RunState,
+    flights: BTreeMap<String, Flight>,
+    attempts: JoinSet<(String, u32, AttemptResult)>,
+    /// Workers' events (nudges, exits, steps), written by the conductor as they arrive.
+    tx: mpsc::UnboundedSender<RunEvent>,
+    rx: mpsc::UnboundedReceiver<RunEvent>,
+    /// One conductor per run: a second `run --resume` of the same run waits for the first.
+    /// Declared last, so it is released after the attempts are dropped.
+    _lock: Lock,
+}
+
+/// The message of the commit that integrates `task` into the run's branch.
+fn integration_message(task: &str) -> String {
+    format!("Integrate {task}\n\nAtelier-Task: {task}\n")
+}
+
+fn role_names(ws: &Workspace) -> BTreeSet<String> {
+    ws.config.roles.keys().cloned().collect()
+}
+
+/// Claims the next run id atomically (creating its directory either succeeds or not) and keeps
+/// the plans there, for `--resume`.
+fn new_run(ws: &Workspace, plan_files: &[(String, String)]) -> Result<String> {
     let runs = ws.atelier_dir().join("runs");
-    let (run_id, plan_files, resumed) = match &opts.resume {
-        Some(id) => {
-            let dir = runs.join(id);
-            let mut files = Vec::new();
-            let mut names: Vec<PathBuf> = std::fs::read_dir(dir.join("plans"))
-                .with_context(|| {
-                    format!(
-                        "run {id} does not exist (no {})",
-                        dir.join("plans").display()
-                    )
-                })?
-                .flatten()
-                .map(|e| e.path())
-                .collect();
-            names.sort();
-            for p in names {
-                files.push((p.display().to_string(), std::fs::read_to_string(&p)?));
+    std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
+    let mut n = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0) + 1;
+    let id = loop {
+        match std::fs::create_dir(runs.join(format!("r{n}"))) {
+            Ok(()) => break format!("r{n}"),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("creating a run directory in {}", runs.display()))
             }
-            (id.clone(), files, true)
-        }
-        None => {
-            // Refuse bad plans before a run exists.
-            let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();
-            refuse_unchecked(&opts.plan_files, &roles)?;
-            // Claim the next run id atomically: creating its directory either succeeds or not.
-            std::fs::create_dir_all(&runs)
-                .with_context(|| format!("creating {}", runs.display()))?;
-            let mut n = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0) + 1;
-            let id = loop {
-                match std::fs::create_dir(runs.join(format!("r{n}"))) {
-                    Ok(()) => break format!("r{n}"),
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
-                    Err(e) => {
-                        return Err(e).with_context(|| {
-                            format!("creating a run directory in {}", runs.display())
-                        })
-                    }
-                }
-            };
-            let dir = runs.join(&id).join("plans");
-            std::fs::create_dir_all(&dir)?;
-            for (i, (_, text)) in opts.plan_files.iter().enumerate() {
-                crate::fsutil::atomic_write(&dir.join(format!("{i:03}.toml")), text.as_bytes())?;
-            }
-            (id, opts.plan_files.clone(), false)
         }
     };
-    // One conductor per run: a second `run --resume` of the same run waits for the first.
-    let _run_lock = crate::fsutil::Lock::acquire(&runs.join(&run_id).join("lock"))?;
-    if resumed {
-        clear_stale_ref_locks(ws, &run_id)?;
+    let dir = runs.join(&id).join("plans");
+    std::fs::create_dir_all(&dir)?;
+    for (i, (_, text)) in plan_files.iter().enumerate() {
+        crate::fsutil::atomic_write(&dir.join(format!("{i:03}.toml")), text.as_bytes())?;
     }
-    let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();
-    refuse_unchecked(&plan_files, &roles)?;
-    let plans: Vec<Plan> = plan_files
-        .iter()
-        .map(|(f, t)| super::plan::parse(f, t))
-        .collect::<Result<_, _>>()?;
-    let tasks: BTreeMap<String, Task> = plans
-        .iter()
-        .flat_map(|p| p.tasks.iter())
-        .map(|t| (t.key.clone(), t.clone()))
+    Ok(id)
+}
+
+/// The plans a run kept, as `(file name, text)` pairs in their order.
+fn saved_plans(ws: &Workspace, id: &str) -> Result<Vec<(String, String)>> {
+    let dir = run_dir(ws, id);
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir.join("plans"))
+        .with_context(|| {
+            format!(
+                "run {id} does not exist (no {})",
+                dir.join("plans").display()
+            )
+        })?
+        .flatten()
+        .map(|e| e.path())
         .collect();
-    let backends: BTreeMap<String, agent::Backend> = roles
-        .iter()
-        .filter(|r| tasks.values().any(|t| &t.role == *r))
-        .map(|r| Ok((r.clone(), agent::backend(r, &ws.config.roles[r])?)))
-        .collect::<Result<_>>()?;
-    let max_parallel = opts
-        .max_parallel
-        .or(plans.iter().filter_map(|p| p.max_parallel).min())
-        .unwrap_or(ws.config.swarm.max_parallel)
-        .max(1);
-    let branch = format!("atelier/runs/{run_id}");
-    let events_path = run_dir(ws, &run_id).join("events.jsonl");
-    let mut sink = Sink::open(&events_path)?;
-    let repo = &ws.repo;
-    let keys: Vec<String> = tasks.keys().cloned().collect();
-    let mut attempts: BTreeMap<String, u32> = BTreeMap::new();
-    let mut memory_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut passed_commit: BTreeMap<String, Option<String>> = BTreeMap::new();
-    let mut golden: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut state;
-    if resumed {
-        let records = events::read(&events_path)?;
-        state = RunState::fold(&records, &keys);
-        for r in &records {
-            match &r.event {
-                RunEvent::AttemptStarted { task, attempt, .. } => {
-                    attempts.insert(task.clone(), *attempt);
+    names.sort();
+    let mut files = Vec::new();
+    for p in names {
+        files.push((p.display().to_string(), std::fs::read_to_string(&p)?));
+    }
+    Ok(files)
+}
+
+impl<'a> Conductor<'a> {
+    /// A new run: plans `plan check` refuses are refused before a run exists; then the run id,
+    /// the run branch at the protected branch's tip, and `run-started`.
+    fn start(
+        ws: &'a Workspace,
+        opts: &RunOptions,
+        clock: &'a dyn Fn() -> Timestamp,
+    ) -> Result<Conductor<'a>> {
+        refuse_unchecked(&opts.plan_files, &role_names(ws))?;
+        let run = new_run(ws, &opts.plan_files)?;
+        let lock = Lock::acquire(&run_dir(ws, &run).join("lock"))?;
+        let mut c = Conductor::open(ws, run, &opts.plan_files, opts.max_parallel, clock, lock)?;
+        let repo = &ws.repo;
+        let base = git::branch_tip(repo, ws.branch())?;
+        repo.branch(&c.branch, &repo.find_commit(base)?, false)
+            .with_context(|| format!("creating branch {}", c.branch))?;
+        c.emit(RunEvent::RunStarted {
+            run: c.run.clone(),
+            plans: c.plans.iter().map(|p| p.id.clone()).collect(),
+            branch: c.branch.clone(),
+            base: base.to_string(),
+            max_parallel: c.max_parallel,
+            tasks: c.tasks.keys().cloned().collect(),
+            waves: schedule::waves(&c.plans),
+        })?;
+        Ok(c)
+    }
+
+    /// A run continued after a crash, from the plans it kept and the fold of its events; the
+    /// attempts that were in flight are abandoned.
+    fn resume(
+        ws: &'a Workspace,
+        id: &str,
+        max_parallel: Option<usize>,
+        clock: &'a dyn Fn() -> Timestamp,
+    ) -> Result<Conductor<'a>> {
+        let plan_files = saved_plans(ws, id)?;
+        let lock = Lock::acquire(&run_dir(ws, id).join("lock"))?;
+        clear_stale_ref_locks(ws, id)?;
+        let mut c = Conductor::open(ws, id.to_string(), &plan_files, max_parallel, clock, lock)?;
+        c.abandon_in_flight()?;
+        Ok(c)
+    }
+
+    /// What a new run and a resumed one share: the plans (checked again, as run), the roles'
+    /// backends, the limits, the event sink and the state folded from the log so far.
+    fn open(
+        ws: &'a Workspace,
+        run: String,
+        plan_files: &[(String, String)],
+        max_parallel: Option<usize>,
+        clock: &'a dyn Fn() -> Timestamp,
+        lock: Lock,
+    ) -> Result<Conductor<'a>> {
+        let roles = role_names(ws);
+        refuse_unchecked(plan_files, &roles)?;
+        let plans: Vec<Plan> = plan_files
+            .iter()
+            .map(|(f, t)| super::plan::parse(f, t))
+            .collect::<Result<_, _>>()?;
+        let tasks: BTreeMap<String, Task> = plans
+            .iter()
+            .flat_map(|p| p.tasks.iter())
+            .map(|t| (t.key.clone(), t.clone()))
+            .collect();
+        let backends: BTreeMap<String, agent::Backend> = roles
+            .iter()
+            .filter(|r| tasks.values().any(|t| &t.role == *r))
+            .map(|r| Ok((r.clone(), agent::backend(r, &ws.config.roles[r])?)))
+            .collect::<Result<_>>()?;
+        let max_parallel = max_parallel
+            .or(plans.iter().filter_map(|p| p.max_parallel).min())
+            .unwrap_or(ws.config.swarm.max_parallel)
+            .max(1);
+        let events = run_dir(ws, &run).join("events.jsonl");
+        let sink = Sink::open(&events)?;
+        let keys: Vec<String> = tasks.keys().cloned().collect();
+        let state = RunState::fold(&events::read(&events)?, &keys);
+        let (tx, rx) = mpsc::unbounded_channel();
+        Ok(Conductor {
+            ws,
+            clock,
+            branch: format!("atelier/runs/{run}"),
+            run,
+            plans,
+            tasks,
+            backends,
+            max_parallel,
+            limits: Arc::new(Limits::from(&ws.config, &ws.root)),
+            events,
+            sink,
+            state,
+            flights: BTreeMap::new(),
+            attempts: JoinSet::new(),
+            tx,
+            rx,
+            _lock: lock,
+        })
+    }
+
+    /// Writes an event (fsynced) and applies it to the state, which so stays the fold of the
+    /// log.
+    fn emit(&mut self, event: RunEvent) -> Result<()> {
+        let record = self.sink.emit(event, (self.clock)())?;
+        self.state.apply(&record);
+        Ok(())
+    }
+
+    /// The run branch's tip as the conductor left it.
+    fn tip(&self) -> Result<Oid> {
+        self.state
+            .tip
+            .as_deref()
+            .and_then(|t| Oid::from_str(t).ok())
+            .context("the run has no run-started event")
+    }
+
+    /// The worktree of a task's attempt: its name and the path the conductor computes for it.
+    fn worktree(&self, task: &str, attempt: u32) -> (String, PathBuf) {
+        let name = format!("{}-{}-{attempt}", self.run, slug(task));
+        let path = run_dir(self.ws, &self.run).join("wt").join(&name);
+        (name, path)
+    }
+
+    fn attempt_branch(&self, task: &str, attempt: u32) -> String {
+        format!("atelier/attempts/{}/{}/{attempt}", self.run, slug(task))
+    }
+
+    fn ended_badly(&self, task: &str) -> bool {
+        self.state
+            .tasks
+            .get(task)
+            .is_some_and(|v| matches!(v.state, TaskState::Failed | TaskState::Blocked))
+    }
+
+    /// Attempts in flight at the crash: remove their worktrees and release their claims.
+    fn abandon_in_flight(&mut self) -> Result<()> {
+        let abandoned: Vec<String> = self.state.held.keys().cloned().collect();
+        let attempt = |s: &Self, t: &str| s.state.tasks.get(t).map_or(0, |v| v.attempt);
+        for t in &abandoned {
+            let (name, path) = self.worktree(t, attempt(self, t));
+            git::remove_worktree(&self.ws.repo, &name, &path)?;
+        }
+        self.emit(RunEvent::RunResumed {
+            abandoned: abandoned.clone(),
+        })?;
+        for t in abandoned {
+            let attempt = attempt(self, &t);
+            self.emit(RunEvent::ClaimsReleased { task: t, attempt })?;
+        }
+        Ok(())
+    }
+
+    /// Runs to the end: the branch checked, interrupted integrations finished, then attempts
+    /// as the schedule allows until none is in flight.
+    async fn conduct(mut self, stop: impl std::future::Future<Output = ()>) -> Result<RunSummary> {
+        self.check_branch()?;
+        self.integrate_interrupted()?;
+        // Ctrl-C or SIGTERM ends every worker's process group, not just the conductor.
+        let mut stop = Box::pin(stop);
+        loop {
+            self.block_dependents()?;
+            self.launch_ready()?;
+            if self.flights.is_empty() {
+                break;
+            }
+            tokio::select! {
+                _ = &mut stop => {
+                    process::kill_all();
+                    let run_id = &self.run;
+                    anyhow::bail!("interrupted: every worker was stopped; `atelier run --resume {run_id}` continues the run");
                 }
-                RunEvent::AttemptFailed { task, digest, .. } => {
-                    memory::remember(memory_of.entry(task.clone()).or_default(), digest)
-                }
-                RunEvent::GoldenPath { role, example, .. } => golden
-                    .entry(role.clone())
-                    .or_default()
-                    .push(example.clone()),
-                RunEvent::AttemptPassed { task, commit, .. } => {
-                    passed_commit
-                        .insert(task.clone(), Some(commit.clone()).filter(|c| !c.is_empty()));
-                }
-                _ => {}
+                Some(ev) = self.rx.recv() => self.emit(ev)?,
+                Some(joined) = self.attempts.join_next() => self.on_attempt_finished(joined)?,
             }
         }
-        // Attempts in flight at the crash: remove their worktrees and release their claims.
-        let abandoned: Vec<String> = state.held.keys().cloned().collect();
-        for t in &abandoned {
-            let a = attempts.get(t).copied().unwrap_or(0);
-            let name = format!("{run_id}-{}-{a}", slug(t));
-            git::remove_worktree(repo, &name, &run_dir(ws, &run_id).join("wt").join(&name))?;
-        }
-        sink.emit(
-            RunEvent::RunResumed {
-                abandoned: abandoned.clone(),
-            },
-            clock(),
-        )?;
-        for t in &abandoned {
-            let a = attempts.get(t).copied().unwrap_or(0);
-            sink.emit(
-                RunEvent::ClaimsReleased {
-                    task: t.clone(),
-                    attempt: a,
-                },
-                clock(),
-            )?;
-        }
-        state = RunState::fold(&events::read(&events_path)?, &keys);
-    } else {
-        let base = git::branch_tip(repo, ws.branch())?;
-        repo.branch(&branch, &repo.find_commit(base)?, false)
-            .with_context(|| format!("creating branch {branch}"))?;
-        let waves = schedule::waves(&plans);
-        sink.emit(
-            RunEvent::RunStarted {
-                run: run_id.clone(),
-                plans: plans.iter().map(|p| p.id.clone()).collect(),
-                branch: branch.clone(),
-                base: base.to_string(),
-                max_parallel,
-                tasks: keys.clone(),
-                waves,
-            },
-            clock(),
-        )?;
-        state = RunState::fold(&events::read(&events_path)?, &keys);
+        self.finish()
     }
-    // The run branch moves only through the conductor: its expected tip is the last one the
-    // events recorded (or the base), and every integration swaps from it.
-    let records_now = events::read(&events_path)?;
-    let mut run_tip = records_now
-        .iter()
-        .rev()
-        .find_map(|r| match &r.event {
-            RunEvent::Integrated { commit, .. } => Oid::from_str(commit).ok(),
-            _ => None,
-        })
-        .or_else(|| {
-            records_now.iter().find_map(|r| match &r.event {
-                RunEvent::RunStarted { base, .. } => Oid::from_str(base).ok(),
-                _ => None,
-            })
-        })
-        .context("the run has no run-started event")?;
-    // A crash between moving the run branch and recording it leaves the branch one integration
-    // ahead: accept exactly that (an integration of a recorded passed attempt), nothing else.
-    let actual = git::branch_tip(repo, &branch)?;
-    if actual != run_tip {
-        let c = repo.find_commit(actual)?;
-        let recorded = c.parent_count() == 2
-            && c.parent_id(0)? == run_tip
-            && passed_commit
-                .values()
-                .flatten()
-                .any(|p| Oid::from_str(p).ok() == c.parent_id(1).ok());
-        if !recorded {
-            anyhow::bail!(
-                "E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the run's events end at {run_tip}: something else moved it; inspect the branch"
-            );
-        }
-        run_tip = actual;
-    }
-    let mut completed: BTreeSet<String> = state.completed();
-    let mut done_badly: BTreeMap<String, String> = state
-        .tasks
-        .iter()
-        .filter(|(_, v)| matches!(v.state, TaskState::Failed | TaskState::Blocked))
-        .map(|(k, v)| (k.clone(), v.last_failure.clone().unwrap_or_default()))
-        .collect();
-    let mut in_flight: BTreeSet<String> = BTreeSet::new();
-    let mut worktrees: BTreeMap<String, (String, PathBuf, u32, Oid)> = BTreeMap::new();
-    let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
-    let mut set: tokio::task::JoinSet<(String, u32, AttemptResult)> = tokio::task::JoinSet::new();
-    let limits = std::sync::Arc::new(limits);
 
-    // A passed attempt whose integration the crash interrupted is integrated now (once).
-    for (task, commit) in passed_commit.clone() {
-        if completed.contains(&task) || done_badly.contains_key(&task) {
-            continue;
+    /// The run branch moves only through the conductor: it must be at the tip the events
+    /// recorded (the last integration, or the base). A crash between moving the run branch and
+    /// recording it leaves the branch one integration ahead: accept exactly that, nothing else.
+    fn check_branch(&mut self) -> Result<()> {
+        let (repo, branch, run_tip) = (&self.ws.repo, &self.branch, self.tip()?);
+        let actual = git::branch_tip(repo, branch)?;
+        if actual != run_tip {
+            let recorded = self.unrecorded_integration(run_tip, actual);
+            if !recorded {
+                anyhow::bail!(
+                    "E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the run's events end at {run_tip}: something else moved it; inspect the branch"
+                );
+            }
+            // Taken without an event: the integration it belongs to is recorded next.
+            self.state.tip = Some(actual.to_string());
         }
-        // The event log is only as trustworthy as its directory: check that the recorded commit
-        // is one the conductor could have made before integrating it.
-        if let Some(why) = commit
-            .as_deref()
-            .and_then(|c| implausible(ws, &tasks[&task], c, run_tip))
+        Ok(())
+    }
+
+    /// Whether `actual` is the merge `integrate` would have made from `run_tip` of a passed
+    /// attempt awaiting integration, whose commit the conductor could have made (`implausible`):
+    /// the swarm's identity and message, parents `[run_tip, commit]`, and their merge tree.
+    fn unrecorded_integration(&self, run_tip: Oid, actual: Oid) -> bool {
+        let repo = &self.ws.repo;
+        let Ok(c) = repo.find_commit(actual) else {
+            return false;
+        };
+        if c.parent_count() != 2
+            || c.parent_id(0).ok() != Some(run_tip)
+            || c.committer().name() != Some("atelier swarm")
         {
-            let attempt = attempts.get(&task).copied().unwrap_or(0);
-            sink.emit(
-                RunEvent::AttemptFailed {
-                    task: task.clone(),
+            return false;
+        }
+        let Ok(merged) = c.parent_id(1) else {
+            return false;
+        };
+        self.state
+            .awaiting_integration()
+            .into_iter()
+            .any(|(task, commit)| {
+                commit.as_deref().and_then(|p| Oid::from_str(p).ok()) == Some(merged)
+                    && implausible(self.ws, &self.tasks[&task], &merged.to_string(), run_tip)
+                        .is_none()
+                    && c.message() == Some(integration_message(&task).as_str())
+                    && matches!(git::merge_tree(repo, run_tip, merged), Ok(Ok(t)) if t == c.tree_id())
+            })
+    }
+
+    /// A passed attempt whose integration a crash interrupted is integrated now (once).
+    fn integrate_interrupted(&mut self) -> Result<()> {
+        for (task, commit) in self.state.awaiting_integration() {
+            // The event log is only as trustworthy as its directory: check that the recorded
+            // commit is one the conductor could have made before integrating it.
+            let run_tip = self.tip()?;
+            if let Some(why) = commit
+                .as_deref()
+                .and_then(|c| implausible(self.ws, &self.tasks[&task], c, run_tip))
+            {
+                let attempt = self.state.tasks[&task].attempt;
+                self.emit(RunEvent::AttemptFailed {
+                    task,
                     attempt,
                     reason: format!("the recorded commit {why}"),
                     digest: Vec::new(),
-                },
-                clock(),
-            )?;
-            continue;
+                })?;
+                continue;
+            }
+            self.integrate(&task, commit.as_deref())?;
         }
-        integrate(
-            ws,
-            &mut sink,
-            &branch,
-            &mut run_tip,
-            &task,
-            commit.as_deref(),
-            clock,
-            &mut completed,
-            &mut done_badly,
-        )?;
+        Ok(())
     }
 
-    // Ctrl-C or SIGTERM ends every worker's process group, not just the conductor.
-    let mut stop = Box::pin(stop);
-    loop {
-        // Block the dependents of failed and blocked tasks.
+    /// Blocks the dependents of failed and blocked tasks, pass after pass in task order, until a
+    /// pass blocks nothing.
+    fn block_dependents(&mut self) -> Result<()> {
         let mut changed = true;
         while changed {
             changed = false;
-            for (k, t) in &tasks {
-                if completed.contains(k) || done_badly.contains_key(k) || in_flight.contains(k) {
-                    continue;
-                }
-                if let Some(dep) = t.depends_on.iter().find(|d| done_badly.contains_key(*d)) {
-                    sink.emit(
-                        RunEvent::TaskBlocked {
-                            task: k.clone(),
-                            by: dep.clone(),
-                        },
-                        clock(),
-                    )?;
-                    done_badly.insert(k.clone(), format!("blocked by {dep}"));
-                    changed = true;
-                }
+            let mut from = 0;
+            while let Some((i, task, by)) = self.next_to_block(from) {
+                self.emit(RunEvent::TaskBlocked { task, by })?;
+                (changed, from) = (true, i + 1);
             }
         }
-        let skip: BTreeSet<String> = done_badly.keys().cloned().collect();
-        let ready: Vec<Task> =
-            schedule::next_runnable_except(&plans, &completed, &in_flight, &skip, max_parallel)
-                .into_iter()
-                .cloned()
-                .collect();
+        Ok(())
+    }
+
+    /// The first task from position `from` on that has not ended, is not in flight, and depends
+    /// on a task that failed or was blocked: its position, key and that dependency.
+    fn next_to_block(&self, from: usize) -> Option<(usize, String, String)> {
+        self.tasks
+            .iter()
+            .enumerate()
+            .skip(from)
+            .find_map(|(i, (k, t))| {
+                if self.state.tasks[k].ended() || self.state.held.contains_key(k) {
+                    return None;
+                }
+                let by = t.depends_on.iter().find(|d| self.ended_badly(d))?;
+                Some((i, k.clone(), by.clone()))
+            })
+    }
+
+    /// Starts every attempt the schedule allows now: dependencies integrated, claims free, at
+    /// most `max_parallel` in flight.
+    fn launch_ready(&mut self) -> Result<()> {
+        if self.state.held.len() >= self.max_parallel {
+            return Ok(());
+        }
+        let completed = self.state.completed();
+        let in_flight: BTreeSet<String> = self.state.held.keys().cloned().collect();
+        let skip: BTreeSet<String> = self.state.ended_badly().into_keys().collect();
+        let ready: Vec<Task> = schedule::next_runnable_except(
+            &self.plans,
+            &completed,
+            &in_flight,
+            &skip,
+            self.max_parallel,
+        )
+        .into_iter()
+        .cloned()
+        .collect();
         for task in ready {
-            let attempt = attempts.get(&task.key).copied().unwrap_or(0) + 1;
-            attempts.insert(task.key.clone(), attempt);
-            let name = format!("{run_id}-{}-{attempt}", slug(&task.key));
-            let path = run_dir(ws, &run_id).join("wt").join(&name);
-            let at = run_tip;
-            git::remove_worktree(repo, &name, &path)?;
-            git::add_worktree(
-                repo,
-                &name,
-                &path,
-                &format!("atelier/attempts/{run_id}/{}/{attempt}", slug(&task.key)),
-                at,
-            )?;
-            let done_lines: Vec<String> = completed
-                .iter()
-                .filter_map(|k| tasks.get(k))
-                .map(|t| format!("{}: {}", t.key, t.title))
-                .collect();
-            let input = agent::prompt::PromptInput {
-                task: agent::prompt::PromptTask {
-                    id: task.key.clone(),
-                    title: task.title.clone(),
-                    goal: task.goal.clone(),
-                    files: task.files.clone(),
-                    criteria: task.contract.criteria.clone(),
-                    checks: task.contract.checks.clone(),
-                },
-                completed: done_lines,
-                do_not_retry: memory_of.get(&task.key).cloned().unwrap_or_default(),
-                examples: golden
-                    .get(&task.role)
-                    .and_then(|g| g.last())
-                    .cloned()
-                    .into_iter()
-                    .collect(),
-                context: agent::prompt::slice(context_files(&path, &task), limits.context),
-            };
-            let template = std::fs::read_to_string(ws.root.join("prompts/worker.j2"))
-                .unwrap_or_else(|_| agent::prompt::DEFAULT_TEMPLATE.to_string());
-            let prompt = agent::prompt::render(&template, &input)
-                .map_err(|e| anyhow::anyhow!("prompts/worker.j2: {e}"))?;
-            sink.emit(
-                RunEvent::AttemptStarted {
-                    task: task.key.clone(),
-                    attempt,
-                    claims: task.files.clone(),
-                    worktree: path.display().to_string(),
-                    prompt_bytes: prompt.len(),
-                },
-                clock(),
-            )?;
-            in_flight.insert(task.key.clone());
-            worktrees.insert(task.key.clone(), (name.clone(), path.clone(), attempt, at));
-            let job = AttemptJob {
-                common: repo.commondir().to_path_buf(),
-                at,
-                backend: backends[&task.role].clone(),
-                task: task.clone(),
-                attempt,
-                run: run_id.clone(),
-                worktree: path,
-                prompt,
-            };
-            let (tx, limits) = (tx.clone(), limits.clone());
-            set.spawn(async move {
-                let key = job.task.key.clone();
-                let attempt = job.attempt;
-                (key, attempt, run_attempt(job, &limits, tx).await)
-            });
+            self.launch_attempt(task)?;
         }
-        if in_flight.is_empty() {
-            break;
+        Ok(())
+    }
+
+    /// Starts a task's next attempt: a fresh worktree at the run's tip on the attempt's own
+    /// branch, the prompt, the claims (taken by `attempt-started`), and the worker.
+    fn launch_attempt(&mut self, task: Task) -> Result<()> {
+        let attempt = self.state.tasks[&task.key].attempt + 1;
+        let (name, path) = self.worktree(&task.key, attempt);
+        let at = self.tip()?;
+        let repo = &self.ws.repo;
+        git::remove_worktree(repo, &name, &path)?;
+        git::add_worktree(
+            repo,
+            &name,
+            &path,
+            &self.attempt_branch(&task.key, attempt),
+            at,
+        )?;
+        let prompt = self.prompt(&task, &path)?;
+        self.emit(RunEvent::AttemptStarted {
+            task: task.key.clone(),
+            attempt,
+            claims: task.files.clone(),
+            worktree: path.display().to_string(),
+            prompt_bytes: prompt.len(),
+        })?;
+        let job = AttemptJob {
+            common: repo.commondir().to_path_buf(),
+            at,
+            backend: self.backends[&task.role].clone(),
+            attempt,
+            run: self.run.clone(),
+            worktree: path.clone(),
+            prompt,
+            task,
+        };
+        self.flights
+            .insert(job.task.key.clone(), Flight { name, path, at });
+        let (tx, limits) = (self.tx.clone(), self.limits.clone());
+        self.attempts.spawn(async move {
+            let key = job.task.key.clone();
+            let attempt = job.attempt;
+            (key, attempt, run_attempt(job, &limits, tx).await)
+        });
+        Ok(())
+    }
+
+    /// The worker's prompt: the task, what is done, the task's do-not-retry list, the latest
+    /// golden path of its role, and the files it claims and reads, cut to the context budget.
+    fn prompt(&self, task: &Task, worktree: &Path) -> Result<String> {
+        let done_lines: Vec<String> = self
+            .state
+            .completed()
+            .iter()
+            .filter_map(|k| self.tasks.get(k))
+            .map(|t| format!("{}: {}", t.key, t.title))
+            .collect();
+        let input = agent::prompt::PromptInput {
+            task: agent::prompt::PromptTask {
+                id: task.key.clone(),
+                title: task.title.clone(),
+                goal: task.goal.clone(),
+                files: task.files.clone(),
+                criteria: task.contract.criteria.clone(),
+                checks: task.contract.checks.clone(),
+            },
+            completed: done_lines,
+            do_not_retry: self.state.tasks[&task.key].do_not_retry.clone(),
+            examples: self
+                .state
+                .golden
+                .get(&task.role)
+                .and_then(|g| g.last())
+                .cloned()
+                .into_iter()
+                .collect(),
+            context: agent::prompt::slice(context_files(worktree, task), self.limits.context),
+        };
+        let template = std::fs::read_to_string(self.ws.root.join("prompts/worker.j2"))
+            .unwrap_or_else(|_| agent::prompt::DEFAULT_TEMPLATE.to_string());
+        agent::prompt::render(&template, &input)
+            .map_err(|e| anyhow::anyhow!("prompts/worker.j2: {e}"))
+    }
+
+    /// An attempt ended: the worker's last events are written first, then what it produced is
+    /// kept and integrated, or its failure remembered.
+    fn on_attempt_finished(
+        &mut self,
+        joined: std::result::Result<(String, u32, AttemptResult), tokio::task::JoinError>,
+    ) -> Result<()> {
+        while let Ok(ev) = self.rx.try_recv() {
+            self.emit(ev)?;
         }
-        tokio::select! {
-            _ = &mut stop => {
-                process::kill_all();
-                anyhow::bail!("interrupted: every worker was stopped; `atelier run --resume {run_id}` continues the run");
-            }
-            Some(ev) = rx.recv() => { sink.emit(ev, clock())?; }
-            Some(joined) = set.join_next() => {
-                while let Ok(ev) = rx.try_recv() {
-                    sink.emit(ev, clock())?;
-                }
-                let (task, attempt, result) = joined.context("an attempt task panicked")?;
-                let (name, path, _, at) = worktrees.remove(&task).expect("every attempt in flight has a worktree");
-                in_flight.remove(&task);
-                match result {
-                    AttemptResult::Passed { tree } => {
-                        let t = &tasks[&task];
-                        let message = format!(
-                            "{}: {}\n\nAtelier-Run: {run_id}\nAtelier-Task: {task}\nAtelier-Attempt: {attempt}\n{}",
-                            task,
-                            t.title,
-                            t.contract.checks.iter().map(|c| format!("Atelier-Check: {c}\n")).collect::<String>()
-                        );
-                        let base = repo.find_commit(at)?;
-                        let commit = if base.tree_id() == tree {
-                            None
-                        } else {
-                            let sig = git2::Signature::new("atelier swarm", "swarm@atelier.invalid", &git2::Time::new(clock(), 0))?;
-                            let c = repo.commit(None, &sig, &sig, &message, &repo.find_tree(tree)?, &[&base])?;
-                            repo.reference(&format!("refs/heads/atelier/attempts/{run_id}/{}/{attempt}", slug(&task)), c, true, "atelier: attempt passed")?;
-                            Some(c)
-                        };
-                        sink.emit(RunEvent::AttemptPassed { task: task.clone(), attempt, commit: commit.map(|c| c.to_string()).unwrap_or_default() }, clock())?;
-                        if let (1, Some(c)) = (attempt, commit) {
-                            let example = golden_example(ws, t, c)?;
-                            golden.entry(t.role.clone()).or_default().push(example.clone());
-                            sink.emit(RunEvent::GoldenPath { task: task.clone(), role: t.role.clone(), example }, clock())?;
-                        }
-                        git::remove_worktree(repo, &name, &path)?;
-                        sink.emit(RunEvent::ClaimsReleased { task: task.clone(), attempt }, clock())?;
-                        integrate(ws, &mut sink, &branch, &mut run_tip, &task, commit.map(|c| c.to_string()).as_deref(), clock, &mut completed, &mut done_badly)?;
-                    }
-                    AttemptResult::Failed { reason, digest } => {
-                        memory::remember(memory_of.entry(task.clone()).or_default(), &digest);
-                        sink.emit(RunEvent::AttemptFailed { task: task.clone(), attempt, reason: reason.clone(), digest }, clock())?;
-                        // Failed worktrees stay for inspection until `atelier clean`.
-                        sink.emit(RunEvent::ClaimsReleased { task: task.clone(), attempt }, clock())?;
-                        if attempt >= limits.budget {
-                            let why = format!("failed {attempt} attempt(s); last: {reason}");
-                            sink.emit(RunEvent::TaskFailed { task: task.clone(), reason: why.clone() }, clock())?;
-                            done_badly.insert(task.clone(), why);
-                        }
-                    }
-                }
+        let (task, attempt, result) = joined.context("an attempt task panicked")?;
+        let flight = self
+            .flights
+            .remove(&task)
+            .expect("every attempt in flight has a worktree");
+        match result {
+            AttemptResult::Passed { tree } => self.on_passed(&task, attempt, flight, tree),
+            AttemptResult::Failed { reason, digest } => {
+                self.on_failed(&task, attempt, reason, digest)
             }
         }
     }
-    let final_state = RunState::fold(&events::read(&events_path)?, &keys);
-    let failed: BTreeMap<String, String> = final_state
-        .tasks
-        .iter()
-        .filter(|(_, v)| v.state == TaskState::Failed)
-        .map(|(k, v)| (k.clone(), v.last_failure.clone().unwrap_or_default()))
-        .collect();
-    let blocked: BTreeMap<String, String> = final_state
-        .tasks
-        .iter()
-        .filter(|(_, v)| v.state == TaskState::Blocked)
-        .map(|(k, v)| (k.clone(), v.last_failure.clone().unwrap_or_default()))
-        .collect();
-    let succeeded: Vec<String> = final_state.completed().into_iter().collect();
-    sink.emit(
-        RunEvent::RunFinished {
+
+    /// A passed attempt: its commit, a golden path when it passed at the first attempt, its
+    /// worktree removed, its claims released, then its integration.
+    fn on_passed(&mut self, task: &str, attempt: u32, flight: Flight, tree: Oid) -> Result<()> {
+        let commit = self.commit_attempt(task, attempt, flight.at, tree)?;
+        self.emit(RunEvent::AttemptPassed {
+            task: task.to_string(),
+            attempt,
+            commit: commit.map(|c| c.to_string()).unwrap_or_default(),
+        })?;
+        if let (1, Some(c)) = (attempt, commit) {
+            let t = &self.tasks[task];
+            let (role, example) = (t.role.clone(), golden_example(self.ws, t, c)?);
+            self.emit(RunEvent::GoldenPath {
+                task: task.to_string(),
+                role,
+                example,
+            })?;
+        }
+        git::remove_worktree(&self.ws.repo, &flight.name, &flight.path)?;
+        self.emit(RunEvent::ClaimsReleased {
+            task: task.to_string(),
+            attempt,
+        })?;
+        self.integrate(task, commit.map(|c| c.to_string()).as_deref())
+    }
+
+    /// Commits the tree an attempt passed with, on the attempt's branch, with the commit it
+    /// started from as parent; `None` when the attempt changed nothing.
+    fn commit_attempt(&self, task: &str, attempt: u32, at: Oid, tree: Oid) -> Result<Option<Oid>> {
+        let (repo, run_id, t) = (&self.ws.repo, &self.run, &self.tasks[task]);
+        let message =
+            format!(
+            "{}: {}\n\nAtelier-Run: {run_id}\nAtelier-Task: {task}\nAtelier-Attempt: {attempt}\n{}",
+            task,
+            t.title,
+            t.contract.checks.iter().map(|c| format!("Atelier-Check: {c}\n")).collect::<String>()
+        );
+        let base = repo.find_commit(at)?;
+        if base.tree_id() == tree {
+            return Ok(None);
+        }
+        let sig = git2::Signature::new(
+            "atelier swarm",
+            "swarm@atelier.invalid",
+            &git2::Time::new((self.clock)(), 0),
+        )?;
+        let c = repo.commit(None, &sig, &sig, &message, &repo.find_tree(tree)?, &[&base])?;
+        repo.reference(
+            &format!("refs/heads/{}", self.attempt_branch(task, attempt)),
+            c,
+            true,
+            "atelier: attempt passed",
+        )?;
+        Ok(Some(c))
+    }
+
+    /// A failed attempt: its digest joins the task's do-not-retry list (through the fold), its
+    /// claims are released, and the task fails once the failure budget is spent. Failed
+    /// worktrees stay for inspection until `atelier clean`.
+    fn on_failed(
+        &mut self,
+        task: &str,
+        attempt: u32,
+        reason: String,
+        digest: Vec<String>,
+    ) -> Result<()> {
+        self.emit(RunEvent::AttemptFailed {
+            task: task.to_string(),
+            attempt,
+            reason: reason.clone(),
+            digest,
+        })?;
+        self.emit(RunEvent::ClaimsReleased {
+            task: task.to_string(),
+            attempt,
+        })?;
+        if attempt >= self.limits.budget {
+            let why = format!("failed {attempt} attempt(s); last: {reason}");
+            self.emit(RunEvent::TaskFailed {
+                task: task.to_string(),
+                reason: why,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Merges a passed attempt into the run's branch (once), or fails the task on a conflict.
+    fn integrate(&mut self, task: &str, commit: Option<&str>) -> Result<()> {
+        let (ws, branch, expected) = (self.ws, self.branch.clone(), self.tip()?);
+        let repo = &ws.repo;
+        let tip = git::branch_tip(repo, &branch)?;
+        if tip != expected {
+            anyhow::bail!(
+                "E_RUN_BRANCH_MOVED: {branch} is at {tip}, but the conductor last moved it to {expected}: something else (a worker?) moved it; the run stops here — inspect the branch before resuming"
+            );
+        }
+        let commit = commit.map(Oid::from_str).transpose()?;
+        // Nothing to merge (the task changed nothing), or already integrated before a crash:
+        // record it, never merge twice.
+        let already = match commit {
+            None => true,
+            Some(c) => tip == c || repo.graph_descendant_of(tip, c)?,
+        };
+        let Some(commit) = commit.filter(|_| !already) else {
+            return self.emit(RunEvent::Integrated {
+                task: task.to_string(),
+                commit: tip.to_string(),
+            });
+        };
+        match git::merge_tree(repo, tip, commit)? {
+            Err(conflict) => {
+                let why = format!("integration into {branch} conflicts: {conflict}");
+                self.emit(RunEvent::TaskFailed {
+                    task: task.to_string(),
+                    reason: why,
+                })
+            }
+            Ok(tree) => {
+                let sig = git2::Signature::new(
+                    "atelier swarm",
+                    "swarm@atelier.invalid",
+                    &git2::Time::new((self.clock)(), 0),
+                )?;
+                let merged = repo.commit(
+                    None,
+                    &sig,
+                    &sig,
+                    &integration_message(task),
+                    &repo.find_tree(tree)?,
+                    &[&repo.find_commit(tip)?, &repo.find_commit(commit)?],
+                )?;
+                if !git::compare_and_swap(
+                    repo,
+                    &format!("refs/heads/{branch}"),
+                    tip,
+                    merged,
+                    "atelier: integrate",
+                )? {
+                    anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} moved during integration; inspect it before resuming");
+                }
+                self.emit(RunEvent::Integrated {
+                    task: task.to_string(),
+                    commit: merged.to_string(),
+                })
+            }
+        }
+    }
+
+    /// Records `run-finished` and checks the run branch is where the conductor left it.
+    fn finish(mut self) -> Result<RunSummary> {
+        let failed = self.state.why(TaskState::Failed);
+        let blocked = self.state.why(TaskState::Blocked);
+        let succeeded: Vec<String> = self.state.completed().into_iter().collect();
+        self.emit(RunEvent::RunFinished {
             succeeded: succeeded.len(),
             failed: failed.len(),
             blocked: blocked.len(),
-        },
-        clock(),
-    )?;
-    // The run ends where the conductor put it; anything else moved the branch.
-    let actual = git::branch_tip(repo, &branch)?;
-    if actual != run_tip {
-        anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the conductor left it at {run_tip}: something else moved it");
+        })?;
+        // The run ends where the conductor put it; anything else moved the branch.
+        let (branch, run_tip) = (self.branch.clone(), self.tip()?);
+        let actual = git::branch_tip(&self.ws.repo, &branch)?;
+        if actual != run_tip {
+            anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the conductor left it at {run_tip}: something else moved it");
+        }
+        Ok(RunSummary {
+            run: self.run.clone(),
+            branch,
+            tip: run_tip.to_string(),
+            events: self.events.display().to_string(),
+            succeeded,
+            failed,
+            blocked,
+        })
     }
-    Ok(RunSummary {
-        run: run_id,
-        branch,
-        tip: run_tip.to_string(),
-        events: events_path.display().to_string(),
-        succeeded,
-        failed,
-        blocked,
-    })
 }
 
 /// Why a recorded passed commit is not one the conductor made for `task` on top of the run, if
@@ -1018,93 +1265,6 @@ fn clear_stale_ref_locks(ws: &Workspace, run: &str) -> Result<()> {
             } else if p.extension().is_some_and(|x| x == "lock") {
                 std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
             }
-        }
-    }
-    Ok(())
-}
-
-/// Merges a passed attempt into the run's branch (once), or fails the task on a conflict.
-#[allow(clippy::too_many_arguments)]
-fn integrate(
-    ws: &Workspace,
-    sink: &mut Sink,
-    branch: &str,
-    expected: &mut Oid,
-    task: &str,
-    commit: Option<&str>,
-    clock: &dyn Fn() -> Timestamp,
-    completed: &mut BTreeSet<String>,
-    done_badly: &mut BTreeMap<String, String>,
-) -> Result<()> {
-    let repo = &ws.repo;
-    let tip = git::branch_tip(repo, branch)?;
-    if tip != *expected {
-        anyhow::bail!(
-            "E_RUN_BRANCH_MOVED: {branch} is at {tip}, but the conductor last moved it to {expected}: something else (a worker?) moved it; the run stops here — inspect the branch before resuming"
-        );
-    }
-    let commit = commit.map(Oid::from_str).transpose()?;
-    // Nothing to merge (the task changed nothing), or already integrated before a crash:
-    // record it, never merge twice.
-    let already = match commit {
-        None => true,
-        Some(c) => tip == c || repo.graph_descendant_of(tip, c)?,
-    };
-    let Some(commit) = commit.filter(|_| !already) else {
-        sink.emit(
-            RunEvent::Integrated {
-                task: task.to_string(),
-                commit: tip.to_string(),
-            },
-            clock(),
-        )?;
-        completed.insert(task.to_string());
-        return Ok(());
-    };
-    match git::merge_tree(repo, tip, commit)? {
-        Err(conflict) => {
-            let why = format!("integration into {branch} conflicts: {conflict}");
-            sink.emit(
-                RunEvent::TaskFailed {
-                    task: task.to_string(),
-                    reason: why.clone(),
-                },
-                clock(),
-            )?;
-            done_badly.insert(task.to_string(), why);
-        }
-        Ok(tree) => {
-            let sig = git2::Signature::new(
-                "atelier swarm",
-                "swarm@atelier.invalid",
-                &git2::Time::new(clock(), 0),
-            )?;
-            let merged = repo.commit(
-                None,
-                &sig,
-                &sig,
-                &format!("Integrate {task}\n\nAtelier-Task: {task}\n"),
-                &repo.find_tree(tree)?,
-                &[&repo.find_commit(tip)?, &repo.find_commit(commit)?],
-            )?;
-            if !git::compare_and_swap(
-                repo,
-                &format!("refs/heads/{branch}"),
-                tip,
-                merged,
-                "atelier: integrate",
-            )? {
-                anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} moved during integration; inspect it before resuming");
-            }
-            *expected = merged;
-            sink.emit(
-                RunEvent::Integrated {
-                    task: task.to_string(),
-                    commit: merged.to_string(),
-                },
-                clock(),
-            )?;
-            completed.insert(task.to_string());
         }
     }
     Ok(())
