@@ -209,7 +209,7 @@ fn default_branch() -> String {
     "main".into()
 }
 fn default_api_url() -> String {
-    "https://api.github.com".into()
+    crate::forge::github::client::DEFAULT_API_URL.into()
 }
 fn default_remote() -> String {
     "origin".into()
@@ -265,12 +265,11 @@ fn check_forge(f: &ForgeConfig) -> Result<(), String> {
                     f.repository
                 ));
             }
-            if !(f.api_url.starts_with("https://") || f.api_url.starts_with("http://"))
-                || f.api_url.parse::<http::Uri>().is_err()
-            {
+            if !crate::forge::github::client::is_api_url(&f.api_url) {
                 return Err(format!(
-                    "[forge] api_url = \"{}\": expected an http(s) URL such as https://api.github.com",
-                    f.api_url
+                    "[forge] api_url = \"{}\": expected an http(s) URL such as {}",
+                    f.api_url,
+                    crate::forge::github::client::DEFAULT_API_URL
                 ));
             }
             if f.remote.is_empty() || f.remote.starts_with('-') {
@@ -385,10 +384,11 @@ impl Config {
 
     pub fn render(&self) -> String {
         format!(
-            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n# For GitHub (see docs/github.md): kind = \"github\", repository = \"owner/name\", and\n# api_url = \"https://api.github.com\", remote = \"origin\", merge = \"manual\" (or \"auto\").\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n\n# Swarm roles route plan tasks to agents (see README, \"running plans\"), for example:\n# [roles.implementer]\n# backend = \"claude\"            # or \"codex\", \"aider\", or \"command\" with command = [\"prog\"]\n# env = [\"ANTHROPIC_API_KEY\"]   # passed through besides PATH, HOME, LANG\n",
+            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n# For GitHub (see docs/github.md): kind = \"github\", repository = \"owner/name\", and\n# api_url = \"{}\", remote = \"origin\", merge = \"manual\" (or \"auto\").\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n\n# Swarm roles route plan tasks to agents (see README, \"running plans\"), for example:\n# [roles.implementer]\n# backend = \"claude\"            # or \"codex\", \"aider\", or \"command\" with command = [\"prog\"]\n# env = [\"ANTHROPIC_API_KEY\"]   # passed through besides PATH, HOME, LANG\n",
             quote(&self.forge.kind),
             quote(&self.forge.repository),
             quote(&self.forge.branch),
+            crate::forge::github::client::DEFAULT_API_URL,
             quote(&self.gate.key.display().to_string())
         )
     }

@@ -15,6 +15,7 @@ mod github_emulator;
 mod github_fixtures;
 mod hardening;
 mod merge;
+mod one_loop;
 mod plans;
 mod signers_vs_sshkeygen;
 mod tidy;

@@ -118,3 +118,39 @@ fn only_the_agent_edge_spawns_programs() {
     );
     assert!(v.is_empty(), "{}", v.join("\n"));
 }
+
+#[test]
+fn github_stays_behind_the_forge_trait() {
+    // The workflow, the gate and the audit are written once for every forge: GitHub's models,
+    // HTTP statuses and addresses live in src/forge/ (and the agent HTTP backend talks to model
+    // endpoints, not to a forge).
+    let v = violations(
+        |p| p.starts_with("src/forge/"),
+        &[
+            "octocrab",
+            "api.github.com",
+            "StatusCode",
+            "hyper::",
+            "http::Uri",
+            "http::Method",
+            "use http",
+        ],
+    );
+    assert!(v.is_empty(), "{}", v.join("\n"));
+    let v = violations(
+        |p| p.starts_with("src/forge/") || p == "src/agent/http.rs",
+        &[".as_u16()", "409", "github.com/"],
+    );
+    assert!(v.is_empty(), "{}", v.join("\n"));
+    // One loop: no second implementation of the governed commands for one forge.
+    let v = violations(
+        |p| p.starts_with("src/forge/"),
+        &[
+            "fn gate_pr",
+            "fn merge_pr",
+            "fn approve_pr",
+            "ForgeKind::GitHub =>",
+        ],
+    );
+    assert!(v.is_empty(), "{}", v.join("\n"));
+}

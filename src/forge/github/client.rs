@@ -20,6 +20,14 @@ use serde_json::{json, Value};
 use crate::config::ForgeConfig;
 use crate::forge::Comment;
 
+/// GitHub's REST API (GitHub Enterprise Server answers at `https://HOST/api/v3`).
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+
+/// Whether `url` can be `[forge] api_url`: an http(s) URL.
+pub fn is_api_url(url: &str) -> bool {
+    (url.starts_with("https://") || url.starts_with("http://")) && url.parse::<http::Uri>().is_ok()
+}
+
 /// Where the token is read from, in order.
 pub const TOKEN_VARS: [&str; 2] = ["ATELIER_GITHUB_TOKEN", "GITHUB_TOKEN"];
 /// Tests shorten the backoff with this (milliseconds of the first wait).

@@ -1,0 +1,232 @@
+//! One governed loop on every forge: the same scenario table (propose, approve, reject, gate,
+//! merge, close, and their refusals) runs on the local forge and on GitHub (the REST emulator),
+//! each step addressed both ways (the proposal id, and `--pr N`), and must give the same exit
+//! codes and the same unmet requirements on both.
+
+use serde_json::Value;
+
+use crate::github::Hub;
+use crate::support::{unmet, Env, Run};
+
+enum Forge {
+    Local(Env),
+    GitHub(Box<Hub>),
+}
+
+impl Forge {
+    fn env(&self) -> &Env {
+        match self {
+            Forge::Local(env) => env,
+            Forge::GitHub(hub) => &hub.env,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Forge::Local(_) => "local",
+            Forge::GitHub(_) => "github",
+        }
+    }
+
+    /// Runs atelier as `who` (on GitHub with their token; the gate's is the bot's).
+    fn run(&self, who: Option<&str>, args: &[&str]) -> Run {
+        match self {
+            Forge::Local(env) => env.atelier(args),
+            Forge::GitHub(hub) => {
+                let token = who.map_or("bot-token".to_string(), |w| format!("{w}-token"));
+                hub.run(&token, args)
+            }
+        }
+    }
+
+    /// Proposes a code change (and on GitHub submits it): the proposal id and pull request.
+    fn propose(&self) -> (String, u64) {
+        match self {
+            Forge::Local(env) => {
+                let id = env.propose_code();
+                let n = id.parse().expect("a number");
+                (id, n)
+            }
+            Forge::GitHub(hub) => {
+                let n = hub.submitted();
+                ("1".to_string(), n)
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Approve(&'static str),
+    Reject(&'static str),
+    /// `gate`: exit code and unmet requirement codes.
+    Gate(i32, &'static [&'static str]),
+    /// `merge`: exit code.
+    Merge(i32),
+    Close,
+    /// `approve` by alice after the proposal is finished: refused.
+    ApproveRefused(&'static str),
+}
+
+const SCENARIOS: &[(&str, &[Step])] = &[
+    (
+        "an approved change merges, and nothing more happens to it",
+        &[
+            Step::Gate(1, &["E_QUORUM_NOT_MET"]),
+            Step::Merge(1),
+            Step::Approve("alice"),
+            Step::Gate(0, &[]),
+            Step::Merge(0),
+            Step::Gate(1, &["E_NOT_OPEN"]),
+            Step::ApproveRefused("E_NOT_OPEN"),
+        ],
+    ),
+    (
+        "a rejection vetoes an approved change",
+        &[
+            Step::Approve("alice"),
+            Step::Reject("bob"),
+            Step::Gate(1, &["E_VETOED"]),
+            Step::Merge(1),
+        ],
+    ),
+    (
+        "a key allowed_signers does not list does not count",
+        &[
+            Step::Approve("mallory"),
+            Step::Gate(1, &["E_QUORUM_NOT_MET"]),
+        ],
+    ),
+    (
+        "a closed proposal takes no approvals and never merges",
+        &[
+            Step::Approve("alice"),
+            Step::Close,
+            Step::Gate(1, &["E_NOT_OPEN"]),
+            Step::Merge(1),
+            Step::ApproveRefused("E_NOT_OPEN"),
+        ],
+    ),
+];
+
+fn forges() -> Vec<Forge> {
+    vec![
+        Forge::Local(Env::new()),
+        Forge::GitHub(Box::new(Hub::new())),
+    ]
+}
+
+/// The outcome of one step, for comparing forges.
+fn play(forge: &Forge, id: &str, n: u64, i: usize, step: Step) -> (i32, Vec<String>) {
+    // Alternate the addressings: even steps by proposal id, odd ones by pull request number.
+    let pr = n.to_string();
+    let addr: Vec<&str> = if i % 2 == 0 {
+        vec![id]
+    } else {
+        vec!["--pr", &pr]
+    };
+    let env = forge.env();
+    let with = |verb: &str, extra: &[&str]| {
+        let mut args = vec![verb];
+        args.extend(addr.iter().copied());
+        args.extend_from_slice(extra);
+        args.into_iter().map(str::to_string).collect::<Vec<_>>()
+    };
+    let key = |who: &str| env.key(who).to_str().expect("utf8").to_string();
+    let run = |who: Option<&str>, args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        forge.run(who, &args)
+    };
+    match step {
+        Step::Approve(who) | Step::Reject(who) => {
+            let k = key(who);
+            let mut extra = vec!["--key", k.as_str(), "--post"];
+            if matches!(step, Step::Reject(_)) {
+                extra.push("--reject");
+            }
+            let r = run(Some(who), with("approve", &extra));
+            assert_eq!(r.code, 0, "{}: {step:?}: {r:?}", forge.name());
+            (r.code, Vec::new())
+        }
+        Step::ApproveRefused(code) => {
+            let k = key("alice");
+            let r = run(
+                Some("alice"),
+                with("approve", &["--key", k.as_str(), "--post"]),
+            );
+            assert!(r.stderr.contains(code), "{}: {r:?}", forge.name());
+            (r.code, vec![code.to_string()])
+        }
+        Step::Gate(..) => {
+            let r = run(None, with("gate", &["--json"]));
+            let v: Value = r.json();
+            (r.code, unmet(&v))
+        }
+        Step::Merge(_) => {
+            let r = run(None, with("merge", &["--json"]));
+            (r.code, Vec::new())
+        }
+        Step::Close => {
+            let r = forge.run(None, &["close", id, "--reason", "superseded"]);
+            (r.code, Vec::new())
+        }
+    }
+}
+
+/// Whether an outcome is what the step expects: the exit code, and at least the listed codes.
+fn meets(step: Step, (code, codes): &(i32, Vec<String>)) -> bool {
+    let (want, listed): (i32, &[&str]) = match step {
+        Step::Gate(code, codes) => (code, codes),
+        Step::Merge(code) => (code, &[]),
+        Step::ApproveRefused(_) => (1, &[]),
+        Step::Approve(_) | Step::Reject(_) | Step::Close => (0, &[]),
+    };
+    *code == want && listed.iter().all(|l| codes.iter().any(|c| c == l))
+}
+
+#[test]
+fn the_same_scenarios_give_the_same_outcomes_on_both_forges() {
+    for (name, steps) in SCENARIOS {
+        let mut outcomes = Vec::new();
+        for forge in forges() {
+            let env = forge.env();
+            // A key no allowed_signers line lists.
+            env.keygen("mallory");
+            let (id, n) = forge.propose();
+            let mut got = Vec::new();
+            for (i, step) in steps.iter().enumerate() {
+                let outcome = play(&forge, &id, n, i, *step);
+                assert!(
+                    meets(*step, &outcome),
+                    "{name}: step {i} {step:?} on the {} forge: {outcome:?}",
+                    forge.name()
+                );
+                got.push(outcome);
+            }
+            // Whatever happened, the history verifies.
+            let verify = env.atelier(&["audit", "verify"]);
+            assert_eq!(verify.code, 0, "{name} on {}: {verify:?}", forge.name());
+            outcomes.push(got);
+        }
+        assert_eq!(outcomes[0], outcomes[1], "{name}: local, then GitHub");
+    }
+}
+#[test]
+fn a_proposal_id_names_its_submitted_pull_request_on_github() {
+    let hub = Hub::new();
+    let id = hub.env.propose_code();
+    // Not submitted yet: there is no pull request to judge.
+    let run = hub.run("bot-token", &["gate", &id]).code(1);
+    assert!(run.stderr.contains("E_NOT_SUBMITTED"), "{run:?}");
+    assert!(run.stderr.contains("atelier submit"), "{run:?}");
+    let n = hub.run("bot-token", &["submit", &id, "--json"]).ok().json()["pull"]
+        .as_u64()
+        .expect("pull");
+    let by_id = hub.run("bot-token", &["gate", &id, "--json"]).json();
+    let by_pr = hub
+        .run("bot-token", &["gate", "--pr", &n.to_string(), "--json"])
+        .json();
+    assert_eq!(by_id["proposal"], by_pr["proposal"]);
+    assert_eq!(by_id["head"], by_pr["head"]);
+    assert_eq!(unmet(&by_id), unmet(&by_pr));
+}
