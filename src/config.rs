@@ -124,7 +124,8 @@ fn default_max_output() -> usize {
     1024 * 1024
 }
 
-/// How one role's workers run. Parsed and checked now; running them is not built yet.
+/// How one role's workers run: the backend (an agent CLI, a command, or an OpenAI-compatible
+/// endpoint), its arguments and the environment it may see.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct RoleConfig {

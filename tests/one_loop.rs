@@ -120,7 +120,7 @@ fn forges() -> Vec<Forge> {
 fn play(forge: &Forge, id: &str, n: u64, i: usize, step: Step) -> (i32, Vec<String>) {
     // Alternate the addressings: even steps by proposal id, odd ones by pull request number.
     let pr = n.to_string();
-    let addr: Vec<&str> = if i % 2 == 0 {
+    let addr: Vec<&str> = if i.is_multiple_of(2) {
         vec![id]
     } else {
         vec!["--pr", &pr]

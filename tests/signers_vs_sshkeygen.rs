@@ -505,11 +505,28 @@ impl Material {
         }
     }
 
+    /// The template with its placeholders filled in, in one pass: a key's base64 may itself
+    /// contain `CA` or `KEY`, which must not be replaced again.
     fn file(&self, template: &str) -> String {
-        template
-            .replace("KEY", &self.alice)
-            .replace("OTHER", &self.other)
-            .replace("CA", &self.ca)
+        let mut out = String::new();
+        let mut rest = template;
+        'scan: while !rest.is_empty() {
+            for (name, value) in [
+                ("KEY", &self.alice),
+                ("OTHER", &self.other),
+                ("CA", &self.ca),
+            ] {
+                if let Some(after) = rest.strip_prefix(name) {
+                    out.push_str(value);
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+            let c = rest.chars().next().expect("not empty");
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+        out
     }
 
     /// Whether `ssh-keygen -Y verify` accepts the token, in each zone.

@@ -2,8 +2,9 @@
 //!
 //! A delivery counts only with a valid `X-Hub-Signature-256` (HMAC-SHA256 of the body under
 //! `ATELIER_WEBHOOK_SECRET`); anything else is answered 401 and nothing is done. A delivery id
-//! seen before is ignored. Evaluations run on worker threads, one per pull request at a time; a
-//! burst of events for one pull request while it is being evaluated coalesces into one more run.
+//! seen before is ignored. One worker thread drains a queue of pull requests to evaluate, one
+//! evaluation at a time (each takes the repository lock); a pull request named by a burst of
+//! deliveries is queued once, so the burst becomes one evaluation.
 //! Nothing a delivery says is trusted beyond "look at pull request n again" (and the comment
 //! body it carries, whose tokens are recorded): the gate re-reads everything from GitHub and
 //! git, so a repeated delivery is harmless, and a missed one is caught up by the next
@@ -22,7 +23,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
-use hmac::{Hmac, Mac};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -179,19 +179,13 @@ pub fn signature_shape_ok(header: &str) -> bool {
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// Checks `X-Hub-Signature-256: sha256=<hex>` in constant time.
+/// Checks `X-Hub-Signature-256: sha256=<hex>` with octocrab's verifier (HMAC-SHA256, compared
+/// in constant time), on a header of the only shape GitHub sends.
 pub fn signature_ok(secret: &[u8], body: &[u8], header: Option<&str>) -> bool {
-    let Some(sig) = header
-        .and_then(|h| h.strip_prefix("sha256="))
-        .and_then(|h| hex::decode(h.trim()).ok())
-    else {
-        return false;
-    };
-    let Ok(mut mac) = Hmac::<sha2::Sha256>::new_from_slice(secret) else {
-        return false;
-    };
-    mac.update(body);
-    mac.verify_slice(&sig).is_ok()
+    header.is_some_and(|h| {
+        signature_shape_ok(h)
+            && octocrab::models::webhook_events::verify_signature(h, secret, body).is_ok()
+    })
 }
 
 /// The most delivered comment bodies kept per pull request until an evaluation reads them.
@@ -208,12 +202,33 @@ fn keep_delivered(kept: &mut Vec<crate::forge::Comment>, c: crate::forge::Commen
     }
 }
 
+/// What a delivery left for the worker about one pull request.
 #[derive(Default)]
 struct PullQueue {
-    running: bool,
-    dirty: bool,
     pending_on: Option<String>,
     delivered: Vec<crate::forge::Comment>,
+}
+
+/// The worker's work: pull requests to evaluate, each once however many deliveries named it
+/// (a burst becomes one evaluation), in the order first named; and whether every open proposal
+/// is to be evaluated (after a push to the protected branch).
+#[derive(Default)]
+struct Queue {
+    pulls: HashMap<u64, PullQueue>,
+    ready: VecDeque<u64>,
+    all: bool,
+}
+
+impl Queue {
+    fn delivered_total(&self) -> usize {
+        self.pulls.values().map(|e| e.delivered.len()).sum()
+    }
+
+    fn mark_ready(&mut self, n: u64) {
+        if !self.ready.contains(&n) {
+            self.ready.push_back(n);
+        }
+    }
 }
 
 struct Shared {
@@ -223,7 +238,9 @@ struct Shared {
     branch: String,
     auto_merge: bool,
     seen: Mutex<(HashSet<String>, VecDeque<String>)>,
-    queue: Mutex<HashMap<u64, PullQueue>>,
+    queue: Mutex<Queue>,
+    /// Wakes the worker when there is work.
+    wake: std::sync::Condvar,
     budget: tokio::sync::Semaphore,
     timeouts: Timeouts,
     /// Connections that have not delivered a signed request yet, oldest first, with the means
@@ -248,17 +265,17 @@ impl Shared {
         true
     }
 
-    /// Queues an evaluation of pull request `n`: starts a worker, or marks the running one to
-    /// go again when it finishes (so a burst becomes one more evaluation).
+    /// Queues an evaluation of pull request `n` for the worker; one already queued takes this
+    /// delivery's pending head and body along (so a burst becomes one evaluation).
     fn schedule(
-        self: &Arc<Self>,
+        &self,
         n: u64,
         pending_on: Option<String>,
         delivered: Option<(u64, String, String)>,
     ) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let total: usize = q.values().map(|e| e.delivered.len()).sum();
-        let entry = q.entry(n).or_default();
+        let total = q.delivered_total();
+        let entry = q.pulls.entry(n).or_default();
         if pending_on.is_some() {
             entry.pending_on = pending_on;
         }
@@ -273,68 +290,84 @@ impl Shared {
                 },
             );
         }
-        if entry.running {
-            entry.dirty = true;
-            return;
-        }
-        entry.running = true;
-        let me = self.clone();
-        std::thread::spawn(move || me.work(n));
+        q.mark_ready(n);
+        self.wake.notify_one();
     }
 
-    fn work(self: Arc<Self>, n: u64) {
+    /// Queues an evaluation of every open proposal.
+    fn schedule_all(&self) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.all = true;
+        self.wake.notify_one();
+    }
+
+    /// The one worker: evaluations run one at a time (they take the repository lock anyway),
+    /// draining the queue until the server stops.
+    fn work(self: Arc<Self>) {
         loop {
-            let (pending, delivered) = {
+            let next = {
                 let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-                let e = q.entry(n).or_default();
-                e.dirty = false;
-                (e.pending_on.take(), std::mem::take(&mut e.delivered))
-            };
-            // Delivered tokens are recorded first, whatever the evaluation will say (a pull
-            // request retargeted for a moment must not make the gate drop a rejection whose
-            // comment may be gone by the next evaluation). What could not be recorded stays
-            // queued for the next evaluation, which reads it as a carrier too.
-            let keep = if delivered.is_empty() {
-                Vec::new()
-            } else {
-                match self.record_delivered(n, &delivered) {
-                    Ok(0) => Vec::new(),
-                    Ok(k) => {
-                        crate::cli::note!("pull request #{n}: {k} delivered token(s) recorded");
-                        Vec::new()
+                loop {
+                    if std::mem::take(&mut q.all) {
+                        break None;
                     }
-                    Err(e) => {
-                        crate::cli::note!(
-                            "pull request #{n}: delivered tokens kept, not recorded: {e:#}"
-                        );
-                        delivered.clone()
+                    if let Some(n) = q.ready.pop_front() {
+                        let e = q.pulls.remove(&n).unwrap_or_default();
+                        break Some((n, e));
                     }
+                    q = self.wake.wait(q).unwrap_or_else(|e| e.into_inner());
                 }
             };
-            if let Err(e) = self.evaluate(n, pending, delivered) {
-                crate::cli::note!("pull request #{n}: {e:#}");
+            match next {
+                None => {
+                    if let Err(e) = self.regate_all() {
+                        crate::cli::note!("re-evaluating open proposals after a push: {e:#}");
+                    }
+                }
+                Some((n, e)) => self.evaluate_pull(n, e),
             }
-            if !keep.is_empty() {
-                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-                let room = DELIVERED_TOTAL
-                    .saturating_sub(q.values().map(|e| e.delivered.len()).sum::<usize>());
-                let e = q.entry(n).or_default();
-                for d in keep.into_iter().take(room) {
-                    keep_delivered(&mut e.delivered, d);
+        }
+    }
+
+    fn evaluate_pull(
+        &self,
+        n: u64,
+        PullQueue {
+            pending_on,
+            delivered,
+        }: PullQueue,
+    ) {
+        // Delivered tokens are recorded first, whatever the evaluation will say (a pull request
+        // retargeted for a moment must not make the gate drop a rejection whose comment may be
+        // gone by the next evaluation). What could not be recorded stays queued for the next
+        // evaluation, which reads it as a carrier too.
+        let keep = if delivered.is_empty() {
+            Vec::new()
+        } else {
+            match self.record_delivered(n, &delivered) {
+                Ok(0) => Vec::new(),
+                Ok(k) => {
+                    crate::cli::note!("pull request #{n}: {k} delivered token(s) recorded");
+                    Vec::new()
+                }
+                Err(e) => {
+                    crate::cli::note!(
+                        "pull request #{n}: delivered tokens kept, not recorded: {e:#}"
+                    );
+                    delivered.clone()
                 }
             }
+        };
+        if let Err(e) = self.evaluate(n, pending_on, delivered) {
+            crate::cli::note!("pull request #{n}: {e:#}");
+        }
+        if !keep.is_empty() {
+            // Kept (not ready) for the next delivery's evaluation.
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-            let again = q.get(&n).is_some_and(|e| e.dirty);
-            if !again {
-                // Delivered bodies an evaluation could not take in stay queued (not running)
-                // for the next delivery's evaluation; otherwise the entry goes.
-                match q.get_mut(&n) {
-                    Some(e) if !e.delivered.is_empty() => e.running = false,
-                    _ => {
-                        q.remove(&n);
-                    }
-                }
-                return;
+            let room = DELIVERED_TOTAL.saturating_sub(q.delivered_total());
+            let e = q.pulls.entry(n).or_default();
+            for d in keep.into_iter().take(room) {
+                keep_delivered(&mut e.delivered, d);
             }
         }
     }
@@ -379,7 +412,7 @@ impl Shared {
         Ok(())
     }
 
-    fn regate_all(self: &Arc<Self>) -> Result<()> {
+    fn regate_all(&self) -> Result<()> {
         let ws = Workspace::open(&self.root)?;
         let gh = GitHub::connect(&ws.config.forge, true)?;
         for n in super::open_proposal_pulls(&gh)? {
@@ -564,12 +597,7 @@ async fn handle(
             )
         }
         Work::RegateAll => {
-            let s = shared.clone();
-            std::thread::spawn(move || {
-                if let Err(e) = s.regate_all() {
-                    crate::cli::note!("re-evaluating open proposals after a push: {e:#}");
-                }
-            });
+            shared.schedule_all();
             reply(StatusCode::ACCEPTED, "re-evaluating every open proposal")
         }
         Work::Nothing("pong") => reply(StatusCode::OK, "pong"),
@@ -587,11 +615,16 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
         root,
         secret,
         seen: Mutex::new((HashSet::new(), VecDeque::new())),
-        queue: Mutex::new(HashMap::new()),
+        queue: Mutex::new(Queue::default()),
+        wake: std::sync::Condvar::new(),
         budget: tokio::sync::Semaphore::new(BODY_BUDGET),
         timeouts,
         unproven: Mutex::new(std::collections::BTreeMap::new()),
     });
+    {
+        let worker = shared.clone();
+        std::thread::spawn(move || worker.work());
+    }
     let mut next_connection: u64 = 0;
     let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     drop(ws);
