@@ -21,6 +21,7 @@ use crate::agent::{self, process};
 use crate::config::Config;
 use crate::git;
 use crate::governance::time::{parse_duration, Timestamp};
+use crate::governance::Code;
 use crate::workflow::Workspace;
 
 /// Variables that never reach a worker, whatever a role asks for.
@@ -493,7 +494,7 @@ fn refuse_unchecked(plan_files: &[(String, String)], roles: &BTreeSet<String>) -
     let report = super::check(plan_files, roles)?;
     if let Some(first) = report.refusals.first() {
         return Err(crate::workflow::refuse(
-            "E_PLAN_REFUSED",
+            Code::PlanRefused,
             format!(
                 "the plans do not pass `atelier plan check` ({} problem(s); first: {} {}: {})",
                 report.refusals.len(),

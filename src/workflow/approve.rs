@@ -10,6 +10,7 @@ use crate::audit::ledger::Event;
 use crate::forge::PullState;
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, Payload, RawToken, SeenCheckpoint, Verdict};
+use crate::governance::Code;
 
 /// How a payload gets signed.
 pub enum SignWith {
@@ -39,7 +40,7 @@ pub fn payload_for(
     let pull = ws.pull(id)?;
     if pull.state != PullState::Open {
         return Err(refuse(
-            "E_NOT_OPEN",
+            Code::NotOpen,
             format!(
                 "proposal {id} is {}; there is nothing to approve",
                 pull.state.as_str()
@@ -60,7 +61,7 @@ pub fn payload_from(
     let id = &eval.change.proposal;
     let merge_tree = eval.merge_tree.ok_or_else(|| {
         refuse(
-            "E_MERGE_CONFLICT",
+            Code::MergeConflict,
             format!(
                 "proposal {id} does not merge cleanly into {}: {}",
                 ws.branch(),
@@ -173,7 +174,7 @@ fn record(ws: &Workspace, id: &str, body: &str, now: Timestamp) -> Result<Approv
     let finished = super::ledger_view(&ws.repo, &pull)?.1;
     if pull.state != PullState::Open || finished {
         return Err(refuse(
-            "E_NOT_OPEN",
+            Code::NotOpen,
             format!("proposal {id} is merged or closed (by its record and the ledger); tokens can no longer be recorded"),
         ));
     }
@@ -209,7 +210,8 @@ fn record(ws: &Workspace, id: &str, body: &str, now: Timestamp) -> Result<Approv
         if let Some(r) = judged.filter(|r| !r.counted) {
             warnings.push(format!(
                 "the gate will not count this token: {}: {}",
-                r.code, r.detail
+                r.code_text(),
+                r.detail
             ));
         }
     }

@@ -24,6 +24,7 @@ use crate::forge::{Comment, PullRequest, PullState};
 use crate::git;
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, RawToken, Verdict};
+use crate::governance::Code;
 
 /// The commit status the gate sets; branch protection requires it.
 pub const STATUS_CONTEXT: &str = "atelier/governance";
@@ -133,7 +134,7 @@ pub fn sync_ledger(ws: &Workspace) -> Result<()> {
     let gate_machine = ws.gate_key().is_ok();
     let diverged = |o: Oid, why: &str| {
         refuse(
-            "E_LEDGER_DIVERGED",
+            Code::LedgerDiverged,
             format!(
                 "the local ledger ({o}) and remote `{}`'s ({theirs}) disagree: {why}; nothing was recorded — compare them with `git log {o} {theirs}` and `atelier audit verify`",
                 ws.config.forge.remote
@@ -184,7 +185,7 @@ fn checked_remote_ledger(ws: &Workspace, tip: Oid) -> Result<ledger::Snapshot> {
     let snap = ledger::read_at(&ws.repo, tip)?;
     let bad = |why: String| {
         refuse(
-            "E_LEDGER_UNVERIFIED",
+            Code::LedgerUnverified,
             format!(
                 "remote `{}`'s ledger ({tip}) was not taken in: {why}; run `atelier audit verify` on a clone to see what is wrong",
                 ws.config.forge.remote
@@ -375,7 +376,7 @@ fn check_submitted(ws: &Workspace, proposal: &str, n: u64, head: Oid) -> Result<
         return Ok(());
     }
     Err(refuse(
-        "E_NOT_SUBMITTED",
+        Code::NotSubmitted,
         format!(
             "pull request #{n}'s head {head} is not the head `atelier submit` last recorded for proposal {proposal} ({}): a commit pushed onto the proposal branch by hand, or the branch forced back, cannot pass — publish changes with `atelier submit {proposal}` from the proposal's clone",
             latest.unwrap_or_else(|| "none".into())
@@ -399,7 +400,7 @@ fn proposal_shape(ws: &Workspace, p: &GhPull) -> Result<String> {
     // Forks and other bases first: their refusals write nothing (see `gate_pr_locked`).
     if base_ref != ws.branch() || !head_repo.eq_ignore_ascii_case(&ws.config.forge.repository) {
         return Err(refuse(
-            "E_FORGE_STATE",
+            Code::ForgeState,
             format!(
                 "pull request #{n} targets `{base_ref}` from `{head_repo}:{head_ref}`; expected `{}` from a branch of `{}`",
                 ws.branch(),
@@ -409,7 +410,7 @@ fn proposal_shape(ws: &Workspace, p: &GhPull) -> Result<String> {
     }
     let Some(proposal) = proposal_of(&head_ref) else {
         return Err(refuse(
-            "E_NOT_A_PROPOSAL",
+            Code::NotAProposal,
             format!(
                 "pull request #{n} comes from branch `{head_ref}`, not from an `atelier/proposals/<id>` branch: only proposals (`atelier propose`, then `atelier submit`) can pass the gate"
             ),
@@ -461,7 +462,7 @@ pub fn status_for(eval: &Evaluation) -> (StatusState, String) {
         let waiting = d.unmet().all(|r| {
             matches!(
                 r.code,
-                "E_QUORUM_NOT_MET" | "E_CONSTITUTION_QUORUM" | "E_NEW_POLICY_QUORUM"
+                Code::QuorumNotMet | Code::ConstitutionQuorum | Code::NewPolicyQuorum
             )
         });
         let first = d.unmet().next();
@@ -544,7 +545,7 @@ pub fn summary_body(eval: &Evaluation, now: Timestamp) -> String {
         ));
     }
     if !unknown.is_empty() {
-        let mut codes: Vec<&str> = unknown.iter().map(|r| r.code).collect();
+        let mut codes: Vec<&str> = unknown.iter().map(|r| r.code_text()).collect();
         codes.sort();
         codes.dedup();
         t.push_str(&format!(
@@ -558,7 +559,7 @@ pub fn summary_body(eval: &Evaluation, now: Timestamp) -> String {
             "- {} {}: {}{}\n",
             r.principal.as_deref().unwrap_or("unknown signer"),
             r.decision.map(|v| v.as_str()).unwrap_or("?"),
-            if r.counted { "counted" } else { r.code },
+            if r.counted { "counted" } else { r.code_text() },
             if r.counted || r.detail.is_empty() {
                 String::new()
             } else {
@@ -679,7 +680,7 @@ fn gate_pr_locked(
     // A fork's head commit may be a proposal's too, so nothing is written for a fork.
     let first = gh.pull(n)?;
     if let Err(e) = proposal_shape(ws, &first) {
-        if e.downcast_ref::<super::Refusal>().map(|r| r.code) == Some("E_NOT_A_PROPOSAL") {
+        if e.downcast_ref::<super::Refusal>().map(|r| r.code) == Some(Code::NotAProposal) {
             fail(&first.head.sha, &e)?;
         }
         return Err(e);
@@ -782,7 +783,7 @@ fn pull_and_tips(ws: &Workspace, gh: &GitHub, n: u64) -> Result<(GhPull, Oid, Oi
         tries += 1;
         if tries >= 3 {
             return Err(refuse(
-                "E_HEAD_MOVED",
+                Code::HeadMoved,
                 format!(
                     "GitHub reports head {} for pull request #{n}, but refs/pull/{n}/head is {head}: the head is moving; evaluate again when pushes stop",
                     p.head.sha
@@ -989,7 +990,7 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
     let pull = ws.pull(id)?;
     if pull.state != PullState::Open || super::ledger_view(&ws.repo, &pull)?.1 {
         return Err(refuse(
-            "E_NOT_OPEN",
+            Code::NotOpen,
             format!("proposal {id} is merged or closed; there is nothing to submit"),
         ));
     }
@@ -1034,13 +1035,13 @@ pub fn submit(ws: &Workspace, gh: &GitHub, id: &str, now: Timestamp) -> Result<S
     let (p, created) = match existing {
         Some(p) if p.merged_at.is_some() => {
             return Err(refuse(
-                "E_NOT_OPEN",
+                Code::NotOpen,
                 format!("pull request #{} for proposal {id} is already merged", p.number),
             ))
         }
         Some(p) if !matches!(p.state, Some(octocrab::models::IssueState::Open)) => {
             return Err(refuse(
-                "E_NOT_OPEN",
+                Code::NotOpen,
                 format!(
                     "pull request #{} for proposal {id} was closed on GitHub; reopen it there, or close the proposal with `atelier close {id}`",
                     p.number
@@ -1105,7 +1106,7 @@ fn recorded_pull(ws: &Workspace, gh: &GitHub, id: &str, branch: &str, r: u64) ->
             .and_then(|r| r.full_name.clone())
             .unwrap_or_default();
         return Err(refuse(
-            "E_PULL_RETARGETED",
+            Code::PullRetargeted,
             format!(
                 "pull request #{r}, which carries proposal {id} (recorded by `atelier submit`), now targets `{}` from `{head_repo}:{}`; expected `{}` from `{}:{branch}`. Its approvals and rejections stay bound to it, so no new pull request is opened: retarget #{r} back to `{}` on GitHub (Edit, next to its title){}, then run `atelier submit {id}` again — or give the proposal up with `atelier close {id}`",
                 p.base.ref_field,
@@ -1119,7 +1120,7 @@ fn recorded_pull(ws: &Workspace, gh: &GitHub, id: &str, branch: &str, r: u64) ->
     }
     if !open {
         return Err(refuse(
-            "E_PULL_CLOSED",
+            Code::PullClosed,
             format!(
                 "pull request #{r}, which carries proposal {id} (recorded by `atelier submit`), was closed on GitHub; expected it open. No new pull request is opened, so that its approvals and rejections stay with the proposal: reopen #{r} on GitHub, then run `atelier submit {id}` again — or give the proposal up with `atelier close {id}`"
             ),
@@ -1199,7 +1200,7 @@ pub fn approve_pr(
     let record = pull_record(ws, &p, head, carriers(gh, n)?)?;
     if record.state != PullState::Open {
         return Err(refuse(
-            "E_NOT_OPEN",
+            Code::NotOpen,
             format!(
                 "pull request #{n} is {}; there is nothing to approve",
                 record.state.as_str()
@@ -1243,7 +1244,8 @@ pub fn approve_pr(
     {
         warnings.push(format!(
             "the gate will not count this token: {}: {}",
-            r.code, r.detail
+            r.code_text(),
+            r.detail
         ));
     }
     let posted = if post {
@@ -1363,7 +1365,7 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
             )?;
             push_ledger(ws)?;
             return Err(refuse(
-                "E_HEAD_MOVED",
+                Code::HeadMoved,
                 format!(
                     "GitHub refused the merge of #{n} (409 {}): expected head {}, found {now_head}. Nothing was merged; atelier never retries with a new head — the new head needs new approvals",
                     reply.message(),
@@ -1399,7 +1401,7 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
                     )?;
                     push_ledger(ws)?;
                     return Err(refuse(
-                        "E_NOT_MERGEABLE",
+                        Code::NotMergeable,
                         format!(
                             "GitHub refused the merge of #{n}: {} {}; nothing was merged — if the branch is not up to date, merge {} into atelier/proposals/{} on this machine and `atelier submit {}` (never GitHub's Update branch); if another required check fails, fix that first",
                             reply.status.as_u16(),
@@ -1425,9 +1427,9 @@ pub fn merge_pr(ws: &Workspace, gh: &GitHub, n: u64, now: Timestamp) -> Result<P
 }
 
 /// A merge on GitHub the gate did not make.
-const OUTSIDE: &str = "E_MERGED_OUTSIDE_GATE";
+const OUTSIDE: Code = Code::MergedOutsideGate;
 /// GitHub's answer names a merge commit that is not the protected branch's new tip.
-const NOT_TIP: &str = "E_LANDED_NOT_TIP";
+const NOT_TIP: Code = Code::LandedNotTip;
 
 /// Whether `commit` is on `tip`'s first-parent line, looking no further back than `stop` (the
 /// merged base: the merge, if there, is after it).
@@ -1506,7 +1508,7 @@ fn alarm(
     gh: &GitHub,
     proposal: &str,
     n: u64,
-    code: &'static str,
+    code: Code,
     detail: String,
     now: Timestamp,
 ) -> anyhow::Error {
@@ -1604,7 +1606,7 @@ fn conclude(
     let parents: Vec<Oid> = commit.parent_ids().collect();
     let problem = if commit.tree_id() != tree {
         Some((
-            "E_LANDED_TREE_MISMATCH",
+            Code::LandedTreeMismatch,
             format!(
                 "GitHub landed merge commit {landed} with tree {}, but the approved merge tree is {tree}",
                 commit.tree_id()
@@ -1612,7 +1614,7 @@ fn conclude(
         ))
     } else if parents != [base, head] {
         Some((
-            "E_LANDED_PARENTS_MISMATCH",
+            Code::LandedParentsMismatch,
             format!(
                 "GitHub landed merge commit {landed} with parents [{}], but the approved merge is of {head} into {base}",
                 parents.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")

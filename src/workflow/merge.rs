@@ -11,6 +11,7 @@ use crate::forge::PullState;
 use crate::git;
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, Verdict};
+use crate::governance::Code;
 
 #[derive(Debug, serde::Serialize)]
 pub struct Merged {
@@ -137,7 +138,7 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
             now,
         )?;
         return Err(refuse(
-            "E_BASE_MOVED",
+            Code::BaseMoved,
             format!("{} moved while merging: expected {base}, found {found}; nothing was merged — run the gate again", eval.pull.base_branch),
         ));
     }
@@ -146,7 +147,7 @@ pub fn merge(ws: &Workspace, id: &str, now: Timestamp) -> Result<MergeOutcome> {
         .tree_id();
     if landed != tree_id {
         return Err(refuse(
-            "E_LANDED_TREE_MISMATCH",
+            Code::LandedTreeMismatch,
             format!("{} landed tree {landed}, but the approved merge tree is {tree_id}; investigate before anything else merges", eval.pull.base_branch),
         ));
     }
@@ -261,7 +262,7 @@ pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -
     let pull = ws.pull(id)?;
     if pull.state != PullState::Open {
         return Err(refuse(
-            "E_NOT_OPEN",
+            Code::NotOpen,
             format!("proposal {id} is already {}", pull.state.as_str()),
         ));
     }
