@@ -709,9 +709,12 @@ async fn run_async(
                 .flatten()
                 .any(|p| Oid::from_str(p).ok() == c.parent_id(1).ok());
         if !recorded {
-            anyhow::bail!(
-                "E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the run's events end at {run_tip}: something else moved it; inspect the branch"
-            );
+            return Err(crate::workflow::refuse(
+                Code::RunBranchMoved,
+                format!(
+                    "{branch} is at {actual}, but the run's events end at {run_tip}: something else moved it; inspect the branch"
+                ),
+            ));
         }
         run_tip = actual;
     }
@@ -949,7 +952,12 @@ async fn run_async(
     // The run ends where the conductor put it; anything else moved the branch.
     let actual = git::branch_tip(repo, &branch)?;
     if actual != run_tip {
-        anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the conductor left it at {run_tip}: something else moved it");
+        return Err(crate::workflow::refuse(
+            Code::RunBranchMoved,
+            format!(
+                "{branch} is at {actual}, but the conductor left it at {run_tip}: something else moved it"
+            ),
+        ));
     }
     Ok(RunSummary {
         run: run_id,
@@ -1040,9 +1048,12 @@ fn integrate(
     let repo = &ws.repo;
     let tip = git::branch_tip(repo, branch)?;
     if tip != *expected {
-        anyhow::bail!(
-            "E_RUN_BRANCH_MOVED: {branch} is at {tip}, but the conductor last moved it to {expected}: something else (a worker?) moved it; the run stops here — inspect the branch before resuming"
-        );
+        return Err(crate::workflow::refuse(
+            Code::RunBranchMoved,
+            format!(
+                "{branch} is at {tip}, but the conductor last moved it to {expected}: something else (a worker?) moved it; the run stops here — inspect the branch before resuming"
+            ),
+        ));
     }
     let commit = commit.map(Oid::from_str).transpose()?;
     // Nothing to merge (the task changed nothing), or already integrated before a crash:
@@ -1095,7 +1106,10 @@ fn integrate(
                 merged,
                 "atelier: integrate",
             )? {
-                anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} moved during integration; inspect it before resuming");
+                return Err(crate::workflow::refuse(
+                    Code::RunBranchMoved,
+                    format!("{branch} moved during integration; inspect it before resuming"),
+                ));
             }
             *expected = merged;
             sink.emit(
@@ -1223,7 +1237,13 @@ pub fn propose_run(
     let tip = Oid::from_str(&summary.tip)?;
     let actual = git::branch_tip(repo, &summary.branch)?;
     if actual != tip {
-        anyhow::bail!("E_RUN_BRANCH_MOVED: {} is at {actual}, but the run ended at {tip}; nothing was proposed", summary.branch);
+        return Err(crate::workflow::refuse(
+            Code::RunBranchMoved,
+            format!(
+                "{} is at {actual}, but the run ended at {tip}; nothing was proposed",
+                summary.branch
+            ),
+        ));
     }
     let tip_tree = repo.find_commit(tip)?.tree()?;
     let patch = git::diff_text(repo, &base_tree, &tip_tree)?;

@@ -1522,9 +1522,10 @@ fn alarm(
         now,
     );
     if let Err(e) = recorded {
-        return e.context(format!(
-            "{code}: {detail} — and the alarm could not be recorded"
-        ));
+        return e.context(super::Refusal {
+            code,
+            message: format!("{detail} — and the alarm could not be recorded"),
+        });
     }
     let pushed = push_ledger(ws);
     let commented = gh.post_comment(

@@ -35,7 +35,7 @@ use crate::governance::decision::{self, Change, Decision, GateInput};
 use crate::governance::policy::{policy_digest, Policy, PolicyError};
 use crate::governance::time::Timestamp;
 use crate::governance::token::RawToken;
-use crate::governance::Code;
+use crate::governance::{Code, Coded};
 
 /// A refusal: the command understood the request and said no. Exit code 1, with a stable code.
 #[derive(Debug, Error)]
@@ -43,6 +43,12 @@ use crate::governance::Code;
 pub struct Refusal {
     pub code: Code,
     pub message: String,
+}
+
+impl Coded for Refusal {
+    fn code(&self) -> Option<Code> {
+        Some(self.code)
+    }
 }
 
 pub fn refuse(code: Code, message: impl Into<String>) -> anyhow::Error {
