@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use anyhow::Result;
 use ed25519_dalek::VerifyingKey;
 use git2::{ObjectType, Oid, Repository};
 use serde::Serialize;
+use thiserror::Error;
 
 use super::checkpoint::Checkpoint;
 use super::ledger::{self, Entry, Event, MergeRecord};
@@ -22,7 +22,31 @@ use crate::governance::decision::{self, Change, GateInput};
 use crate::governance::policy::{policy_digest, Policy, PolicyError, GATE_KEY_PATH};
 use crate::governance::time::parse_rfc3339;
 use crate::governance::token::RawToken;
-use crate::governance::Code;
+use crate::governance::{Code, Coded};
+
+/// Why an audit could not run at all (what it found is a [`Finding`], never an error).
+#[derive(Debug, Error)]
+pub enum AuditError {
+    #[error(transparent)]
+    Git(#[from] git::GitError),
+    #[error("git: {0}")]
+    Git2(#[from] git2::Error),
+    #[error(transparent)]
+    Ledger(#[from] ledger::LedgerError),
+    #[error("ledger entry {index} is malformed ({reason}): run `atelier audit verify`")]
+    MalformedEntry { index: usize, reason: String },
+}
+
+impl Coded for AuditError {
+    fn code(&self) -> Option<Code> {
+        match self {
+            AuditError::Ledger(l) => l.code(),
+            AuditError::Git(_) | AuditError::Git2(_) | AuditError::MalformedEntry { .. } => None,
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, AuditError>;
 
 /// One problem `audit verify` found.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -435,7 +459,7 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     }
 }
 
-type PolicyResult = Arc<Result<Policy, PolicyError>>;
+type PolicyResult = Arc<std::result::Result<Policy, PolicyError>>;
 
 /// Policies parsed once per distinct set of policy blobs.
 #[derive(Default)]
@@ -1096,9 +1120,7 @@ pub fn entries(repo: &Repository) -> Result<Vec<Entry>> {
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            Entry::parse(l).map_err(|e| {
-                anyhow::anyhow!("ledger entry {i} is malformed ({e}): run `atelier audit verify`")
-            })
+            Entry::parse(l).map_err(|reason| AuditError::MalformedEntry { index: i, reason })
         })
         .collect()
 }

@@ -174,6 +174,9 @@ fn coded(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
     if let Some(l) = err.downcast_ref::<crate::audit::ledger::LedgerError>() {
         return l.code();
     }
+    if let Some(a) = err.downcast_ref::<crate::audit::history::AuditError>() {
+        return a.code();
+    }
     if let Some(s) = err.downcast_ref::<crate::governance::token::SignatureError>() {
         return Coded::code(s);
     }
