@@ -210,7 +210,8 @@ fn overhead(repeat: usize) -> Result<()> {
             task: format!("b:T{i}"),
             attempt: 1,
         };
-        (0..n * 6).try_for_each(|i| sink.emit(ev(i), 1_800_000_000).map(drop))
+        (0..n * 6).try_for_each(|i| sink.emit(ev(i), 1_800_000_000).map(drop))?;
+        Ok(())
     })?;
     row("event fsyncs", sink_t, run_best);
     let wt = s(g[0] + g[3]);

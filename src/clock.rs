@@ -2,9 +2,20 @@
 //! `2026-11-29T09:51:13Z`) replaces it, so tests and reproductions get a fixed time; the CLI
 //! says so on stderr whenever it is set.
 
-use crate::governance::time::{parse_rfc3339, Timestamp};
+use thiserror::Error;
+
+use crate::governance::time::{parse_rfc3339, TimeError, Timestamp};
 
 pub const OVERRIDE_VAR: &str = "ATELIER_NOW";
+
+/// Why the current time cannot be read.
+#[derive(Debug, Error)]
+pub enum ClockError {
+    #[error("environment variable {OVERRIDE_VAR}: {0}")]
+    Override(TimeError),
+    #[error("the system clock is before 1970")]
+    BeforeEpoch,
+}
 
 /// Where the current time came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,18 +25,17 @@ pub enum Source {
 }
 
 /// The current time, in unix seconds (UTC).
-pub fn now() -> anyhow::Result<(Timestamp, Source)> {
+pub fn now() -> Result<(Timestamp, Source), ClockError> {
     match std::env::var(OVERRIDE_VAR) {
         Ok(text) => {
-            let t = parse_rfc3339(&text)
-                .map_err(|e| anyhow::anyhow!("environment variable {OVERRIDE_VAR}: {e}"))?;
+            let t = parse_rfc3339(&text).map_err(ClockError::Override)?;
             Ok((t, Source::Override))
         }
         Err(_) => {
             #[allow(clippy::disallowed_methods)]
             let since = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map_err(|_| anyhow::anyhow!("the system clock is before 1970"))?;
+                .map_err(|_| ClockError::BeforeEpoch)?;
             Ok((since.as_secs() as Timestamp, Source::System))
         }
     }

@@ -121,8 +121,8 @@ impl Scenario {
         });
         (
             d.allowed,
-            d.unmet().map(|r| r.code).collect(),
-            d.tokens.iter().map(|t| t.code).collect(),
+            d.unmet().map(|r| r.code.as_str()).collect(),
+            d.tokens.iter().map(|t| t.code_text()).collect(),
         )
     }
 }

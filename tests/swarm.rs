@@ -621,6 +621,46 @@ fn a_worker_moving_the_run_branch_stops_the_run() {
     assert!(run.stderr.contains("E_RUN_BRANCH_MOVED"), "{}", run.stderr);
 }
 
+/// `E_RUN_BRANCH_MOVED` used to be a plain error, exit 2, though every `E_` code is a refusal.
+#[test]
+fn a_moved_run_branch_is_a_refusal_exit_1() {
+    // Moved by a worker while the run goes on.
+    let s = Swarm::new("failure_budget = 1");
+    let p = one(&s, "echo ok > src/t.rs; git update-ref refs/heads/atelier/runs/$ATELIER_RUN_ID $(git rev-parse HEAD~1)");
+    let run = s.run(&["run", &p]).code(1);
+    assert!(
+        run.stderr
+            .contains("refused: E_RUN_BRANCH_MOVED: atelier/runs/r1 is at "),
+        "{}",
+        run.stderr
+    );
+    // Moved by someone else after the run finished: resuming it refuses, and so does proposing.
+    let s = Swarm::new("");
+    let p = one(&s, "echo ok > src/t.rs");
+    s.run(&["run", &p]).ok();
+    let main = s.env.git(&["rev-parse", "HEAD"]);
+    s.env
+        .git(&["update-ref", "refs/heads/atelier/runs/r1", main.trim()]);
+    for args in [
+        &["run", "--resume", "r1"][..],
+        &["run", "--resume", "r1", "--propose"],
+    ] {
+        let run = s.run(args).code(1);
+        assert!(
+            run.stderr
+                .contains("refused: E_RUN_BRANCH_MOVED: atelier/runs/r1 is at "),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("error:"), "{}", run.stderr);
+    }
+    assert_eq!(
+        s.env.atelier(&["proposals", "--json"]).ok().json(),
+        serde_json::json!([]),
+        "nothing was proposed"
+    );
+}
+
 #[test]
 fn a_process_left_behind_that_writes_later_fails_the_attempt() {
     let s = Swarm::new("failure_budget = 1");

@@ -154,3 +154,113 @@ fn github_stays_behind_the_forge_trait() {
     );
     assert!(v.is_empty(), "{}", v.join("\n"));
 }
+
+/// Every refusal code has exactly one row in GOVERNANCE.md's "Refusal codes" tables, which says
+/// what it means and what to do about it; and every row there is a code that exists.
+#[test]
+fn every_code_is_documented_once_with_what_to_do() {
+    use atelier::governance::Code;
+    let text = include_str!("../GOVERNANCE.md");
+    let section = text
+        .split("\n## Refusal codes\n")
+        .nth(1)
+        .expect("GOVERNANCE.md has a Refusal codes section");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    let mut rows: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    let mut problems = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with("| `E_")) {
+        let cells: Vec<&str> = line
+            .trim_start_matches('|')
+            .trim_end_matches('|')
+            .split(" | ")
+            .map(str::trim)
+            .collect();
+        let code = cells[0].trim_matches('`');
+        if code.parse::<Code>().is_err() {
+            problems.push(format!("{code}: documented, but no such code"));
+        }
+        if cells.len() != 3 || cells[1].is_empty() || cells[2].is_empty() {
+            problems.push(format!(
+                "{code}: expected `| code | meaning | what to do |`, found {line}"
+            ));
+        }
+        *rows.entry(code).or_default() += 1;
+    }
+    for code in Code::ALL {
+        match rows.get(code.as_str()) {
+            None => problems.push(format!("{code}: not documented")),
+            Some(1) => {}
+            Some(n) => problems.push(format!("{code}: documented {n} times")),
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "GOVERNANCE.md, Refusal codes:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// A code is a `Code` everywhere but in its own list: never a string that is compared, matched
+/// or written into an error message (where the CLI could not see it, and it would exit 2).
+#[test]
+fn codes_are_typed_never_text() {
+    let mut found = Vec::new();
+    for (path, code) in files() {
+        if path == "src/governance/code.rs" {
+            continue;
+        }
+        for (i, line) in code.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let bytes = line.as_bytes();
+            for (at, _) in line.match_indices("E_") {
+                let before = at.checked_sub(1).map(|b| bytes[b]);
+                let after = bytes.get(at + 2);
+                if !before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    && after.is_some_and(u8::is_ascii_uppercase)
+                {
+                    found.push(format!("{path}:{}: {}", i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "use `governance::Code::X`, not the text:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Every error type that carries a code is one `cli::coded` recognises, so that it exits 1.
+#[test]
+fn every_coded_error_exits_1() {
+    let all = files();
+    let cli = &all
+        .iter()
+        .find(|(p, _)| p == "src/cli/mod.rs")
+        .expect("src/cli/mod.rs")
+        .1;
+    let start = cli.find("fn coded(").expect("cli::coded");
+    let body = &cli[start..start + cli[start..].find("\n}\n").expect("end of coded")];
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for (path, code) in &all {
+        for (at, _) in code.match_indices("impl Coded for ") {
+            let name: String = code[at + "impl Coded for ".len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            seen += 1;
+            if !body.contains(&format!("::{name}>()")) {
+                missing.push(format!("{path}: {name}"));
+            }
+        }
+    }
+    assert!(seen >= 3, "found only {seen} Coded types");
+    assert!(
+        missing.is_empty(),
+        "name these in cli::coded:\n{}",
+        missing.join("\n")
+    );
+}

@@ -7,7 +7,7 @@ pub mod http;
 pub mod process;
 pub mod prompt;
 
-use anyhow::Result;
+use thiserror::Error;
 
 use crate::config::RoleConfig;
 
@@ -58,8 +58,17 @@ pub fn preset(name: &str) -> Option<Vec<String>> {
     Some(argv.iter().map(|s| s.to_string()).collect())
 }
 
+/// Why a role has no backend.
+#[derive(Debug, Error)]
+pub enum BackendError {
+    #[error("role `{role}`: unknown backend `{backend}`")]
+    Unknown { role: String, backend: String },
+    #[error("role `{role}`: the command is empty")]
+    EmptyCommand { role: String },
+}
+
 /// The backend for a role.
-pub fn backend(role_name: &str, role: &RoleConfig) -> Result<Backend> {
+pub fn backend(role_name: &str, role: &RoleConfig) -> Result<Backend, BackendError> {
     let argv = match role.backend.as_str() {
         "command" => role.command.clone().unwrap_or_default(),
         "http" => {
@@ -74,11 +83,18 @@ pub fn backend(role_name: &str, role: &RoleConfig) -> Result<Backend> {
                 argv.extend(role.command.clone().unwrap_or_default());
                 argv
             }
-            None => anyhow::bail!("role `{role_name}`: unknown backend `{other}`"),
+            None => {
+                return Err(BackendError::Unknown {
+                    role: role_name.to_string(),
+                    backend: other.to_string(),
+                })
+            }
         },
     };
     if argv.is_empty() {
-        anyhow::bail!("role `{role_name}`: the command is empty");
+        return Err(BackendError::EmptyCommand {
+            role: role_name.to_string(),
+        });
     }
     Ok(Backend::Command {
         argv,

@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use anyhow::Result;
 use ed25519_dalek::VerifyingKey;
 use git2::{ObjectType, Oid, Repository};
 use serde::Serialize;
+use thiserror::Error;
 
 use super::checkpoint::Checkpoint;
 use super::ledger::{self, Entry, Event, MergeRecord};
@@ -22,11 +22,36 @@ use crate::governance::decision::{self, Change, GateInput};
 use crate::governance::policy::{policy_digest, Policy, PolicyError, GATE_KEY_PATH};
 use crate::governance::time::parse_rfc3339;
 use crate::governance::token::RawToken;
+use crate::governance::{Code, Coded};
+
+/// Why an audit could not run at all (what it found is a [`Finding`], never an error).
+#[derive(Debug, Error)]
+pub enum AuditError {
+    #[error(transparent)]
+    Git(#[from] git::GitError),
+    #[error("git: {0}")]
+    Git2(#[from] git2::Error),
+    #[error(transparent)]
+    Ledger(#[from] ledger::LedgerError),
+    #[error("ledger entry {index} is malformed ({reason}): run `atelier audit verify`")]
+    MalformedEntry { index: usize, reason: String },
+}
+
+impl Coded for AuditError {
+    fn code(&self) -> Option<Code> {
+        match self {
+            AuditError::Ledger(l) => l.code(),
+            AuditError::Git(_) | AuditError::Git2(_) | AuditError::MalformedEntry { .. } => None,
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, AuditError>;
 
 /// One problem `audit verify` found.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Finding {
-    pub code: &'static str,
+    pub code: Code,
     pub commit: Option<String>,
     pub detail: String,
 }
@@ -98,7 +123,7 @@ struct MergedRecord {
     aborted: bool,
 }
 
-fn finding(code: &'static str, commit: Option<String>, detail: String) -> Finding {
+fn finding(code: Code, commit: Option<String>, detail: String) -> Finding {
     Finding {
         code,
         commit,
@@ -158,7 +183,7 @@ fn check_ledger(
         for (name, id) in chunks {
             let Ok(blob) = repo.find_blob(id) else {
                 report.findings.push(finding(
-                    "E_LEDGER_MALFORMED",
+                    Code::LedgerMalformed,
                     None,
                     format!("ledger entries/{name} is not a file"),
                 ));
@@ -172,7 +197,7 @@ fn check_ledger(
                 count += 1;
                 match Entry::parse(line) {
                     Err(e) => report.findings.push(finding(
-                        "E_LEDGER_MALFORMED",
+                        Code::LedgerMalformed,
                         None,
                         format!(
                             "ledger entries/{name}, entry {position}: not a ledger entry ({e})"
@@ -181,7 +206,7 @@ fn check_ledger(
                     Ok(entry) => {
                         if entry.seq != position {
                             report.findings.push(finding(
-                                "E_LEDGER_SEQUENCE",
+                                Code::LedgerSequence,
                                 None,
                                 format!(
                                     "entry at position {position} carries seq {}: entries were removed, reordered or inserted",
@@ -192,12 +217,12 @@ fn check_ledger(
                         let at = parse_rfc3339(&entry.at).ok();
                         match (index.last_at, at) {
                             (_, None) => report.findings.push(finding(
-                                "E_LEDGER_MALFORMED",
+                                Code::LedgerMalformed,
                                 None,
                                 format!("entry {position}: `at` is not a time: {}", entry.at),
                             )),
                             (Some(last), Some(t)) if t < last => report.findings.push(finding(
-                                "E_LEDGER_TIME_REVERSED",
+                                Code::LedgerTimeReversed,
                                 None,
                                 format!(
                                     "entry {position} is dated {}, before the entry preceding it: ledger time never goes backwards (was the clock turned back to revive expired approvals?)",
@@ -224,7 +249,7 @@ fn check_ledger(
         let tree = repo.find_commit(oid)?.tree()?;
         let Some(entry) = tree.get_name("checkpoint") else {
             report.findings.push(finding(
-                "E_LEDGER_MALFORMED",
+                Code::LedgerMalformed,
                 None,
                 format!("ledger commit {oid} has no checkpoint"),
             ));
@@ -233,7 +258,7 @@ fn check_ledger(
         let note = String::from_utf8_lossy(repo.find_blob(entry.id())?.content()).into_owned();
         match Checkpoint::verify(&note, ledger::KEY_NAME, keys) {
             Err(e) => report.findings.push(finding(
-                "E_LEDGER_SIGNATURE",
+                Code::LedgerSignature,
                 None,
                 format!("checkpoint in ledger commit {oid} does not verify under the gate key in {GATE_KEY_PATH}: {e}"),
             )),
@@ -242,14 +267,14 @@ fn check_ledger(
                 report.signatures_verified += 1;
                 if cp.origin != origin {
                     report.findings.push(finding(
-                        "E_LEDGER_ORIGIN",
+                        Code::LedgerOrigin,
                         None,
                         format!("checkpoint in ledger commit {oid}: origin expected `{origin}`, found `{}`", cp.origin),
                     ));
                 }
                 if latest && cp.size != count {
                     report.findings.push(finding(
-                        "E_LEDGER_SIZE_MISMATCH",
+                        Code::LedgerSizeMismatch,
                         None,
                         format!(
                             "the latest checkpoint covers {} entries but the ledger holds {count}: entries were {}",
@@ -263,14 +288,14 @@ fn check_ledger(
                     None => {
                         if !latest {
                             report.findings.push(finding(
-                                "E_LEDGER_TRUNCATED",
+                                Code::LedgerTruncated,
                                 None,
                                 format!("an earlier checkpoint (ledger commit {oid}) covers {} entries; only {count} remain", cp.size),
                             ));
                         }
                     }
                     Some(root) if root != cp.root => report.findings.push(finding(
-                        if latest { "E_LEDGER_ROOT_MISMATCH" } else { "E_LEDGER_INCONSISTENT" },
+                        if latest { Code::LedgerRootMismatch } else { Code::LedgerInconsistent },
                         None,
                         format!(
                             "checkpoint of size {} (ledger commit {oid}) has root {}, but the entries hash to {}: an entry was edited, reordered or inserted",
@@ -434,7 +459,7 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     }
 }
 
-type PolicyResult = Arc<Result<Policy, PolicyError>>;
+type PolicyResult = Arc<std::result::Result<Policy, PolicyError>>;
 
 /// Policies parsed once per distinct set of policy blobs.
 #[derive(Default)]
@@ -527,7 +552,7 @@ pub fn verify(
     }
     let Some(adoption) = adopted_at else {
         report.findings.push(finding(
-            "E_NOT_ADOPTED",
+            Code::NotAdopted,
             None,
             format!(
                 "no commit on {branch} carries {}: atelier was never adopted here",
@@ -541,7 +566,7 @@ pub fn verify(
     let ledger = check_ledger(repo, repository, &keys, &mut report)?;
     if ledger.is_none() && line.len() > 1 {
         report.findings.push(finding(
-            "E_LEDGER_MISSING",
+            Code::LedgerMissing,
             None,
             format!(
                 "there is no {} in this repository, yet {branch} has {} commit(s) after adoption; fetch it (`git fetch origin {}:{}`) or the history cannot be accounted for",
@@ -556,7 +581,7 @@ pub fn verify(
     if let Some(adopted) = &index.adopted {
         if *adopted != adoption.to_string() {
             report.findings.push(finding(
-                "E_ADOPTION_MISMATCH",
+                Code::AdoptionMismatch,
                 Some(adoption.to_string()),
                 format!("the ledger records adoption at {adopted}, but the first commit on {branch} carrying the policy is {adoption}"),
             ));
@@ -639,7 +664,7 @@ pub fn verify(
     stray.sort_by_key(|(c, _)| c.as_str());
     for (c, r) in stray {
         report.findings.push(finding(
-            "E_MERGE_NOT_ON_BRANCH",
+            Code::MergeNotOnBranch,
             Some(c.clone()),
             format!("the ledger records proposal {} merged as {c}, which is not on {branch}'s first-parent history (was the branch rewritten?)", r.proposal),
         ));
@@ -647,11 +672,11 @@ pub fn verify(
     for detail in std::mem::take(&mut index.contradictions) {
         report
             .findings
-            .push(finding("E_LEDGER_CONTRADICTION", None, detail));
+            .push(finding(Code::LedgerContradiction, None, detail));
     }
     for (proposal, pull, code, detail) in std::mem::take(&mut index.alarms) {
         report.findings.push(finding(
-            "E_ALARM_RECORDED",
+            Code::AlarmRecorded,
             None,
             format!("the gate recorded an alarm for proposal {proposal} (pull request #{pull}): {code}: {detail}"),
         ));
@@ -722,7 +747,7 @@ fn witnesses(
     if let Err(e) = witness::check_identity(&root, &ledger::origin(repository), &adoption) {
         report
             .findings
-            .push(finding("E_ADOPTION_MISMATCH", None, e.to_string()));
+            .push(finding(Code::AdoptionMismatch, None, e.to_string()));
     }
     match witness::load(&adoption, &ledger::origin(repository)) {
         // Without any ledger, `E_LEDGER_MISSING` already says to fetch it.
@@ -731,7 +756,7 @@ fn witnesses(
             let floor = memory.floor;
             if let Some(why) = not_a_prefix(&index.roots, floor.size, &floor.root) {
                 report.findings.push(finding(
-                    "E_LEDGER_ROLLBACK",
+                    Code::LedgerRollback,
                     None,
                     format!(
                         "{} names a ledger of {} entries with root {} that this machine verified, but {why}: the ledger was rewound or replaced since (or this clone has not fetched the newest ledger: `git fetch origin {r}:{r}`)",
@@ -746,7 +771,7 @@ fn witnesses(
         Ok(None) => {}
         Err(e) => report
             .findings
-            .push(finding("E_LEDGER_ROLLBACK", None, e.to_string())),
+            .push(finding(Code::LedgerRollback, None, e.to_string())),
     }
     let claims = std::mem::take(&mut index.claims);
     if claims.is_empty() {
@@ -802,7 +827,7 @@ fn witnesses(
         };
         if let Some(why) = why {
             report.findings.push(finding(
-                "E_LEDGER_ROLLBACK",
+                Code::LedgerRollback,
                 None,
                 format!(
                     "the token {principal} signed for proposal {} saw a ledger of {} entries with root {}, but {why}: the ledger was rewound or replaced",
@@ -868,7 +893,7 @@ fn examine(
         .and_then(|a| {
             let why = not_a_prefix(roots, a.size, &a.root)?;
             Some(finding(
-                "E_LEDGER_ROLLBACK",
+                Code::LedgerRollback,
                 Some(sha.clone()),
                 format!(
                     "merge commit {sha} on {branch} carries the gate-signed ledger checkpoint of size {} (root {}), but {why}: the ledger was rewound or replaced (or the ledger that goes with this branch was not fetched: `git fetch origin {r}:{r}`)",
@@ -899,7 +924,7 @@ fn examine_merge(
         let author = commit.author();
         return Ok(Outcome {
             finding: Some(finding(
-                "E_UNLEDGERED_COMMIT",
+                Code::UnledgeredCommit,
                 Some(sha.clone()),
                 format!(
                     "commit {sha} by {} <{}> (\"{}\") is on {branch} after adoption but is not a merge recorded in the ledger: it bypassed the gate",
@@ -912,14 +937,14 @@ fn examine_merge(
         });
     };
     // A recorded merge that fails a check before the gate is re-run.
-    let refused = |code: &'static str, detail: String| Outcome {
+    let refused = |code: Code, detail: String| Outcome {
         seen: Some(sha.clone()),
         finding: Some(finding(code, Some(sha.clone()), detail)),
         ..Outcome::default()
     };
     if rec.aborted {
         return Ok(refused(
-            "E_ABORTED_MERGE_LANDED",
+            Code::AbortedMergeLanded,
             format!(
                 "commit {sha} is on {branch}, but the ledger records its merge of proposal {} as aborted (the gate never let it land): the branch was moved to it by hand",
                 rec.proposal
@@ -929,7 +954,7 @@ fn examine_merge(
     let facts = index.proposals.get(&rec.proposal);
     if !facts.is_some_and(|f| f.pulls.contains(&rec.pull)) {
         return Ok(refused(
-                "E_MERGE_MISMATCH",
+                Code::MergeMismatch,
                 format!(
                     "the ledger records merge {sha} as proposal {} through pull request {}, but it opened that proposal as pull request(s) [{}]: the forge record was renumbered",
                     rec.proposal,
@@ -943,7 +968,7 @@ fn examine_merge(
     let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
     if parents != [rec.base.clone(), rec.head.clone()] || commit.tree_id().to_string() != rec.tree {
         return Ok(refused(
-            "E_MERGE_MISMATCH",
+            Code::MergeMismatch,
             format!(
                 "the ledger records proposal {} as base {} + head {} = tree {}, but commit {sha} has parents [{}] and tree {}",
                 rec.proposal,
@@ -1035,10 +1060,10 @@ fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, usize) {
     });
     let sigs = d.tokens.iter().filter(|t| t.fingerprint.is_some()).count();
     // A listed signer's token that saw a longer or different ledger is a witness of a rollback.
-    if let Some(r) = d.unmet().find(|r| r.code == "E_LEDGER_ROLLBACK") {
+    if let Some(r) = d.unmet().find(|r| r.code == Code::LedgerRollback) {
         return (
             Some(finding(
-                "E_LEDGER_ROLLBACK",
+                Code::LedgerRollback,
                 Some(m.commit.clone()),
                 format!(
                     "merge {} of proposal {}: a token it carries saw a ledger this one does not extend ({}): the ledger was rewound or replaced",
@@ -1064,11 +1089,11 @@ fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, usize) {
         .tokens
         .iter()
         .filter(|t| !t.counted)
-        .map(|t| format!("token {}: {} {}", t.index + 1, t.code, t.detail))
+        .map(|t| format!("token {}: {} {}", t.index + 1, t.code_text(), t.detail))
         .collect();
     (
         Some(finding(
-            "E_MERGE_NOT_APPROVED",
+            Code::MergeNotApproved,
             Some(m.commit.clone()),
             format!(
                 "merge {} of proposal {} does not satisfy the policy of its base: {}{}",
@@ -1095,9 +1120,7 @@ pub fn entries(repo: &Repository) -> Result<Vec<Entry>> {
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            Entry::parse(l).map_err(|e| {
-                anyhow::anyhow!("ledger entry {i} is malformed ({e}): run `atelier audit verify`")
-            })
+            Entry::parse(l).map_err(|reason| AuditError::MalformedEntry { index: i, reason })
         })
         .collect()
 }
@@ -1155,7 +1178,7 @@ pub fn check_adoption_pin(report: &mut VerifyReport, pinned: &str) {
         found.len() == 40 && pinned.len() >= 7 && found.starts_with(&pinned.to_ascii_lowercase());
     if !matches {
         report.findings.push(finding(
-            "E_ADOPTION_MISMATCH",
+            Code::AdoptionMismatch,
             report.adoption.clone(),
             format!("the adoption point is {found}, but --adoption pins {pinned}: the branch was rewritten from before adoption"),
         ));

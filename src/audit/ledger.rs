@@ -16,6 +16,7 @@ use thiserror::Error;
 use super::checkpoint::Checkpoint;
 use super::merkle::{self, Hash};
 use crate::governance::time::{format_rfc3339, Timestamp};
+use crate::governance::{Code, Coded};
 
 pub const REF: &str = "refs/atelier/ledger";
 pub const KEY_NAME: &str = "atelier-gate";
@@ -149,14 +150,15 @@ impl Entry {
 #[derive(Debug, Error)]
 pub enum LedgerError {
     #[error(
-        "E_LEDGER_CORRUPT: {0}; run `atelier audit verify` for details — nothing was appended"
+        "{code}: {0}; run `atelier audit verify` for details — nothing was appended",
+        code = Code::LedgerCorrupt
     )]
     Corrupt(String),
-    #[error("E_LEDGER_MOVED: {REF} moved during the append (expected {expected}, found {found}); retry the command")]
+    #[error("{code}: {REF} moved during the append (expected {expected}, found {found}); retry the command", code = Code::LedgerMoved)]
     Moved { expected: String, found: String },
-    #[error("E_CLOCK_BEHIND_LEDGER: the clock says {now}, but the ledger's last entry is from {last}; ledger time never goes backwards — fix the clock (or ATELIER_NOW)")]
+    #[error("{code}: the clock says {now}, but the ledger's last entry is from {last}; ledger time never goes backwards — fix the clock (or ATELIER_NOW)", code = Code::ClockBehindLedger)]
     ClockBehind { now: String, last: String },
-    #[error("E_LEDGER_ROLLBACK: the ledger does not extend what a witness saw: {source_} names a ledger of {size} entries with root {root}, but {found}; nothing was changed — if this clone only lacks the newer ledger, fetch it (`git fetch origin {REF}:{REF}`, without `+`) and retry; otherwise it was rewound: find who reset {REF} and restore it from a clone that has the longer one")]
+    #[error("{code}: the ledger does not extend what a witness saw: {source_} names a ledger of {size} entries with root {root}, but {found}; nothing was changed — if this clone only lacks the newer ledger, fetch it (`git fetch origin {REF}:{REF}`, without `+`) and retry; otherwise it was rewound: find who reset {REF} and restore it from a clone that has the longer one", code = Code::LedgerRollback)]
     Rollback {
         /// Who saw the longer ledger: this clone, a merge commit, an approval token.
         source_: String,
@@ -164,7 +166,7 @@ pub enum LedgerError {
         root: String,
         found: String,
     },
-    #[error("E_ADOPTION_MISMATCH: the clone {clone} was the {expected} when this machine first recorded or audited it, but it is now the {found}: its history was grafted onto a new adoption commit, or the repository renamed, which would start a new ledger unseen; nothing was changed — restore the branch and the ledger, or, if this really is a new repository at the same path, delete {file}")]
+    #[error("{code}: the clone {clone} was the {expected} when this machine first recorded or audited it, but it is now the {found}: its history was grafted onto a new adoption commit, or the repository renamed, which would start a new ledger unseen; nothing was changed — restore the branch and the ledger, or, if this really is a new repository at the same path, delete {file}", code = Code::AdoptionMismatch)]
     IdentityChanged {
         clone: String,
         expected: String,
@@ -175,6 +177,20 @@ pub enum LedgerError {
     Io(String),
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+}
+
+impl Coded for LedgerError {
+    /// Every refusal has a code; a failure to read or write the repository has none.
+    fn code(&self) -> Option<Code> {
+        match self {
+            LedgerError::Corrupt(_) => Some(Code::LedgerCorrupt),
+            LedgerError::Moved { .. } => Some(Code::LedgerMoved),
+            LedgerError::ClockBehind { .. } => Some(Code::ClockBehindLedger),
+            LedgerError::Rollback { .. } => Some(Code::LedgerRollback),
+            LedgerError::IdentityChanged { .. } => Some(Code::AdoptionMismatch),
+            LedgerError::Io(_) | LedgerError::Git(_) => None,
+        }
+    }
 }
 
 /// The merge commit trailer that carries the ledger checkpoint at the time of the merge.

@@ -10,6 +10,7 @@ use clap::Args;
 use super::{gate::render, out};
 use crate::forge::Addr;
 use crate::governance::token::{RawToken, Verdict};
+use crate::governance::Code;
 use crate::workflow::{
     self, ApproveOptions, MergeOutcome, ProposeOptions, Publish, Sign, Workspace,
 };
@@ -304,7 +305,7 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         report.signatures_verified,
         report.ledger_entries,
         report.checkpoints_verified,
-        if report.findings.is_empty() { "none".to_string() } else { report.findings.iter().map(|f| f.code).collect::<Vec<_>>().join(", ") }
+        if report.findings.is_empty() { "none".to_string() } else { report.findings.iter().map(|f| f.code.as_str()).collect::<Vec<_>>().join(", ") }
     ))?;
     if !report.findings.is_empty() {
         anyhow::bail!("demo: audit verify found problems in a history it just made");
@@ -340,7 +341,7 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     if !report
         .findings
         .iter()
-        .any(|f| f.code == "E_UNLEDGERED_COMMIT")
+        .any(|f| f.code == Code::UnledgeredCommit)
     {
         anyhow::bail!("demo: the bypassing commit was not flagged");
     }
@@ -366,7 +367,7 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     let rollback: Vec<String> = report
         .findings
         .iter()
-        .filter(|f| f.code == "E_LEDGER_ROLLBACK")
+        .filter(|f| f.code == Code::LedgerRollback)
         .map(|f| format!("{}: {}", f.code, f.detail))
         .collect();
     if rollback.is_empty() {
@@ -488,7 +489,7 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
             report
                 .findings
                 .iter()
-                .map(|f| f.code)
+                .map(|f| f.code.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         }

@@ -71,7 +71,7 @@ pub(crate) fn render(eval: &Evaluation) -> String {
             t.push_str(&format!(
                 "  #{} {:<22} {} {}\n",
                 tok.index + 1,
-                tok.code,
+                tok.code_text(),
                 tok.principal.as_deref().unwrap_or("-"),
                 tok.fingerprint.as_deref().unwrap_or("")
             ));
@@ -85,7 +85,7 @@ pub(crate) fn render(eval: &Evaluation) -> String {
             d.approvers.join(", ")
         ));
     } else {
-        let codes: Vec<&str> = d.unmet().map(|r| r.code).collect();
+        let codes: Vec<&str> = d.unmet().map(|r| r.code.as_str()).collect();
         t.push_str(&format!(
             "\ngate: REFUSED ({unmet} unmet: {})\n",
             codes.join(", ")

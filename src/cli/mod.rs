@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::governance::time::Timestamp;
+use crate::governance::{Code, Coded};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -161,6 +162,60 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// How a failed command ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExitClass {
+    /// Nobody is reading stdout any more: success (verdict commands never get here).
+    BrokenPipe,
+    /// The command understood the request and said no, with a code: exit 1.
+    Refused,
+    /// Bad input, usage, or something in the way: exit 2.
+    Error,
+}
+
+/// The code of an error that carries one. Every [`Coded`] error type is named here (a tidy test
+/// checks), so that no error with a code can exit 2.
+fn coded(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
+    if let Some(r) = err.downcast_ref::<crate::workflow::Refusal>() {
+        return r.code();
+    }
+    if let Some(l) = err.downcast_ref::<crate::audit::ledger::LedgerError>() {
+        return l.code();
+    }
+    if let Some(a) = err.downcast_ref::<crate::audit::history::AuditError>() {
+        return a.code();
+    }
+    if let Some(s) = err.downcast_ref::<crate::governance::token::SignatureError>() {
+        return Coded::code(s);
+    }
+    None
+}
+
+/// Where the first error carrying a code sits in the chain, and its code. A refusal attached as
+/// context (`anyhow::Error::context`) is found too; it is the outermost error then.
+fn refusal_in(err: &anyhow::Error) -> Option<(usize, Code)> {
+    let found = err
+        .chain()
+        .enumerate()
+        .find_map(|(i, e)| coded(e).map(|code| (i, code)));
+    found.or_else(|| {
+        err.downcast_ref::<crate::workflow::Refusal>()
+            .map(|r| (0, r.code))
+    })
+}
+
+/// The one place an error becomes an exit class: a broken pipe is success, an error carrying a
+/// code anywhere in its chain is a refusal (exit 1), anything else exit 2.
+fn exit_class(err: &anyhow::Error) -> ExitClass {
+    if is_broken_pipe(err) {
+        ExitClass::BrokenPipe
+    } else if refusal_in(err).is_some() {
+        ExitClass::Refused
+    } else {
+        ExitClass::Error
+    }
+}
+
 /// Parses arguments, runs the command and classifies the outcome into an exit code.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -174,32 +229,26 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    match run(cli) {
-        Ok(code) => code,
-        Err(err) => {
-            if is_broken_pipe(&err) {
-                return ExitCode::SUCCESS;
+    let err = match run(cli) {
+        Ok(code) => return code,
+        Err(err) => err,
+    };
+    match exit_class(&err) {
+        ExitClass::BrokenPipe => ExitCode::SUCCESS,
+        ExitClass::Refused => {
+            // The refusal itself (its text starts with its code), then what caused it, if
+            // anything did.
+            let (at, _) = refusal_in(&err).expect("classified as a refusal");
+            let mut chain = err.chain().skip(at);
+            if let Some(refusal) = chain.next() {
+                eprintln!("refused: {refusal}");
             }
-            if let Some(r) = err
-                .chain()
-                .find_map(|c| c.downcast_ref::<crate::workflow::Refusal>())
-            {
-                eprintln!("refused: {}: {}", r.code, r.message);
-                return ExitCode::from(1);
+            for cause in chain {
+                eprintln!("  caused by: {cause}");
             }
-            if let Some(l) = err
-                .chain()
-                .find_map(|c| c.downcast_ref::<crate::audit::ledger::LedgerError>())
-            {
-                if !matches!(
-                    l,
-                    crate::audit::ledger::LedgerError::Git(_)
-                        | crate::audit::ledger::LedgerError::Io(_)
-                ) {
-                    eprintln!("refused: {l}");
-                    return ExitCode::from(1);
-                }
-            }
+            ExitCode::from(1)
+        }
+        ExitClass::Error => {
             eprintln!("error: {err}");
             for cause in err.chain().skip(1) {
                 eprintln!("  caused by: {cause}");

@@ -19,6 +19,7 @@ use crate::fsutil::atomic_write;
 use crate::git;
 use crate::governance::time::Timestamp;
 use crate::governance::token::RawToken;
+use crate::governance::Code;
 use crate::workflow::{Evaluation, GateStatus, Publish, Workspace};
 
 pub struct LocalForge {
@@ -261,7 +262,7 @@ impl Forge for LocalForge {
         Ok(None)
     }
 
-    fn announce_alarm(&self, _: u64, _: &str, _: &str) -> Result<()> {
+    fn announce_alarm(&self, _: u64, _: Code, _: &str) -> Result<()> {
         Ok(())
     }
 

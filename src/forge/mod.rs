@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::view::LedgerView;
 use crate::governance::time::Timestamp;
 use crate::governance::token::RawToken;
+use crate::governance::Code;
 use crate::workflow::{Evaluation, GateStatus, Publish, Workspace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,7 +233,7 @@ pub trait Forge {
     /// The account this forge's merges are made by, if the forge says.
     fn own_account(&self) -> Result<Option<String>>;
     /// Says on the pull request that an alarm was raised (best effort is the caller's choice).
-    fn announce_alarm(&self, pull: u64, code: &str, detail: &str) -> Result<()>;
+    fn announce_alarm(&self, pull: u64, code: Code, detail: &str) -> Result<()>;
     /// Publishes a proposal (`submit`): pushes its branch and opens or updates its pull request.
     fn publish_proposal(
         &self,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::allowed_signers::SignerEntry;
+use super::code::Code;
 use super::policy::{Policy, PolicyError, Rule};
 use super::time::{format_rfc3339, Timestamp};
 use super::token::{self, RawToken, Verdict};
@@ -53,7 +54,7 @@ pub struct GateInput<'a> {
 /// One requirement of the gate, met or not.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Requirement {
-    pub code: &'static str,
+    pub code: Code,
     pub met: bool,
     /// For quorum requirements: how many distinct approvals the rule needs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,10 +71,23 @@ pub struct TokenReport {
     pub principal: Option<String>,
     pub fingerprint: Option<String>,
     pub decision: Option<Verdict>,
-    /// `OK` when the token counts (an approval or a veto), otherwise why it does not.
-    pub code: &'static str,
+    /// Why the token does not count; `None` (shown as `OK`) when it counts (an approval or a
+    /// veto).
+    #[serde(serialize_with = "ok_or_code")]
+    pub code: Option<Code>,
     pub counted: bool,
     pub detail: String,
+}
+
+impl TokenReport {
+    /// `OK` when the token counts, otherwise its code.
+    pub fn code_text(&self) -> &'static str {
+        self.code.map_or("OK", Code::as_str)
+    }
+}
+
+fn ok_or_code<S: serde::Serializer>(code: &Option<Code>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(code.map_or("OK", Code::as_str))
 }
 
 /// The gate's answer: an outcome value, never an error.
@@ -94,13 +108,7 @@ impl Decision {
     }
 }
 
-fn req(
-    code: &'static str,
-    met: bool,
-    summary: String,
-    expected: String,
-    found: String,
-) -> Requirement {
+fn req(code: Code, met: bool, summary: String, expected: String, found: String) -> Requirement {
     Requirement {
         code,
         met,
@@ -120,7 +128,7 @@ struct Judged {
 /// A counted token: principal, key fingerprint, decision.
 type Counted = (String, String, Verdict);
 /// Why a token does not count: code, principal (if known), fingerprint (if it verified), detail.
-type NotCounted = (&'static str, Option<String>, Option<String>, String);
+type NotCounted = (Code, Option<String>, Option<String>, String);
 
 /// Checks one token against the change and the base policy; returns the counting principal or
 /// the code and detail of the first failed check.
@@ -132,7 +140,7 @@ fn judge_one(
 ) -> Result<Counted, NotCounted> {
     let verified = token::verify(raw).map_err(|e| (e.code(), None, None, e.to_string()))?;
     let fp = verified.fingerprint.clone();
-    let fail = |code: &'static str, principal: Option<&str>, detail: String| {
+    let fail = |code: Code, principal: Option<&str>, detail: String| {
         (
             code,
             principal.map(str::to_string),
@@ -144,7 +152,7 @@ fn judge_one(
     let c = input.change;
     if policy.gate_key.as_ref() == Some(&verified.key) {
         return Err(fail(
-            "E_GATE_KEY_SIGNER",
+            Code::GateKeySigner,
             None,
             "signed with the gate's own key, which never counts".into(),
         ));
@@ -152,7 +160,7 @@ fn judge_one(
     let entries = policy.signers.find(&verified.key);
     let Some(first) = entries.first() else {
         return Err(fail(
-            "E_UNKNOWN_SIGNER",
+            Code::UnknownSigner,
             None,
             format!("key {fp} is not in policies/allowed_signers at the base commit"),
         ));
@@ -165,7 +173,7 @@ fn judge_one(
     {
         let all: Vec<&str> = entries.iter().map(|e| e.principal.as_str()).collect();
         return Err(fail(
-            "E_AMBIGUOUS_SIGNER",
+            Code::AmbiguousSigner,
             None,
             format!("key {fp} is listed for several principals ({}); list a key under one principal only", all.join(", ")),
         ));
@@ -181,7 +189,7 @@ fn judge_one(
         .collect();
     if in_namespace.is_empty() {
         return Err(fail(
-            "E_SIGNER_NAMESPACE",
+            Code::SignerNamespace,
             pr,
             format!(
                 "allowed_signers {} restrict{} this key to other namespaces than `{}`; add \
@@ -195,7 +203,7 @@ fn judge_one(
     }
     if let Some(rev) = policy.is_revoked(&fp) {
         return Err(fail(
-            "E_KEY_REVOKED",
+            Code::KeyRevoked,
             pr,
             format!(
                 "key {fp} is revoked in policies/governance.toml ({})",
@@ -233,7 +241,7 @@ fn judge_one(
             )
         };
         return Err(fail(
-            "E_KEY_OUTSIDE_VALIDITY",
+            Code::KeyOutsideValidity,
             pr,
             format!(
                 "no allowed_signers line for this key allows `{}` at the gate's clock {}: {}{others}",
@@ -247,7 +255,7 @@ fn judge_one(
     let principal_lc = entry.principal.to_ascii_lowercase();
     let principal = principal_lc.as_str();
     let pr = Some(principal);
-    let bind = |code: &'static str, field: &str, expected: &str, found: &str| {
+    let bind = |code: Code, field: &str, expected: &str, found: &str| {
         if expected == found {
             Ok(())
         } else {
@@ -259,33 +267,33 @@ fn judge_one(
         }
     };
     bind(
-        "E_WRONG_REPOSITORY",
+        Code::WrongRepository,
         "repository",
         &c.repository,
         &p.repository,
     )?;
-    bind("E_WRONG_PROPOSAL", "proposal", &c.proposal, &p.proposal)?;
+    bind(Code::WrongProposal, "proposal", &c.proposal, &p.proposal)?;
     // A rejection is about the proposed change (the proposal and its head), whichever pull
     // request carries it: retargeting the pull request away and opening another for the same
     // head must not escape it. An approval binds the pull request it was given on.
     if p.decision == Verdict::Approve {
         bind(
-            "E_WRONG_PULL",
+            Code::WrongPull,
             "pull",
             &c.pull.to_string(),
             &p.pull.to_string(),
         )?;
     }
-    bind("E_STALE_HEAD", "head", &c.head, &p.head)?;
+    bind(Code::StaleHead, "head", &c.head, &p.head)?;
     // A rejection keeps vetoing when unrelated merges move the base. An approval binds the
     // exact merge: base, tree and policy too.
     if p.decision == Verdict::Approve {
-        bind("E_STALE_BASE", "base", &c.base, &p.base)?;
+        bind(Code::StaleBase, "base", &c.base, &p.base)?;
         if let Ok(tree) = &c.merge_tree {
-            bind("E_MERGE_TREE_MISMATCH", "merge-tree", tree, &p.merge_tree)?;
+            bind(Code::MergeTreeMismatch, "merge-tree", tree, &p.merge_tree)?;
         }
         bind(
-            "E_POLICY_DIGEST_MISMATCH",
+            Code::PolicyDigestMismatch,
             "policy",
             &c.policy_digest,
             &p.policy,
@@ -293,7 +301,7 @@ fn judge_one(
     }
     if p.expires <= p.issued || p.expires - p.issued > policy.max_lifetime {
         return Err(fail(
-            "E_TOKEN_LIFETIME",
+            Code::TokenLifetime,
             pr,
             format!(
                 "lifetime: expected at most {}s, found {}s (issued {}, expires {})",
@@ -306,7 +314,7 @@ fn judge_one(
     }
     if p.issued > input.now.saturating_add(policy.clock_skew) {
         return Err(fail(
-            "E_TOKEN_NOT_YET_VALID",
+            Code::TokenNotYetValid,
             pr,
             format!(
                 "issued: expected at or before {}, found {}",
@@ -317,7 +325,7 @@ fn judge_one(
     }
     if input.now >= p.expires {
         return Err(fail(
-            "E_TOKEN_EXPIRED",
+            Code::TokenExpired,
             pr,
             format!(
                 "expires: expected after {}, found {}",
@@ -330,7 +338,7 @@ fn judge_one(
         let ours = input.ledger_roots.get(&cp.size);
         if ours != Some(&cp.root) {
             return Err(fail(
-                "E_CHECKPOINT_MISMATCH",
+                Code::CheckpointMismatch,
                 pr,
                 format!(
                     "ledger root at size {}: expected {}, found {} (the approver saw a different ledger)",
@@ -346,7 +354,7 @@ fn judge_one(
         .is_some_and(|p| p.eq_ignore_ascii_case(principal))
     {
         return Err(fail(
-            "E_PROPOSER_SIGNER",
+            Code::ProposerSigner,
             pr,
             format!("{principal} proposed this change; the proposer's approval never counts"),
         ));
@@ -357,7 +365,7 @@ fn judge_one(
         .any(|b| b.eq_ignore_ascii_case(principal))
     {
         return Err(fail(
-            "E_BOT_SIGNER",
+            Code::BotSigner,
             pr,
             format!("{principal} is listed under `bots` and never counts"),
         ));
@@ -366,7 +374,7 @@ fn judge_one(
     // with a copied nonce is a different token and is judged on its own.
     if !seen.insert((fp.clone(), p.nonce.clone())) {
         return Err(fail(
-            "E_DUPLICATE_TOKEN",
+            Code::DuplicateToken,
             pr,
             format!("this key already presented a token with nonce {}", p.nonce),
         ));
@@ -404,7 +412,7 @@ fn judge(input: &GateInput<'_>, policy: &Policy) -> Judged {
                 let fresh = set.insert(principal.clone());
                 TokenReport {
                     index,
-                    code: if fresh { "OK" } else { "E_DUPLICATE_PRINCIPAL" },
+                    code: (!fresh).then_some(Code::DuplicatePrincipal),
                     counted: fresh,
                     detail: if fresh {
                         format!("{} by {principal}", verdict.as_str())
@@ -421,7 +429,7 @@ fn judge(input: &GateInput<'_>, policy: &Policy) -> Judged {
                 principal,
                 fingerprint,
                 decision: None,
-                code,
+                code: Some(code),
                 counted: false,
                 detail,
             },
@@ -432,7 +440,7 @@ fn judge(input: &GateInput<'_>, policy: &Policy) -> Judged {
 }
 
 fn rule_requirement(
-    code: &'static str,
+    code: Code,
     which: &str,
     rule: &Rule,
     approvers: &BTreeSet<String>,
@@ -521,7 +529,7 @@ fn witness_requirement(input: &GateInput<'_>, policy: &Policy) -> Requirement {
         }
     }
     req(
-        "E_LEDGER_ROLLBACK",
+        Code::LedgerRollback,
         seen.is_empty(),
         "the ledger extends every checkpoint a listed signer's token saw".into(),
         "each checkpoint a prefix of this ledger".into(),
@@ -539,7 +547,7 @@ pub fn requirements(
 ) -> (Vec<Requirement>, Vec<TokenReport>, Vec<String>, Vec<String>) {
     let c = input.change;
     let mut out = vec![req(
-        "E_NOT_OPEN",
+        Code::NotOpen,
         c.open,
         "the proposal is open".into(),
         "open".into(),
@@ -552,7 +560,7 @@ pub fn requirements(
     let policy = match input.base_policy {
         Ok(p) => {
             out.push(req(
-                "E_POLICY_INVALID",
+                Code::PolicyInvalid,
                 true,
                 "the policy at base parses".into(),
                 "valid".into(),
@@ -562,7 +570,7 @@ pub fn requirements(
         }
         Err(e) => {
             out.push(req(
-                "E_POLICY_INVALID",
+                Code::PolicyInvalid,
                 false,
                 "the policy at base parses (a malformed policy halts all merges until fixed)"
                     .into(),
@@ -574,14 +582,14 @@ pub fn requirements(
     };
     out.push(match &c.merge_tree {
         Ok(t) => req(
-            "E_MERGE_CONFLICT",
+            Code::MergeConflict,
             true,
             "head merges into base cleanly".into(),
             "a merge tree".into(),
             t.clone(),
         ),
         Err(why) => req(
-            "E_MERGE_CONFLICT",
+            Code::MergeConflict,
             false,
             "head merges into base cleanly".into(),
             "a merge tree".into(),
@@ -597,7 +605,7 @@ pub fn requirements(
         .vetoes
         .retain(|p| touched.iter().any(|r| r.counts(p)));
     out.push(req(
-        "E_VETOED",
+        Code::Vetoed,
         judged.vetoes.is_empty(),
         "no eligible principal rejected the change".into(),
         "no reject tokens".into(),
@@ -609,7 +617,7 @@ pub fn requirements(
     ));
     if c.merge_tree.is_ok() {
         out.push(req(
-            "E_EMPTY_CHANGE",
+            Code::EmptyChange,
             !c.changed_paths.is_empty(),
             "the change changes something".into(),
             "at least one changed path".into(),
@@ -628,7 +636,7 @@ pub fn requirements(
             .filter(|p| super::policy::is_reserved(p))
             .collect();
         out.push(req(
-            "E_RESERVED_PATH",
+            Code::ReservedPath,
             reserved.is_empty(),
             format!(
                 "nothing under `{}/` changes (each clone's private gate state)",
@@ -642,7 +650,7 @@ pub fn requirements(
             },
         ));
         out.push(req(
-            "E_NO_RULE",
+            Code::NoRule,
             uncovered.is_empty(),
             "every changed path is covered by a quorum rule (uncovered paths fail closed)".into(),
             "a rule for every path".into(),
@@ -656,9 +664,9 @@ pub fn requirements(
     let constitutional = !policy.constitution.matched(&c.changed_paths).is_empty();
     for rule in policy.touched(&c.changed_paths) {
         let code = if std::ptr::eq(rule, &policy.constitution) {
-            "E_CONSTITUTION_QUORUM"
+            Code::ConstitutionQuorum
         } else {
-            "E_QUORUM_NOT_MET"
+            Code::QuorumNotMet
         };
         out.push(rule_requirement(
             code,
@@ -671,7 +679,7 @@ pub fn requirements(
     if constitutional {
         match input.new_policy {
             Err(e) => out.push(req(
-                "E_NEW_POLICY_INVALID",
+                Code::NewPolicyInvalid,
                 false,
                 "the policy this change installs parses (it would halt all later merges)".into(),
                 "valid".into(),
@@ -679,7 +687,7 @@ pub fn requirements(
             )),
             Ok(new) => {
                 out.push(req(
-                    "E_NEW_POLICY_INVALID",
+                    Code::NewPolicyInvalid,
                     true,
                     "the policy this change installs parses".into(),
                     "valid".into(),
@@ -699,7 +707,7 @@ pub fn requirements(
                     .collect();
                 for rule in new.touched(&c.changed_paths) {
                     out.push(rule_requirement(
-                        "E_NEW_POLICY_QUORUM",
+                        Code::NewPolicyQuorum,
                         "new policy",
                         rule,
                         &still,

@@ -5,7 +5,10 @@
 //! The CLI and the forge gather the inputs; this module only decides.
 
 pub mod allowed_signers;
+pub mod code;
 pub mod decision;
 pub mod policy;
 pub mod time;
 pub mod token;
+
+pub use code::{Code, Coded};

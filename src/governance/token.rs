@@ -11,6 +11,8 @@ use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use ssh_key::{public::KeyData, HashAlg, LineEnding, SshSig};
 use thiserror::Error;
 
+use super::code::{Code, Coded};
+
 use super::time::{format_rfc3339, parse_rfc3339, Timestamp};
 
 /// The SSHSIG namespace every approval is signed under.
@@ -323,16 +325,22 @@ pub enum SignatureError {
 }
 
 impl SignatureError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            SignatureError::Malformed(_) => "E_TOKEN_MALFORMED",
-            SignatureError::WrongNamespace { .. } => "E_WRONG_NAMESPACE",
+            SignatureError::Malformed(_) => Code::TokenMalformed,
+            SignatureError::WrongNamespace { .. } => Code::WrongNamespace,
             SignatureError::UnsupportedKey { .. } | SignatureError::Certificate { .. } => {
-                "E_UNSUPPORTED_KEY"
+                Code::UnsupportedKey
             }
-            SignatureError::WeakKey { .. } => "E_WEAK_KEY",
-            SignatureError::BadSignature { .. } => "E_BAD_SIGNATURE",
+            SignatureError::WeakKey { .. } => Code::WeakKey,
+            SignatureError::BadSignature { .. } => Code::BadSignature,
         }
+    }
+}
+
+impl Coded for SignatureError {
+    fn code(&self) -> Option<Code> {
+        Some(SignatureError::code(self))
     }
 }
 
@@ -522,7 +530,7 @@ mod tests {
             .replace("decision approve", "decision reject");
         assert_eq!(
             verify(&tampered).map(|_| ()).unwrap_err().code(),
-            "E_BAD_SIGNATURE"
+            Code::BadSignature
         );
     }
 
@@ -554,7 +562,7 @@ mod tests {
             signature: format!("{SIG_BEGIN}\n{body}\n{SIG_END}\n"),
         };
         let err = verify(&token).map(|_| ()).unwrap_err();
-        assert_eq!(err.code(), "E_UNSUPPORTED_KEY", "{err}");
+        assert_eq!(err.code(), Code::UnsupportedKey, "{err}");
         assert!(
             err.to_string().contains("ssh-ed25519-cert-v01@openssh.com"),
             "{err}"
@@ -566,7 +574,7 @@ mod tests {
         };
         assert_eq!(
             verify(&token).map(|_| ()).unwrap_err().code(),
-            "E_TOKEN_MALFORMED"
+            Code::TokenMalformed
         );
     }
 
@@ -581,7 +589,7 @@ mod tests {
             };
             assert_eq!(
                 verify(&token).map(|_| ()).unwrap_err().code(),
-                "E_WRONG_NAMESPACE"
+                Code::WrongNamespace
             );
         }
     }

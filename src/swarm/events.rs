@@ -7,8 +7,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
 use super::memory;
 use crate::governance::time::{format_rfc3339, Timestamp};
@@ -113,6 +113,33 @@ pub struct Record {
     pub event: RunEvent,
 }
 
+/// Why the event stream cannot be read or written.
+#[derive(Debug, Error)]
+pub enum EventsError {
+    /// `what` is the operation (opening, writing, ...) on `path`; the cause is the IO error.
+    #[error("{what} {}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: not a run event ({reason})", path.display())]
+    NotAnEvent {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+}
+
+type Result<T> = std::result::Result<T, EventsError>;
+
+/// Attaches the operation and the path to an IO error.
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> EventsError {
+    let path = path.to_path_buf();
+    move |source| EventsError::Io { what, path, source }
+}
+
 /// Appends events durably.
 pub struct Sink {
     file: File,
@@ -129,21 +156,20 @@ impl Sink {
                 let f = OpenOptions::new()
                     .write(true)
                     .open(path)
-                    .with_context(|| format!("opening {}", path.display()))?;
-                f.set_len(keep as u64)
-                    .with_context(|| format!("truncating {}", path.display()))?;
-                f.sync_all()?;
+                    .map_err(io("opening", path))?;
+                f.set_len(keep as u64).map_err(io("truncating", path))?;
+                f.sync_all().map_err(io("syncing", path))?;
             }
         }
         let existing = read(path).unwrap_or_default();
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(io("creating", dir))?;
         }
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
+            .map_err(io("opening", path))?;
         Ok(Sink {
             file,
             next: existing.len() as u64,
@@ -162,10 +188,8 @@ impl Sink {
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
-            .with_context(|| format!("writing {}", self.path.display()))?;
-        self.file
-            .sync_data()
-            .with_context(|| format!("syncing {}", self.path.display()))?;
+            .map_err(io("writing", &self.path))?;
+        self.file.sync_data().map_err(io("syncing", &self.path))?;
         self.next += 1;
         Ok(record)
     }
@@ -174,16 +198,23 @@ impl Sink {
 /// Reads a run's events; a torn last line (a crash mid-write) is ignored, anything else
 /// malformed is an error naming the line.
 pub fn read(path: &Path) -> Result<Vec<Record>> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let file = File::open(path).map_err(io("opening", path))?;
     let lines: Vec<String> = BufReader::new(file)
         .lines()
-        .collect::<std::io::Result<_>>()?;
+        .collect::<std::io::Result<_>>()
+        .map_err(io("reading", path))?;
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         match serde_json::from_str::<Record>(line) {
             Ok(r) => out.push(r),
             Err(_) if i + 1 == lines.len() => break,
-            Err(e) => anyhow::bail!("{}:{}: not a run event ({e})", path.display(), i + 1),
+            Err(e) => {
+                return Err(EventsError::NotAnEvent {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                })
+            }
         }
     }
     Ok(out)

@@ -10,6 +10,8 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::governance::Code;
+
 /// A plan file as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,7 +102,7 @@ pub struct PlanFileError {
 /// One reason the validator refuses a set of plans (exit 1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Refusal {
-    pub code: &'static str,
+    pub code: Code,
     pub file: String,
     pub task: Option<String>,
     pub field: Option<String>,
@@ -249,24 +251,21 @@ pub fn compile_glob(pattern: &str) -> Result<GlobMatcher, String> {
 /// role names configured in atelier.toml.
 pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
     let mut out = Vec::new();
-    let mut refuse = |code: &'static str,
-                      file: &str,
-                      task: Option<&str>,
-                      field: Option<&str>,
-                      message: String| {
-        out.push(Refusal {
-            code,
-            file: file.to_string(),
-            task: task.map(str::to_string),
-            field: field.map(str::to_string),
-            message,
-        })
-    };
+    let mut refuse =
+        |code: Code, file: &str, task: Option<&str>, field: Option<&str>, message: String| {
+            out.push(Refusal {
+                code,
+                file: file.to_string(),
+                task: task.map(str::to_string),
+                field: field.map(str::to_string),
+                message,
+            })
+        };
     let mut plan_files: BTreeMap<&str, &str> = BTreeMap::new();
     for p in plans {
         if let Some(other) = plan_files.insert(&p.id, &p.file) {
             refuse(
-                "E_PLAN_DUPLICATE_ID",
+                Code::PlanDuplicateId,
                 &p.file,
                 None,
                 Some("plan.id"),
@@ -275,7 +274,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
         }
         if p.id.trim().is_empty() || p.id.contains(':') {
             refuse(
-                "E_PLAN_BAD_ID",
+                Code::PlanBadId,
                 &p.file,
                 None,
                 Some("plan.id"),
@@ -284,7 +283,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
         }
         if p.max_parallel == Some(0) {
             refuse(
-                "E_PLAN_BAD_FIELD",
+                Code::PlanBadField,
                 &p.file,
                 None,
                 Some("plan.max_parallel"),
@@ -297,7 +296,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
         for t in &p.tasks {
             if t.id.trim().is_empty() || t.id.contains(':') {
                 refuse(
-                    "E_TASK_BAD_ID",
+                    Code::TaskBadId,
                     &p.file,
                     Some(&t.id),
                     Some("id"),
@@ -306,7 +305,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             }
             if keys.insert(&t.key, t).is_some() {
                 refuse(
-                    "E_TASK_DUPLICATE_ID",
+                    Code::TaskDuplicateId,
                     &p.file,
                     Some(&t.id),
                     Some("id"),
@@ -320,7 +319,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             let task = Some(t.id.as_str());
             if t.goal.trim().is_empty() {
                 refuse(
-                    "E_TASK_NO_GOAL",
+                    Code::TaskNoGoal,
                     &p.file,
                     task,
                     Some("goal"),
@@ -330,7 +329,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             if !roles.contains(&t.role) {
                 let known: Vec<&str> = roles.iter().map(String::as_str).collect();
                 refuse(
-                    "E_UNKNOWN_ROLE",
+                    Code::UnknownRole,
                     &p.file,
                     task,
                     Some("role"),
@@ -345,7 +344,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             for d in &t.depends_on {
                 if d == &t.key {
                     refuse(
-                        "E_DEPENDENCY_CYCLE",
+                        Code::DependencyCycle,
                         &p.file,
                         task,
                         Some("depends_on"),
@@ -362,7 +361,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
                         format!("plan {plan} is not among the plans given; pass its file too")
                     };
                     refuse(
-                        "E_UNKNOWN_DEPENDENCY",
+                        Code::UnknownDependency,
                         &p.file,
                         task,
                         Some("depends_on"),
@@ -371,12 +370,12 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
                 }
             }
             if t.contract.checks.is_empty() {
-                refuse("E_CONTRACT_NO_CHECK", &p.file, task, Some("contract.checks"), "the contract has no check: add a command that exits 0 only when the task is done".into());
+                refuse(Code::ContractNoCheck, &p.file, task, Some("contract.checks"), "the contract has no check: add a command that exits 0 only when the task is done".into());
             }
             for (i, c) in t.contract.checks.iter().enumerate() {
                 if let Some(why) = vague_check(c) {
                     refuse(
-                        "E_CONTRACT_VAGUE",
+                        Code::ContractVague,
                         &p.file,
                         task,
                         Some(&format!("contract.checks[{i}]")),
@@ -386,7 +385,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             }
             if t.contract.criteria.is_empty() {
                 refuse(
-                    "E_CONTRACT_NO_CRITERIA",
+                    Code::ContractNoCriteria,
                     &p.file,
                     task,
                     Some("contract.criteria"),
@@ -397,7 +396,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             for (i, c) in t.contract.criteria.iter().enumerate() {
                 if let Some(why) = vague_criterion(c) {
                     refuse(
-                        "E_CONTRACT_VAGUE",
+                        Code::ContractVague,
                         &p.file,
                         task,
                         Some(&format!("contract.criteria[{i}]")),
@@ -409,7 +408,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
                 for (i, g) in list.iter().enumerate() {
                     if let Err(e) = compile_glob(g) {
                         refuse(
-                            "E_BAD_GLOB",
+                            Code::BadGlob,
                             &p.file,
                             task,
                             Some(&format!("{field}[{i}]")),
@@ -429,7 +428,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             .and_then(|(p, _)| plans.iter().find(|x| &x.id == p))
             .map_or("", |p| p.file.as_str());
         refuse(
-            "E_DEPENDENCY_CYCLE",
+            Code::DependencyCycle,
             file,
             first.as_ref().map(|(_, t)| t.as_str()),
             Some("depends_on"),

@@ -25,6 +25,7 @@ use crate::config::Config;
 use crate::fsutil::Lock;
 use crate::git;
 use crate::governance::time::{parse_duration, Timestamp};
+use crate::governance::Code;
 use crate::workflow::Workspace;
 
 /// Variables that never reach a worker, whatever a role asks for.
@@ -497,7 +498,7 @@ fn refuse_unchecked(plan_files: &[(String, String)], roles: &BTreeSet<String>) -
     let report = super::check(plan_files, roles)?;
     if let Some(first) = report.refusals.first() {
         return Err(crate::workflow::refuse(
-            "E_PLAN_REFUSED",
+            Code::PlanRefused,
             format!(
                 "the plans do not pass `atelier plan check` ({} problem(s); first: {} {}: {})",
                 report.refusals.len(),
@@ -810,9 +811,8 @@ impl<'a> Conductor<'a> {
         if actual != run_tip {
             let recorded = self.unrecorded_integration(run_tip, actual);
             if !recorded {
-                anyhow::bail!(
-                    "E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the run's events end at {run_tip}: something else moved it; inspect the branch"
-                );
+                return Err(crate::workflow::refuse(Code::RunBranchMoved, format!("{branch} is at {actual}, but the run's events end at {run_tip}: something else moved it; inspect the branch"
+                )));
             }
             // Taken without an event: the integration it belongs to is recorded next.
             self.state.tip = Some(actual.to_string());
@@ -1124,9 +1124,8 @@ impl<'a> Conductor<'a> {
         let repo = &ws.repo;
         let tip = git::branch_tip(repo, &branch)?;
         if tip != expected {
-            anyhow::bail!(
-                "E_RUN_BRANCH_MOVED: {branch} is at {tip}, but the conductor last moved it to {expected}: something else (a worker?) moved it; the run stops here — inspect the branch before resuming"
-            );
+            return Err(crate::workflow::refuse(Code::RunBranchMoved, format!("{branch} is at {tip}, but the conductor last moved it to {expected}: something else (a worker?) moved it; the run stops here — inspect the branch before resuming"
+            )));
         }
         let commit = commit.map(Oid::from_str).transpose()?;
         // Nothing to merge (the task changed nothing), or already integrated before a crash:
@@ -1170,7 +1169,10 @@ impl<'a> Conductor<'a> {
                     merged,
                     "atelier: integrate",
                 )? {
-                    anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} moved during integration; inspect it before resuming");
+                    return Err(crate::workflow::refuse(
+                        Code::RunBranchMoved,
+                        format!("{branch} moved during integration; inspect it before resuming"),
+                    ));
                 }
                 self.emit(RunEvent::Integrated {
                     task: task.to_string(),
@@ -1194,7 +1196,7 @@ impl<'a> Conductor<'a> {
         let (branch, run_tip) = (self.branch.clone(), self.tip()?);
         let actual = git::branch_tip(&self.ws.repo, &branch)?;
         if actual != run_tip {
-            anyhow::bail!("E_RUN_BRANCH_MOVED: {branch} is at {actual}, but the conductor left it at {run_tip}: something else moved it");
+            return Err(crate::workflow::refuse(Code::RunBranchMoved, format!("{branch} is at {actual}, but the conductor left it at {run_tip}: something else moved it")));
         }
         Ok(RunSummary {
             run: self.run.clone(),
@@ -1382,7 +1384,13 @@ pub fn propose_run(
     let tip = Oid::from_str(&summary.tip)?;
     let actual = git::branch_tip(repo, &summary.branch)?;
     if actual != tip {
-        anyhow::bail!("E_RUN_BRANCH_MOVED: {} is at {actual}, but the run ended at {tip}; nothing was proposed", summary.branch);
+        return Err(crate::workflow::refuse(
+            Code::RunBranchMoved,
+            format!(
+                "{} is at {actual}, but the run ended at {tip}; nothing was proposed",
+                summary.branch
+            ),
+        ));
     }
     let tip_tree = repo.find_commit(tip)?.tree()?;
     let patch = git::diff_text(repo, &base_tree, &tip_tree)?;

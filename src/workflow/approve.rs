@@ -9,6 +9,7 @@ use crate::audit::ledger::Event;
 use crate::forge::{Addr, Comment, PullState};
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, Payload, RawToken, SeenCheckpoint};
+use crate::governance::Code;
 
 pub use crate::governance::token::Verdict;
 
@@ -59,7 +60,7 @@ pub fn payload_from(
     let id = &eval.change.proposal;
     let merge_tree = eval.merge_tree.ok_or_else(|| {
         refuse(
-            "E_MERGE_CONFLICT",
+            Code::MergeConflict,
             format!(
                 "proposal {id} does not merge cleanly into {}: {}",
                 ws.branch(),
@@ -118,7 +119,7 @@ pub fn approve(
     let pull = carried.pull.clone();
     if pull.state != PullState::Open || view.finished(&pull.proposal) {
         return Err(refuse(
-            "E_NOT_OPEN",
+            Code::NotOpen,
             format!(
                 "proposal {} is {} (by its record and the ledger); there is nothing to approve",
                 pull.proposal,
@@ -172,7 +173,8 @@ pub fn approve(
         if let Some(r) = judged.filter(|r| !r.counted) {
             warnings.push(format!(
                 "the gate will not count this token: {}: {}",
-                r.code, r.detail
+                r.code_text(),
+                r.detail
             ));
         }
     }

@@ -10,6 +10,7 @@ use crate::audit::view::LedgerView;
 use crate::forge::{Addr, Comment};
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, RawToken, Verdict};
+use crate::governance::Code;
 
 /// What a verdict looks like on a forge: a commit status's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -61,7 +62,7 @@ pub fn status_for(eval: &Evaluation) -> (GateStatus, String) {
         let waiting = d.unmet().all(|r| {
             matches!(
                 r.code,
-                "E_QUORUM_NOT_MET" | "E_CONSTITUTION_QUORUM" | "E_NEW_POLICY_QUORUM"
+                Code::QuorumNotMet | Code::ConstitutionQuorum | Code::NewPolicyQuorum
             )
         });
         let first = d.unmet().next();

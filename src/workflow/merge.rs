@@ -15,6 +15,7 @@ use crate::forge::{Addr, Landing, MergeRequest, PullState};
 use crate::git;
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, Verdict};
+use crate::governance::Code;
 
 #[derive(Debug, serde::Serialize)]
 pub struct Merged {
@@ -72,9 +73,9 @@ pub fn merge_message_at(eval: &Evaluation, anchor: Option<&ledger::Anchor>) -> S
 }
 
 /// A merge on the forge the gate did not make.
-const OUTSIDE: &str = "E_MERGED_OUTSIDE_GATE";
+const OUTSIDE: Code = Code::MergedOutsideGate;
 /// The forge names a merge commit that is not the protected branch's new tip.
-const NOT_TIP: &str = "E_LANDED_NOT_TIP";
+const NOT_TIP: Code = Code::LandedNotTip;
 
 /// Re-runs the gate on the proposal `addr` names and, if it allows the merge, lands it through
 /// the forge, checks what landed, records it and publishes the ledger.
@@ -187,7 +188,7 @@ pub fn merge(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome
             )?;
             ws.forge.publish_ledger(ws)?;
             return Err(refuse(
-                "E_BASE_MOVED",
+                Code::BaseMoved,
                 format!(
                     "{branch} moved while merging: expected {}, found {found}; nothing was merged — run the gate again",
                     intent.base
@@ -198,7 +199,7 @@ pub fn merge(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome
             ws.record(vec![aborted(&intent, prepared, reason.clone())], now)?;
             ws.forge.publish_ledger(ws)?;
             return Err(refuse(
-                "E_HEAD_MOVED",
+                Code::HeadMoved,
                 format!(
                     "the forge refused the merge of #{n} ({reason}): expected head {}, found {found}. Nothing was merged; atelier never retries with a new head — the new head needs new approvals",
                     intent.head
@@ -209,7 +210,7 @@ pub fn merge(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome
             ws.record(vec![aborted(&intent, prepared, reason.clone())], now)?;
             ws.forge.publish_ledger(ws)?;
             return Err(refuse(
-                "E_NOT_MERGEABLE",
+                Code::NotMergeable,
                 format!(
                     "the forge refused the merge of #{n}: {reason}; nothing was merged — if the branch is not up to date, merge {} into atelier/proposals/{} on this machine and `atelier submit {}` (never the forge's own branch update); if another required check fails, fix that first",
                     ws.branch(),
@@ -279,7 +280,7 @@ fn alarm(
     ws: &Workspace,
     proposal: &str,
     n: u64,
-    code: &'static str,
+    code: Code,
     detail: String,
     now: Timestamp,
 ) -> anyhow::Error {
@@ -366,7 +367,7 @@ fn conclude(
     let parents: Vec<Oid> = commit.parent_ids().collect();
     let problem = if commit.tree_id() != tree {
         Some((
-            "E_LANDED_TREE_MISMATCH",
+            Code::LandedTreeMismatch,
             format!(
                 "{} landed merge commit {landed} with tree {}, but the approved merge tree is {tree}",
                 ws.branch(),
@@ -375,7 +376,7 @@ fn conclude(
         ))
     } else if parents != [base, head] {
         Some((
-            "E_LANDED_PARENTS_MISMATCH",
+            Code::LandedParentsMismatch,
             format!(
                 "the forge landed merge commit {landed} with parents [{}], but the approved merge is of {head} into {base}",
                 parents.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
@@ -560,7 +561,7 @@ pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -
     let pull = ws.pull(id)?;
     if pull.state != PullState::Open {
         return Err(refuse(
-            "E_NOT_OPEN",
+            Code::NotOpen,
             format!("proposal {id} is already {}", pull.state.as_str()),
         ));
     }

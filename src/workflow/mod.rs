@@ -37,17 +37,24 @@ use crate::governance::decision::{self, Change, Decision, GateInput};
 use crate::governance::policy::{policy_digest, Policy, PolicyError};
 use crate::governance::time::Timestamp;
 use crate::governance::token::RawToken;
+use crate::governance::Code;
 
 /// A refusal: the command understood the request and said no. Exit code 1, with a stable code.
 #[derive(Debug, Error)]
 #[error("{code}: {message}")]
 pub struct Refusal {
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
 }
 
+impl crate::governance::Coded for Refusal {
+    fn code(&self) -> Option<Code> {
+        Some(self.code)
+    }
+}
+
 impl Refusal {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Refusal {
+    pub fn new(code: Code, message: impl Into<String>) -> Refusal {
         Refusal {
             code,
             message: message.into(),
@@ -55,7 +62,7 @@ impl Refusal {
     }
 }
 
-pub fn refuse(code: &'static str, message: impl Into<String>) -> anyhow::Error {
+pub fn refuse(code: Code, message: impl Into<String>) -> anyhow::Error {
     Refusal::new(code, message).into()
 }
 
@@ -428,7 +435,7 @@ fn check_working_tree(dir: &Path, root: &Path) -> Result<()> {
     match top {
         Some(top) if top == canonical(root) => Ok(()),
         Some(top) => Err(refuse(
-            "E_WORKTREE_MOVED",
+            Code::WorktreeMoved,
             format!(
                 "git's working tree for {} is {}, not {}, the directory that holds .git (moved by core.worktree in the repository's config, or by where a .git file points): atelier works only in the clone's own directory — restore .git and remove core.worktree",
                 dir.display(),
@@ -515,7 +522,7 @@ pub fn checked_record(
     let expected_head = format!("atelier/proposals/{}", pull.number);
     if pull.base_branch != ws.branch() || pull.head_branch != expected_head {
         return Err(refuse(
-            "E_FORGE_STATE",
+            Code::ForgeState,
             format!(
                 "pull request {} targets `{}` from `{}`; expected `{}` from `{expected_head}` — the forge record was edited",
                 pull.number,
@@ -531,7 +538,7 @@ pub fn checked_record(
         .filter(|o| o.pull == pull.number && o.branch == pull.head_branch)
     else {
         return Err(refuse(
-            "E_FORGE_STATE",
+            Code::ForgeState,
             format!(
                 "the forge record of proposal {} names pull request {} from `{}`, but the ledger recorded {} — the forge record was edited",
                 pull.proposal,

@@ -9,6 +9,7 @@ use crate::audit::ledger::Event;
 use crate::forge::{PullRequest, PullState};
 use crate::git;
 use crate::governance::time::{format_rfc3339, Timestamp};
+use crate::governance::Code;
 
 pub struct ProposeOptions {
     pub patch: PathBuf,
@@ -80,7 +81,7 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
             .collect();
     if !reserved.is_empty() {
         return Err(super::refuse(
-            "E_RESERVED_PATH",
+            Code::ReservedPath,
             format!(
                 "{} changes {}: nothing under `{}/` may be proposed (it holds each clone's gate key, forge and locks); remove those files from the patch",
                 opts.patch.display(),
@@ -192,7 +193,7 @@ pub fn submit(ws: &Workspace, id: &str, now: Timestamp) -> Result<crate::forge::
     let view = ws.view()?;
     if pull.state != PullState::Open || view.finished(&pull.proposal) {
         return Err(super::refuse(
-            "E_NOT_OPEN",
+            Code::NotOpen,
             format!("proposal {id} is merged or closed; there is nothing to submit"),
         ));
     }

@@ -29,6 +29,7 @@ use crate::config::ForgeConfig;
 use crate::git;
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, RawToken, Verdict};
+use crate::governance::Code;
 use crate::workflow::{
     bound_pull, clip, refuse, Evaluation, GateStatus, Publish, Refusal, Workspace,
 };
@@ -117,7 +118,7 @@ impl GitHubForge {
         if p.base_ref != self.branch() || !p.head_repo.eq_ignore_ascii_case(&self.config.repository)
         {
             return Err(Refusal::new(
-                "E_FORGE_STATE",
+                Code::ForgeState,
                 format!(
                     "pull request #{n} targets `{}` from `{}:{}`; expected `{}` from a branch of `{}`",
                     p.base_ref,
@@ -130,7 +131,7 @@ impl GitHubForge {
         }
         proposal_of(&p.head_ref).ok_or_else(|| {
             Refusal::new(
-                "E_NOT_A_PROPOSAL",
+                Code::NotAProposal,
                 format!(
                     "pull request #{n} comes from branch `{}`, not from an `atelier/proposals/<id>` branch: only proposals (`atelier propose`, then `atelier submit`) can pass the gate",
                     p.head_ref
@@ -155,7 +156,7 @@ impl GitHubForge {
             tries += 1;
             if tries >= 3 {
                 return Err(refuse(
-                    "E_HEAD_MOVED",
+                    Code::HeadMoved,
                     format!(
                         "GitHub reports head {} for pull request #{n}, but refs/pull/{n}/head is {head}: the head is moving; evaluate again when pushes stop",
                         p.head_sha
@@ -214,7 +215,7 @@ impl GitHubForge {
         }
         if self.proposal_shape(&p).is_err() || p.head_ref != branch {
             return Err(refuse(
-                "E_PULL_RETARGETED",
+                Code::PullRetargeted,
                 format!(
                     "pull request #{r}, which carries proposal {id} (recorded by `atelier submit`), now targets `{}` from `{}:{}`; expected `{}` from `{}:{branch}`. Its approvals and rejections stay bound to it, so no new pull request is opened: retarget #{r} back to `{}` on GitHub (Edit, next to its title){}, then run `atelier submit {id}` again — or give the proposal up with `atelier close {id}`",
                     p.base_ref,
@@ -229,7 +230,7 @@ impl GitHubForge {
         }
         if !p.open {
             return Err(refuse(
-                "E_PULL_CLOSED",
+                Code::PullClosed,
                 format!(
                     "pull request #{r}, which carries proposal {id} (recorded by `atelier submit`), was closed on GitHub; expected it open. No new pull request is opened, so that its approvals and rejections stay with the proposal: reopen #{r} on GitHub, then run `atelier submit {id}` again — or give the proposal up with `atelier close {id}`"
                 ),
@@ -284,7 +285,7 @@ impl Forge for GitHubForge {
                 crate::workflow::parse_id(id)?;
                 view.submitted_pulls(id).last().copied().ok_or_else(|| {
                     refuse(
-                        "E_NOT_SUBMITTED",
+                        Code::NotSubmitted,
                         format!(
                             "proposal {id} has no pull request on GitHub yet: `atelier submit {id}` opens one (or name a pull request with --pr N)"
                         ),
@@ -337,7 +338,7 @@ impl Forge for GitHubForge {
         // fork.
         let first = gh.pull(n)?;
         if let Err(r) = self.proposal_shape(&first) {
-            return Err(if r.code == "E_NOT_A_PROPOSAL" {
+            return Err(if r.code == Code::NotAProposal {
                 fail(&first.head_sha, r)
             } else {
                 r.into()
@@ -364,7 +365,7 @@ impl Forge for GitHubForge {
             return Err(fail(
                 &sha,
                 Refusal::new(
-                    "E_NOT_SUBMITTED",
+                    Code::NotSubmitted,
                     format!(
                         "pull request #{n}'s head {sha} is not the head `atelier submit` last recorded for proposal {proposal} ({}): a commit pushed onto the proposal branch by hand, or the branch forced back, cannot pass — publish changes with `atelier submit {proposal}` from the proposal's clone",
                         latest.unwrap_or("none")
@@ -511,7 +512,7 @@ impl Forge for GitHubForge {
         self.client_with_token()?.login()
     }
 
-    fn announce_alarm(&self, n: u64, code: &str, detail: &str) -> Result<()> {
+    fn announce_alarm(&self, n: u64, code: Code, detail: &str) -> Result<()> {
         self.client_with_token()?.post_comment(
             n,
             &format!("⚠️ **Atelier alarm `{code}`**: {detail}. What landed is not what the gate approved; the alarm is recorded in the ledger. Investigate before anything else merges."),
@@ -571,13 +572,13 @@ impl Forge for GitHubForge {
         let (p, created) = match existing {
             Some(p) if p.merged => {
                 return Err(refuse(
-                    "E_NOT_OPEN",
+                    Code::NotOpen,
                     format!("pull request #{} for proposal {id} is already merged", p.number),
                 ))
             }
             Some(p) if !p.open => {
                 return Err(refuse(
-                    "E_NOT_OPEN",
+                    Code::NotOpen,
                     format!(
                         "pull request #{} for proposal {id} was closed on GitHub; reopen it there, or close the proposal with `atelier close {id}`",
                         p.number
@@ -692,7 +693,7 @@ pub fn sync_ledger(ws: &Workspace) -> Result<Result<()>> {
     let gate_machine = ws.gate_key().is_ok();
     let diverged = |o: Oid, why: &str| {
         refuse(
-            "E_LEDGER_DIVERGED",
+            Code::LedgerDiverged,
             format!(
                 "the local ledger ({o}) and remote `{}`'s ({theirs}) disagree: {why}; nothing was recorded — compare them with `git log {o} {theirs}` and `atelier audit verify`",
                 ws.config.forge.remote
@@ -746,7 +747,7 @@ fn checked_remote_ledger(ws: &Workspace, tip: Oid) -> Result<ledger::Snapshot> {
     let snap = ledger::read_at(&ws.repo, tip)?;
     let bad = |why: String| {
         refuse(
-            "E_LEDGER_UNVERIFIED",
+            Code::LedgerUnverified,
             format!(
                 "remote `{}`'s ledger ({tip}) was not taken in: {why}; run `atelier audit verify` on a clone to see what is wrong",
                 ws.config.forge.remote
@@ -865,7 +866,7 @@ pub fn summary_body(eval: &Evaluation) -> String {
         ));
     }
     if !unknown.is_empty() {
-        let mut codes: Vec<&str> = unknown.iter().map(|r| r.code).collect();
+        let mut codes: Vec<&str> = unknown.iter().map(|r| r.code_text()).collect();
         codes.sort();
         codes.dedup();
         t.push_str(&format!(
@@ -879,7 +880,7 @@ pub fn summary_body(eval: &Evaluation) -> String {
             "- {} {}: {}{}\n",
             r.principal.as_deref().unwrap_or("unknown signer"),
             r.decision.map(|v| v.as_str()).unwrap_or("?"),
-            if r.counted { "counted" } else { r.code },
+            if r.counted { "counted" } else { r.code_text() },
             if r.counted || r.detail.is_empty() {
                 String::new()
             } else {
