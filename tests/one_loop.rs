@@ -230,3 +230,44 @@ fn a_proposal_id_names_its_submitted_pull_request_on_github() {
     assert_eq!(by_id["head"], by_pr["head"]);
     assert_eq!(unmet(&by_id), unmet(&by_pr));
 }
+
+#[test]
+fn closing_a_proposal_on_github_closes_its_pull_request_and_publishes_the_ledger() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.run("bot-token", &["close", "1", "--reason", "superseded by 2"])
+        .ok();
+    let pr = hub.emu.pull(n);
+    assert_eq!(pr["state"], "closed", "{pr:#}");
+    assert!(
+        hub.emu
+            .comments(n)
+            .iter()
+            .any(|c| c["body"].as_str().unwrap_or("").contains("superseded by 2")),
+        "the pull request says why"
+    );
+    // The remote's ledger records the close: a fresh clone's audit log shows it.
+    let audit = hub.auditor_clone();
+    let log = hub.env.atelier_in(&audit, &["audit", "log"]).ok();
+    assert!(log.stdout.contains("closed"), "{}", log.stdout);
+    // Closing again, or reopening the pull request on GitHub, changes nothing.
+    hub.run("bot-token", &["close", "1"]).code(1);
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_NOT_OPEN".to_string()), "{v:#}");
+}
+
+#[test]
+fn a_proposal_the_ledger_finished_cannot_be_closed_from_an_edited_record() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    // Someone edits the forge record back to open.
+    let path = env.repo.join(".atelier/forge/pulls/1.json");
+    let record = std::fs::read_to_string(&path).expect("record");
+    std::fs::write(&path, record.replace("\"merged\"", "\"open\"")).expect("write");
+    let run = env.atelier(&["close", &id]).code(1);
+    assert!(run.stderr.contains("E_NOT_OPEN"), "{run:?}");
+    env.atelier(&["audit", "verify"]).ok();
+}

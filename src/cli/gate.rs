@@ -197,7 +197,10 @@ pub struct CloseArgs {
 
 pub fn close(dir: &Path, args: CloseArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
-    workflow::close(&ws, &args.id, args.reason, now()?)?;
+    let closed = workflow::close(&ws, &args.id, args.reason, now()?)?;
+    for note in &closed.notes {
+        eprintln!("note: {note}");
+    }
     out(&format!("closed proposal {}\n", args.id))?;
     Ok(ExitCode::SUCCESS)
 }

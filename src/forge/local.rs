@@ -266,6 +266,11 @@ impl Forge for LocalForge {
         Ok(())
     }
 
+    /// This clone's record is the pull request: `close` already marked it.
+    fn withdraw(&self, _: &LedgerView, _: &str, _: Option<&str>) -> Result<()> {
+        Ok(())
+    }
+
     fn publish_proposal(
         &self,
         ws: &Workspace,

@@ -234,6 +234,8 @@ pub trait Forge {
     fn own_account(&self) -> Result<Option<String>>;
     /// Says on the pull request that an alarm was raised (best effort is the caller's choice).
     fn announce_alarm(&self, pull: u64, code: Code, detail: &str) -> Result<()>;
+    /// Closes the pull request that carries a proposal given up with `close`.
+    fn withdraw(&self, view: &LedgerView, proposal: &str, reason: Option<&str>) -> Result<()>;
     /// Publishes a proposal (`submit`): pushes its branch and opens or updates its pull request.
     fn publish_proposal(
         &self,

@@ -556,23 +556,51 @@ pub(super) fn checkout_merged(repo: &git2::Repository) -> Result<()> {
     Ok(())
 }
 
-pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -> Result<()> {
+/// What `close` did.
+pub struct Closed {
+    /// Notes for the operator (e.g. a pull request the forge would not close).
+    pub notes: Vec<String>,
+}
+
+/// Gives a proposal up: records `closed` in the ledger (which no forge record can reopen),
+/// marks this clone's record, publishes the ledger, and closes the pull request on the forge.
+pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -> Result<Closed> {
     let _lock = ws.lock()?;
     let pull = ws.pull(id)?;
-    if pull.state != PullState::Open {
+    ws.forge.sync(ws, true)?;
+    let view = ws.view()?;
+    if pull.state != PullState::Open || view.finished(&pull.proposal) {
         return Err(refuse(
             Code::NotOpen,
-            format!("proposal {id} is already {}", pull.state.as_str()),
+            format!(
+                "proposal {id} is already {}",
+                if pull.state == PullState::Open {
+                    "merged or closed (by the ledger)"
+                } else {
+                    pull.state.as_str()
+                }
+            ),
         ));
     }
-    ws.forge
-        .set_state(pull.number, PullState::Closed, None, reason.clone())?;
     ws.record(
         vec![Event::Closed {
             proposal: pull.proposal.clone(),
-            reason,
+            reason: reason.clone(),
         }],
         now,
     )?;
-    Ok(())
+    ws.forge
+        .set_state(pull.number, PullState::Closed, None, reason.clone())?;
+    let mut notes = Vec::new();
+    if let Err(e) = ws.forge.publish_ledger(ws) {
+        notes.push(format!(
+            "the ledger records the close but was not pushed ({e:#}); the next command that pushes it catches up"
+        ));
+    }
+    if let Err(e) = ws.forge.withdraw(&view, &pull.proposal, reason.as_deref()) {
+        notes.push(format!(
+            "the forge's pull request stays open ({e:#}): close it there; the gate refuses it whatever its state (E_NOT_OPEN)"
+        ));
+    }
+    Ok(Closed { notes })
 }

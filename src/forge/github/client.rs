@@ -383,6 +383,17 @@ impl GitHub {
         Ok(RemotePull::from(p))
     }
 
+    pub fn close_pull(&self, n: u64) -> Result<()> {
+        let _: GhPull = self.json(Call {
+            method: Method::PATCH,
+            path: self.repo_path(&format!("/pulls/{n}")),
+            body: Some(json!({"state": "closed"})),
+            what: &format!("close pull request #{n}"),
+            permission: "Pull requests: write",
+        })?;
+        Ok(())
+    }
+
     pub fn add_label(&self, n: u64, label: &str) -> Result<()> {
         let _: Vec<Value> = self.json(Call {
             method: Method::POST,

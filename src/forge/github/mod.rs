@@ -520,6 +520,25 @@ impl Forge for GitHubForge {
         Ok(())
     }
 
+    /// Closes the pull request `submit` last recorded for the proposal, saying why.
+    fn withdraw(&self, view: &LedgerView, proposal: &str, reason: Option<&str>) -> Result<()> {
+        let Some(&n) = view.submitted_pulls(proposal).last() else {
+            return Ok(());
+        };
+        let gh = self.client_with_token()?;
+        if !gh.pull(n)?.open {
+            return Ok(());
+        }
+        gh.post_comment(
+            n,
+            &format!(
+                "Proposal {proposal} was closed with `atelier close`{}. The ledger records it: no approval can merge it now.",
+                reason.map(|r| format!(": {}", clip(r, 500))).unwrap_or_default()
+            ),
+        )?;
+        gh.close_pull(n)
+    }
+
     /// Pushes the proposal's branch with the user's `git push`, opens (or updates) its pull
     /// request with the rendered body and the label.
     fn publish_proposal(
