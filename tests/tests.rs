@@ -20,3 +20,4 @@ mod plans;
 mod signers_vs_sshkeygen;
 mod tidy;
 mod tokens;
+mod review_one_loop;

@@ -1,0 +1,91 @@
+//! Regression tests from the adversarial review of the one-loop unification (GitHub and local
+//! forges behind one `Forge` trait). Each test states the property it checks; the report lists
+//! which of them fail on the reviewed commit.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::github::Hub;
+use crate::support::{token_codes, unmet, Env};
+
+const BOT: &str = "bot-token";
+
+fn pull_file(env: &Env, n: u64) -> PathBuf {
+    env.repo.join(format!(".atelier/forge/pulls/{n}.json"))
+}
+
+fn edit_record(env: &Env, n: u64, f: impl FnOnce(&mut Value)) {
+    let path = pull_file(env, n);
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("record")).expect("json");
+    f(&mut v);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).expect("json")).expect("write");
+}
+
+/// Local forge: a record copied over another number (`2.json` := `1.json`) must not make
+/// `merge 2` merge proposal 1 and record it in the ledger as "proposal 1 through pull request
+/// 2", a merge `audit verify` then reports for good (E_MERGE_MISMATCH). The old code recorded
+/// the record's own number; the new loop records the number the command was given.
+#[test]
+fn a_record_copied_over_another_number_never_makes_the_gate_write_a_mismatched_merge() {
+    let env = Env::new();
+    let one = env.propose_code();
+    let two = env.propose(&[("README.md", "# demo, more\n")], "Docs");
+    assert_eq!((one.as_str(), two.as_str()), ("1", "2"));
+    std::fs::copy(pull_file(&env, 1), pull_file(&env, 2)).expect("copy");
+    // Whatever `approve 2` and `merge 2` do, the ledger the gate writes must audit clean.
+    let _ = env.approve("2", "alice");
+    let merge = env.atelier(&["merge", "2"]);
+    let audit = env.atelier(&["audit", "verify"]);
+    assert!(
+        !audit.stdout.contains("E_MERGE_MISMATCH") && !audit.stderr.contains("E_MERGE_MISMATCH"),
+        "merge 2 said: {}{}\naudit: {}{}",
+        merge.stdout,
+        merge.stderr,
+        audit.stdout,
+        audit.stderr
+    );
+}
+
+/// Local forge: `gate N` / `merge N` must judge proposal N, not whatever proposal the file
+/// `N.json` names: the number the operator gives is the proposal they mean.
+#[test]
+fn merge_by_id_refuses_a_record_that_names_another_proposal() {
+    let env = Env::new();
+    env.propose_code();
+    env.propose(&[("README.md", "# demo, more\n")], "Docs");
+    env.approve("1", "alice").ok();
+    std::fs::copy(pull_file(&env, 1), pull_file(&env, 2)).expect("copy");
+    let merge = env.atelier(&["merge", "2"]);
+    assert_eq!(merge.code, 1, "{merge:?}");
+    assert!(merge.stderr.contains("E_FORGE_STATE"), "{merge:?}");
+}
+
+/// GitHub: the proposer never counts. `submit` copies the proposer from this clone's forge
+/// record (which anyone with write access to the gate clone can edit) into the `submitted`
+/// entry, and the gate prefers that entry to the ledger's `proposal-opened` one. Clearing the
+/// proposer in `.atelier/forge/pulls/1.json` before `submit` lets the proposer approve their
+/// own proposal alone. (Pre-existing: the old `submit` did the same.)
+#[test]
+fn on_github_an_edited_forge_record_cannot_clear_the_proposer() {
+    let hub = Hub::new();
+    // Alice proposes (her address is the proposer), on the gate machine.
+    hub.env
+        .git(&["config", "user.email", "alice@example.org"]);
+    let id = hub.env.propose_code();
+    edit_record(&hub.env, 1, |v| v["proposer"] = Value::Null);
+    let n = hub.run(BOT, &["submit", &id, "--json"]).ok().json()["pull"]
+        .as_u64()
+        .expect("pull");
+    hub.approve(n, "alice", &[]);
+    let (code, v) = hub.gate(n);
+    assert_eq!(
+        code,
+        1,
+        "the proposer's own approval was counted: unmet {:?}, tokens {:?}",
+        unmet(&v),
+        token_codes(&v)
+    );
+    assert!(token_codes(&v).contains(&"E_PROPOSER_SIGNER".to_string()), "{v}");
+}
