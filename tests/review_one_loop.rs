@@ -71,8 +71,7 @@ fn merge_by_id_refuses_a_record_that_names_another_proposal() {
 fn on_github_an_edited_forge_record_cannot_clear_the_proposer() {
     let hub = Hub::new();
     // Alice proposes (her address is the proposer), on the gate machine.
-    hub.env
-        .git(&["config", "user.email", "alice@example.org"]);
+    hub.env.git(&["config", "user.email", "alice@example.org"]);
     let id = hub.env.propose_code();
     edit_record(&hub.env, 1, |v| v["proposer"] = Value::Null);
     let n = hub.run(BOT, &["submit", &id, "--json"]).ok().json()["pull"]
@@ -87,5 +86,35 @@ fn on_github_an_edited_forge_record_cannot_clear_the_proposer() {
         unmet(&v),
         token_codes(&v)
     );
-    assert!(token_codes(&v).contains(&"E_PROPOSER_SIGNER".to_string()), "{v}");
+    assert!(
+        token_codes(&v).contains(&"E_PROPOSER_SIGNER".to_string()),
+        "{v}"
+    );
+}
+
+/// GitHub: `submit` trusts this clone's forge record for the branch it publishes. A record of
+/// proposal 2 edited to name `atelier/proposals/1` makes `submit 2` retitle proposal 1's pull
+/// request with proposal 2's title and record it in the ledger as proposal 2's pull request, so
+/// that from then on `gate 2` / `merge 2` (the new proposal-id addressing) judge and merge
+/// proposal 1. `submit` should check the record against the ledger (`E_FORGE_STATE`), as the
+/// local forge's `checked_record` does.
+#[test]
+fn on_github_submit_refuses_a_record_that_names_another_proposals_branch() {
+    let hub = Hub::new();
+    let n1 = hub.submitted();
+    let two = hub
+        .env
+        .propose(&[("README.md", "# demo, more\n")], "Docs only");
+    assert_eq!(two, "2");
+    edit_record(&hub.env, 2, |v| {
+        v["head_branch"] = Value::String("atelier/proposals/1".into())
+    });
+    let submit = hub.run(BOT, &["submit", "2", "--json"]);
+    let gate = hub.run(BOT, &["gate", "2", "--json"]);
+    assert!(
+        submit.code == 1 && submit.stderr.contains("E_FORGE_STATE"),
+        "submit 2 with a record naming proposal 1's branch: {submit:?}\n#{n1} title now {:?}\n`gate 2` judged proposal {:?}",
+        hub.emu.pull(n1)["title"],
+        gate.json()["proposal"]
+    );
 }
