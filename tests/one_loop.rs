@@ -217,7 +217,7 @@ fn a_proposal_id_names_its_submitted_pull_request_on_github() {
     let id = hub.env.propose_code();
     // Not submitted yet: there is no pull request to judge.
     let run = hub.run("bot-token", &["gate", &id]).code(1);
-    assert!(run.stderr.contains("E_NOT_SUBMITTED"), "{run:?}");
+    assert!(run.stderr.contains("E_NOT_PUBLISHED"), "{run:?}");
     assert!(run.stderr.contains("atelier submit"), "{run:?}");
     let n = hub.run("bot-token", &["submit", &id, "--json"]).ok().json()["pull"]
         .as_u64()

@@ -118,3 +118,45 @@ fn on_github_submit_refuses_a_record_that_names_another_proposals_branch() {
         gate.json()["proposal"]
     );
 }
+
+/// GitHub: a head `submit` never published is refused from GitHub's record, before its commits
+/// are fetched (a huge pushed head would otherwise hold the lock and the one `serve` worker).
+#[test]
+fn on_github_a_head_pushed_by_hand_is_refused_before_it_is_fetched() {
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.gate(n);
+    let private = format!("refs/atelier/github/pull/{n}/head");
+    let fetched = hub.env.git(&["rev-parse", &private]);
+    hub.push_onto("atelier/proposals/1");
+    let gate = hub.run(BOT, &["gate", "--pr", &n.to_string()]).code(1);
+    assert!(gate.stderr.contains("E_NOT_SUBMITTED"), "{}", gate.stderr);
+    assert_eq!(hub.status(&hub.head(n)).expect("status").0, "failure");
+    assert_eq!(
+        hub.env.git(&["rev-parse", &private]),
+        fetched,
+        "the hand-pushed head was fetched"
+    );
+}
+
+/// A proposal id names that proposal on every forge: on GitHub, a pull request whose branch
+/// carries another proposal is refused, whatever mapping led to it.
+#[test]
+fn a_proposal_id_never_judges_another_proposal() {
+    let env = Env::new();
+    env.propose_code();
+    env.propose(&[("README.md", "# demo, more\n")], "Docs");
+    env.approve("1", "alice").ok();
+    edit_record(&env, 2, |v| {
+        v["head_branch"] = Value::String("atelier/proposals/1".into());
+        v["proposal"] = Value::String("1".into());
+    });
+    let before = env.git(&["rev-parse", "main"]);
+    for cmd in ["gate", "merge"] {
+        let run = env.atelier(&[cmd, "2"]);
+        assert_eq!(run.code, 1, "{cmd}: {run:?}");
+        assert!(run.stderr.contains("E_FORGE_STATE"), "{cmd}: {run:?}");
+    }
+    assert_eq!(env.git(&["rev-parse", "main"]), before, "nothing merged");
+    env.atelier(&["audit", "verify"]).ok();
+}

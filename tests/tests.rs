@@ -17,7 +17,7 @@ mod hardening;
 mod merge;
 mod one_loop;
 mod plans;
+mod review_one_loop;
 mod signers_vs_sshkeygen;
 mod tidy;
 mod tokens;
-mod review_one_loop;

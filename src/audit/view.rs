@@ -136,27 +136,10 @@ impl LedgerView {
         out
     }
 
-    /// Who proposed `proposal` as pull request `n`: what `submit` recorded, else `propose`.
-    pub fn recorded_proposer(&self, proposal: &str, n: u64) -> Option<String> {
-        let mut submitted = None;
-        let mut opened = None;
-        for event in &self.events {
-            match event {
-                Event::Submitted {
-                    proposal: p,
-                    pull,
-                    proposer,
-                    ..
-                } if p == proposal && *pull == n => submitted = Some(proposer.clone()),
-                Event::ProposalOpened {
-                    proposal: p,
-                    proposer,
-                    ..
-                } if p == proposal => opened = Some(proposer.clone()),
-                _ => {}
-            }
-        }
-        submitted.or(opened).flatten()
+    /// Who proposed `proposal`: what `propose` recorded when it opened it (as audit reads it),
+    /// never a later entry a forge record could have shaped.
+    pub fn recorded_proposer(&self, proposal: &str) -> Option<String> {
+        self.opened(proposal).and_then(|o| o.proposer)
     }
 
     /// Every token the ledger recorded for `proposal`, on any of its pull requests.

@@ -82,10 +82,12 @@ enum Command {
 
 /// A line for the operator on stderr, for long-running commands (`serve`) whose loop lives
 /// outside `cli/`.
+/// Never panics: a closed stderr (a restarted log collector) must not stop a server.
 macro_rules! note {
-    ($($arg:tt)*) => {
-        eprintln!($($arg)*)
-    };
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
 }
 pub(crate) use note;
 

@@ -160,7 +160,19 @@ impl Forge for LocalForge {
         _: Publish,
         delivered: Vec<Comment>,
     ) -> Result<Carried> {
-        let (mut pull, base, head) = crate::workflow::checked_record(ws, view, self.get(n)?)?;
+        let record = self.get(n)?;
+        if record.number != n || record.proposal != n.to_string() {
+            return Err(crate::workflow::refuse(
+                Code::ForgeState,
+                format!(
+                    "{} names pull request {} of proposal {}, not {n}: the forge record was edited",
+                    self.path(n).display(),
+                    record.number,
+                    record.proposal
+                ),
+            ));
+        }
+        let (mut pull, base, head) = crate::workflow::checked_record(ws, view, record)?;
         pull.comments.extend(delivered);
         Ok(Carried {
             pull,

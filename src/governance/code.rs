@@ -89,6 +89,7 @@ codes! {
     LandedParentsMismatch = "E_LANDED_PARENTS_MISMATCH",
     LandedNotTip = "E_LANDED_NOT_TIP",
     NotSubmitted = "E_NOT_SUBMITTED",
+    NotPublished = "E_NOT_PUBLISHED",
     LedgerDiverged = "E_LEDGER_DIVERGED",
     MergedOutsideGate = "E_MERGED_OUTSIDE_GATE",
     LedgerUnverified = "E_LEDGER_UNVERIFIED",

@@ -116,6 +116,8 @@ pub fn approve(
     let carried = ws
         .forge
         .carried(ws, &view, n, super::Publish::Nothing, Vec::new())?;
+    super::gate::check_addressed(addr, &carried)?;
+    let n = carried.pull.number;
     let pull = carried.pull.clone();
     if pull.state != PullState::Open || view.finished(&pull.proposal) {
         return Err(refuse(

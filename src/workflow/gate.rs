@@ -130,6 +130,7 @@ pub(super) fn judge(
 ) -> Result<GateRun> {
     let n = ws.pull_for(view, addr)?;
     let carried = ws.forge.carried(ws, view, n, publish, delivered)?;
+    check_addressed(addr, &carried)?;
     let eval = evaluate_at(ws, view, carried.pull, carried.base, carried.head, now)?;
     let (status, description) = status_for(&eval);
     let mut recorded = 0;
@@ -183,6 +184,22 @@ pub(super) fn judge(
         published,
         notes,
     })
+}
+
+/// A proposal named by its id must be the one the forge's pull request carries (its branch
+/// names the proposal): an edited record or a hand-made mapping never makes `gate 2` judge, or
+/// `merge 2` merge, proposal 1.
+pub(super) fn check_addressed(addr: &Addr, carried: &crate::forge::Carried) -> Result<()> {
+    match addr {
+        Addr::Proposal(id) if *id != carried.pull.proposal => Err(super::refuse(
+            Code::ForgeState,
+            format!(
+                "proposal {id} resolves to pull request #{}, which carries proposal {}: the forge record or the pull request was edited",
+                carried.pull.number, carried.pull.proposal
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The `gate-decision` entry for an evaluation.

@@ -122,6 +122,7 @@ pub fn merge(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome
         return Ok(MergeOutcome::Refused(Box::new(run)));
     }
     let eval = &run.eval;
+    let n = eval.pull.number;
     let tree = eval
         .merge_tree
         .expect("an allowed decision always has a merge tree");
@@ -294,8 +295,9 @@ fn alarm(
         now,
     );
     if let Err(e) = recorded {
-        return e.context(format!(
-            "{code}: {detail} — and the alarm could not be recorded"
+        return e.context(super::Refusal::new(
+            code,
+            format!("{detail} — and the alarm could not be recorded"),
         ));
     }
     let pushed = ws.forge.publish_ledger(ws);
@@ -456,6 +458,14 @@ fn follow(
                 "your checkout of {branch} has local changes (or untracked or ignored files where the merge writes files), so it was left alone; `git pull` brings it to {merged}"
             )
         }
+    };
+    // Where the forge merged elsewhere, the checkout is looked at now, after the forge
+    // answered (files may have been edited meanwhile); where the merge moved the branch here,
+    // only the look taken before the move can tell.
+    let clean = if moved_here {
+        clean
+    } else {
+        checkout_is_clean(ws, ws.repo.find_commit(merged)?.tree_id())?
     };
     if clean == Some(false) {
         return Ok((false, Some(left_alone())));

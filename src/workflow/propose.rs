@@ -188,9 +188,21 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
 /// updates its pull request) and records the pull request and head in the ledger.
 pub fn submit(ws: &Workspace, id: &str, now: Timestamp) -> Result<crate::forge::Published> {
     let _lock = ws.lock()?;
-    let pull = ws.pull(id)?;
     ws.forge.sync(ws, true)?;
     let view = ws.view()?;
+    // The record must be the one the ledger opened: its number, branch and (from the ledger)
+    // proposer; an edited record can neither publish another proposal's branch under this id
+    // nor clear who proposed it.
+    let (pull, _, _) = super::checked_record(ws, &view, ws.pull(id)?)?;
+    if pull.proposal != id {
+        return Err(super::refuse(
+            Code::ForgeState,
+            format!(
+                "the forge record of proposal {id} names proposal {}; the forge record was edited",
+                pull.proposal
+            ),
+        ));
+    }
     if pull.state != PullState::Open || view.finished(&pull.proposal) {
         return Err(super::refuse(
             Code::NotOpen,

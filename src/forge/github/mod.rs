@@ -285,7 +285,7 @@ impl Forge for GitHubForge {
                 crate::workflow::parse_id(id)?;
                 view.submitted_pulls(id).last().copied().ok_or_else(|| {
                     refuse(
-                        Code::NotSubmitted,
+                        Code::NotPublished,
                         format!(
                             "proposal {id} has no pull request on GitHub yet: `atelier submit {id}` opens one (or name a pull request with --pr N)"
                         ),
@@ -344,6 +344,17 @@ impl Forge for GitHubForge {
                 r.into()
             });
         }
+        // Only a head `submit` published is worth fetching: anything else is refused first,
+        // from GitHub's record alone (and again below, on what was fetched).
+        if let Ok(proposal) = self.proposal_shape(&first) {
+            let latest = view.latest_submitted(&proposal, n);
+            if latest != Some(first.head_sha.as_str()) {
+                return Err(fail(
+                    &first.head_sha,
+                    not_submitted(n, &first.head_sha, &proposal, latest),
+                ));
+            }
+        }
         let (p, base, head) = self.pull_and_tips(ws, n)?;
         let sha = head.to_string();
         let editable = gh.comments(n)?;
@@ -355,23 +366,10 @@ impl Forge for GitHubForge {
             }
         }
         let proposal = self.proposal_shape(&p)?;
-        // Only a head `atelier submit` published for this proposal and pull request can pass:
-        // a push by anyone else onto the proposal branch (an approver approving their own
-        // commit, say) is refused, and so is a pull request opened by hand from an
-        // `atelier/proposals/` branch. Only the latest: a branch forced back to an earlier
-        // submitted head must not revive it.
+        // The head fetched, too, must be the one `submit` last published (`not_submitted`).
         let latest = view.latest_submitted(&proposal, n);
         if latest != Some(sha.as_str()) {
-            return Err(fail(
-                &sha,
-                Refusal::new(
-                    Code::NotSubmitted,
-                    format!(
-                        "pull request #{n}'s head {sha} is not the head `atelier submit` last recorded for proposal {proposal} ({}): a commit pushed onto the proposal branch by hand, or the branch forced back, cannot pass — publish changes with `atelier submit {proposal}` from the proposal's clone",
-                        latest.unwrap_or("none")
-                    ),
-                ),
-            ));
+            return Err(fail(&sha, not_submitted(n, &sha, &proposal, latest)));
         }
         let state = if p.merged {
             PullState::Merged
@@ -387,7 +385,7 @@ impl Forge for GitHubForge {
             head_branch: p.head_ref.clone(),
             base_branch: p.base_ref.clone(),
             state,
-            proposer: view.recorded_proposer(&proposal, n),
+            proposer: view.recorded_proposer(&proposal),
             created: p.created,
             record: String::new(),
             comments: carried,
@@ -826,6 +824,20 @@ pub fn push_ledger(ws: &Workspace) -> Result<()> {
         ],
     )
     .context("pushing refs/atelier/ledger (the remote's ledger must be an ancestor of this one)")
+}
+
+/// Only a head `atelier submit` published for this proposal and pull request can pass: a push
+/// by anyone else onto the proposal branch (an approver approving their own commit, say) is
+/// refused, and so is a pull request opened by hand from an `atelier/proposals/` branch. Only
+/// the latest: a branch forced back to an earlier submitted head must not revive it.
+fn not_submitted(n: u64, sha: &str, proposal: &str, latest: Option<&str>) -> Refusal {
+    Refusal::new(
+        Code::NotSubmitted,
+        format!(
+            "pull request #{n}'s head {sha} is not the head `atelier submit` last recorded for proposal {proposal} ({}): a commit pushed onto the proposal branch by hand, or the branch forced back, cannot pass — publish changes with `atelier submit {proposal}` from the proposal's clone",
+            latest.unwrap_or("none")
+        ),
+    )
 }
 
 /// The proposal id of an `atelier/proposals/<id>` branch.

@@ -241,6 +241,8 @@ struct Shared {
     queue: Mutex<Queue>,
     /// Wakes the worker when there is work.
     wake: std::sync::Condvar,
+    /// Whether the worker is running (`/healthz` says so).
+    worker_alive: std::sync::atomic::AtomicBool,
     budget: tokio::sync::Semaphore,
     timeouts: Timeouts,
     /// Connections that have not delivered a signed request yet, oldest first, with the means
@@ -304,6 +306,16 @@ impl Shared {
     /// The one worker: evaluations run one at a time (they take the repository lock anyway),
     /// draining the queue until the server stops.
     fn work(self: Arc<Self>) {
+        /// Marks the worker gone however it ends.
+        struct Alive<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Alive<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        self.worker_alive
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _alive = Alive(&self.worker_alive);
         loop {
             let next = {
                 let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -318,13 +330,17 @@ impl Shared {
                     q = self.wake.wait(q).unwrap_or_else(|e| e.into_inner());
                 }
             };
-            match next {
+            // One evaluation that panics must not stop the others.
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match next {
                 None => {
                     if let Err(e) = self.regate_all() {
                         crate::cli::note!("re-evaluating open proposals after a push: {e:#}");
                     }
                 }
                 Some((n, e)) => self.evaluate_pull(n, e),
+            }));
+            if done.is_err() {
+                crate::cli::note!("an evaluation panicked; the worker goes on with the next");
             }
         }
     }
@@ -507,6 +523,15 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     if req.method() == Method::GET && req.uri().path() == "/healthz" {
+        if !shared
+            .worker_alive
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Ok(reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the evaluation worker is not running",
+            ));
+        }
         return Ok(reply(StatusCode::OK, "ok"));
     }
     if req.method() != Method::POST {
@@ -617,6 +642,7 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
         seen: Mutex::new((HashSet::new(), VecDeque::new())),
         queue: Mutex::new(Queue::default()),
         wake: std::sync::Condvar::new(),
+        worker_alive: std::sync::atomic::AtomicBool::new(true),
         budget: tokio::sync::Semaphore::new(BODY_BUDGET),
         timeouts,
         unproven: Mutex::new(std::collections::BTreeMap::new()),
