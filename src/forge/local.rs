@@ -160,19 +160,20 @@ impl Forge for LocalForge {
         _: Publish,
         delivered: Vec<Comment>,
     ) -> Result<Carried> {
-        let record = self.get(n)?;
-        if record.number != n || record.proposal != n.to_string() {
+        let (mut pull, base, head) = crate::workflow::checked_record(ws, view, self.get(n)?)?;
+        // The record must also be the one its number names (a record copied over another's
+        // file is consistent with the ledger, but for another proposal).
+        if pull.number != n || pull.proposal != n.to_string() {
             return Err(crate::workflow::refuse(
                 Code::ForgeState,
                 format!(
-                    "{} names pull request {} of proposal {}, not {n}: the forge record was edited",
+                    "{} holds the record of pull request {} (proposal {}), not of {n}: the forge record was edited",
                     self.path(n).display(),
-                    record.number,
-                    record.proposal
+                    pull.number,
+                    pull.proposal
                 ),
             ));
         }
-        let (mut pull, base, head) = crate::workflow::checked_record(ws, view, record)?;
         pull.comments.extend(delivered);
         Ok(Carried {
             pull,

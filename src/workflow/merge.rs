@@ -609,7 +609,8 @@ pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -
     }
     if let Err(e) = ws.forge.withdraw(&view, &pull.proposal, reason.as_deref()) {
         notes.push(format!(
-            "the forge's pull request stays open ({e:#}): close it there; the gate refuses it whatever its state (E_NOT_OPEN)"
+            "the forge's pull request stays open ({e:#}): close it there; the gate refuses it whatever its state ({})",
+            Code::NotOpen
         ));
     }
     Ok(Closed { notes })
