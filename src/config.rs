@@ -149,7 +149,8 @@ pub struct RoleConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ForgeConfig {
-    /// `local` (the embedded default: pull requests kept under .atelier/forge).
+    /// `local` (the embedded default: pull requests kept under .atelier/forge) or `github`
+    /// (docs/github.md); `Workspace::open` picks the forge from it.
     #[serde(default = "default_kind")]
     pub kind: String,
     /// The repository's name as approval tokens bind it.
@@ -163,7 +164,7 @@ pub struct ForgeConfig {
     /// GitHub only: the git remote proposal branches are pushed to and fetched from.
     #[serde(default = "default_remote")]
     pub remote: String,
-    /// GitHub only: `manual` (someone runs `atelier merge --pr`) or `auto` (`atelier serve`
+    /// GitHub only: `manual` (someone runs `atelier merge`) or `auto` (`atelier serve`
     /// merges as soon as the gate passes).
     #[serde(default = "default_merge")]
     pub merge: String,

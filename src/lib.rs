@@ -1,9 +1,10 @@
 //! Atelier: a self-improving agent swarm behind a human-signed governance gate.
 //!
 //! Start with ARCHITECTURE.md for the codemap and invariants. In short: `governance` decides
-//! (pure), `workflow` gathers data and acts, `forge` keeps pull requests, `audit` keeps and
-//! verifies the ledger, `git` holds the repository operations the others share, and `cli` is the
-//! only module that prints.
+//! (pure), `workflow` gathers data and acts (one loop for every forge), `forge` carries pull
+//! requests (local or GitHub, behind the `Forge` trait), `audit` keeps and verifies the ledger,
+//! `git` holds the repository operations the others share, and `cli` is the only module that
+//! prints.
 
 pub mod agent;
 pub mod audit;

@@ -2,7 +2,8 @@
 //!
 //! Everything here is pure — no IO, no async, no network, no clock: time is passed in and
 //! files arrive as bytes — so it can be tested with plain data and later become its own crate.
-//! The CLI and the forge gather the inputs; this module only decides.
+//! `workflow` and `audit` gather the inputs (from git, the forge and the ledger); this module
+//! only decides.
 
 pub mod allowed_signers;
 pub mod code;

@@ -2,7 +2,7 @@
 //! path glob (`policies/governance.toml`), the approvers' keys (`policies/allowed_signers`) and
 //! the gate's own public key (`policies/gate_key.pub`). Also the policy digest a token binds.
 //!
-//! Pure: callers hand in file bytes (the CLI reads them from git through git2). A policy that
+//! Pure: callers hand in file bytes (`git::policy_files` reads them at a commit). A policy that
 //! does not parse is an error value the gate turns into a refusal — it fails closed.
 
 use globset::{GlobSet, GlobSetBuilder};
