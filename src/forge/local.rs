@@ -22,13 +22,27 @@ use crate::governance::token::RawToken;
 use crate::governance::Code;
 use crate::workflow::{Evaluation, GateStatus, Publish, Workspace};
 
-pub struct LocalForge {
+/// This clone's records of the proposals it opened, one JSON file per pull request, on every
+/// forge (on GitHub they are what `propose` made and `submit` publishes).
+#[derive(Clone)]
+pub struct Records {
     dir: PathBuf,
 }
 
+/// The local forge: the records are the pull requests.
+pub struct LocalForge {
+    records: Records,
+}
+
 impl LocalForge {
-    pub fn new(atelier_dir: PathBuf) -> LocalForge {
-        LocalForge {
+    pub fn new(records: Records) -> LocalForge {
+        LocalForge { records }
+    }
+}
+
+impl Records {
+    pub fn new(atelier_dir: PathBuf) -> Records {
+        Records {
             dir: atelier_dir.join("forge").join("pulls"),
         }
     }
@@ -44,16 +58,13 @@ impl LocalForge {
     }
 }
 
-impl Forge for LocalForge {
-    fn kind(&self) -> ForgeKind {
-        ForgeKind::Local
-    }
-
-    fn next_number(&self) -> Result<u64, ForgeError> {
+impl Records {
+    /// The number the next pull request will get.
+    pub fn next_number(&self) -> Result<u64, ForgeError> {
         Ok(self.list()?.iter().map(|p| p.number).max().unwrap_or(0) + 1)
     }
 
-    fn create(&self, pull: &PullRequest) -> Result<(), ForgeError> {
+    pub fn create(&self, pull: &PullRequest) -> Result<(), ForgeError> {
         if self.path(pull.number).exists() {
             return Err(ForgeError::Corrupt {
                 path: self.path(pull.number).display().to_string(),
@@ -63,7 +74,7 @@ impl Forge for LocalForge {
         self.save(pull)
     }
 
-    fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
+    pub fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
         let path = self.path(number);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
@@ -83,7 +94,7 @@ impl Forge for LocalForge {
         })
     }
 
-    fn list(&self) -> Result<Vec<PullRequest>, ForgeError> {
+    pub fn list(&self) -> Result<Vec<PullRequest>, ForgeError> {
         let mut out = Vec::new();
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(e) => e,
@@ -108,7 +119,7 @@ impl Forge for LocalForge {
         Ok(out)
     }
 
-    fn comment(
+    pub fn comment(
         &self,
         number: u64,
         author: &str,
@@ -127,7 +138,7 @@ impl Forge for LocalForge {
         Ok(comment)
     }
 
-    fn set_state(
+    pub fn set_state(
         &self,
         number: u64,
         state: PullState,
@@ -139,6 +150,12 @@ impl Forge for LocalForge {
         pull.merge_commit = merge_commit;
         pull.closed_reason = reason;
         self.save(&pull)
+    }
+}
+
+impl Forge for LocalForge {
+    fn kind(&self) -> ForgeKind {
+        ForgeKind::Local
     }
 
     fn pull_for(&self, _: &LedgerView, addr: &Addr) -> Result<u64> {
@@ -160,7 +177,8 @@ impl Forge for LocalForge {
         _: Publish,
         delivered: Vec<Comment>,
     ) -> Result<Carried> {
-        let (mut pull, base, head) = crate::workflow::checked_record(ws, view, self.get(n)?)?;
+        let (mut pull, base, head) =
+            crate::workflow::checked_record(ws, view, self.records.get(n)?)?;
         // The record must also be the one its number names (a record copied over another's
         // file is consistent with the ledger, but for another proposal).
         if pull.number != n || pull.proposal != n.to_string() {
@@ -168,7 +186,7 @@ impl Forge for LocalForge {
                 Code::ForgeState,
                 format!(
                     "{} holds the record of pull request {} (proposal {}), not of {n}: the forge record was edited",
-                    self.path(n).display(),
+                    self.records.path(n).display(),
                     pull.number,
                     pull.proposal
                 ),
@@ -212,7 +230,7 @@ impl Forge for LocalForge {
             .ok()
             .and_then(|c| c.get_string("user.email").ok())
             .unwrap_or_else(|| "unknown".into());
-        let c = self.comment(n, &author, body, now)?;
+        let c = self.records.comment(n, &author, body, now)?;
         Ok(Posted {
             comment: c.id,
             url: None,

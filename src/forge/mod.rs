@@ -154,31 +154,11 @@ pub struct Posted {
     pub url: Option<String>,
 }
 
-/// What a forge does for the governed loop, in the order a command uses it. The records of
-/// proposals this clone opened (`next_number` … `set_state`) are kept per clone on every forge;
-/// the rest is where the forges differ.
+/// What a forge does for the governed loop, in the order a command uses it: where the forges
+/// differ. The records of the proposals this clone opened are the same on every forge
+/// ([`local::Records`], `Workspace::records`).
 pub trait Forge {
     fn kind(&self) -> ForgeKind;
-
-    /// The number the next pull request will get.
-    fn next_number(&self) -> Result<u64, ForgeError>;
-    fn create(&self, pull: &PullRequest) -> Result<(), ForgeError>;
-    fn get(&self, number: u64) -> Result<PullRequest, ForgeError>;
-    fn list(&self) -> Result<Vec<PullRequest>, ForgeError>;
-    fn comment(
-        &self,
-        number: u64,
-        author: &str,
-        body: &str,
-        at: Timestamp,
-    ) -> Result<Comment, ForgeError>;
-    fn set_state(
-        &self,
-        number: u64,
-        state: PullState,
-        merge_commit: Option<String>,
-        reason: Option<String>,
-    ) -> Result<(), ForgeError>;
 
     /// The pull request a command's address names.
     fn pull_for(&self, view: &LedgerView, addr: &Addr) -> Result<u64>;

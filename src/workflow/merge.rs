@@ -394,8 +394,8 @@ fn conclude(
     ws.forge.publish_ledger(ws)?;
     // This clone's record of the proposal, where it has one, says so too.
     if let Ok(id) = super::parse_id(&intent.proposal) {
-        if ws.forge.get(id).is_ok() {
-            ws.forge
+        if ws.records.get(id).is_ok() {
+            ws.records
                 .set_state(id, PullState::Merged, Some(landed.clone()), None)?;
         }
     }
@@ -599,7 +599,7 @@ pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -
         }],
         now,
     )?;
-    ws.forge
+    ws.records
         .set_state(pull.number, PullState::Closed, None, reason.clone())?;
     let mut notes = Vec::new();
     if let Err(e) = ws.forge.publish_ledger(ws) {

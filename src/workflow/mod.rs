@@ -29,7 +29,7 @@ use crate::audit::view::LedgerView;
 use crate::audit::witness;
 use crate::config::Config;
 use crate::forge::github::GitHubForge;
-use crate::forge::local::LocalForge;
+use crate::forge::local::{LocalForge, Records};
 use crate::forge::{Addr, Forge, PullRequest, PullState};
 use crate::fsutil::Lock;
 use crate::git;
@@ -71,6 +71,9 @@ pub struct Workspace {
     pub root: PathBuf,
     pub repo: Repository,
     pub config: Config,
+    /// This clone's records of the proposals it opened (the same on every forge).
+    pub records: Records,
+    /// Where the forges differ: publishing, carrying tokens, showing verdicts, landing merges.
     pub forge: Box<dyn Forge>,
 }
 
@@ -83,16 +86,17 @@ impl Workspace {
             .to_path_buf();
         check_working_tree(dir, &root)?;
         let config = Config::load(&root)?;
-        let records = LocalForge::new(root.join(".atelier"));
+        let records = Records::new(root.join(".atelier"));
         let forge: Box<dyn Forge> = if config.forge.is_github() {
-            Box::new(GitHubForge::new(records, config.forge.clone()))
+            Box::new(GitHubForge::new(config.forge.clone()))
         } else {
-            Box::new(records)
+            Box::new(LocalForge::new(records.clone()))
         };
         Ok(Workspace {
             root,
             repo,
             config,
+            records,
             forge,
         })
     }
@@ -119,7 +123,7 @@ impl Workspace {
 
     /// Resolves a proposal id (`1`) to this clone's record of it.
     pub fn pull(&self, id: &str) -> Result<PullRequest> {
-        Ok(self.forge.get(parse_id(id)?)?)
+        Ok(self.records.get(parse_id(id)?)?)
     }
 
     /// The pull request an address names, on this workspace's forge.
@@ -668,7 +672,7 @@ pub struct Summary {
 pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
     let view = ws.view()?;
     let mut out = Vec::new();
-    for pull in ws.forge.list()? {
+    for pull in ws.records.list()? {
         let state = pull.state.as_str();
         let id = pull.proposal.clone();
         let title = pull.title.clone();

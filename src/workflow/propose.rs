@@ -93,7 +93,7 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
     // Never reuse an id: not one this clone's forge knows, not one the ledger (which travels
     // between clones) recorded, not one whose branch survived a crash.
     let in_ledger = ws.view()?.next_opened_number();
-    let mut number = ws.forge.next_number()?.max(in_ledger);
+    let mut number = ws.records.next_number()?.max(in_ledger);
     while repo
         .find_reference(&format!("refs/heads/atelier/proposals/{number}"))
         .is_ok()
@@ -174,7 +174,7 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
         merge_commit: None,
         closed_reason: None,
     };
-    ws.forge.create(&pull)?;
+    ws.records.create(&pull)?;
     Ok(Proposed {
         id,
         branch: head_branch,

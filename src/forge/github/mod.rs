@@ -18,10 +18,9 @@ use anyhow::{Context, Result};
 use git2::Oid;
 
 use self::client::{CommitStatus, GitHub, MergeAnswer, RemotePull};
-use super::local::LocalForge;
 use super::{
-    Addr, Carried, Comment, Forge, ForgeError, ForgeKind, ForgeMerge, Landing, MergeRequest,
-    Posted, Published, PullRequest, PullState,
+    Addr, Carried, Comment, Forge, ForgeKind, ForgeMerge, Landing, MergeRequest, Posted, Published,
+    PullRequest, PullState,
 };
 use crate::audit::ledger::{self, Event};
 use crate::audit::view::LedgerView;
@@ -66,19 +65,17 @@ gate's summary comment say what is still missing.
 "#;
 
 /// A GitHub repository as the governed loop's forge. The records of the proposals this clone
-/// opened stay in the clone (as on the local forge); pull requests, comments, statuses and
-/// merges are GitHub's. The API client is made at the first call that needs it, so commands
+/// opened stay in the clone (`Workspace::records`, as on the local forge); pull requests,
+/// comments, statuses and merges are GitHub's. The API client is made at the first call that needs it, so commands
 /// that never reach GitHub (`propose`, `proposals`, `show`) need no token.
 pub struct GitHubForge {
-    records: LocalForge,
     config: ForgeConfig,
     client: OnceLock<GitHub>,
 }
 
 impl GitHubForge {
-    pub fn new(records: LocalForge, config: ForgeConfig) -> GitHubForge {
+    pub fn new(config: ForgeConfig) -> GitHubForge {
         GitHubForge {
-            records,
             config,
             client: OnceLock::new(),
         }
@@ -243,37 +240,6 @@ impl GitHubForge {
 impl Forge for GitHubForge {
     fn kind(&self) -> ForgeKind {
         ForgeKind::GitHub
-    }
-
-    fn next_number(&self) -> Result<u64, ForgeError> {
-        self.records.next_number()
-    }
-    fn create(&self, pull: &PullRequest) -> Result<(), ForgeError> {
-        self.records.create(pull)
-    }
-    fn get(&self, number: u64) -> Result<PullRequest, ForgeError> {
-        self.records.get(number)
-    }
-    fn list(&self) -> Result<Vec<PullRequest>, ForgeError> {
-        self.records.list()
-    }
-    fn comment(
-        &self,
-        number: u64,
-        author: &str,
-        body: &str,
-        at: Timestamp,
-    ) -> Result<Comment, ForgeError> {
-        self.records.comment(number, author, body, at)
-    }
-    fn set_state(
-        &self,
-        number: u64,
-        state: PullState,
-        merge_commit: Option<String>,
-        reason: Option<String>,
-    ) -> Result<(), ForgeError> {
-        self.records.set_state(number, state, merge_commit, reason)
     }
 
     /// A pull request number as given; a proposal id names the pull request `submit` last
