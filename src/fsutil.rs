@@ -53,23 +53,66 @@ pub struct Lock {
 }
 
 impl Lock {
-    /// Blocks until the lock at `path` is held.
-    pub fn acquire(path: &Path) -> Result<Lock> {
+    fn open(path: &Path) -> Result<File> {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir)
                 .with_context(|| format!("creating directory {}", dir.display()))?;
         }
-        let file = OpenOptions::new()
+        OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(path)
-            .with_context(|| format!("opening lock file {}", path.display()))?;
+            .with_context(|| format!("opening lock file {}", path.display()))
+    }
+
+    /// Blocks until the lock at `path` is held.
+    pub fn acquire(path: &Path) -> Result<Lock> {
+        let file = Lock::open(path)?;
         file.lock()
             .with_context(|| format!("locking {}", path.display()))?;
         Ok(Lock {
             _file: file,
             path: path.to_path_buf(),
         })
+    }
+
+    /// Waits at most `limit` for the lock at `path` (for a server, which must not wait on a
+    /// stuck holder for ever); calls `waiting` once if it has to wait at all.
+    pub fn acquire_within(
+        path: &Path,
+        limit: std::time::Duration,
+        waiting: impl FnOnce(),
+    ) -> Result<Lock> {
+        const STEP: std::time::Duration = std::time::Duration::from_millis(100);
+        let file = Lock::open(path)?;
+        let mut waited = std::time::Duration::ZERO;
+        let mut waiting = Some(waiting);
+        loop {
+            match file.try_lock() {
+                Ok(()) => {
+                    return Ok(Lock {
+                        _file: file,
+                        path: path.to_path_buf(),
+                    })
+                }
+                Err(fs::TryLockError::WouldBlock) if waited < limit => {
+                    if let Some(w) = waiting.take() {
+                        w();
+                    }
+                    std::thread::sleep(STEP);
+                    waited += STEP;
+                }
+                Err(fs::TryLockError::WouldBlock) => anyhow::bail!(
+                    "{} has been held by another command for {}s: nothing was done; find the command holding it (`fuser {}`) and let it finish or stop it",
+                    path.display(),
+                    limit.as_secs(),
+                    path.display()
+                ),
+                Err(fs::TryLockError::Error(e)) => {
+                    return Err(e).with_context(|| format!("locking {}", path.display()))
+                }
+            }
+        }
     }
 }

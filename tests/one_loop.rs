@@ -271,3 +271,32 @@ fn a_proposal_the_ledger_finished_cannot_be_closed_from_an_edited_record() {
     assert!(run.stderr.contains("E_NOT_OPEN"), "{run:?}");
     env.atelier(&["audit", "verify"]).ok();
 }
+
+#[test]
+fn a_close_the_forge_refused_to_finish_is_finished_by_running_it_again() {
+    use crate::support::github::Fault;
+    let hub = Hub::new();
+    let n = hub.submitted();
+    hub.emu.inject(Fault::Respond {
+        method: "PATCH".into(),
+        path: format!("/repos/acme/widgets/pulls/{n}"),
+        times: 1,
+        status: 422,
+        headers: Vec::new(),
+        body: r#"{"message":"Validation Failed"}"#.into(),
+    });
+    let first = hub.run("bot-token", &["close", "1"]).ok();
+    assert!(
+        first.stderr.contains("run `atelier close 1` again"),
+        "{first:?}"
+    );
+    assert_eq!(hub.emu.pull(n)["state"], "open");
+    // The ledger already says closed: nothing merges meanwhile.
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_NOT_OPEN".to_string()), "{v:#}");
+    hub.run("bot-token", &["close", "1"]).ok();
+    assert_eq!(hub.emu.pull(n)["state"], "closed");
+    let again = hub.run("bot-token", &["close", "1"]).code(1);
+    assert!(again.stderr.contains("E_NOT_OPEN"), "{again:?}");
+}

@@ -171,6 +171,13 @@ impl LedgerView {
         })
     }
 
+    /// Whether the ledger records the proposal as closed.
+    pub fn closed(&self, proposal: &str) -> bool {
+        self.events
+            .iter()
+            .any(|e| matches!(e, Event::Closed { proposal: p, .. } if p == proposal))
+    }
+
     /// Whether the ledger records pull request `n` of `proposal` as merged.
     pub fn merged(&self, proposal: &str, n: u64) -> bool {
         self.events

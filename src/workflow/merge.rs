@@ -487,7 +487,7 @@ fn follow(
         ws.repo.find_commit(base)?.tree_id(),
         ws.repo.find_commit(merged)?.tree_id(),
     );
-    if paths_are_safe(ws, from, to)? {
+    if paths_are_safe(ws, from, to)? && checkout_matches(&ws.repo, from)? {
         checkout_merged(&ws.repo)?;
         return Ok((true, None));
     }
@@ -553,6 +553,16 @@ pub(super) fn paths_are_safe(ws: &Workspace, from: Oid, to: Oid) -> Result<bool>
     Ok(true)
 }
 
+/// Whether the checkout's index and tracked files are exactly `tree` (nothing modified since
+/// the last look: the checkout that follows may overwrite them).
+fn checkout_matches(repo: &git2::Repository, tree: Oid) -> Result<bool> {
+    let tree = repo.find_tree(tree)?;
+    let mut opts = git2::DiffOptions::new();
+    opts.include_untracked(false).include_ignored(false);
+    let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
+    Ok(diff.deltas().len() == 0)
+}
+
 /// Brings the checked-out protected branch's files to its new tip. Only called after
 /// [`checkout_is_clean`] said yes; even so, files git does not track are never overwritten.
 pub(super) fn checkout_merged(repo: &git2::Repository) -> Result<()> {
@@ -576,42 +586,83 @@ pub struct Closed {
 /// marks this clone's record, publishes the ledger, and closes the pull request on the forge.
 pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -> Result<Closed> {
     let _lock = ws.lock()?;
-    let pull = ws.pull(id)?;
     ws.forge.sync(ws, true)?;
     let view = ws.view()?;
-    if pull.state != PullState::Open || view.finished(&pull.proposal) {
+    // The record must be the one the ledger opened under this id: an edited record never
+    // closes another proposal.
+    let (pull, _, _) = super::checked_record(ws, &view, ws.pull(id)?)?;
+    if pull.proposal != id {
         return Err(refuse(
-            Code::NotOpen,
+            Code::ForgeState,
             format!(
-                "proposal {id} is already {}",
-                if pull.state == PullState::Open {
-                    "merged or closed (by the ledger)"
-                } else {
-                    pull.state.as_str()
-                }
+                "the forge record of proposal {id} names proposal {}; the forge record was edited",
+                pull.proposal
             ),
         ));
     }
-    ws.record(
-        vec![Event::Closed {
-            proposal: pull.proposal.clone(),
-            reason: reason.clone(),
-        }],
-        now,
-    )?;
-    ws.records
-        .set_state(pull.number, PullState::Closed, None, reason.clone())?;
     let mut notes = Vec::new();
+    if view.closed(&pull.proposal) && pull.state != PullState::Open {
+        return Err(refuse(
+            Code::NotOpen,
+            format!("proposal {id} is already closed (by its record and the ledger)"),
+        ));
+    }
+    if view.closed(&pull.proposal) {
+        // Recorded before, but a step after it failed: finish them.
+        notes.push(format!(
+            "the ledger already records proposal {id} as closed; finishing what the first `close` left undone"
+        ));
+    } else {
+        if view.finished(&pull.proposal) {
+            return Err(refuse(
+                Code::NotOpen,
+                format!("proposal {id} is already merged (by the ledger)"),
+            ));
+        }
+        // A merge the gate asked for may have landed unrecorded (a lost answer): closing now
+        // would make it look like a merge outside the gate for good.
+        let n = ws.pull_for(&view, &Addr::Proposal(id.to_string())).ok();
+        let pending = n.is_some_and(|n| view.unconcluded_request(&pull.proposal, n).is_some());
+        let merged = match n {
+            Some(n) => ws.forge.merged_on_forge(n)?.is_some(),
+            None => false,
+        };
+        if pending || merged {
+            return Err(refuse(
+                Code::NotOpen,
+                format!(
+                    "proposal {id} {}: run `atelier merge {id}` to conclude the merge; nothing was closed",
+                    if merged {
+                        "is merged on the forge"
+                    } else {
+                        "has a merge request of the gate's that the forge never answered"
+                    }
+                ),
+            ));
+        }
+        ws.record(
+            vec![Event::Closed {
+                proposal: pull.proposal.clone(),
+                reason: reason.clone(),
+            }],
+            now,
+        )?;
+    }
     if let Err(e) = ws.forge.publish_ledger(ws) {
         notes.push(format!(
             "the ledger records the close but was not pushed ({e:#}); the next command that pushes it catches up"
         ));
     }
-    if let Err(e) = ws.forge.withdraw(&view, &pull.proposal, reason.as_deref()) {
-        notes.push(format!(
-            "the forge's pull request stays open ({e:#}): close it there; the gate refuses it whatever its state ({})",
+    // This clone's record is marked last: until the forge's pull request is closed too, running
+    // `close` again finishes the job.
+    match ws.forge.withdraw(&view, &pull.proposal, reason.as_deref()) {
+        Ok(()) => ws
+            .records
+            .set_state(pull.number, PullState::Closed, None, reason)?,
+        Err(e) => notes.push(format!(
+            "the forge's pull request stays open ({e:#}); run `atelier close {id}` again to finish (the gate refuses it meanwhile: {})",
             Code::NotOpen
-        ));
+        )),
     }
     Ok(Closed { notes })
 }

@@ -110,6 +110,12 @@ impl Workspace {
         Lock::acquire(&self.atelier_dir().join("lock"))
     }
 
+    /// [`Workspace::lock`], waiting at most `limit` (for `serve`); `waiting` is called once if
+    /// the lock is held by another command.
+    pub fn lock_within(&self, limit: std::time::Duration, waiting: impl FnOnce()) -> Result<Lock> {
+        Lock::acquire_within(&self.atelier_dir().join("lock"), limit, waiting)
+    }
+
     pub fn branch(&self) -> &str {
         &self.config.forge.branch
     }

@@ -139,16 +139,29 @@ impl GitHubForge {
 
     /// The pull request, with the protected branch and its head fetched; the head GitHub
     /// reports and the one fetched must agree (GitHub updates `refs/pull/<n>/head` shortly
-    /// after a push).
-    fn pull_and_tips(&self, ws: &Workspace, n: u64) -> Result<(RemotePull, Oid, Oid)> {
+    /// after a push), and before each fetch the head GitHub reports must be the one `submit`
+    /// last published (otherwise the inner error, with the head it names: nothing of an
+    /// unpublished head is fetched).
+    #[allow(clippy::type_complexity)]
+    fn pull_and_tips(
+        &self,
+        ws: &Workspace,
+        view: &LedgerView,
+        n: u64,
+    ) -> Result<Result<(RemotePull, Oid, Oid), (String, Refusal)>> {
         let gh = self.client()?;
         let mut tries = 0;
         loop {
             let p = gh.pull(n)?;
-            self.proposal_shape(&p)?;
+            let proposal = self.proposal_shape(&p)?;
+            let latest = view.latest_submitted(&proposal, n);
+            if latest != Some(p.head_sha.as_str()) {
+                let r = not_submitted(n, &p.head_sha, &proposal, latest);
+                return Ok(Err((p.head_sha, r)));
+            }
             let (base, head) = fetch_pull(ws, n)?;
             if p.head_sha == head.to_string() {
-                return Ok((p, base, head));
+                return Ok(Ok((p, base, head)));
             }
             tries += 1;
             if tries >= 3 {
@@ -310,18 +323,12 @@ impl Forge for GitHubForge {
                 r.into()
             });
         }
-        // Only a head `submit` published is worth fetching: anything else is refused first,
-        // from GitHub's record alone (and again below, on what was fetched).
-        if let Ok(proposal) = self.proposal_shape(&first) {
-            let latest = view.latest_submitted(&proposal, n);
-            if latest != Some(first.head_sha.as_str()) {
-                return Err(fail(
-                    &first.head_sha,
-                    not_submitted(n, &first.head_sha, &proposal, latest),
-                ));
-            }
-        }
-        let (p, base, head) = self.pull_and_tips(ws, n)?;
+        // Only a head `submit` published is worth fetching: anything else is refused from
+        // GitHub's record alone (and again below, on what was fetched).
+        let (p, base, head) = match self.pull_and_tips(ws, view, n)? {
+            Ok(tips) => tips,
+            Err((sha, r)) => return Err(fail(&sha, r)),
+        };
         let sha = head.to_string();
         let editable = gh.comments(n)?;
         let mut carried = editable.clone();
@@ -952,13 +959,13 @@ fn render_body(ws: &Workspace, pull: &PullRequest, base: Oid, head: Oid) -> Resu
 /// (`bound_pull`), whose signature verifies, from a key listed there (and not the gate's), are
 /// recorded. Returns how many were; an error (no gate key, an unreadable policy, the ledger)
 /// means nothing was recorded and the caller should keep the bodies.
+/// The caller holds the repository lock.
 pub fn record_delivered(
     ws: &Workspace,
     n: u64,
     delivered: &[Comment],
     now: Timestamp,
 ) -> Result<usize> {
-    let _lock = ws.lock()?;
     ws.gate_key()?;
     let view = ws.view()?;
     let proposals = view.proposals_on(n);

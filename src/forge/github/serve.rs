@@ -54,6 +54,12 @@ pub struct Timeouts {
     pub body: std::time::Duration,
 }
 
+/// How long an evaluation waits for the repository lock before giving up (its delivered
+/// bodies stay queued for the next evaluation).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+/// After this long on one evaluation, `/healthz` answers 503.
+const STALLED_SECS: u64 = 180;
+
 /// Delivery ids remembered for de-duplication.
 const REMEMBERED: usize = 10_000;
 
@@ -243,6 +249,9 @@ struct Shared {
     wake: std::sync::Condvar,
     /// Whether the worker is running (`/healthz` says so).
     worker_alive: std::sync::atomic::AtomicBool,
+    /// What the worker is doing, and since when (wall-clock seconds): `/healthz` reports a
+    /// worker stuck on one evaluation.
+    busy: Mutex<Option<(u64, u64)>>,
     budget: tokio::sync::Semaphore,
     timeouts: Timeouts,
     /// Connections that have not delivered a signed request yet, oldest first, with the means
@@ -345,7 +354,24 @@ impl Shared {
         }
     }
 
-    fn evaluate_pull(
+    fn evaluate_pull(&self, n: u64, queued: PullQueue) {
+        *self.busy.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((n, crate::clock::wall_seconds()));
+        self.evaluate_pull_now(n, queued);
+        *self.busy.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The repository lock, waited for at most [`LOCK_WAIT`], saying so if it is held.
+    fn lock(&self, ws: &Workspace, n: u64) -> Result<crate::fsutil::Lock> {
+        ws.lock_within(LOCK_WAIT, || {
+            crate::cli::note!(
+                "pull request #{n}: waiting for the repository lock {} (another command holds it)",
+                ws.atelier_dir().join("lock").display()
+            )
+        })
+    }
+
+    fn evaluate_pull_now(
         &self,
         n: u64,
         PullQueue {
@@ -390,6 +416,7 @@ impl Shared {
 
     fn record_delivered(&self, n: u64, delivered: &[crate::forge::Comment]) -> Result<usize> {
         let ws = Workspace::open(&self.root)?;
+        let _lock = self.lock(&ws, n)?;
         super::record_delivered(&ws, n, delivered, crate::clock::now()?.0)
     }
 
@@ -409,7 +436,7 @@ impl Shared {
         };
         let now = crate::clock::now()?.0;
         let run = {
-            let _lock = ws.lock()?;
+            let _lock = self.lock(&ws, n)?;
             workflow::gate_locked(&ws, &Addr::Pull(n), now, publish, delivered)?
         };
         crate::cli::note!("pull request #{n}: {:?} — {}", run.status, run.description);
@@ -532,6 +559,16 @@ async fn handle(
                 "the evaluation worker is not running",
             ));
         }
+        let busy = *shared.busy.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((n, since)) = busy {
+            let secs = crate::clock::wall_seconds().saturating_sub(since);
+            if secs >= STALLED_SECS {
+                return Ok(reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("the evaluation worker has been on pull request #{n} for {secs}s (waiting on the repository lock, git or GitHub)"),
+                ));
+            }
+        }
         return Ok(reply(StatusCode::OK, "ok"));
     }
     if req.method() != Method::POST {
@@ -643,6 +680,7 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
         queue: Mutex::new(Queue::default()),
         wake: std::sync::Condvar::new(),
         worker_alive: std::sync::atomic::AtomicBool::new(true),
+        busy: Mutex::new(None),
         budget: tokio::sync::Semaphore::new(BODY_BUDGET),
         timeouts,
         unproven: Mutex::new(std::collections::BTreeMap::new()),
@@ -720,6 +758,13 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(shared.timeouts.headers)
                             .serve_connection(io, svc);
+                        // Only an explicit close ends the connection: a signed delivery drops the
+                        // sender (it is no longer unproven), which must not end it.
+                        let closed = async move {
+                            if closed.await.is_err() {
+                                std::future::pending::<()>().await;
+                            }
+                        };
                         tokio::select! {
                             r = conn => {
                                 if let Err(e) = r {
