@@ -7,7 +7,34 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+/// A file operation that failed, saying which file and what was being done.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error("{what}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} has been held by another command for {secs}s: nothing was done; find the command holding it (`fuser {path}`) and let it finish or stop it")]
+    LockHeld { path: String, secs: u64 },
+}
+
+type Result<T> = std::result::Result<T, FsError>;
+
+/// `.with_context()` for io results, as an [`FsError`].
+trait Context<T> {
+    fn with_context(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> Context<T> for std::io::Result<T> {
+    fn with_context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| FsError::Io {
+            what: what(),
+            source,
+        })
+    }
+}
 
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync the directory).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -103,12 +130,12 @@ impl Lock {
                     std::thread::sleep(STEP);
                     waited += STEP;
                 }
-                Err(fs::TryLockError::WouldBlock) => anyhow::bail!(
-                    "{} has been held by another command for {}s: nothing was done; find the command holding it (`fuser {}`) and let it finish or stop it",
-                    path.display(),
-                    limit.as_secs(),
-                    path.display()
-                ),
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(FsError::LockHeld {
+                        path: path.display().to_string(),
+                        secs: limit.as_secs(),
+                    })
+                }
                 Err(fs::TryLockError::Error(e)) => {
                     return Err(e).with_context(|| format!("locking {}", path.display()))
                 }

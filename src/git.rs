@@ -20,6 +20,10 @@ pub enum GitError {
     NoBranch { branch: String },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    #[error("running git (is it installed and on PATH?): {0}")]
+    NoGit(std::io::Error),
+    #[error("`git {args}` failed: {stderr}")]
+    Cli { args: String, stderr: String },
 }
 
 pub fn open(dir: &Path) -> Result<Repository, GitError> {
@@ -517,7 +521,7 @@ fn put(
 
 /// Runs the user's own `git` in `root` (their credentials, their configuration) and returns its
 /// stdout; a failure carries git's stderr. Used only to fetch from and push to the forge's remote.
-pub fn git_cli(root: &Path, args: &[&str]) -> anyhow::Result<Vec<u8>> {
+pub fn git_cli(root: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
     static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     // One at a time in this process: concurrent fetches into the same ref fail on git's locks.
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
@@ -526,13 +530,12 @@ pub fn git_cli(root: &Path, args: &[&str]) -> anyhow::Result<Vec<u8>> {
         .args(args)
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| anyhow::anyhow!("running git (is it installed and on PATH?): {e}"))?;
+        .map_err(GitError::NoGit)?;
     if !out.status.success() {
-        anyhow::bail!(
-            "`git {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        return Err(GitError::Cli {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(out.stdout)
 }

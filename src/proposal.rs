@@ -1,7 +1,7 @@
 //! Proposals as people read them: the record and the change, with a unified diff rendered by
 //! `similar` for display (patches that git applies are always produced and applied by git2).
 
-use anyhow::Result;
+use crate::workflow::error::Result;
 use git2::{ObjectType, Oid, Repository};
 use similar::TextDiff;
 

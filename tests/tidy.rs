@@ -264,3 +264,11 @@ fn every_coded_error_exits_1() {
         missing.join("\n")
     );
 }
+
+#[test]
+fn anyhow_stays_at_the_cli_edge() {
+    // Domain modules return their own error types (thiserror); the CLI turns them into exit
+    // codes in one place.
+    let v = violations(|p| p.starts_with("src/cli/"), &["anyhow::", "use anyhow"]);
+    assert!(v.is_empty(), "{}", v.join("\n"));
+}

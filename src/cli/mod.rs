@@ -181,6 +181,9 @@ fn coded(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
     if let Some(r) = err.downcast_ref::<crate::workflow::Refusal>() {
         return r.code();
     }
+    if let Some(w) = err.downcast_ref::<crate::workflow::Error>() {
+        return w.code();
+    }
     if let Some(l) = err.downcast_ref::<crate::audit::ledger::LedgerError>() {
         return l.code();
     }

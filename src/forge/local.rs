@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use crate::workflow::error::Result;
 use git2::Oid;
 
 use super::{
@@ -266,7 +266,9 @@ impl Forge for LocalForge {
 
     fn merge(&self, ws: &Workspace, req: &MergeRequest, prepared: Option<Oid>) -> Result<Landing> {
         let commit = prepared.ok_or_else(|| {
-            anyhow::anyhow!("the local forge merges only a merge commit prepared here")
+            crate::workflow::Error::Input(
+                "the local forge merges only a merge commit prepared here".to_string(),
+            )
         })?;
         let refname = format!("refs/heads/{}", ws.branch());
         if git::compare_and_swap(
@@ -308,9 +310,9 @@ impl Forge for LocalForge {
         _: &LedgerView,
         _: &PullRequest,
     ) -> Result<Published> {
-        anyhow::bail!(
+        Err(crate::workflow::Error::Input(format!(
             "this command needs [forge] kind = \"github\" in atelier.toml (it is \"{}\"); see docs/github.md",
             ws.config.forge.kind
-        )
+        )))
     }
 }

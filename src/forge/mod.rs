@@ -8,7 +8,7 @@
 pub mod github;
 pub mod local;
 
-use anyhow::Result;
+use crate::workflow::error::Result;
 use git2::Oid;
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +75,7 @@ pub enum ForgeError {
     #[error("{path}: {reason}")]
     Corrupt { path: String, reason: String },
     #[error(transparent)]
-    Io(#[from] anyhow::Error),
+    Io(#[from] crate::fsutil::FsError),
 }
 
 /// Which forge a workspace uses (`[forge] kind`).

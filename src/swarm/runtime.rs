@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use crate::workflow::error::{Context, Result};
 use git2::Oid;
 use serde::Serialize;
 use tokio::sync::mpsc;
@@ -793,7 +793,7 @@ impl<'a> Conductor<'a> {
                 _ = &mut stop => {
                     process::kill_all();
                     let run_id = &self.run;
-                    anyhow::bail!("interrupted: every worker was stopped; `atelier run --resume {run_id}` continues the run");
+                    return Err(crate::workflow::Error::Input(format!("interrupted: every worker was stopped; `atelier run --resume {run_id}` continues the run")));
                 }
                 Some(ev) = self.rx.recv() => self.emit(ev)?,
                 Some(joined) = self.attempts.join_next() => self.on_attempt_finished(joined)?,
@@ -1007,7 +1007,7 @@ impl<'a> Conductor<'a> {
         let template = std::fs::read_to_string(self.ws.root.join("prompts/worker.j2"))
             .unwrap_or_else(|_| agent::prompt::DEFAULT_TEMPLATE.to_string());
         agent::prompt::render(&template, &input)
-            .map_err(|e| anyhow::anyhow!("prompts/worker.j2: {e}"))
+            .map_err(|e| crate::workflow::Error::Input(format!("prompts/worker.j2: {e}")))
     }
 
     /// An attempt ended: the worker's last events are written first, then what it produced is
@@ -1364,10 +1364,10 @@ pub fn propose_run(
     now: Timestamp,
 ) -> Result<crate::workflow::Proposed> {
     if !summary.ok() {
-        anyhow::bail!(
+        return Err(crate::workflow::Error::Input(format!(
             "run {} did not succeed entirely; only a fully successful run becomes a proposal",
             summary.run
-        );
+        )));
     }
     let dir = run_dir(ws, &summary.run);
     let records = events::read(&dir.join("events.jsonl"))?;
@@ -1395,10 +1395,10 @@ pub fn propose_run(
     let tip_tree = repo.find_commit(tip)?.tree()?;
     let patch = git::diff_text(repo, &base_tree, &tip_tree)?;
     if patch.is_empty() {
-        anyhow::bail!(
+        return Err(crate::workflow::Error::Input(format!(
             "run {} changed nothing; there is nothing to propose",
             summary.run
-        );
+        )));
     }
     let patch_path = dir.join("proposal.patch");
     crate::fsutil::atomic_write(&patch_path, &patch)?;

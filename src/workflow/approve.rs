@@ -2,7 +2,7 @@
 //! now (or take a signature or token made elsewhere), tell the approver what the gate will make
 //! of it, and post it on the pull request. Posting judges nothing; the gate does.
 
-use anyhow::Result;
+use crate::workflow::error::Result;
 
 use super::{evaluate_at, refuse, Evaluation, Workspace};
 use crate::audit::ledger::Event;

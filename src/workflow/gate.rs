@@ -2,7 +2,7 @@
 //! carries it now, run the gate, record the tokens the ledger lacks and the verdict, and show
 //! the verdict on the forge.
 
-use anyhow::Result;
+use crate::workflow::error::Result;
 
 use super::{evaluate_at, Evaluation, Workspace};
 use crate::audit::ledger::Event;

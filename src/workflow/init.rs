@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use crate::workflow::error::{Context, Result};
 use ed25519_dalek::SigningKey;
 use ssh_key::private::{Ed25519Keypair, KeypairData};
 use ssh_key::{LineEnding, PrivateKey};
@@ -125,11 +125,11 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
     let pub_path = root.join(GATE_KEY_PATH);
     match std::fs::read_to_string(&pub_path) {
         Ok(existing) if existing.trim() == public.trim() => report.kept.push(GATE_KEY_PATH.into()),
-        Ok(_) => anyhow::bail!(
+        Ok(_) => return Err(crate::workflow::Error::Input(format!(
             "{} holds a different key than {}: restore the matching private key, or delete both to make a new gate key",
             pub_path.display(),
             key_path.display()
-        ),
+        ))),
         Err(_) => {
             atomic_write(&pub_path, format!("{public}\n").as_bytes())?;
             report.created.push(GATE_KEY_PATH.into());
@@ -190,12 +190,12 @@ fn write_keypair(path: &Path, comment: &str) -> Result<(SigningKey, String)> {
     }
     let mut file = options.open(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
-            anyhow::anyhow!(
+            crate::workflow::Error::Input(format!(
                 "{} already exists; atelier never overwrites a key — choose another path",
                 path.display()
-            )
+            ))
         } else {
-            anyhow::anyhow!("creating {}: {e}", path.display())
+            crate::workflow::Error::Input(format!("creating {}: {e}", path.display()))
         }
     })?;
     file.write_all(text.as_bytes())?;
@@ -232,7 +232,7 @@ pub fn keygen(path: &Path, principal: Option<String>) -> Result<KeygenReport> {
             .unwrap_or_else(|| "approver".into())
     });
     if principal.is_empty() || principal.contains([',', '*', '?', '!', ' ', '"']) {
-        anyhow::bail!("--principal `{principal}`: a principal is one name without spaces, commas, quotes or wildcards (e.g. alice@example.org)");
+        return Err(crate::workflow::Error::Input(format!("--principal `{principal}`: a principal is one name without spaces, commas, quotes or wildcards (e.g. alice@example.org)")));
     }
     let (key, public) = write_keypair(path, &principal)?;
     let fingerprint = crate::governance::token::fingerprint(&ssh_key::public::KeyData::Ed25519(

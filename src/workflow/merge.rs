@@ -4,7 +4,7 @@
 //! against the approval: the protected branch's tip, its tree and its parents. Anything else
 //! raises an alarm the ledger keeps for good.
 
-use anyhow::Result;
+use crate::workflow::error::Result;
 use git2::Oid;
 
 use super::gate::{judge, GateRun, Publish};
@@ -269,9 +269,7 @@ fn aborted(intent: &Intent, prepared: Option<Oid>, reason: String) -> Event {
 /// so that a merge the gate made is never mistaken for someone else's.
 fn own_account(ws: &Workspace) -> Result<String> {
     ws.forge.own_account()?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "the forge did not say which account the gate's token belongs to (GET /user refused): merge needs a token that may read it, to tell the gate's merges from others'; nothing was recorded — run it again"
-        )
+        crate::workflow::Error::Input("the forge did not say which account the gate's token belongs to (GET /user refused): merge needs a token that may read it, to tell the gate's merges from others'; nothing was recorded — run it again".to_string())
     })
 }
 
@@ -284,7 +282,7 @@ fn alarm(
     code: Code,
     detail: String,
     now: Timestamp,
-) -> anyhow::Error {
+) -> crate::workflow::Error {
     let recorded = ws.record(
         vec![Event::Alarm {
             proposal: proposal.to_string(),
@@ -295,10 +293,13 @@ fn alarm(
         now,
     );
     if let Err(e) = recorded {
-        return e.context(super::Refusal::new(
-            code,
-            format!("{detail} — and the alarm could not be recorded"),
-        ));
+        return super::Error::RefusedBecause {
+            refusal: super::Refusal::new(
+                code,
+                format!("{detail} — and the alarm could not be recorded"),
+            ),
+            source: Box::new(e),
+        };
     }
     let pushed = ws.forge.publish_ledger(ws);
     let commented = ws.forge.announce_alarm(n, code, &detail);

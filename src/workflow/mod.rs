@@ -3,12 +3,14 @@
 //! the pure gate in `governance`, and records every step in the ledger. It never prints.
 
 mod approve;
+pub mod error;
 pub mod gate;
 mod init;
 pub(crate) mod merge;
 mod propose;
 
 pub use approve::{approve, payload_from, Approval, ApproveOptions, Sign};
+pub use error::{Error, Result};
 pub use gate::{
     bound_pull, clip, decision_event, gate, gate_locked, status_for, GateRun, GateStatus, Publish,
     DESCRIPTION_MAX,
@@ -19,7 +21,7 @@ pub use propose::{propose, submit, ProposeOptions, Proposed};
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use crate::workflow::error::Context;
 use ed25519_dalek::SigningKey;
 use git2::{Oid, Repository};
 use thiserror::Error;
@@ -62,7 +64,7 @@ impl Refusal {
     }
 }
 
-pub fn refuse(code: Code, message: impl Into<String>) -> anyhow::Error {
+pub fn refuse(code: Code, message: impl Into<String>) -> crate::workflow::Error {
     Refusal::new(code, message).into()
 }
 
@@ -107,13 +109,17 @@ impl Workspace {
 
     /// The repository-wide lock every mutation holds (forge state and ledger appends).
     pub fn lock(&self) -> Result<Lock> {
-        Lock::acquire(&self.atelier_dir().join("lock"))
+        Ok(Lock::acquire(&self.atelier_dir().join("lock"))?)
     }
 
     /// [`Workspace::lock`], waiting at most `limit` (for `serve`); `waiting` is called once if
     /// the lock is held by another command.
     pub fn lock_within(&self, limit: std::time::Duration, waiting: impl FnOnce()) -> Result<Lock> {
-        Lock::acquire_within(&self.atelier_dir().join("lock"), limit, waiting)
+        Ok(Lock::acquire_within(
+            &self.atelier_dir().join("lock"),
+            limit,
+            waiting,
+        )?)
     }
 
     pub fn branch(&self) -> &str {
@@ -148,11 +154,11 @@ impl Workspace {
         let mut all = Vec::new();
         if ledger::tip(&self.repo)?.is_none() {
             let adoption = adoption_commit(&self.repo, self.branch())?.ok_or_else(|| {
-                anyhow::anyhow!(
+                crate::workflow::Error::Input(format!(
                     "branch `{}` has no commit carrying {}: commit the files `atelier init` wrote, then retry",
                     self.branch(),
                     crate::governance::policy::GOVERNANCE_PATH
-                )
+                ))
             })?;
             all.push(Event::Adopted {
                 branch: self.branch().to_string(),
@@ -465,18 +471,18 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey> {
     let key = ssh_key::PrivateKey::from_openssh(&text)
         .with_context(|| format!("{}: not an OpenSSH private key", path.display()))?;
     if key.is_encrypted() {
-        anyhow::bail!(
+        return Err(crate::workflow::Error::Input(format!(
             "{}: the key is passphrase-protected; atelier does not read encrypted keys. Sign with ssh-keygen instead: `atelier approve <id> --payload > p && ssh-keygen -Y sign -f {} -n atelier-approval p && atelier approve <id> --signature p.sig`",
             path.display(),
             path.display()
-        );
+        )));
     }
     let Some(pair) = key.key_data().ed25519() else {
-        anyhow::bail!(
+        return Err(crate::workflow::Error::Input(format!(
             "{}: a {} key; approvals must use ed25519 (`atelier keygen` makes one)",
             path.display(),
             key.algorithm()
-        );
+        )));
     };
     Ok(SigningKey::from_bytes(&pair.private.to_bytes()))
 }
@@ -513,9 +519,9 @@ pub fn parse_id(id: &str) -> Result<u64> {
         && id.bytes().all(|b| b.is_ascii_digit())
         && !(id.len() > 1 && id.starts_with('0'));
     id.parse().ok().filter(|_| canonical).ok_or_else(|| {
-        anyhow::anyhow!(
+        crate::workflow::Error::Input(format!(
             "`{id}` is not a proposal id: ids are numbers written without leading zeros (`atelier proposals` lists them)"
-        )
+        ))
     })
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use crate::workflow::error::{Context, Result};
 
 use super::Workspace;
 use crate::audit::ledger::Event;
@@ -57,7 +57,9 @@ fn toml_string(s: &str) -> String {
 pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<Proposed> {
     let title = opts.title.trim();
     if title.is_empty() || title.contains('\n') {
-        anyhow::bail!("--title: expected one non-empty line");
+        return Err(crate::workflow::Error::Input(
+            "--title: expected one non-empty line".to_string(),
+        ));
     }
     let patch = std::fs::read(&opts.patch)
         .with_context(|| format!("reading patch {}", opts.patch.display()))?;

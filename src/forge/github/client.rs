@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use crate::workflow::error::{Context, Error, Result};
 use http::{HeaderMap, Method, StatusCode};
 use http_body_util::BodyExt;
 use octocrab::models::issues::Comment as GhComment;
@@ -109,10 +109,10 @@ impl GitHub {
     /// Connects to the configured repository. `need_token`: refuse to start without one.
     pub fn connect(forge: &ForgeConfig, need_token: bool) -> Result<GitHub> {
         if !forge.is_github() {
-            bail!(
+            return Err(Error::Remote(format!(
                 "this command needs [forge] kind = \"github\" in atelier.toml (it is \"{}\"); see docs/github.md",
                 forge.kind
-            );
+            )));
         }
         let (owner, name) = forge
             .repository
@@ -120,10 +120,10 @@ impl GitHub {
             .context("[forge] repository must be `owner/name`")?;
         let token = token_from_env();
         if need_token && token.is_none() {
-            bail!(
+            return Err(Error::Remote(format!(
                 "no GitHub token: set GITHUB_TOKEN (or ATELIER_GITHUB_TOKEN) to a token that may act on {} (docs/github.md lists the permissions)",
                 forge.repository
-            );
+            )));
         }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -134,13 +134,19 @@ impl GitHub {
             let _guard = rt.enter();
             let mut b = octocrab::OctocrabBuilder::new()
                 .base_uri(forge.api_url.as_str())
-                .with_context(|| format!("[forge] api_url = \"{}\" is not a URL", forge.api_url))?
+                .map_err(|e| {
+                    Error::Input(format!(
+                        "[forge] api_url = \"{}\" is not a URL: {e}",
+                        forge.api_url
+                    ))
+                })?
                 .set_connect_timeout(Some(Duration::from_secs(15)))
                 .set_read_timeout(Some(Duration::from_secs(60)));
             if let Some(t) = token {
                 b = b.personal_token(t);
             }
-            b.build().context("building the GitHub client")?
+            b.build()
+                .map_err(|e| Error::Remote(format!("building the GitHub client: {e}")))?
         };
         let backoff = std::env::var(BACKOFF_VAR)
             .ok()
@@ -217,11 +223,11 @@ impl GitHub {
                         last = format!("{} {}", r.status.as_u16(), r.message());
                         let wait = asked.unwrap_or(self.backoff * 2u32.pow(attempt));
                         if wait > MAX_WAIT {
-                            bail!(
+                            return Err(Error::Remote(format!(
                                 "GitHub's rate limit asks to wait {}s before trying to {} again ({last}); try again later",
                                 wait.as_secs(),
                                 call.what
-                            );
+                            )));
                         }
                         wait
                     }
@@ -231,23 +237,23 @@ impl GitHub {
                 std::thread::sleep(wait);
             }
         }
-        bail!(
+        Err(Error::Remote(format!(
             "GitHub did not answer successfully after {ATTEMPTS} attempts to {} ({last}); nothing more was tried — run the command again later",
             call.what
-        )
+        )))
     }
 
-    fn failure(&self, call: &Call, r: &Reply) -> anyhow::Error {
+    fn failure(&self, call: &Call, r: &Reply) -> crate::workflow::Error {
         let msg = r.message();
         match r.status.as_u16() {
-            401 if !self.has_token => anyhow!(
+            401 if !self.has_token => Error::Remote(format!(
                 "GitHub needs a token to {} (401 {msg}): set GITHUB_TOKEN or ATELIER_GITHUB_TOKEN",
                 call.what
-            ),
-            401 => anyhow!(
+            )),
+            401 => Error::Remote(format!(
                 "GitHub rejected the token (401 {msg}) while trying to {}: set GITHUB_TOKEN or ATELIER_GITHUB_TOKEN to a valid, unexpired token",
                 call.what
-            ),
+            )),
             403 => {
                 let accepted = r
                     .headers
@@ -255,18 +261,18 @@ impl GitHub {
                     .and_then(|v| v.to_str().ok())
                     .map(|v| format!(" (GitHub accepts: {v})"))
                     .unwrap_or_default();
-                anyhow!(
+                Error::Remote(format!(
                     "GitHub refused to {} (403 {msg}): the token needs the `{}` permission on {}{accepted}",
                     call.what,
                     call.permission,
                     self.repository()
-                )
+                ))
             }
-            _ => anyhow!(
+            _ => Error::Remote(format!(
                 "GitHub could not find what is needed to {} (404 {msg}): check `repository = \"{}\"` in atelier.toml, the pull request number, and that the token can read the repository",
                 call.what,
                 self.repository()
-            ),
+            )),
         }
     }
 
@@ -289,9 +295,9 @@ impl GitHub {
         while let Some(path) = next.take() {
             pages += 1;
             if pages > MAX_PAGES {
-                bail!(
+                return Err(Error::Remote(format!(
                     "more than {MAX_PAGES} pages while trying to {what}; refusing to read further"
-                );
+                )));
             }
             let r = self.send(Call {
                 method: Method::GET,
@@ -677,11 +683,11 @@ fn classify(r: &Reply) -> Verdict {
 /// Reads a successful answer into a model; any other status is an error naming GitHub's message.
 fn read<T: DeserializeOwned>(r: &Reply, what: &str) -> Result<T> {
     if !r.status.is_success() {
-        bail!(
+        return Err(Error::Remote(format!(
             "GitHub refused to {what}: {} {}",
             r.status.as_u16(),
             r.message()
-        );
+        )));
     }
     serde_json::from_str(&r.body).with_context(|| {
         format!("GitHub's answer while trying to {what} is not the documented shape")

@@ -14,7 +14,7 @@ pub mod serve;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result};
+use crate::workflow::error::{Context, Result};
 use git2::Oid;
 
 use self::client::{CommitStatus, GitHub, MergeAnswer, RemotePull};
@@ -94,10 +94,10 @@ impl GitHubForge {
     pub fn client_with_token(&self) -> Result<&GitHub> {
         let c = self.client()?;
         if !c.has_token() {
-            anyhow::bail!(
+            return Err(crate::workflow::Error::Input(format!(
                 "no GitHub token: set GITHUB_TOKEN (or ATELIER_GITHUB_TOKEN) to a token that may act on {} (docs/github.md lists the permissions)",
                 self.config.repository
-            );
+            )));
         }
         Ok(c)
     }
@@ -299,7 +299,7 @@ impl Forge for GitHubForge {
         // `submit` last recorded for some proposal: statuses belong to commits, and a stray
         // pull request that points at a proposal's current head must not turn that proposal's
         // status red.
-        let fail = |sha: &str, r: Refusal| -> anyhow::Error {
+        let fail = |sha: &str, r: Refusal| -> crate::workflow::Error {
             if publish != Publish::Nothing && !view.is_current_submitted_head(sha) {
                 if let Err(e) = gh.set_status(
                     sha,
@@ -599,7 +599,7 @@ impl Forge for GitHubForge {
 pub use crate::workflow::gate::DESCRIPTION_MAX;
 
 fn git_cli(root: &Path, args: &[&str]) -> Result<()> {
-    git::git_cli(root, args).map(drop)
+    Ok(git::git_cli(root, args).map(drop)?)
 }
 
 /// Fetches `refspecs` from the forge's remote with the user's `git`.
@@ -666,7 +666,7 @@ pub fn sync_ledger(ws: &Workspace) -> Result<Result<()>> {
         &["ls-remote", &ws.config.forge.remote, ledger::REF],
     ) {
         Ok(a) => a,
-        Err(e) => return Ok(Err(e)),
+        Err(e) => return Ok(Err(e.into())),
     };
     if advertised.is_empty() {
         ws.check_floors()?;
@@ -980,10 +980,10 @@ pub fn record_delivered(
     let tree = ws.repo.find_commit(tip)?.tree()?;
     let policy = crate::governance::policy::Policy::load(&git::policy_files(&ws.repo, &tree)?)
         .map_err(|e| {
-            anyhow::anyhow!(
+            crate::workflow::Error::Input(format!(
                 "the policy on {} ({tip}) does not parse, so delivered tokens cannot be checked against allowed_signers: {e}",
                 ws.branch()
-            )
+            ))
         })?;
     let mut events = Vec::new();
     for proposal in &proposals {

@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{Context, Result};
+use crate::workflow::error::{Context, Error, Result};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -702,7 +702,8 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
             .await
             .with_context(|| format!("listening on {addr}"))?;
         let local = listener.local_addr()?;
-        crate::cli::out(&format!("listening on http://{local}\n"))?;
+        crate::cli::out(&format!("listening on http://{local}\n"))
+            .map_err(|e| Error::Input(format!("writing to stdout: {e}")))?;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         loop {
             tokio::select! {
@@ -785,7 +786,7 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
             }
         }
         crate::cli::note!("stopped");
-        Ok::<_, anyhow::Error>(())
+        Ok::<_, crate::workflow::Error>(())
     })
 }
 
