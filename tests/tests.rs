@@ -19,6 +19,7 @@ mod one_loop;
 mod plans;
 mod review_fixes;
 mod review_one_loop;
+mod review_third;
 mod signers_vs_sshkeygen;
 mod tidy;
 mod tokens;
