@@ -11,6 +11,7 @@ pub mod audit;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod errors;
 pub mod forge;
 pub mod fsutil;
 pub mod git;

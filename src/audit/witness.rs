@@ -135,8 +135,9 @@ pub fn remember(
     );
     crate::fsutil::atomic_write(&path, text.as_bytes()).map_err(|e| {
         LedgerError::Io(format!(
-            "writing this machine's ledger memory {}: {e:#}",
-            path.display()
+            "writing this machine's ledger memory {}: {}",
+            path.display(),
+            crate::errors::chain(&e)
         ))
     })
 }
@@ -223,8 +224,9 @@ pub fn remember_identity(
     );
     crate::fsutil::atomic_write(&path, text.as_bytes()).map_err(|e| {
         LedgerError::Io(format!(
-            "writing this machine's record of the clone {}: {e:#}",
-            path.display()
+            "writing this machine's record of the clone {}: {}",
+            path.display(),
+            crate::errors::chain(&e)
         ))
     })
 }

@@ -245,20 +245,31 @@ pub fn main() -> ExitCode {
             // anything did.
             let (at, _) = refusal_in(&err).expect("classified as a refusal");
             let mut chain = err.chain().skip(at);
-            if let Some(refusal) = chain.next() {
-                eprintln!("refused: {refusal}");
-            }
-            for cause in chain {
-                eprintln!("  caused by: {cause}");
-            }
+            let first = chain.next().map(|r| r.to_string()).unwrap_or_default();
+            eprintln!("refused: {first}");
+            print_causes(&first, chain);
             ExitCode::from(1)
         }
         ExitClass::Error => {
             eprintln!("error: {err}");
-            for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
+            print_causes(&err.to_string(), err.chain().skip(1));
             ExitCode::from(2)
         }
+    }
+}
+
+/// Each cause under an error once: a wrapper that shows its source's words (a library's error
+/// around another library's) would otherwise repeat the same line.
+fn print_causes<'a>(
+    first: &str,
+    causes: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>,
+) {
+    let mut last = first.to_string();
+    for cause in causes {
+        let text = cause.to_string();
+        if text != last {
+            eprintln!("  caused by: {text}");
+        }
+        last = text;
     }
 }

@@ -21,14 +21,15 @@ pub enum Error {
     #[error("{refusal}")]
     RefusedBecause {
         refusal: Refusal,
+        /// A boxed [`Error`]: the chain then yields the `Error` itself (for `cli::coded`).
         #[source]
-        source: Box<Error>,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error(transparent)]
     Git(#[from] GitError),
-    #[error("git: {0}")]
+    #[error(transparent)]
     Git2(#[from] git2::Error),
     #[error(transparent)]
     Patch(#[from] PatchError),
@@ -42,11 +43,11 @@ pub enum Error {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Clock(#[from] crate::clock::ClockError),
-    #[error("{0}")]
+    #[error(transparent)]
     Key(#[from] ssh_key::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Json(#[from] serde_json::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Template(#[from] minijinja::Error),
     #[error(transparent)]
     Plan(#[from] crate::swarm::plan::PlanFileError),
@@ -66,8 +67,10 @@ pub enum Error {
     #[error("{context}")]
     Context {
         context: String,
+        /// A boxed [`Error`]: the chain then yields the `Error` itself, so a refusal inside keeps
+        /// its code.
         #[source]
-        source: Box<Error>,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 

@@ -161,7 +161,8 @@ pub(super) fn judge(
                     // memory of it) stays one the forge can give them.
                     if let Err(e) = ws.forge.publish_ledger(ws) {
                         notes.push(format!(
-                            "the ledger was recorded but not pushed ({e:#}); the next command that pushes it catches up"
+                            "the ledger was recorded but not pushed ({}); the next command that pushes it catches up",
+                            crate::errors::chain(&e)
                         ));
                     }
                 }

@@ -81,6 +81,11 @@ const NOT_TIP: Code = Code::LandedNotTip;
 /// the forge, checks what landed, records it and publishes the ledger.
 pub fn merge(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome> {
     let _lock = ws.lock()?;
+    merge_locked(ws, addr, now)
+}
+
+/// [`merge`] under the repository lock the caller holds.
+pub fn merge_locked(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome> {
     ws.gate_key()?;
     let notes = ws.forge.sync(ws, true)?;
     let view = ws.view()?;
@@ -307,7 +312,10 @@ fn alarm(
         "{detail}; the alarm is recorded in the ledger — investigate before anything else merges"
     );
     if let Err(e) = pushed.and(commented) {
-        message.push_str(&format!(" (publishing it failed: {e:#})"));
+        message.push_str(&format!(
+            " (publishing it failed: {})",
+            crate::errors::chain(&e)
+        ));
     }
     refuse(code, message)
 }
@@ -651,7 +659,8 @@ pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -
     }
     if let Err(e) = ws.forge.publish_ledger(ws) {
         notes.push(format!(
-            "the ledger records the close but was not pushed ({e:#}); the next command that pushes it catches up"
+            "the ledger records the close but was not pushed ({}); the next command that pushes it catches up",
+            crate::errors::chain(&e)
         ));
     }
     // This clone's record is marked last: until the forge's pull request is closed too, running
@@ -661,7 +670,8 @@ pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -
             .records
             .set_state(pull.number, PullState::Closed, None, reason)?,
         Err(e) => notes.push(format!(
-            "the forge's pull request stays open ({e:#}); run `atelier close {id}` again to finish (the gate refuses it meanwhile: {})",
+            "the forge's pull request stays open ({}); run `atelier close {id}` again to finish (the gate refuses it meanwhile: {})",
+            crate::errors::chain(&e),
             Code::NotOpen
         )),
     }

@@ -16,7 +16,9 @@ pub use gate::{
     DESCRIPTION_MAX,
 };
 pub use init::{init, keygen, InitReport, KeygenReport};
-pub use merge::{close, merge, merge_message, merge_message_at, Closed, MergeOutcome, Merged};
+pub use merge::{
+    close, merge, merge_locked, merge_message, merge_message_at, Closed, MergeOutcome, Merged,
+};
 pub use propose::{propose, submit, ProposeOptions, Proposed};
 
 use std::path::{Path, PathBuf};

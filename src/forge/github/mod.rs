@@ -278,7 +278,10 @@ impl Forge for GitHubForge {
         match sync_ledger(ws)? {
             Ok(()) => Ok(Vec::new()),
             Err(e) if strict => Err(e),
-            Err(e) => Ok(vec![format!("the remote ledger could not be read: {e:#}")]),
+            Err(e) => Ok(vec![format!(
+                "the remote ledger could not be read: {}",
+                crate::errors::chain(&e)
+            )]),
         }
     }
 

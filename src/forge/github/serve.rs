@@ -343,7 +343,10 @@ impl Shared {
             let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match next {
                 None => {
                     if let Err(e) = self.regate_all() {
-                        crate::cli::note!("re-evaluating open proposals after a push: {e:#}");
+                        crate::cli::note!(
+                            "re-evaluating open proposals after a push: {}",
+                            crate::errors::chain(&e)
+                        );
                     }
                 }
                 Some((n, e)) => self.evaluate_pull(n, e),
@@ -394,14 +397,15 @@ impl Shared {
                 }
                 Err(e) => {
                     crate::cli::note!(
-                        "pull request #{n}: delivered tokens kept, not recorded: {e:#}"
+                        "pull request #{n}: delivered tokens kept, not recorded: {}",
+                        crate::errors::chain(&e)
                     );
                     delivered.clone()
                 }
             }
         };
         if let Err(e) = self.evaluate(n, pending_on, delivered) {
-            crate::cli::note!("pull request #{n}: {e:#}");
+            crate::cli::note!("pull request #{n}: {}", crate::errors::chain(&e));
         }
         if !keep.is_empty() {
             // Kept (not ready) for the next delivery's evaluation.
@@ -441,7 +445,11 @@ impl Shared {
         };
         crate::cli::note!("pull request #{n}: {:?} — {}", run.status, run.description);
         if self.auto_merge && run.eval.decision.allowed {
-            match workflow::merge(&ws, &Addr::Pull(n), crate::clock::now()?.0)? {
+            let merged = {
+                let _lock = self.lock(&ws, n)?;
+                workflow::merge_locked(&ws, &Addr::Pull(n), crate::clock::now()?.0)?
+            };
+            match merged {
                 MergeOutcome::Merged(m) => {
                     crate::cli::note!("pull request #{n}: merged as {}", m.commit)
                 }
