@@ -9,6 +9,7 @@ pub mod allowed_signers;
 pub mod code;
 pub mod decision;
 pub mod policy;
+pub mod review;
 pub mod time;
 pub mod token;
 

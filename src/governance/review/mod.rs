@@ -1,0 +1,732 @@
+//! The review panel's pure core: reviewer definitions (`reviewers/<name>.toml`, read from the
+//! proposal's base like the policy), the built-in reviewers, typed findings, and the critic that
+//! turns findings into one verdict. No IO: the change arrives as plain data (the changed files'
+//! text at base and head, the proposal's origin and declared files).
+//!
+//! Not built yet (issue 10): agent reviewers, recording verdicts in the ledger, the gate
+//! refusing a blocked change, and `audit verify` re-running the built-ins. Until then the panel
+//! is advisory: `atelier review` says so.
+
+pub mod secrets;
+pub mod tests_tamper;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Minor,
+    Major,
+    Blocking,
+}
+
+/// One thing a reviewer found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub reviewer: String,
+    pub severity: Severity,
+    pub category: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub message: String,
+    /// What would resolve it.
+    pub hint: String,
+}
+
+/// One changed file: its text at base and at head (`None` where it does not exist, or is not
+/// UTF-8 text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    pub path: String,
+    pub base: Option<String>,
+    pub head: Option<String>,
+}
+
+impl FileChange {
+    pub fn added(&self) -> bool {
+        self.base.is_none() && self.head.is_some()
+    }
+    pub fn removed(&self) -> bool {
+        self.base.is_some() && self.head.is_none()
+    }
+    /// Lines present at head and not at base, with their 1-based line numbers at head (a plain
+    /// multiset difference: moved lines count as unchanged).
+    pub fn added_lines(&self) -> Vec<(u32, &str)> {
+        diff_lines(self.base.as_deref(), self.head.as_deref())
+    }
+    /// Lines present at base and not at head, with their 1-based line numbers at base.
+    pub fn removed_lines(&self) -> Vec<(u32, &str)> {
+        diff_lines(self.head.as_deref(), self.base.as_deref())
+    }
+}
+
+/// Lines of `to` not in `from` (as a multiset), numbered in `to`.
+fn diff_lines<'a>(from: Option<&str>, to: Option<&'a str>) -> Vec<(u32, &'a str)> {
+    let mut pool: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for l in from.unwrap_or("").lines() {
+        *pool.entry(l.trim()).or_default() += 1;
+    }
+    let mut out = Vec::new();
+    for (i, l) in to.unwrap_or("").lines().enumerate() {
+        match pool.get_mut(l.trim()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => out.push((i as u32 + 1, l)),
+        }
+    }
+    out
+}
+
+/// The change a panel reviews.
+#[derive(Debug, Clone, Copy)]
+pub struct ChangeView<'a> {
+    pub files: &'a [FileChange],
+    /// Whether an agent wrote it (a swarm run, the cycle, a patch proposed with `--agent`).
+    pub agent_origin: bool,
+    /// The files the proposal declared it would change (a swarm run's claims), if it did.
+    pub declared: Option<&'a [String]>,
+}
+
+/// What a reviewer is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Builtin(Builtin),
+    Agent,
+}
+
+/// The built-in reviewers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    JudgeTamper,
+    TestsTamper,
+    Secrets,
+    Scope,
+    Deps,
+    Size,
+}
+
+impl Builtin {
+    pub const ALL: [(&'static str, Builtin); 6] = [
+        ("judge-tamper", Builtin::JudgeTamper),
+        ("tests-tamper", Builtin::TestsTamper),
+        ("secrets", Builtin::Secrets),
+        ("scope", Builtin::Scope),
+        ("deps", Builtin::Deps),
+        ("size", Builtin::Size),
+    ];
+}
+
+/// `reviewers/<name>.toml`, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDef {
+    name: String,
+    flavour: String,
+    kind: String,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    template: Option<String>,
+    #[serde(default = "yes")]
+    blocking: bool,
+    #[serde(default)]
+    paths: Vec<String>,
+    /// `size`: the most changed lines a change may have.
+    #[serde(default)]
+    max_lines: Option<usize>,
+    /// `judge-tamper`: more paths that judge (globs), besides the ones every repository has.
+    #[serde(default)]
+    judges: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A reviewer definition, checked.
+#[derive(Debug, Clone)]
+pub struct ReviewerDef {
+    pub name: String,
+    pub flavour: String,
+    pub kind: Kind,
+    pub role: Option<String>,
+    pub template: Option<String>,
+    /// Whether its blocking findings can block (otherwise they count as major).
+    pub blocking: bool,
+    /// Where it applies (every file when empty).
+    pub paths: Option<GlobSet>,
+    pub max_lines: usize,
+    pub judges: Vec<String>,
+}
+
+/// A reviewer file that cannot be used: which file, which field, why, what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {field}: {reason}")]
+pub struct DefError {
+    pub file: String,
+    pub field: String,
+    pub reason: String,
+}
+
+/// The default largest change (changed lines) the `size` reviewer accepts.
+pub const DEFAULT_MAX_LINES: usize = 400;
+
+impl ReviewerDef {
+    /// Parses `reviewers/<name>.toml` (`file` is its path, for messages).
+    pub fn parse(file: &str, text: &str) -> Result<ReviewerDef, DefError> {
+        let err = |field: &str, reason: String| DefError {
+            file: file.to_string(),
+            field: field.to_string(),
+            reason,
+        };
+        let raw: RawDef = toml::from_str(text).map_err(|e| {
+            let msg = e.message().to_string();
+            let field = msg
+                .split('`')
+                .nth(1)
+                .filter(|_| msg.starts_with("unknown field"))
+                .unwrap_or("(file)")
+                .to_string();
+            err(
+                &field,
+                format!("{msg}; see reviewers/README.md for the fields"),
+            )
+        })?;
+        let stem = file
+            .rsplit('/')
+            .next()
+            .and_then(|f| f.strip_suffix(".toml"))
+            .unwrap_or(file);
+        if raw.name != stem {
+            return Err(err(
+                "name",
+                format!(
+                    "is `{}`, but the file is {stem}.toml: name the file after the reviewer",
+                    raw.name
+                ),
+            ));
+        }
+        let kind = match raw.kind.strip_prefix("builtin:") {
+            Some(b) => Kind::Builtin(
+                Builtin::ALL
+                    .iter()
+                    .find(|(n, _)| *n == b)
+                    .map(|(_, b)| *b)
+                    .ok_or_else(|| {
+                        err(
+                            "kind",
+                            format!(
+                                "`{}` is not a built-in reviewer; the built-ins are {}",
+                                raw.kind,
+                                Builtin::ALL
+                                    .iter()
+                                    .map(|(n, _)| format!("builtin:{n}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )
+                    })?,
+            ),
+            None if raw.kind == "agent" => Kind::Agent,
+            None => {
+                return Err(err(
+                    "kind",
+                    format!("`{}`: expected `builtin:<name>` or `agent`", raw.kind),
+                ))
+            }
+        };
+        if kind == Kind::Agent {
+            if raw.role.is_none() {
+                return Err(err(
+                    "role",
+                    "an agent reviewer names the atelier.toml role that runs it".into(),
+                ));
+            }
+            if raw.template.is_none() {
+                return Err(err(
+                    "template",
+                    "an agent reviewer names its prompt template under reviewers/templates/".into(),
+                ));
+            }
+        }
+        if raw.flavour.trim().is_empty() || raw.flavour.contains('\n') {
+            return Err(err(
+                "flavour",
+                "the reviewer's perspective, in one sentence".into(),
+            ));
+        }
+        let globs = |field: &str, list: &[String]| -> Result<Option<GlobSet>, DefError> {
+            if list.is_empty() {
+                return Ok(None);
+            }
+            let mut b = GlobSetBuilder::new();
+            for g in list {
+                b.add(Glob::new(g).map_err(|e| err(field, format!("`{g}`: {e}")))?);
+            }
+            b.build().map(Some).map_err(|e| err(field, e.to_string()))
+        };
+        let paths = globs("paths", &raw.paths)?;
+        globs("judges", &raw.judges)?;
+        if raw.max_lines == Some(0) {
+            return Err(err("max_lines", "must be at least 1".into()));
+        }
+        Ok(ReviewerDef {
+            name: raw.name,
+            flavour: raw.flavour,
+            kind,
+            role: raw.role,
+            template: raw.template,
+            blocking: raw.blocking,
+            paths,
+            max_lines: raw.max_lines.unwrap_or(DEFAULT_MAX_LINES),
+            judges: raw.judges,
+        })
+    }
+
+    fn applies(&self, path: &str) -> bool {
+        self.paths.as_ref().is_none_or(|g| g.is_match(path))
+    }
+}
+
+/// The panel's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Approve,
+    Revise,
+    Block,
+}
+
+/// Paths that judge a change in every repository: the policy and the panel, CI, and the gate's
+/// own configuration.
+pub const JUDGES: &[&str] = &[
+    "policies/**",
+    "reviewers/**",
+    "GOVERNANCE.md",
+    ".ci/**",
+    ".github/**",
+];
+
+/// Runs every built-in reviewer the panel defines on the change, each on the files it applies
+/// to. Agent reviewers are not run here.
+pub fn run_builtins(defs: &[ReviewerDef], change: &ChangeView) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for def in defs {
+        let Kind::Builtin(b) = def.kind else { continue };
+        let files: Vec<FileChange> = change
+            .files
+            .iter()
+            .filter(|f| def.applies(&f.path))
+            .cloned()
+            .collect();
+        let view = ChangeView {
+            files: &files,
+            ..*change
+        };
+        let name = def.name.as_str();
+        let mut found = match b {
+            Builtin::JudgeTamper => judge_tamper(name, &view, &def.judges),
+            Builtin::TestsTamper => tests_tamper::check(name, &view),
+            Builtin::Secrets => secrets::check(name, &view),
+            Builtin::Scope => scope(name, &view),
+            Builtin::Deps => deps(name, &view),
+            Builtin::Size => size(name, &view, def.max_lines),
+        };
+        if !def.blocking {
+            for f in &mut found {
+                if f.severity == Severity::Blocking {
+                    f.severity = Severity::Major;
+                }
+            }
+        }
+        out.extend(found);
+    }
+    out
+}
+
+/// The critic: any blocking finding → `block`; else any major one → `revise`; else `approve`.
+/// (Findings from non-blocking reviewers were already capped at major.)
+pub fn critic(findings: &[Finding]) -> Verdict {
+    match findings.iter().map(|f| f.severity).max() {
+        Some(Severity::Blocking) => Verdict::Block,
+        Some(Severity::Major) => Verdict::Revise,
+        _ => Verdict::Approve,
+    }
+}
+
+fn finding(
+    reviewer: &str,
+    severity: Severity,
+    category: &str,
+    file: Option<&str>,
+    line: Option<u32>,
+    message: String,
+    hint: &str,
+) -> Finding {
+    Finding {
+        reviewer: reviewer.to_string(),
+        severity,
+        category: category.to_string(),
+        file: file.map(str::to_string),
+        line,
+        message,
+        hint: hint.to_string(),
+    }
+}
+
+/// The sections of `atelier.toml` that judge (the gauntlet, the forge, the gate); the swarm's
+/// tuning (`[conductor]`, `[swarm]`, roles) does not.
+const JUDGING_SECTIONS: &[&str] = &["gauntlet", "forge", "gate", "review", "governance"];
+
+/// `judge-tamper`: a change an agent wrote that touches anything that judges it.
+pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec<Finding> {
+    if !change.agent_origin {
+        return Vec::new();
+    }
+    let mut b = GlobSetBuilder::new();
+    for g in JUDGES
+        .iter()
+        .map(|s| s.to_string())
+        .chain(more.iter().cloned())
+    {
+        if let Ok(g) = Glob::new(&g) {
+            b.add(g);
+        }
+    }
+    let judges = b.build().unwrap_or_else(|_| GlobSet::empty());
+    let mut out = Vec::new();
+    for f in change.files {
+        if f.path == "atelier.toml" {
+            let touched = judging_sections_changed(f.base.as_deref(), f.head.as_deref());
+            if !touched.is_empty() {
+                out.push(finding(
+                    reviewer,
+                    Severity::Blocking,
+                    "judge-tamper",
+                    Some(&f.path),
+                    None,
+                    format!(
+                        "an agent's change edits atelier.toml's [{}], which judges it",
+                        touched.join("], [")
+                    ),
+                    "leave the gauntlet, forge and gate settings to a person's proposal; an agent may tune [conductor], [swarm] and roles",
+                ));
+            }
+        } else if judges.is_match(&f.path) {
+            out.push(finding(
+                reviewer,
+                Severity::Blocking,
+                "judge-tamper",
+                Some(&f.path),
+                None,
+                format!(
+                    "an agent's change touches {}, which judges the change",
+                    f.path
+                ),
+                "an agent may not change what judges it: propose this part as a person, separately",
+            ));
+        }
+    }
+    out
+}
+
+/// The judging sections whose contents differ between two `atelier.toml` texts (a file that
+/// does not parse counts as every section changed).
+fn judging_sections_changed(base: Option<&str>, head: Option<&str>) -> Vec<String> {
+    let parse = |t: Option<&str>| t.map(|t| t.parse::<toml::Table>());
+    match (parse(base), parse(head)) {
+        (Some(Ok(b)), Some(Ok(h))) => JUDGING_SECTIONS
+            .iter()
+            .filter(|s| b.get(**s) != h.get(**s))
+            .map(|s| s.to_string())
+            .collect(),
+        (None, None) => Vec::new(),
+        _ => JUDGING_SECTIONS.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// `scope`: files changed outside what the proposal declared.
+pub fn scope(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
+    let Some(declared) = change.declared else {
+        return Vec::new();
+    };
+    let mut b = GlobSetBuilder::new();
+    for d in declared {
+        if let Ok(g) = Glob::new(d) {
+            b.add(g);
+        }
+    }
+    let set = b.build().unwrap_or_else(|_| GlobSet::empty());
+    change
+        .files
+        .iter()
+        .filter(|f| !set.is_match(&f.path) && !f.path.starts_with("proposals/"))
+        .map(|f| {
+            finding(
+                reviewer,
+                Severity::Major,
+                "scope",
+                Some(&f.path),
+                None,
+                format!("{} changes outside the files the proposal declared", f.path),
+                "declare the file in the task's claims, or leave it out of this change",
+            )
+        })
+        .collect()
+}
+
+/// Dependency manifests of the usual ecosystems.
+const MANIFESTS: &[&str] = &[
+    "Cargo.toml",
+    "Cargo.lock",
+    "package.json",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "requirements.txt",
+    "pyproject.toml",
+    "poetry.lock",
+    "go.mod",
+    "go.sum",
+    "Gemfile",
+    "Gemfile.lock",
+];
+
+/// `deps`: added or changed dependencies, and new build scripts.
+pub fn deps(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for f in change.files {
+        let name = f.path.rsplit('/').next().unwrap_or(&f.path);
+        if name == "build.rs" && f.added() {
+            out.push(finding(
+                reviewer,
+                Severity::Major,
+                "deps",
+                Some(&f.path),
+                None,
+                format!("a new build script {} runs at every build", f.path),
+                "say in the rationale why the build needs code of its own, and what it does",
+            ));
+        } else if MANIFESTS.contains(&name) {
+            let added = f.added_lines();
+            let mut listed: Vec<String> = added
+                .iter()
+                .map(|(_, l)| l.trim())
+                .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('['))
+                .take(20)
+                .map(str::to_string)
+                .collect();
+            if listed.is_empty() && f.removed_lines().is_empty() {
+                continue;
+            }
+            if listed.is_empty() {
+                listed.push("(lines removed only)".into());
+            }
+            out.push(finding(
+                reviewer,
+                Severity::Major,
+                "deps",
+                Some(&f.path),
+                added.first().map(|(n, _)| *n),
+                format!("dependencies change in {}: {}", f.path, listed.join("; ")),
+                "name each new or changed dependency and its version in the rationale",
+            ));
+        }
+    }
+    out
+}
+
+/// `size`: a change too large to review well.
+pub fn size(reviewer: &str, change: &ChangeView, max_lines: usize) -> Vec<Finding> {
+    let changed: usize = change
+        .files
+        .iter()
+        .map(|f| f.added_lines().len() + f.removed_lines().len())
+        .sum();
+    if changed <= max_lines {
+        return Vec::new();
+    }
+    vec![finding(
+        reviewer,
+        Severity::Major,
+        "size",
+        None,
+        None,
+        format!("{changed} changed lines, more than the {max_lines} a reviewer can check well"),
+        "split the change into proposals a person can review in one sitting",
+    )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, base: Option<&str>, head: Option<&str>) -> FileChange {
+        FileChange {
+            path: path.into(),
+            base: base.map(str::to_string),
+            head: head.map(str::to_string),
+        }
+    }
+
+    fn def(text: &str) -> Result<ReviewerDef, DefError> {
+        ReviewerDef::parse("reviewers/x.toml", text)
+    }
+
+    #[test]
+    fn definitions_are_strict() {
+        let ok =
+            "name = \"x\"\nflavour = \"Looks for tampering.\"\nkind = \"builtin:judge-tamper\"\n";
+        assert!(def(ok).is_ok());
+        let cases: &[(&str, &str)] = &[
+            (
+                "name = \"x\"\nflavour = \"f\"\nkind = \"builtin:nope\"\n",
+                "kind",
+            ),
+            ("name = \"x\"\nflavour = \"f\"\nkind = \"weird\"\n", "kind"),
+            (
+                "name = \"y\"\nflavour = \"f\"\nkind = \"builtin:size\"\n",
+                "name",
+            ),
+            (
+                "name = \"x\"\nflavour = \"f\"\nkind = \"agent\"\ntemplate = \"t.j2\"\n",
+                "role",
+            ),
+            (
+                "name = \"x\"\nflavour = \"f\"\nkind = \"agent\"\nrole = \"r\"\n",
+                "template",
+            ),
+            (
+                "name = \"x\"\nflavour = \"f\"\nkind = \"builtin:size\"\ncolour = 1\n",
+                "colour",
+            ),
+            (
+                "name = \"x\"\nflavour = \"\"\nkind = \"builtin:size\"\n",
+                "flavour",
+            ),
+            (
+                "name = \"x\"\nflavour = \"f\"\nkind = \"builtin:size\"\npaths = [\"[\"]\n",
+                "paths",
+            ),
+            (
+                "name = \"x\"\nflavour = \"f\"\nkind = \"builtin:size\"\nmax_lines = 0\n",
+                "max_lines",
+            ),
+        ];
+        for (text, field) in cases {
+            let e = def(text).expect_err(text);
+            assert_eq!(&e.field, field, "{text}: {e}");
+            assert!(e.file == "reviewers/x.toml", "{e}");
+        }
+    }
+
+    #[test]
+    fn judge_tamper_blocks_an_agent_touching_what_judges_it() {
+        let files = [
+            change("policies/governance.toml", Some("a"), Some("b")),
+            change("src/lib.rs", Some("a"), Some("b")),
+            change(
+                "atelier.toml",
+                Some("[gauntlet]\nsteps = [\"cargo test\"]\n[swarm]\nmax_parallel = 2\n"),
+                Some("[gauntlet]\nsteps = []\n[swarm]\nmax_parallel = 4\n"),
+            ),
+        ];
+        let agent = ChangeView {
+            files: &files,
+            agent_origin: true,
+            declared: None,
+        };
+        let found = judge_tamper("j", &agent, &["src/governance/**".into()]);
+        let paths: Vec<_> = found.iter().filter_map(|f| f.file.as_deref()).collect();
+        assert_eq!(paths, ["policies/governance.toml", "atelier.toml"]);
+        assert!(
+            found[1].message.contains("[gauntlet]"),
+            "{}",
+            found[1].message
+        );
+        assert!(found.iter().all(|f| f.severity == Severity::Blocking));
+        // Tuning the swarm only is fine.
+        let tuning = [change(
+            "atelier.toml",
+            Some("[gauntlet]\nsteps = [\"t\"]\n[swarm]\nmax_parallel = 2\n"),
+            Some("[gauntlet]\nsteps = [\"t\"]\n[swarm]\nmax_parallel = 4\n"),
+        )];
+        let view = ChangeView {
+            files: &tuning,
+            ..agent
+        };
+        assert!(judge_tamper("j", &view, &[]).is_empty());
+        // A person's change is not this reviewer's business.
+        let person = ChangeView {
+            agent_origin: false,
+            ..agent
+        };
+        assert!(judge_tamper("j", &person, &[]).is_empty());
+        // The definition's own judges count too.
+        let code = [change("src/governance/decision.rs", Some("a"), Some("b"))];
+        let view = ChangeView {
+            files: &code,
+            ..agent
+        };
+        assert_eq!(
+            judge_tamper("j", &view, &["src/governance/**".into()]).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn deps_size_scope_and_the_critic() {
+        let files = [
+            change(
+                "Cargo.toml",
+                Some("[dependencies]\nserde = \"1\"\n"),
+                Some("[dependencies]\nserde = \"1\"\nleftpad = \"0.1\"\n"),
+            ),
+            change("build.rs", None, Some("fn main() {}\n")),
+            change("src/a.rs", Some(""), Some(&"x\n".repeat(450))),
+        ];
+        let declared = vec!["src/**".to_string()];
+        let view = ChangeView {
+            files: &files,
+            agent_origin: false,
+            declared: Some(&declared),
+        };
+        let d = deps("deps", &view);
+        assert_eq!(d.len(), 2);
+        assert!(
+            d[0].message.contains("leftpad = \"0.1\""),
+            "{}",
+            d[0].message
+        );
+        assert_eq!(size("size", &view, 400).len(), 1);
+        assert!(size("size", &view, 1000).is_empty());
+        let s = scope("scope", &view);
+        let outside: Vec<_> = s.iter().filter_map(|f| f.file.as_deref()).collect();
+        assert_eq!(outside, ["Cargo.toml", "build.rs"]);
+        assert_eq!(critic(&[]), Verdict::Approve);
+        assert_eq!(critic(&d), Verdict::Revise);
+        let mut blocked = d.clone();
+        blocked[0].severity = Severity::Blocking;
+        assert_eq!(critic(&blocked), Verdict::Block);
+    }
+
+    #[test]
+    fn a_non_blocking_reviewer_cannot_block() {
+        let d = ReviewerDef::parse(
+            "reviewers/j.toml",
+            "name = \"j\"\nflavour = \"f\"\nkind = \"builtin:judge-tamper\"\nblocking = false\n",
+        )
+        .expect("def");
+        let files = [change("policies/governance.toml", Some("a"), Some("b"))];
+        let view = ChangeView {
+            files: &files,
+            agent_origin: true,
+            declared: None,
+        };
+        let found = run_builtins(&[d], &view);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].severity, Severity::Major);
+        assert_eq!(critic(&found), Verdict::Revise);
+    }
+}
