@@ -114,6 +114,7 @@ fn generate(dir: &Path, n: usize) -> Result<()> {
             base: b.clone(),
             head: h.clone(),
             proposer: Some("carol@example.org".into()),
+            origin: None,
         });
         let (size, root) = (pending.1.size(), hex::encode(pending.1.root()));
         let seen = SeenCheckpoint { size, root };

@@ -17,6 +17,7 @@ mod hardening;
 mod merge;
 mod one_loop;
 mod plans;
+mod review;
 mod review_fixes;
 mod review_one_loop;
 mod review_third;

@@ -47,6 +47,10 @@ pub enum Event {
         base: String,
         head: String,
         proposer: Option<String>,
+        /// Who wrote the change, when an agent did (`propose --agent NAME`, a swarm run):
+        /// the review panel holds such changes to more.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<String>,
     },
     TokenRecorded {
         proposal: String,

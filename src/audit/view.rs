@@ -75,6 +75,18 @@ impl LedgerView {
         })
     }
 
+    /// Who wrote the proposal's change, when an agent did (its `proposal-opened` entry).
+    pub fn origin(&self, proposal: &str) -> Option<String> {
+        self.events.iter().find_map(|e| match e {
+            Event::ProposalOpened {
+                proposal: p,
+                origin,
+                ..
+            } if p == proposal => Some(origin.clone()),
+            _ => None,
+        })?
+    }
+
     /// The next pull request number no `proposal-opened` entry has used.
     pub fn next_opened_number(&self) -> u64 {
         self.events

@@ -84,6 +84,7 @@ fn propose(
     let p = workflow::propose(
         ws,
         ProposeOptions {
+            origin: None,
             patch: path,
             title: title.into(),
             rationale: Some(rationale.into()),

@@ -12,6 +12,7 @@ mod github;
 mod init;
 mod plan;
 mod propose;
+mod review;
 mod run;
 mod show;
 
@@ -52,6 +53,8 @@ enum Command {
     Show(show::ShowArgs),
     /// Sign and record an approval (or rejection) token for a proposal.
     Approve(approve::ApproveArgs),
+    /// Run the review panel's built-in reviewers on a proposal (advisory for now).
+    Review(review::ReviewArgs),
     /// Decide whether a proposal may merge now (exit 0) or not (exit 1), explaining every requirement.
     Gate(gate::GateArgs),
     /// Merge a proposal if, and only if, the gate passes at this instant.
@@ -149,6 +152,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Proposals(a) => propose::proposals(&dir, a),
         Command::Show(a) => show::show(&dir, a),
         Command::Approve(a) => approve::approve(&dir, a),
+        Command::Review(a) => review::review(&dir, a),
         Command::Gate(a) => gate::gate(&dir, a),
         Command::Merge(a) => gate::merge(&dir, a),
         Command::Close(a) => gate::close(&dir, a),

@@ -19,6 +19,11 @@ pub struct ProposeArgs {
     /// Why this change.
     #[arg(long)]
     rationale: Option<String>,
+    /// The agent that wrote the patch (e.g. `claude-code`): recorded in the ledger, it only adds
+    /// scrutiny (the review panel's judge-tamper reviewer blocks an agent's change to what
+    /// judges it).
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
 }
 
 pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
@@ -31,6 +36,7 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
             title: args.title,
             rationale: args.rationale,
             proposer: None,
+            origin: args.agent.map(|a| format!("agent {a}")),
         },
         now,
     )?;

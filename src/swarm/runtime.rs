@@ -1443,6 +1443,7 @@ pub fn propose_run(
             title,
             rationale: Some(rationale),
             proposer: None,
+            origin: Some(format!("swarm run {}", summary.run)),
         },
         now,
     )

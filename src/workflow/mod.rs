@@ -8,6 +8,7 @@ pub mod gate;
 mod init;
 pub(crate) mod merge;
 mod propose;
+pub mod review;
 
 pub use approve::{approve, payload_from, Approval, ApproveOptions, Sign};
 pub use error::{Error, Result};

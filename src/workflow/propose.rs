@@ -18,6 +18,8 @@ pub struct ProposeOptions {
     /// The principal proposing; `None` means the repository's `user.email`. The CLI never
     /// lets a user name someone else: the proposer's approval must not count.
     pub proposer: Option<String>,
+    /// The agent that wrote the patch (`--agent NAME`, a swarm run): it only adds scrutiny.
+    pub origin: Option<String>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -153,6 +155,7 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
             base: base.to_string(),
             head: head.to_string(),
             proposer: proposer.clone(),
+            origin: opts.origin.clone(),
         }],
         now,
     )?;

@@ -1,0 +1,134 @@
+//! The review panel's built-in reviewers, through `atelier review` (advisory for now: the gate
+//! does not enforce the verdict yet).
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+fn propose_as_agent(env: &Env, edits: &[(&str, &str)], title: &str) -> String {
+    let patch = env.patch(edits);
+    env.atelier(&[
+        "propose",
+        "--patch",
+        patch.to_str().expect("utf8"),
+        "--title",
+        title,
+        "--agent",
+        "claude-code",
+    ])
+    .ok()
+    .stdout
+    .trim()
+    .to_string()
+}
+
+fn review(env: &Env, id: &str) -> (i32, Value) {
+    let run = env.atelier(&["review", id, "--json"]);
+    assert!(run.stderr.contains("advisory"), "{run:?}");
+    (run.code, run.json())
+}
+
+fn categories(v: &Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["category"].as_str().expect("category").to_string())
+        .collect()
+}
+
+#[test]
+fn an_agent_changing_the_policy_is_blocked_and_a_person_is_not() {
+    let env = Env::new();
+    let gov = env.read("policies/governance.toml") + "\n# tweak\n";
+    let person = env.propose(&[("policies/governance.toml", &gov)], "Tweak the policy");
+    let (code, v) = review(&env, &person);
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("approve")), "{v:#}");
+    let agent = propose_as_agent(&env, &[("policies/governance.toml", &gov)], "Agent tweak");
+    let (code, v) = review(&env, &agent);
+    assert_eq!((code, v["verdict"].as_str()), (1, Some("block")), "{v:#}");
+    assert_eq!(categories(&v), ["judge-tamper"]);
+    assert_eq!(v["findings"][0]["severity"], "blocking");
+    assert_eq!(v["findings"][0]["file"], "policies/governance.toml");
+    // The ledger says who wrote it.
+    let log = env.atelier(&["audit", "log", "--json"]).ok().stdout;
+    assert!(log.contains("agent claude-code"), "{log}");
+}
+
+#[test]
+fn a_new_dependency_asks_for_a_revision() {
+    let env = Env::new();
+    let id = env.propose(
+        &[(
+            "Cargo.toml",
+            "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[dependencies]\nleftpad = \"0.1\"\n",
+        )],
+        "Add a dependency",
+    );
+    let (code, v) = review(&env, &id);
+    assert_eq!((code, v["verdict"].as_str()), (1, Some("revise")), "{v:#}");
+    assert_eq!(categories(&v), ["deps"]);
+    assert!(
+        v["findings"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("leftpad = \"0.1\""),
+        "{v:#}"
+    );
+    // The plain change is approved, and the human form says the panel is advisory.
+    let code_change = env.propose_code();
+    let run = env.atelier(&["review", &code_change]).ok();
+    assert!(run.stdout.contains("panel: APPROVE"), "{}", run.stdout);
+}
+
+#[test]
+fn the_panel_is_read_from_the_base_and_a_broken_definition_is_named() {
+    let env = Env::new();
+    // A proposal that would make the size reviewer accept nothing cannot judge itself.
+    let strict = "name = \"size\"\nflavour = \"Tiny changes only.\"\nkind = \"builtin:size\"\nmax_lines = 1\n";
+    let id = env.propose(
+        &[
+            ("reviewers/size.toml", strict),
+            ("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n"),
+        ],
+        "Stricter size",
+    );
+    let (code, v) = review(&env, &id);
+    assert_eq!(
+        code, 0,
+        "the base has no reviewers/: the default panel judges: {v:#}"
+    );
+    // A definition at base with an unknown field: exit 2 naming file and field.
+    env.write(
+        "reviewers/size.toml",
+        "name = \"size\"\nflavour = \"f\"\nkind = \"builtin:size\"\ncolour = \"red\"\n",
+    );
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "a broken reviewer"]);
+    let next = env.propose_code();
+    let run = env.atelier(&["review", &next]).code(2);
+    assert!(
+        run.stderr.contains("reviewers/size.toml") && run.stderr.contains("colour"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn atelier_s_own_panel_parses() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reviewers");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("reviewers/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let rel = format!(
+                "reviewers/{}",
+                path.file_name().expect("name").to_string_lossy()
+            );
+            let text = std::fs::read_to_string(&path).expect("read");
+            atelier::governance::review::ReviewerDef::parse(&rel, &text)
+                .unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "{n} reviewers");
+}
