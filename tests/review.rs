@@ -132,3 +132,41 @@ fn atelier_s_own_panel_parses() {
     }
     assert!(n >= 5, "{n} reviewers");
 }
+
+#[test]
+fn a_weakened_test_and_a_token_are_blocked_through_the_cli() {
+    let env = Env::new();
+    env.write(
+        "tests/answer.rs",
+        "#[test]\nfn answers() {\n    assert_eq!(demo::answer(), 41);\n}\n",
+    );
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "a test"]);
+    let weakened = env.propose(
+        &[(
+            "tests/answer.rs",
+            "#[test]\nfn answers() {\n    // assert_eq!(demo::answer(), 41);\n}\n",
+        )],
+        "Quiet the test",
+    );
+    let (code, v) = review(&env, &weakened);
+    assert_eq!((code, v["verdict"].as_str()), (1, Some("block")), "{v:#}");
+    assert!(categories(&v).iter().all(|c| c == "tests-tamper"), "{v:#}");
+    // A token-shaped literal (assembled here so this file carries none).
+    let token = format!("gh{}_{}", "p", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
+    let leaked = env.propose(
+        &[(
+            "src/config.rs",
+            &format!("pub const TOKEN: &str = \"{token}\";\n"),
+        )],
+        "Configure",
+    );
+    let (code, v) = review(&env, &leaked);
+    assert_eq!((code, v["verdict"].as_str()), (1, Some("block")), "{v:#}");
+    assert!(categories(&v).contains(&"secrets".to_string()), "{v:#}");
+    let text = serde_json::to_string(&v).expect("json");
+    assert!(
+        !text.contains(&token),
+        "the review repeats the secret: {text}"
+    );
+}
