@@ -96,7 +96,7 @@ fn the_panel_is_read_from_the_base_and_a_broken_definition_is_named() {
     let (code, v) = review(&env, &id);
     assert_eq!(
         code, 0,
-        "the base has no reviewers/: the default panel judges: {v:#}"
+        "the panel at base (init's defaults) judges, not the proposal's: {v:#}"
     );
     // A definition at base with an unknown field: exit 2 naming file and field.
     env.write(
@@ -168,5 +168,25 @@ fn a_weakened_test_and_a_token_are_blocked_through_the_cli() {
     assert!(
         !text.contains(&token),
         "the review repeats the secret: {text}"
+    );
+}
+
+#[test]
+fn init_installs_the_default_panel_and_it_runs_offline() {
+    let env = Env::new();
+    for name in ["judge-tamper", "tests-tamper", "secrets", "deps", "size"] {
+        let text = env.read(&format!("reviewers/{name}.toml"));
+        assert!(
+            text.contains(&format!("kind = \"builtin:{name}\"")),
+            "{text}"
+        );
+    }
+    assert!(env.read("reviewers/README.md").contains("kind = \"agent\""));
+    let id = env.propose_code();
+    let (code, v) = review(&env, &id);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        v["reviewers"],
+        serde_json::json!(["deps", "judge-tamper", "secrets", "size", "tests-tamper"])
     );
 }

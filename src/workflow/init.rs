@@ -27,7 +27,8 @@ const ALLOWED_SIGNERS_TEMPLATE: &str = "# Approvers' public keys, in OpenSSH all
 
 const GOVERNANCE_MD: &str = include_str!("../../GOVERNANCE.md");
 
-const REVIEWERS_README: &str = "# Reviewers\n\nDefinitions of the adversarial review panel live here (one `<name>.toml` each, with\n`templates/*.j2`). This directory is part of the constitution and of the policy digest.\n";
+/// This repository's own reviewers/README.md: what the panel is and how to add a reviewer.
+const REVIEWERS_README: &str = include_str!("../../reviewers/README.md");
 
 const PROPOSALS_README: &str = "# Proposals\n\nEach proposal's record lives in `<id>-<slug>/proposal.toml`, committed on its proposal branch\nand merged with the change.\n";
 
@@ -98,6 +99,10 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         REVIEWERS_README.as_bytes(),
         &mut report,
     )?;
+    // The default panel: the built-in reviewers, so it runs offline from the start.
+    for (path, text) in super::review::DEFAULT_PANEL {
+        write_if_missing(&root, path, text.as_bytes(), &mut report)?;
+    }
     write_if_missing(
         &root,
         "proposals/README.md",
