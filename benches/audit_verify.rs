@@ -115,6 +115,7 @@ fn generate(dir: &Path, n: usize) -> Result<()> {
             head: h.clone(),
             proposer: Some("carol@example.org".into()),
             origin: None,
+            declared: None,
         });
         let (size, root) = (pending.1.size(), hex::encode(pending.1.root()));
         let seen = SeenCheckpoint { size, root };

@@ -117,6 +117,7 @@ impl Scenario {
             new_policy: &new,
             tokens: &self.tokens,
             ledger_roots: &roots,
+            panel: &atelier::governance::review::PanelInput::quiet(),
             now: self.now,
         });
         (

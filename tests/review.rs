@@ -1,5 +1,5 @@
-//! The review panel's built-in reviewers, through `atelier review` (advisory for now: the gate
-//! does not enforce the verdict yet).
+//! The review panel's built-in reviewers, through `atelier review`; the gate enforcing them is in
+//! tests/review_gate.rs.
 
 use serde_json::Value;
 
@@ -24,7 +24,10 @@ fn propose_as_agent(env: &Env, edits: &[(&str, &str)], title: &str) -> String {
 
 fn review(env: &Env, id: &str) -> (i32, Value) {
     let run = env.atelier(&["review", id, "--json"]);
-    assert!(run.stderr.contains("advisory"), "{run:?}");
+    assert!(
+        run.stderr.contains("the verdict is recorded in the ledger"),
+        "{run:?}"
+    );
     (run.code, run.json())
 }
 
@@ -75,7 +78,7 @@ fn a_new_dependency_asks_for_a_revision() {
             .contains("leftpad = \"0.1\""),
         "{v:#}"
     );
-    // The plain change is approved, and the human form says the panel is advisory.
+    // The plain change is approved.
     let code_change = env.propose_code();
     let run = env.atelier(&["review", &code_change]).ok();
     assert!(run.stdout.contains("panel: APPROVE"), "{}", run.stdout);
@@ -174,7 +177,14 @@ fn a_weakened_test_and_a_token_are_blocked_through_the_cli() {
 #[test]
 fn init_installs_the_default_panel_and_it_runs_offline() {
     let env = Env::new();
-    for name in ["judge-tamper", "tests-tamper", "secrets", "deps", "size"] {
+    for name in [
+        "judge-tamper",
+        "tests-tamper",
+        "secrets",
+        "scope",
+        "deps",
+        "size",
+    ] {
         let text = env.read(&format!("reviewers/{name}.toml"));
         assert!(
             text.contains(&format!("kind = \"builtin:{name}\"")),
@@ -187,6 +197,13 @@ fn init_installs_the_default_panel_and_it_runs_offline() {
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(
         v["reviewers"],
-        serde_json::json!(["deps", "judge-tamper", "secrets", "size", "tests-tamper"])
+        serde_json::json!([
+            "deps",
+            "judge-tamper",
+            "scope",
+            "secrets",
+            "size",
+            "tests-tamper"
+        ])
     );
 }

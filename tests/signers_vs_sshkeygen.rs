@@ -568,6 +568,7 @@ impl Material {
             new_policy: &policy,
             tokens: std::slice::from_ref(token),
             ledger_roots: &BTreeMap::new(),
+            panel: &atelier::governance::review::PanelInput::quiet(),
             now: NOW,
         });
         if let Err(e) = &policy {

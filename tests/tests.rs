@@ -19,6 +19,7 @@ mod one_loop;
 mod plans;
 mod review;
 mod review_fixes;
+mod review_gate;
 mod review_one_loop;
 mod review_third;
 mod signers_vs_sshkeygen;

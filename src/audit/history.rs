@@ -103,6 +103,10 @@ struct LedgerIndex {
 struct ProposalFacts {
     pulls: Vec<u64>,
     proposer: Option<String>,
+    /// Who wrote it and what it declared, from its `proposal-opened` entry.
+    provenance: crate::panel::Provenance,
+    /// The review panel's verdicts recorded for it, with their ledger positions.
+    reviews: Vec<(u64, crate::governance::review::RecordedReview)>,
 }
 
 /// A merge request's identity: proposal, pull, base, head, tree.
@@ -319,7 +323,10 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     // concludes it): anything else recorded in between means a later merge is not that request.
     if !matches!(
         entry.event,
-        Event::MergeRequested { .. } | Event::Merged(_) | Event::MergeStarted(_)
+        Event::MergeRequested { .. }
+            | Event::Merged(_)
+            | Event::MergeStarted(_)
+            | Event::ReviewRecorded { .. }
     ) && !entry.event.is_approvals_only()
     {
         if let Some(p) = entry.event.proposal() {
@@ -334,9 +341,30 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             proposal,
             pull,
             proposer,
+            origin,
+            declared,
             ..
+        } => {
+            let facts = index.proposals.entry(proposal).or_default();
+            if !facts.pulls.contains(&pull) {
+                facts.pulls.push(pull);
+            }
+            if facts.proposer.is_none() {
+                facts.proposer = proposer;
+                facts.provenance = crate::panel::Provenance { origin, declared };
+            }
         }
-        | Event::Submitted {
+        Event::ReviewRecorded {
+            proposal, review, ..
+        } => {
+            index
+                .proposals
+                .entry(proposal)
+                .or_default()
+                .reviews
+                .push((seq, review));
+        }
+        Event::Submitted {
             proposal,
             pull,
             proposer,
@@ -514,6 +542,7 @@ struct MergeCheck {
     base_policy: PolicyResult,
     new_policy: PolicyResult,
     tokens: Vec<RawToken>,
+    panel: crate::governance::review::PanelInput,
     now: i64,
 }
 
@@ -1004,6 +1033,23 @@ fn examine_merge(
             tokens.push(r.clone());
         }
     }
+    // The panel as the gate saw it: the built-ins re-run at the merge's base, and the verdict
+    // recorded last before the merge began.
+    let recorded = facts.and_then(|f| {
+        f.reviews
+            .iter()
+            .rev()
+            .find(|(at_seq, _)| *at_seq < rec.seq)
+            .map(|(_, r)| r.clone())
+    });
+    let (panel, _, _) = crate::panel::input(
+        repo,
+        base_oid,
+        Oid::from_str(&rec.head)?,
+        Some(commit.tree_id()),
+        &facts.map(|f| f.provenance.clone()).unwrap_or_default(),
+        recorded,
+    )?;
     let check = MergeCheck {
         commit: sha.clone(),
         change: Change {
@@ -1021,6 +1067,7 @@ fn examine_merge(
         base_policy: cache.policy(repo, &base_tree)?,
         new_policy: cache.policy(repo, &tree)?,
         tokens,
+        panel,
         now: rec.at,
     };
     let (finding, signatures) = check_merge(&check, roots);
@@ -1056,6 +1103,7 @@ fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, usize) {
         new_policy: &m.new_policy,
         tokens: &m.tokens,
         ledger_roots: &ledger_roots,
+        panel: &m.panel,
         now: m.now,
     });
     let sigs = d.tokens.iter().filter(|t| t.fingerprint.is_some()).count();

@@ -51,6 +51,10 @@ pub enum Event {
         /// the review panel holds such changes to more.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         origin: Option<String>,
+        /// The files the proposal declared it would change (a swarm run's claims, as globs):
+        /// the `scope` reviewer flags anything else.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        declared: Option<Vec<String>>,
     },
     TokenRecorded {
         proposal: String,
@@ -99,6 +103,20 @@ pub enum Event {
         head: String,
         proposer: Option<String>,
     },
+    /// The review panel's verdict on the proposal as it would merge then (`atelier review`):
+    /// bound to base, head, merge tree and the digest of the panel's definitions at base.
+    /// Only a verdict for the change as it is counts at the gate; an overrule by the
+    /// constitution quorum never changes it.
+    ReviewRecorded {
+        proposal: String,
+        pull: u64,
+        #[serde(flatten)]
+        review: crate::governance::review::RecordedReview,
+        /// The reviewers that ran.
+        reviewers: Vec<String>,
+        /// What people read (markdown, size-capped).
+        summary: String,
+    },
     /// Something that must not happen did: a merge landed other than approved. Never cleared.
     Alarm {
         proposal: String,
@@ -130,6 +148,7 @@ impl Event {
             | Event::Closed { proposal, .. }
             | Event::Submitted { proposal, .. }
             | Event::MergeRequested { proposal, .. }
+            | Event::ReviewRecorded { proposal, .. }
             | Event::Alarm { proposal, .. } => Some(proposal),
             Event::MergeStarted(m) | Event::Merged(m) => Some(&m.proposal),
         }

@@ -87,6 +87,57 @@ impl LedgerView {
         })?
     }
 
+    /// What the built-in reviewers weigh about who wrote the proposal and what it declared (its
+    /// `proposal-opened` entry).
+    pub fn provenance(&self, proposal: &str) -> crate::panel::Provenance {
+        self.events
+            .iter()
+            .find_map(|e| match e {
+                Event::ProposalOpened {
+                    proposal: p,
+                    origin,
+                    declared,
+                    ..
+                } if p == proposal => Some(crate::panel::Provenance {
+                    origin: origin.clone(),
+                    declared: declared.clone(),
+                }),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// The review panel's verdict last recorded for the proposal.
+    pub fn recorded_review(
+        &self,
+        proposal: &str,
+    ) -> Option<crate::governance::review::RecordedReview> {
+        self.events.iter().rev().find_map(|e| match e {
+            Event::ReviewRecorded {
+                proposal: p,
+                review,
+                ..
+            } if p == proposal => Some(review.clone()),
+            _ => None,
+        })
+    }
+
+    /// The review panel's verdict last recorded for the proposal, with its summary.
+    pub fn recorded_summary(
+        &self,
+        proposal: &str,
+    ) -> Option<(&crate::governance::review::RecordedReview, &str)> {
+        self.events.iter().rev().find_map(|e| match e {
+            Event::ReviewRecorded {
+                proposal: p,
+                review,
+                summary,
+                ..
+            } if p == proposal => Some((review, summary.as_str())),
+            _ => None,
+        })
+    }
+
     /// The next pull request number no `proposal-opened` entry has used.
     pub fn next_opened_number(&self) -> u64 {
         self.events
@@ -212,7 +263,11 @@ impl LedgerView {
     pub fn unconcluded_request(&self, proposal: &str, n: u64) -> Option<Intent> {
         let mut open = None;
         for event in &self.events {
-            if event.proposal() != Some(proposal) || event.is_approvals_only() {
+            // A verdict of the review panel recorded after the request changes nothing either.
+            if event.proposal() != Some(proposal)
+                || event.is_approvals_only()
+                || matches!(event, Event::ReviewRecorded { .. })
+            {
                 continue;
             }
             open = match event {

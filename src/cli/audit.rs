@@ -98,6 +98,12 @@ fn summary(e: &Event) -> String {
             head.get(..12).unwrap_or(head)
         ),
         Event::Submitted { pull, url, .. } => format!("submitted as pull request #{pull} ({url})"),
+        Event::ReviewRecorded { review, .. } => format!(
+            "review panel: {} ({} finding(s)) for head {}",
+            review.verdict.as_str(),
+            review.findings.len(),
+            review.head.get(..12).unwrap_or(&review.head)
+        ),
         Event::Alarm { code, detail, .. } => format!("ALARM {code}: {detail}"),
     }
 }
@@ -114,6 +120,7 @@ fn kind(e: &Event) -> &'static str {
         Event::Closed { .. } => "closed",
         Event::Submitted { .. } => "submitted",
         Event::MergeRequested { .. } => "merge-requested",
+        Event::ReviewRecorded { .. } => "review-recorded",
         Event::Alarm { .. } => "alarm",
     }
 }

@@ -85,6 +85,7 @@ fn propose(
         ws,
         ProposeOptions {
             origin: None,
+            declared: None,
             patch: path,
             title: title.into(),
             rationale: Some(rationale.into()),

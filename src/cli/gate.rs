@@ -78,6 +78,20 @@ pub(crate) fn render(eval: &Evaluation) -> String {
             t.push_str(&format!("       {}\n", tok.detail));
         }
     }
+    let rv = &d.review;
+    t.push_str(&format!(
+        "\nreview panel: {} (recorded verdict: {}){}\n",
+        rv.verdict.map_or("unreadable", |v| v.as_str()),
+        rv.recorded,
+        if rv.overruled_by.is_empty() {
+            String::new()
+        } else {
+            format!("; overruled by {}", rv.overruled_by.join(", "))
+        }
+    ));
+    for f in &rv.findings {
+        t.push_str(&format!("  {}\n", crate::workflow::review::finding_line(f)));
+    }
     let unmet = d.unmet().count();
     if d.allowed {
         t.push_str(&format!(

@@ -53,7 +53,7 @@ enum Command {
     Show(show::ShowArgs),
     /// Sign and record an approval (or rejection) token for a proposal.
     Approve(approve::ApproveArgs),
-    /// Run the review panel's built-in reviewers on a proposal (advisory for now).
+    /// Run the review panel on a proposal and record its verdict (exit 0 approve, 1 revise or block).
     Review(review::ReviewArgs),
     /// Decide whether a proposal may merge now (exit 0) or not (exit 1), explaining every requirement.
     Gate(gate::GateArgs),

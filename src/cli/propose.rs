@@ -37,6 +37,7 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
             rationale: args.rationale,
             proposer: None,
             origin: args.agent.map(|a| format!("agent {a}")),
+            declared: None,
         },
         now,
     )?;

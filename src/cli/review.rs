@@ -1,4 +1,4 @@
-//! `atelier review`: the review panel's built-in reviewers on a proposal, now.
+//! `atelier review`: the review panel on a proposal as it would merge now, its verdict recorded.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{json, now, out, verdict};
-use crate::governance::review::{Severity, Verdict};
+use crate::governance::review::Verdict;
 use crate::workflow::{review, Workspace};
 
 #[derive(Args, Debug)]
@@ -25,14 +25,11 @@ pub struct ReviewArgs {
 pub fn review(dir: &Path, args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
     let r = review::review(&ws, &super::gate::addr(args.id, args.pr), now()?)?;
-    eprintln!(
-        "note: the panel is advisory for now: the gate does not enforce its verdict and nothing is recorded (agent reviewers, recorded verdicts and enforcement are not built yet)"
-    );
-    if !r.not_run.is_empty() {
-        eprintln!(
-            "note: agent reviewers defined at base were not run (not built yet): {}",
-            r.not_run.join(", ")
-        );
+    for n in &r.notes {
+        eprintln!("note: {n}");
+    }
+    if let Some(seq) = r.recorded {
+        eprintln!("note: the verdict is recorded in the ledger (entry {seq}); the gate weighs it while base, head and tree stay as reviewed");
     }
     let code = if r.verdict == Verdict::Approve {
         ExitCode::SUCCESS
@@ -59,30 +56,10 @@ pub fn review(dir: &Path, args: ReviewArgs) -> anyhow::Result<ExitCode> {
         } else {
             t.push_str("findings:\n");
             for f in &r.findings {
-                let sev = match f.severity {
-                    Severity::Blocking => "BLOCKING",
-                    Severity::Major => "major",
-                    Severity::Minor => "minor",
-                };
-                let at = match (&f.file, f.line) {
-                    (Some(file), Some(line)) => format!(" {file}:{line}"),
-                    (Some(file), None) => format!(" {file}"),
-                    _ => String::new(),
-                };
-                t.push_str(&format!(
-                    "  [{sev}] {}{at}: {}\n         hint: {}\n",
-                    f.reviewer, f.message, f.hint
-                ));
+                t.push_str(&format!("  {}\n", review::finding_line(f)));
             }
         }
-        t.push_str(&format!(
-            "\npanel: {}\n",
-            match r.verdict {
-                Verdict::Approve => "APPROVE",
-                Verdict::Revise => "REVISE",
-                Verdict::Block => "BLOCK",
-            }
-        ));
+        t.push_str(&format!("\npanel: {}\n", r.verdict.as_str().to_uppercase()));
         out(&t)
     })
 }

@@ -304,6 +304,11 @@ impl Forge for LocalForge {
         Ok(())
     }
 
+    /// The local forge shows proposals through `atelier show` and `gate`, which read the ledger.
+    fn publish_review(&self, _: &Workspace, _: &LedgerView, _: &PullRequest) -> Result<()> {
+        Ok(())
+    }
+
     fn publish_proposal(
         &self,
         ws: &Workspace,

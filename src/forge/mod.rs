@@ -216,6 +216,9 @@ pub trait Forge {
     fn announce_alarm(&self, pull: u64, code: Code, detail: &str) -> Result<()>;
     /// Closes the pull request that carries a proposal given up with `close`.
     fn withdraw(&self, view: &LedgerView, proposal: &str, reason: Option<&str>) -> Result<()>;
+    /// Shows a newly recorded review verdict where the forge shows the proposal (GitHub: the
+    /// pull request body's "Review panel" section, re-rendered from the ledger).
+    fn publish_review(&self, ws: &Workspace, view: &LedgerView, pull: &PullRequest) -> Result<()>;
     /// Publishes a proposal (`submit`): pushes its branch and opens or updates its pull request.
     fn publish_proposal(
         &self,

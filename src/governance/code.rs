@@ -45,6 +45,10 @@ codes! {
     ConstitutionQuorum = "E_CONSTITUTION_QUORUM",
     NewPolicyInvalid = "E_NEW_POLICY_INVALID",
     NewPolicyQuorum = "E_NEW_POLICY_QUORUM",
+    ReviewInvalid = "E_REVIEW_INVALID",
+    ReviewBlocked = "E_REVIEW_BLOCKED",
+    ReviewMissing = "E_REVIEW_MISSING",
+    ReviewStale = "E_REVIEW_STALE",
 
     // Why a token does not count (`governance::token`, `governance::decision`).
     TokenMalformed = "E_TOKEN_MALFORMED",

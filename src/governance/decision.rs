@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::allowed_signers::SignerEntry;
 use super::code::Code;
 use super::policy::{Policy, PolicyError, Rule};
+use super::review::{self, Finding, PanelInput, Severity};
 use super::time::{format_rfc3339, Timestamp};
 use super::token::{self, RawToken, Verdict};
 
@@ -48,6 +49,8 @@ pub struct GateInput<'a> {
     pub tokens: &'a [RawToken],
     /// Merkle roots of the ledger at the sizes tokens name (`size -> hex root`).
     pub ledger_roots: &'a BTreeMap<u64, String>,
+    /// The review panel: its definitions at base, the built-in findings, the recorded verdict.
+    pub panel: &'a PanelInput,
     pub now: Timestamp,
 }
 
@@ -100,6 +103,22 @@ pub struct Decision {
     pub approvers: Vec<String>,
     /// Distinct eligible principals who rejected, sorted.
     pub vetoes: Vec<String>,
+    /// What the review panel said of the change.
+    pub review: ReviewReport,
+}
+
+/// The review panel's verdict on the change as the gate weighed it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ReviewReport {
+    /// The verdict (`None`: the panel's definitions at base cannot be read).
+    pub verdict: Option<review::Verdict>,
+    /// The built-in reviewers' findings now, then the agent reviewers' from a current recorded
+    /// verdict.
+    pub findings: Vec<Finding>,
+    /// The recorded verdict: `none`, `current`, or `stale`.
+    pub recorded: &'static str,
+    /// The constitution approvers who overruled a refusing verdict (empty unless they did).
+    pub overruled_by: Vec<String>,
 }
 
 impl Decision {
@@ -544,7 +563,13 @@ fn witness_requirement(input: &GateInput<'_>, policy: &Policy) -> Requirement {
 /// Every requirement for the change, met or not.
 pub fn requirements(
     input: &GateInput<'_>,
-) -> (Vec<Requirement>, Vec<TokenReport>, Vec<String>, Vec<String>) {
+) -> (
+    Vec<Requirement>,
+    Vec<TokenReport>,
+    Vec<String>,
+    Vec<String>,
+    ReviewReport,
+) {
     let c = input.change;
     let mut out = vec![req(
         Code::NotOpen,
@@ -577,7 +602,13 @@ pub fn requirements(
                 "valid".into(),
                 e.to_string(),
             ));
-            return (out, Vec::new(), Vec::new(), Vec::new());
+            let report = ReviewReport {
+                verdict: None,
+                findings: input.panel.builtin.clone(),
+                recorded: "none",
+                overruled_by: Vec::new(),
+            };
+            return (out, Vec::new(), Vec::new(), Vec::new(), report);
         }
     };
     out.push(match &c.merge_tree {
@@ -717,17 +748,158 @@ pub fn requirements(
             }
         }
     }
+    let report = review_requirements(input, policy, &judged.approvers, &mut out);
     (
         out,
         judged.reports,
         judged.approvers.into_iter().collect(),
         judged.vetoes.into_iter().collect(),
+        report,
     )
+}
+
+/// The review panel's requirements: its definitions at base can be read, a current recorded
+/// verdict where one is required, and a verdict that does not refuse — unless the constitution
+/// quorum approved this exact change, which overrules the panel (and never changes what it said).
+fn review_requirements(
+    input: &GateInput<'_>,
+    policy: &Policy,
+    approvers: &BTreeSet<String>,
+    out: &mut Vec<Requirement>,
+) -> ReviewReport {
+    let c = input.change;
+    let p = input.panel;
+    let panel = match &p.panel {
+        Err(why) => {
+            out.push(req(
+                Code::ReviewInvalid,
+                false,
+                "the review panel at base can be read (a malformed reviewer definition halts all merges until fixed)".into(),
+                "valid reviewers/*.toml".into(),
+                why.clone(),
+            ));
+            return ReviewReport {
+                verdict: None,
+                findings: p.builtin.clone(),
+                recorded: "none",
+                overruled_by: Vec::new(),
+            };
+        }
+        Ok(panel) => panel,
+    };
+    let tree = c.merge_tree.as_ref().ok();
+    let current = p.recorded.as_ref().filter(|r| {
+        r.base == c.base && r.head == c.head && r.tree.as_ref() == tree && r.panel == panel.digest
+    });
+    let recorded = match (&p.recorded, current) {
+        (None, _) => "none",
+        (Some(_), Some(_)) => "current",
+        (Some(_), None) => "stale",
+    };
+    if !panel.agents.is_empty() && policy.review.required {
+        let agents = panel.agents.join(", ");
+        out.push(match (&p.recorded, current) {
+            (None, _) => req(
+                Code::ReviewMissing,
+                false,
+                format!("the agent reviewers ({agents}) gave a recorded verdict"),
+                "a verdict recorded by `atelier review`".into(),
+                "none recorded".into(),
+            ),
+            (Some(r), None) => req(
+                Code::ReviewStale,
+                false,
+                format!("the agent reviewers' ({agents}) recorded verdict is for this change"),
+                format!(
+                    "base {}, head {}, tree {}, panel {}",
+                    c.base,
+                    c.head,
+                    tree.map_or("none", String::as_str),
+                    panel.digest
+                ),
+                format!(
+                    "base {}, head {}, tree {}, panel {}",
+                    r.base,
+                    r.head,
+                    r.tree.as_deref().unwrap_or("none"),
+                    r.panel
+                ),
+            ),
+            (Some(_), Some(_)) => req(
+                Code::ReviewStale,
+                true,
+                format!("the agent reviewers' ({agents}) recorded verdict is for this change"),
+                "current".into(),
+                "current".into(),
+            ),
+        });
+    }
+    // The built-ins are re-run at every evaluation; the agents' findings come only from a
+    // verdict recorded for exactly this change.
+    let mut findings = p.builtin.clone();
+    if let Some(r) = current {
+        findings.extend(
+            r.findings
+                .iter()
+                .filter(|f| panel.agents.contains(&f.reviewer))
+                .cloned(),
+        );
+    }
+    let verdict =
+        review::critic(&findings).max(current.map_or(review::Verdict::Approve, |r| r.verdict));
+    let refuses = verdict >= policy.review.block_on;
+    let overrulers: Vec<String> = approvers
+        .iter()
+        .filter(|a| policy.constitution.counts(a))
+        .cloned()
+        .collect();
+    let overruled = refuses && overrulers.len() as u32 >= policy.constitution.quorum;
+    let worst: Vec<String> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Blocking || (refuses && f.severity == Severity::Major))
+        .take(5)
+        .map(|f| {
+            let at = match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!(" {file}:{line}"),
+                (Some(file), None) => format!(" {file}"),
+                _ => String::new(),
+            };
+            format!("[{}]{at}: {}", f.reviewer, f.message)
+        })
+        .collect();
+    let found = match (refuses, overruled) {
+        (false, _) => format!("{} ({} finding(s))", verdict.as_str(), findings.len()),
+        (true, false) => format!("{}: {}", verdict.as_str(), worst.join("; ")),
+        (true, true) => format!(
+            "{}, overruled by the constitution quorum ({}): {}",
+            verdict.as_str(),
+            overrulers.join(", "),
+            worst.join("; ")
+        ),
+    };
+    out.push(req(
+        Code::ReviewBlocked,
+        !refuses || overruled,
+        "the review panel does not refuse the change (or the constitution quorum overruled it)"
+            .into(),
+        format!(
+            "a verdict below `{}`, or {} constitution approval(s)",
+            policy.review.block_on.as_str(),
+            policy.constitution.quorum
+        ),
+        found,
+    ));
+    ReviewReport {
+        verdict: Some(verdict),
+        findings,
+        recorded,
+        overruled_by: if overruled { overrulers } else { Vec::new() },
+    }
 }
 
 /// The gate.
 pub fn decide(input: &GateInput<'_>) -> Decision {
-    let (requirements, tokens, approvers, vetoes) = requirements(input);
+    let (requirements, tokens, approvers, vetoes, review) = requirements(input);
     let allowed = requirements.iter().all(|r| r.met);
     Decision {
         allowed,
@@ -735,5 +907,261 @@ pub fn decide(input: &GateInput<'_>) -> Decision {
         tokens,
         approvers,
         vetoes,
+        review,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::governance::policy::{PolicyFiles, DEFAULT_GOVERNANCE_TOML};
+    use crate::governance::review::{PanelAtBase, RecordedReview, Verdict as Panel};
+
+    fn change() -> Change {
+        Change {
+            repository: "r".into(),
+            proposal: "1".into(),
+            pull: 1,
+            open: true,
+            base: "b".into(),
+            head: "h".into(),
+            merge_tree: Ok("t".into()),
+            changed_paths: vec!["src/lib.rs".into()],
+            policy_digest: "d".into(),
+            proposer: None,
+        }
+    }
+
+    fn finding(reviewer: &str, severity: Severity) -> Finding {
+        Finding {
+            reviewer: reviewer.into(),
+            severity,
+            category: "c".into(),
+            file: Some("src/lib.rs".into()),
+            line: Some(1),
+            message: "m".into(),
+            hint: "h".into(),
+        }
+    }
+
+    fn recorded(head: &str, verdict: Panel, findings: Vec<Finding>) -> RecordedReview {
+        RecordedReview {
+            base: "b".into(),
+            head: head.into(),
+            tree: Some("t".into()),
+            panel: "p".into(),
+            verdict,
+            findings,
+        }
+    }
+
+    /// (case, [review] lines, agents, built-in findings, recorded, approvers, unmet codes)
+    type Case = (
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        Vec<Finding>,
+        Option<RecordedReview>,
+        &'static [&'static str],
+        &'static [Code],
+    );
+
+    #[test]
+    fn the_panel_requirements_on_plain_data() {
+        let major = || vec![finding("size", Severity::Major)];
+        let blocking = || vec![finding("secrets", Severity::Blocking)];
+        let cases: Vec<Case> = vec![
+            ("no findings", "", &[], vec![], None, &[], &[]),
+            (
+                "a major finding only revises",
+                "",
+                &[],
+                major(),
+                None,
+                &[],
+                &[],
+            ),
+            (
+                "block_on = revise refuses it",
+                "block_on = \"revise\"",
+                &[],
+                major(),
+                None,
+                &[],
+                &[Code::ReviewBlocked],
+            ),
+            (
+                "a blocking finding refuses",
+                "",
+                &[],
+                blocking(),
+                None,
+                &["a"],
+                &[Code::ReviewBlocked],
+            ),
+            (
+                "the constitution quorum overrules",
+                "",
+                &[],
+                blocking(),
+                None,
+                &["a", "b"],
+                &[],
+            ),
+            (
+                "agents without a verdict",
+                "",
+                &["critic"],
+                vec![],
+                None,
+                &[],
+                &[Code::ReviewMissing],
+            ),
+            (
+                "agents, not required",
+                "required = false",
+                &["critic"],
+                vec![],
+                None,
+                &[],
+                &[],
+            ),
+            (
+                "a current approving verdict",
+                "",
+                &["critic"],
+                vec![],
+                Some(recorded("h", Panel::Approve, vec![])),
+                &[],
+                &[],
+            ),
+            (
+                "a verdict for another head is stale",
+                "",
+                &["critic"],
+                vec![],
+                Some(recorded("old", Panel::Approve, vec![])),
+                &[],
+                &[Code::ReviewStale],
+            ),
+            (
+                "a stale block does not refuse",
+                "",
+                &["critic"],
+                vec![],
+                Some(recorded("old", Panel::Block, vec![])),
+                &["a", "b"],
+                &[Code::ReviewStale],
+            ),
+            (
+                "a current agent block refuses",
+                "",
+                &["critic"],
+                vec![],
+                Some(recorded(
+                    "h",
+                    Panel::Block,
+                    vec![finding("critic", Severity::Blocking)],
+                )),
+                &["a"],
+                &[Code::ReviewBlocked],
+            ),
+            (
+                "an agent's verdict alone blocks",
+                "",
+                &["critic"],
+                vec![],
+                Some(recorded("h", Panel::Block, vec![])),
+                &[],
+                &[Code::ReviewBlocked],
+            ),
+            // Findings a recording attributes to a built-in are not taken from it: the gate
+            // re-runs the built-ins itself.
+            (
+                "recorded built-in findings are not trusted",
+                "",
+                &["critic"],
+                vec![],
+                Some(recorded(
+                    "h",
+                    Panel::Approve,
+                    vec![finding("secrets", Severity::Blocking)],
+                )),
+                &[],
+                &[],
+            ),
+        ];
+        for (name, review, agents, builtin, rec, approvers, want) in cases {
+            let gov =
+                DEFAULT_GOVERNANCE_TOML.replace("[review]\n", &format!("[review]\n{review}\n"));
+            let gov = if review.contains("block_on") {
+                gov.replace("block_on = \"block\"\n", "")
+            } else if review.contains("required") {
+                gov.replace("required = true\n", "")
+            } else {
+                gov
+            };
+            let policy = Policy::load(&PolicyFiles {
+                governance: Some(gov.into_bytes()),
+                allowed_signers: Some(Vec::new()),
+                gate_key: None,
+            })
+            .expect("policy");
+            let c = change();
+            let panel = PanelInput {
+                panel: Ok(PanelAtBase {
+                    digest: "p".into(),
+                    agents: agents.iter().map(|s| s.to_string()).collect(),
+                }),
+                builtin,
+                recorded: rec,
+            };
+            let base = Ok(policy.clone());
+            let input = GateInput {
+                change: &c,
+                base_policy: &base,
+                new_policy: &base,
+                tokens: &[],
+                ledger_roots: &BTreeMap::new(),
+                panel: &panel,
+                now: 0,
+            };
+            let approvers: BTreeSet<String> = approvers.iter().map(|s| s.to_string()).collect();
+            let mut out = Vec::new();
+            review_requirements(&input, &policy, &approvers, &mut out);
+            let unmet: Vec<Code> = out.iter().filter(|r| !r.met).map(|r| r.code).collect();
+            assert_eq!(unmet, want, "{name}: {out:#?}");
+        }
+    }
+
+    #[test]
+    fn an_unreadable_panel_fails_closed() {
+        let policy = Policy::load(&PolicyFiles {
+            governance: Some(DEFAULT_GOVERNANCE_TOML.as_bytes().to_vec()),
+            allowed_signers: Some(Vec::new()),
+            gate_key: None,
+        })
+        .expect("policy");
+        let c = change();
+        let panel = PanelInput {
+            panel: Err("reviewers/x.toml: kind: nope".into()),
+            builtin: vec![],
+            recorded: None,
+        };
+        let base = Ok(policy.clone());
+        let d = decide(&GateInput {
+            change: &c,
+            base_policy: &base,
+            new_policy: &base,
+            tokens: &[],
+            ledger_roots: &BTreeMap::new(),
+            panel: &panel,
+            now: 0,
+        });
+        assert!(!d.allowed);
+        assert!(d
+            .unmet()
+            .any(|r| r.code == Code::ReviewInvalid && r.found.contains("reviewers/x.toml")));
+        assert_eq!(d.review.verdict, None);
     }
 }

@@ -73,6 +73,59 @@ struct RawGovernance {
     bots: Vec<String>,
     #[serde(default)]
     revoked: Vec<RawRevocation>,
+    #[serde(default)]
+    review: RawReview,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReview {
+    #[serde(default = "default_true")]
+    required: bool,
+    #[serde(default = "default_block_on")]
+    block_on: String,
+    #[serde(default)]
+    distinct_family: bool,
+}
+
+impl Default for RawReview {
+    fn default() -> Self {
+        RawReview {
+            required: true,
+            block_on: default_block_on(),
+            distinct_family: false,
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_block_on() -> String {
+    "block".into()
+}
+
+/// `[review]`: how the gate holds a change to the review panel's verdict. Every option can only
+/// make the gate stricter than the built-in reviewers alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReviewSettings {
+    /// A recorded verdict of the agent reviewers is required for the current base, head and
+    /// tree when the panel has agent reviewers.
+    pub required: bool,
+    /// The verdict that refuses a merge: `block`, or the stricter `revise`.
+    pub block_on: super::review::Verdict,
+    /// Agent reviewers must differ from the proposer in provider and model family.
+    pub distinct_family: bool,
+}
+
+impl Default for ReviewSettings {
+    fn default() -> Self {
+        ReviewSettings {
+            required: true,
+            block_on: super::review::Verdict::Block,
+            distinct_family: false,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -165,6 +218,7 @@ pub struct Policy {
     pub revoked: Vec<Revocation>,
     pub signers: AllowedSigners,
     pub gate_key: Option<KeyData>,
+    pub review: ReviewSettings,
 }
 
 /// The raw bytes of the three policy files at one commit (`None` = absent).
@@ -271,6 +325,21 @@ impl Policy {
             .enumerate()
             .map(|(i, r)| compile(r, &format!("rule #{}", i + 1), GOVERNANCE_PATH))
             .collect::<Result<Vec<_>, _>>()?;
+        let block_on = match raw.review.block_on.as_str() {
+            "block" => super::review::Verdict::Block,
+            "revise" => super::review::Verdict::Revise,
+            other => {
+                return Err(invalid(
+                    GOVERNANCE_PATH,
+                    format!("[review] block_on: `{other}` is not a verdict that refuses; expected \"block\" or the stricter \"revise\""),
+                ))
+            }
+        };
+        let review = ReviewSettings {
+            required: raw.review.required,
+            block_on,
+            distinct_family: raw.review.distinct_family,
+        };
         let mut revoked = Vec::new();
         for r in raw.revoked {
             if !r.key.starts_with("SHA256:") {
@@ -322,6 +391,7 @@ impl Policy {
             revoked,
             signers,
             gate_key,
+            review,
         })
     }
 
@@ -388,6 +458,18 @@ name = "any change"
 paths = ["**"]
 quorum = 1
 
+# The review panel (reviewers/; README, "The review panel"). The gate refuses a change the panel
+# blocks unless the constitution quorum approved that exact change.
+[review]
+# With agent reviewers in reviewers/, require their verdict, recorded by `atelier review ID`, for
+# the current base, head and tree.
+required = true
+# The verdict that refuses a merge: "block", or the stricter "revise".
+block_on = "block"
+# Require every agent reviewer to differ from the proposer in provider and in model family
+# (declared per role in atelier.toml).
+distinct_family = false
+
 # Revoked keys, by the fingerprint `ssh-keygen -lf KEY.pub` prints. Also delete the key's line
 # from allowed_signers; a revocation here additionally refuses tokens already signed with it.
 # [[revoked]]
@@ -438,6 +520,8 @@ mod tests {
             ("version = 1\n[constitution]\npaths=[\"a[\"]\nquorum=1\n", "does not parse"),
             ("version = 1\nquorom = 3\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "quorom"),
             ("version = 1\n[tokens]\nmax_lifetime=\"1w\"\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "max_lifetime"),
+            ("version = 1\n[constitution]\npaths=[\"a\"]\nquorum=1\n[review]\nblock_on=\"approve\"\n", "[review] block_on"),
+            ("version = 1\n[constitution]\npaths=[\"a\"]\nquorum=1\n[review]\nskip=true\n", "unknown field `skip`"),
             ("version = 1\n[tokens]\nclock_skew=\"9223372036854775807s\"\n[constitution]\npaths=[\"a\"]\nquorum=1\n", "at most 1d"),
         ] {
             let err = Policy::load(&files(gov)).expect_err(gov).to_string();

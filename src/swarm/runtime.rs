@@ -1444,6 +1444,15 @@ pub fn propose_run(
             rationale: Some(rationale),
             proposer: None,
             origin: Some(format!("swarm run {}", summary.run)),
+            // The tasks' claims: the `scope` reviewer flags any change outside them.
+            declared: Some(
+                plan_files
+                    .iter()
+                    .flat_map(|p| p.tasks.iter().flat_map(|t| t.files.iter().cloned()))
+                    .collect::<std::collections::BTreeSet<String>>()
+                    .into_iter()
+                    .collect(),
+            ),
         },
         now,
     )

@@ -100,7 +100,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         &mut report,
     )?;
     // The default panel: the built-in reviewers, so it runs offline from the start.
-    for (path, text) in super::review::DEFAULT_PANEL {
+    for (path, text) in crate::panel::DEFAULT_PANEL {
         write_if_missing(&root, path, text.as_bytes(), &mut report)?;
     }
     write_if_missing(

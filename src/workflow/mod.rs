@@ -625,6 +625,14 @@ pub fn evaluate_at(
     let tokens = tokens_for(view, &pull);
     let finished = view.finished(&pull.proposal);
     let ledger_roots = view.roots_for(&tokens);
+    let (panel, _, _) = crate::panel::input(
+        repo,
+        base,
+        head,
+        merge.as_ref().ok().copied(),
+        &view.provenance(&pull.proposal),
+        view.recorded_review(&pull.proposal),
+    )?;
     let change = Change {
         repository: ws.config.forge.repository.clone(),
         proposal: pull.proposal.clone(),
@@ -643,6 +651,7 @@ pub fn evaluate_at(
         new_policy: &new_policy,
         tokens: &tokens,
         ledger_roots: &ledger_roots,
+        panel: &panel,
         now,
     });
     Ok(Evaluation {

@@ -20,6 +20,9 @@ pub struct ProposeOptions {
     pub proposer: Option<String>,
     /// The agent that wrote the patch (`--agent NAME`, a swarm run): it only adds scrutiny.
     pub origin: Option<String>,
+    /// The files (globs) it declared it would change, for the `scope` reviewer (a swarm run's
+    /// claims); `None` when it declared none.
+    pub declared: Option<Vec<String>>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -156,6 +159,7 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
             head: head.to_string(),
             proposer: proposer.clone(),
             origin: opts.origin.clone(),
+            declared: opts.declared.clone(),
         }],
         now,
     )?;

@@ -69,6 +69,8 @@ pub struct Setup {
     pub principals: Vec<&'static str>,
     /// Replacements made in the atelier.toml `init` wrote, before the adoption commit.
     pub config_replace: Vec<(String, String)>,
+    /// More files (path, text) in the adoption commit.
+    pub files: Vec<(String, String)>,
 }
 
 impl Default for Setup {
@@ -79,6 +81,7 @@ impl Default for Setup {
             alice_options: "namespaces=\"atelier-approval\"".into(),
             principals: vec!["alice", "bob"],
             config_replace: Vec::new(),
+            files: Vec::new(),
         }
     }
 }
@@ -154,6 +157,9 @@ impl Env {
         }
         signers.push_str(&setup.extra_signers);
         env.write("policies/allowed_signers", &signers);
+        for (path, text) in &setup.files {
+            env.write(path, text);
+        }
         env.git(&["add", "-A"]);
         env.git(&["commit", "-q", "-m", "Adopt atelier"]);
         env

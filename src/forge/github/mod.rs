@@ -53,7 +53,7 @@ Base `{{ base }}`, head `{{ head }}`. Record: `{{ record_path }}`.
 - `{{ f }}`{% endfor %}
 
 ### Review panel
-{% if verdict %}{{ verdict }}{% else %}No panel verdict: the adversarial review panel is not built yet.{% endif %}
+{{ verdict }}
 
 ### Approving
 Only signed tokens count — not GitHub reviews, labels or who comments. To approve this exact change:
@@ -495,6 +495,18 @@ impl Forge for GitHubForge {
     }
 
     /// Closes the pull request `submit` last recorded for the proposal, saying why.
+    fn publish_review(&self, ws: &Workspace, view: &LedgerView, pull: &PullRequest) -> Result<()> {
+        let Some(&n) = view.submitted_pulls(&pull.proposal).last() else {
+            return Ok(());
+        };
+        let base = git::branch_tip(&ws.repo, &pull.base_branch)?;
+        let head = git::branch_tip(&ws.repo, &pull.head_branch)?;
+        let body = render_body(ws, view, pull, base, head)?;
+        self.client_with_token()?
+            .update_pull(n, &pull.title, &body)?;
+        Ok(())
+    }
+
     fn withdraw(&self, view: &LedgerView, proposal: &str, reason: Option<&str>) -> Result<()> {
         let Some(&n) = view.submitted_pulls(proposal).last() else {
             return Ok(());
@@ -545,7 +557,7 @@ impl Forge for GitHubForge {
             ],
         )
         .with_context(|| format!("pushing {branch} to remote `{}`", ws.config.forge.remote))?;
-        let body = render_body(ws, pull, base, head)?;
+        let body = render_body(ws, view, pull, base, head)?;
         // Only pull requests of this repository's proposal branch into the protected branch
         // (anyone may open another from the same branch into another base), the one the
         // ledger knows first.
@@ -858,6 +870,36 @@ pub fn summary_body(eval: &Evaluation) -> String {
         }
         t.push('\n');
     }
+    let rv = &d.review;
+    t.push_str(&format!(
+        "\n**Review panel: {}** (recorded verdict: {}){}\n\n",
+        rv.verdict.map_or("unreadable", |v| v.as_str()),
+        rv.recorded,
+        if rv.overruled_by.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; overruled by the constitution quorum ({})",
+                rv.overruled_by.join(", ")
+            )
+        }
+    ));
+    if rv.findings.is_empty() {
+        t.push_str("- no findings\n");
+    }
+    const FINDINGS_MAX: usize = 30;
+    for f in rv.findings.iter().take(FINDINGS_MAX) {
+        t.push_str(&format!(
+            "- {}\n",
+            clip(&crate::workflow::review::finding_line(f), 500)
+        ));
+    }
+    if rv.findings.len() > FINDINGS_MAX {
+        t.push_str(&format!(
+            "- … and {} more (`atelier gate --pr N` lists them all)\n",
+            rv.findings.len() - FINDINGS_MAX
+        ));
+    }
     t.push_str("\n**Tokens**\n\n");
     if d.tokens.is_empty() {
         t.push_str("- none yet\n");
@@ -919,7 +961,13 @@ fn clip_body(t: String) -> String {
 
 /// The pull request's body: the proposal record, its contract and evidence (carried in the
 /// record's rationale), the files it changes and the panel's verdict when there is one.
-fn render_body(ws: &Workspace, pull: &PullRequest, base: Oid, head: Oid) -> Result<String> {
+fn render_body(
+    ws: &Workspace,
+    view: &LedgerView,
+    pull: &PullRequest,
+    base: Oid,
+    head: Oid,
+) -> Result<String> {
     let repo = &ws.repo;
     let head_tree = repo.find_commit(head)?.tree()?;
     let base_tree = repo.find_commit(repo.merge_base(base, head)?)?.tree()?;
@@ -947,10 +995,21 @@ fn render_body(ws: &Workspace, pull: &PullRequest, base: Oid, head: Oid) -> Resu
             "base": base.to_string(),
             "head": head.to_string(),
             "files": files,
-            "verdict": null,
+            "verdict": review_section(view, &pull.proposal, head),
         })))
         .context("rendering the pull request body")?;
     Ok(clip_body(body))
+}
+
+/// The body's "Review panel" text: the verdict the ledger recorded for this head, or what to do.
+fn review_section(view: &LedgerView, proposal: &str, head: Oid) -> String {
+    match view.recorded_summary(proposal) {
+        Some((r, summary)) if r.head == head.to_string() => format!(
+            "{summary}\n\nRecorded for base `{}` and this head. The gate re-runs the built-in reviewers at every evaluation; its summary comment has the verdict in force.",
+            r.base
+        ),
+        _ => "No panel verdict recorded for this head yet (`atelier review --pr N` records one). The gate re-runs the built-in reviewers at every evaluation; its summary comment shows their findings.".to_string(),
+    }
 }
 
 /// Records the tokens of comment bodies GitHub delivered for pull request `n` (signed webhook

@@ -3,9 +3,9 @@
 //! turns findings into one verdict. No IO: the change arrives as plain data (the changed files'
 //! text at base and head, the proposal's origin and declared files).
 //!
-//! Not built yet (issue 10): agent reviewers, recording verdicts in the ledger, the gate
-//! refusing a blocked change, and `audit verify` re-running the built-ins. Until then the panel
-//! is advisory: `atelier review` says so.
+//! The gate (`decision`) weighs the built-in findings and a recorded verdict given to it as a
+//! [`PanelInput`]; `panel` (the crate's module) gathers that from git for the gate and for
+//! `audit verify`.
 
 pub mod secrets;
 pub mod tests_tamper;
@@ -23,7 +23,7 @@ pub enum Severity {
 }
 
 /// One thing a reviewer found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub reviewer: String,
     pub severity: Severity,
@@ -182,15 +182,26 @@ impl ReviewerDef {
         };
         let raw: RawDef = toml::from_str(text).map_err(|e| {
             let msg = e.message().to_string();
+            // The field: named by an unknown-field message, or the key on the line the error
+            // points at (a value of the wrong type).
+            let at_span = e.span().and_then(|s| {
+                let start = text[..s.start.min(text.len())]
+                    .rfind('\n')
+                    .map_or(0, |i| i + 1);
+                let line = text[start..].lines().next()?;
+                let key = line.split_once('=')?.0.trim();
+                (!key.is_empty() && !key.starts_with('#')).then(|| key.to_string())
+            });
             let field = msg
                 .split('`')
                 .nth(1)
                 .filter(|_| msg.starts_with("unknown field"))
-                .unwrap_or("(file)")
-                .to_string();
+                .map(str::to_string)
+                .or(at_span)
+                .unwrap_or_else(|| "(file)".to_string());
             err(
                 &field,
-                format!("{msg}; see reviewers/README.md for the fields"),
+                format!("{}; see reviewers/README.md for the fields", msg.trim_end()),
             )
         })?;
         let stem = file
@@ -289,13 +300,85 @@ impl ReviewerDef {
     }
 }
 
-/// The panel's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The panel's verdict, ordered from the mildest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Approve,
     Revise,
     Block,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approve => "approve",
+            Verdict::Revise => "revise",
+            Verdict::Block => "block",
+        }
+    }
+}
+
+/// A panel verdict the ledger recorded (`atelier review`), bound to the change it judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedReview {
+    pub base: String,
+    pub head: String,
+    /// The merge tree it judged (`None`: head did not merge cleanly).
+    pub tree: Option<String>,
+    /// [`panel_digest`] of the definitions at base.
+    pub panel: String,
+    pub verdict: Verdict,
+    pub findings: Vec<Finding>,
+}
+
+/// The panel at a change's base, as the gate needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PanelAtBase {
+    /// [`panel_digest`] of its definitions.
+    pub digest: String,
+    /// Its agent reviewers, by name.
+    pub agents: Vec<String>,
+}
+
+/// What the gate is told about the review panel, gathered by the caller: the panel at base (or
+/// why its definitions cannot be used), the built-in reviewers' findings on the change as it
+/// would merge now, and the verdict last recorded for the proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PanelInput {
+    pub panel: Result<PanelAtBase, String>,
+    pub builtin: Vec<Finding>,
+    pub recorded: Option<RecordedReview>,
+}
+
+impl PanelInput {
+    /// A panel of built-in reviewers that found nothing (for callers weighing tokens alone).
+    pub fn quiet() -> PanelInput {
+        PanelInput {
+            panel: Ok(PanelAtBase {
+                digest: String::new(),
+                agents: Vec::new(),
+            }),
+            builtin: Vec::new(),
+            recorded: None,
+        }
+    }
+}
+
+/// SHA-256 over the panel's definition files (`path NUL length NUL bytes`, sorted by path), hex.
+pub fn panel_digest(files: &[(String, String)]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<&(String, String)> = files.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut h = Sha256::new();
+    for (path, text) in sorted {
+        h.update(path.as_bytes());
+        h.update([0]);
+        h.update(text.len().to_string().as_bytes());
+        h.update([0]);
+        h.update(text.as_bytes());
+    }
+    hex::encode(h.finalize())
 }
 
 /// Paths that judge a change in every repository: the policy and the panel, CI, and the gate's

@@ -1,0 +1,188 @@
+//! The review panel as git holds it: the definitions at a proposal's base (`reviewers/*.toml`,
+//! or the default panel), the changed files' text, and the plain [`PanelInput`] the gate weighs.
+//! Shared by the gate (`workflow`) and by `audit verify`, which re-runs the built-in reviewers at
+//! every merge exactly as the gate did.
+
+use git2::{Oid, Repository, Tree};
+
+use crate::git::{self, GitError};
+use crate::governance::review::{
+    self, ChangeView, FileChange, Kind, PanelAtBase, PanelInput, RecordedReview, ReviewerDef,
+};
+
+/// The panel every repository has when its base carries no `reviewers/*.toml`.
+pub const DEFAULT_PANEL: &[(&str, &str)] = &[
+    (
+        "reviewers/judge-tamper.toml",
+        "name = \"judge-tamper\"\nflavour = \"An agent must never change what judges it.\"\nkind = \"builtin:judge-tamper\"\n",
+    ),
+    (
+        "reviewers/tests-tamper.toml",
+        "name = \"tests-tamper\"\nflavour = \"Tests are only ever strengthened.\"\nkind = \"builtin:tests-tamper\"\n",
+    ),
+    (
+        "reviewers/secrets.toml",
+        "name = \"secrets\"\nflavour = \"No key, token or credential enters the repository or leaves the machine.\"\nkind = \"builtin:secrets\"\n",
+    ),
+    (
+        "reviewers/scope.toml",
+        "name = \"scope\"\nflavour = \"A change stays within the files it declared.\"\nkind = \"builtin:scope\"\n",
+    ),
+    (
+        "reviewers/deps.toml",
+        "name = \"deps\"\nflavour = \"Every new dependency is named and justified.\"\nkind = \"builtin:deps\"\n",
+    ),
+    (
+        "reviewers/size.toml",
+        "name = \"size\"\nflavour = \"A change a person can review in one sitting.\"\nkind = \"builtin:size\"\n",
+    ),
+];
+
+/// The panel at one commit: its definition files and what they define, or why they cannot be
+/// used (the gate fails closed on that).
+pub struct Panel {
+    pub files: Vec<(String, String)>,
+    pub defs: Result<Vec<ReviewerDef>, String>,
+}
+
+impl Panel {
+    pub fn digest(&self) -> String {
+        review::panel_digest(&self.files)
+    }
+
+    /// The agent reviewers, by name (none when the definitions cannot be used).
+    pub fn agents(&self) -> Vec<&ReviewerDef> {
+        self.defs
+            .as_ref()
+            .map(|d| d.iter().filter(|d| d.kind == Kind::Agent).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The panel defined in `tree` (a proposal's base): `reviewers/*.toml`, or [`DEFAULT_PANEL`].
+pub fn at(repo: &Repository, tree: &Tree<'_>) -> Result<Panel, GitError> {
+    let mut files: Vec<(String, String)> = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
+    if let Some(entry) = tree.get_name("reviewers") {
+        if let Ok(dir) = entry.to_object(repo).and_then(|o| o.peel_to_tree()) {
+            for e in dir.iter() {
+                let Some(name) = e.name().filter(|n| n.ends_with(".toml")) else {
+                    continue;
+                };
+                let path = format!("reviewers/{name}");
+                let Some(bytes) = git::read_file(repo, tree, &path)? else {
+                    problems.push(format!("{path}: not a file"));
+                    continue;
+                };
+                match String::from_utf8(bytes) {
+                    Ok(text) => files.push((path, text)),
+                    Err(_) => problems.push(format!("{path}: not UTF-8 text")),
+                }
+            }
+        }
+    }
+    if files.is_empty() && problems.is_empty() {
+        files = DEFAULT_PANEL
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect();
+    }
+    let defs = if problems.is_empty() {
+        files
+            .iter()
+            .map(|(p, t)| ReviewerDef::parse(p, t).map_err(|e| e.to_string()))
+            .collect()
+    } else {
+        Err(problems.join("; "))
+    };
+    Ok(Panel { files, defs })
+}
+
+/// The files that differ between two trees, with their text on each side (`None` where absent
+/// or not UTF-8).
+pub fn changed_files(
+    repo: &Repository,
+    from: &Tree<'_>,
+    to: &Tree<'_>,
+) -> Result<Vec<FileChange>, GitError> {
+    let text = |tree: &Tree<'_>, path: &str| -> Result<Option<String>, GitError> {
+        Ok(git::read_file(repo, tree, path)?.and_then(|b| String::from_utf8(b).ok()))
+    };
+    let mut files = Vec::new();
+    for path in git::changed_paths(repo, from, to)? {
+        files.push(FileChange {
+            base: text(from, &path)?,
+            head: text(to, &path)?,
+            path,
+        });
+    }
+    Ok(files)
+}
+
+/// The change a panel reviews: what merging `head` into `base` would change (the merge tree
+/// against base), or with a conflict, what head changes since the merge base.
+pub fn change_files(
+    repo: &Repository,
+    base: Oid,
+    head: Oid,
+    merge_tree: Option<Oid>,
+) -> Result<Vec<FileChange>, GitError> {
+    let base_tree = repo.find_commit(base)?.tree()?;
+    match merge_tree {
+        Some(t) => changed_files(repo, &base_tree, &repo.find_tree(t)?),
+        None => {
+            let mb = repo.merge_base(base, head)?;
+            changed_files(
+                repo,
+                &repo.find_commit(mb)?.tree()?,
+                &repo.find_commit(head)?.tree()?,
+            )
+        }
+    }
+}
+
+/// Facts about a proposal the built-in reviewers weigh, from the ledger.
+#[derive(Debug, Clone, Default)]
+pub struct Provenance {
+    /// Who wrote it, when an agent did.
+    pub origin: Option<String>,
+    /// The files it declared it would change (a swarm run's claims).
+    pub declared: Option<Vec<String>>,
+}
+
+/// Everything the gate needs about the panel for one change, and the panel itself.
+pub fn input(
+    repo: &Repository,
+    base: Oid,
+    head: Oid,
+    merge_tree: Option<Oid>,
+    provenance: &Provenance,
+    recorded: Option<RecordedReview>,
+) -> Result<(PanelInput, Panel, Vec<FileChange>), GitError> {
+    let panel = at(repo, &repo.find_commit(base)?.tree()?)?;
+    let files = change_files(repo, base, head, merge_tree)?;
+    let builtin = match &panel.defs {
+        Ok(defs) => review::run_builtins(
+            defs,
+            &ChangeView {
+                files: &files,
+                agent_origin: provenance.origin.is_some(),
+                declared: provenance.declared.as_deref(),
+            },
+        ),
+        Err(_) => Vec::new(),
+    };
+    let input = PanelInput {
+        panel: panel
+            .defs
+            .as_ref()
+            .map_err(Clone::clone)
+            .map(|_| PanelAtBase {
+                digest: panel.digest(),
+                agents: panel.agents().iter().map(|d| d.name.clone()).collect(),
+            }),
+        builtin,
+        recorded,
+    };
+    Ok((input, panel, files))
+}

@@ -1,0 +1,376 @@
+//! The gate enforces the review panel: a change the panel blocks never merges unless the
+//! constitution quorum approves that exact change; the panel is read from the base however the
+//! proposal or the working tree is edited; a verdict the agent reviewers must give is required
+//! and bound to the change; `audit verify` re-runs the built-ins on every merge. Each test tries
+//! to get around it through the CLI, as an attacker would.
+
+use atelier::audit::ledger;
+use git2::Repository;
+use serde_json::Value;
+
+use crate::github::Hub;
+use crate::support::{unmet, Env, Setup};
+
+/// A repository adopted with a test in it.
+fn with_test() -> Env {
+    Env::with(Setup {
+        files: vec![(
+            "tests/answer.rs".into(),
+            "#[test]\nfn answers() {\n    assert_eq!(demo::answer(), 41);\n}\n".into(),
+        )],
+        ..Setup::default()
+    })
+}
+
+/// An agent's proposal that comments the test's assertion out.
+fn weakened(env: &Env) -> String {
+    let patch = env.patch(&[(
+        "tests/answer.rs",
+        "#[test]\nfn answers() {\n    // assert_eq!(demo::answer(), 41);\n}\n",
+    )]);
+    env.atelier(&[
+        "propose",
+        "--patch",
+        patch.to_str().expect("utf8"),
+        "--title",
+        "Quiet the test",
+        "--agent",
+        "claude-code",
+    ])
+    .ok()
+    .stdout
+    .trim()
+    .to_string()
+}
+
+fn requirement<'a>(v: &'a Value, code: &str) -> &'a Value {
+    v["requirements"]
+        .as_array()
+        .expect("requirements")
+        .iter()
+        .find(|r| r["code"] == code)
+        .unwrap_or_else(|| panic!("no {code} requirement: {v:#}"))
+}
+
+#[test]
+fn a_blocked_change_merges_only_when_the_constitution_quorum_overrules_the_panel() {
+    let env = with_test();
+    let id = weakened(&env);
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_REVIEW_BLOCKED".to_string()), "{v:#}");
+    let found = requirement(&v, "E_REVIEW_BLOCKED")["found"]
+        .as_str()
+        .expect("found");
+    assert!(
+        found.contains("tests-tamper") && found.contains("tests/answer.rs"),
+        "{found}"
+    );
+    assert_eq!(v["review"]["verdict"], "block", "{v:#}");
+    // The panel's verdict is recorded, bound to the change.
+    let review = env.atelier(&["review", &id, "--json"]).code(1).json();
+    assert_eq!(review["verdict"], "block");
+    // The quorum for the path is met, but the panel still refuses: approving is not enough.
+    env.approve(&id, "alice").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(
+        (code, unmet(&v)),
+        (1, vec!["E_REVIEW_BLOCKED".to_string()]),
+        "{v:#}"
+    );
+    let run = env.atelier(&["merge", &id]).code(1);
+    assert!(run.stdout.contains("E_REVIEW_BLOCKED"), "{run:?}");
+    // The constitution quorum (alice and bob) overrules the panel.
+    env.approve(&id, "bob").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        v["review"]["overruled_by"],
+        serde_json::json!(["alice@example.org", "bob@example.org"])
+    );
+    let human = env.atelier(&["gate", &id]).ok().stdout;
+    assert!(
+        human.contains("review panel: block") && human.contains("overruled by"),
+        "{human}"
+    );
+    env.atelier(&["merge", &id]).ok();
+    // The overrule never changes what the panel said; audit re-runs the built-ins at the
+    // merge's base and accepts the overrule.
+    let log = env.atelier(&["audit", "log", "--json"]).ok().json();
+    let verdicts: Vec<&str> = log
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["kind"] == "review-recorded")
+        .map(|e| e["verdict"].as_str().expect("verdict"))
+        .collect();
+    assert_eq!(verdicts, ["block"]);
+    env.atelier(&["audit", "verify"]).ok();
+}
+
+#[test]
+fn editing_the_panel_in_the_proposal_or_the_working_tree_does_not_unblock_it() {
+    let env = with_test();
+    // A person's proposal that both weakens the test and makes tests-tamper non-blocking.
+    let id = env.propose(
+        &[
+            (
+                "tests/answer.rs",
+                "#[test]\n#[ignore]\nfn answers() {\n    assert_eq!(demo::answer(), 41);\n}\n",
+            ),
+            (
+                "reviewers/tests-tamper.toml",
+                "name = \"tests-tamper\"\nflavour = \"Relaxed.\"\nkind = \"builtin:tests-tamper\"\nblocking = false\n",
+            ),
+        ],
+        "Skip a slow test",
+    );
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_REVIEW_BLOCKED".to_string()), "{v:#}");
+    // The same edit in the working tree, and a panel folder emptied there: still the base's.
+    env.write(
+        "reviewers/tests-tamper.toml",
+        "name = \"tests-tamper\"\nflavour = \"Relaxed.\"\nkind = \"builtin:tests-tamper\"\nblocking = false\n",
+    );
+    std::fs::remove_file(env.repo.join("reviewers/secrets.toml")).expect("rm");
+    env.approve(&id, "alice").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_REVIEW_BLOCKED".to_string()), "{v:#}");
+    env.atelier(&["merge", &id]).code(1);
+}
+
+#[test]
+fn a_broken_reviewer_definition_at_base_halts_merges() {
+    let env = Env::new();
+    // Committed by hand to main (as a bad merge would leave it): the gate fails closed.
+    env.write(
+        "reviewers/size.toml",
+        "name = \"size\"\nflavour = \"f\"\nkind = \"builtin:size\"\nmax_lines = \"many\"\n",
+    );
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "a broken reviewer"]);
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert_eq!(unmet(&v), ["E_REVIEW_INVALID"], "{v:#}");
+    let found = requirement(&v, "E_REVIEW_INVALID")["found"]
+        .as_str()
+        .expect("found");
+    assert!(
+        found.contains("reviewers/size.toml") && found.contains("max_lines"),
+        "{found}"
+    );
+    env.atelier(&["merge", &id]).code(1);
+}
+
+/// An agent reviewer defined at base (committed by hand), run by a scripted command.
+fn with_agent_reviewer(env: &Env, script: &str) {
+    let prog = env.file("reviewer.sh", script);
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let mut config = env.read("atelier.toml");
+    config.push_str(&format!(
+        "\n[roles.critic]\nbackend = \"command\"\ncommand = [\"{}\"]\n",
+        prog.display()
+    ));
+    env.write("atelier.toml", &config);
+    env.write(
+        "reviewers/adversary.toml",
+        "name = \"adversary\"\nflavour = \"Assume the author is gaming the gate.\"\nkind = \"agent\"\nrole = \"critic\"\ntemplate = \"adversary.md.j2\"\n",
+    );
+    env.write(
+        "reviewers/templates/adversary.md.j2",
+        "Review {{ handoff.title }} as {{ reviewer.name }}.\n{{ handoff.diff }}\n{{ answer_format }}\n",
+    );
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "an agent reviewer"]);
+}
+
+#[test]
+fn agent_reviewers_need_a_recorded_verdict_bound_to_the_change() {
+    let env = Env::new();
+    with_agent_reviewer(
+        &env,
+        "#!/bin/sh\ncat >/dev/null\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
+    );
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!((code, unmet(&v)), (1, vec!["E_REVIEW_MISSING".to_string()]));
+    env.atelier(&["merge", &id]).code(1);
+    let review = env.atelier(&["review", &id, "--json"]);
+    let rv = review.json();
+    assert_eq!(
+        rv["reviewers"],
+        serde_json::json!([
+            "adversary",
+            "deps",
+            "judge-tamper",
+            "scope",
+            "secrets",
+            "size",
+            "tests-tamper"
+        ])
+    );
+    let (_, v) = env.gate(&id);
+    assert!(
+        !unmet(&v).contains(&"E_REVIEW_MISSING".to_string()),
+        "{v:#}"
+    );
+    assert_eq!(v["review"]["recorded"], "current");
+    // The author pushes another head: the verdict no longer describes the change.
+    let repo = Repository::open(&env.repo).expect("open");
+    let head = repo
+        .find_reference("refs/heads/atelier/proposals/1")
+        .expect("branch")
+        .peel_to_commit()
+        .expect("commit");
+    let mut index = git2::Index::new().expect("index");
+    index.read_tree(&head.tree().expect("tree")).expect("read");
+    let blob = repo
+        .blob(b"pub fn answer() -> u32 {\n    43\n}\n")
+        .expect("blob");
+    index
+        .add(&git2::IndexEntry {
+            ctime: git2::IndexTime::new(0, 0),
+            mtime: git2::IndexTime::new(0, 0),
+            dev: 0,
+            ino: 0,
+            mode: 0o100644,
+            uid: 0,
+            gid: 0,
+            file_size: 0,
+            id: blob,
+            flags: 0,
+            flags_extended: 0,
+            path: b"src/lib.rs".to_vec(),
+        })
+        .expect("add");
+    let tree = repo
+        .find_tree(index.write_tree_to(&repo).expect("tree"))
+        .expect("tree");
+    let sig = git2::Signature::now("p", "proposer@example.org").expect("sig");
+    let pushed = repo
+        .commit(None, &sig, &sig, "another head", &tree, &[&head])
+        .expect("commit");
+    repo.reference("refs/heads/atelier/proposals/1", pushed, true, "push")
+        .expect("ref");
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_REVIEW_STALE".to_string()), "{v:#}");
+    let stale = requirement(&v, "E_REVIEW_STALE");
+    assert!(
+        stale["expected"]
+            .as_str()
+            .expect("expected")
+            .contains(&pushed.to_string()),
+        "{stale:#}"
+    );
+}
+
+#[test]
+fn a_gate_operator_merging_a_blocked_change_is_caught_by_audit() {
+    // The gate's holder lands and records a merge the panel blocked, carrying alice's approval
+    // (enough for the path, not for an overrule).
+    let env = with_test();
+    let id = weakened(&env);
+    env.approve(&id, "alice").ok();
+    let log = env.atelier(&["audit", "log", "--json"]).ok().json();
+    let token = log
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["kind"] == "token-recorded")
+        .and_then(|e| e["token"].as_str())
+        .expect("a recorded token")
+        .to_string();
+    let repo = Repository::open(&env.repo).expect("open");
+    let base = repo.refname_to_id("refs/heads/main").expect("main");
+    let head = repo
+        .refname_to_id(&format!("refs/heads/atelier/proposals/{id}"))
+        .expect("head");
+    let tree = atelier::git::merge_tree(&repo, base, head)
+        .expect("merge")
+        .expect("clean");
+    let sig = git2::Signature::now("gate", "gate@example.org").expect("sig");
+    let commit = repo
+        .commit(
+            None,
+            &sig,
+            &sig,
+            &format!("Merge proposal {id}\n\nAtelier-Proposal: {id}\n\n{token}"),
+            &repo.find_tree(tree).expect("tree"),
+            &[
+                &repo.find_commit(base).expect("c"),
+                &repo.find_commit(head).expect("c"),
+            ],
+        )
+        .expect("commit");
+    repo.reference("refs/heads/main", commit, true, "force")
+        .expect("ref");
+    let key =
+        atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+    let event = ledger::Event::Merged(ledger::MergeRecord {
+        proposal: id.clone(),
+        pull: id.parse().expect("n"),
+        commit: commit.to_string(),
+        base: base.to_string(),
+        head: head.to_string(),
+        tree: tree.to_string(),
+    });
+    ledger::append(&repo, "local/repo", vec![event], 1_795_946_400, &key).expect("append");
+    let run = env.atelier(&["audit", "verify", "--json"]).code(1);
+    let v = run.json();
+    let findings = v["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 1, "{v:#}");
+    assert_eq!(findings[0]["code"], "E_MERGE_NOT_APPROVED");
+    let detail = findings[0]["detail"].as_str().expect("detail");
+    assert!(
+        detail.contains("E_REVIEW_BLOCKED") && detail.contains("tests-tamper"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn on_github_the_summary_and_the_pull_request_body_show_the_panel() {
+    let hub = Hub::new();
+    let token = format!("gh{}_{}", "p", "Zq8xR2mK7vT4nB9wL3pY6cJ1hF5dS0aGe2Qw");
+    let id = hub.env.propose(
+        &[(
+            "src/lib.rs",
+            &format!("pub const TOKEN: &str = \"{token}\";\n"),
+        )],
+        "Add the deploy token",
+    );
+    let n = hub.run("bot-token", &["submit", &id, "--json"]).ok().json()["pull"]
+        .as_u64()
+        .expect("pull");
+    let body = hub.emu.pull(n)["body"].as_str().expect("body").to_string();
+    assert!(body.contains("No panel verdict recorded"), "{body}");
+    hub.run("bot-token", &["review", "--pr", &n.to_string()])
+        .code(1);
+    let body = hub.emu.pull(n)["body"].as_str().expect("body").to_string();
+    assert!(
+        body.contains("Review panel: block") && body.contains("secrets"),
+        "{body}"
+    );
+    let summary = hub
+        .emu
+        .comments(n)
+        .iter()
+        .filter_map(|c| c["body"].as_str().map(str::to_string))
+        .find(|b| b.contains("atelier:gate-summary"))
+        .expect("a summary comment");
+    assert!(
+        summary.contains("Review panel: block") && summary.contains("E_REVIEW_BLOCKED"),
+        "{summary}"
+    );
+    // Neither repeats the secret.
+    assert!(!body.contains(&token) && !summary.contains(&token));
+    let (code, v) = hub.gate(n);
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_REVIEW_BLOCKED".to_string()), "{v:#}");
+}
