@@ -3,10 +3,14 @@
 //! turns findings into one verdict. No IO: the change arrives as plain data (the changed files'
 //! text at base and head, the proposal's origin and declared files).
 //!
-//! Not built yet (issue 10): agent reviewers, recording verdicts in the ledger, the gate
-//! refusing a blocked change, and `audit verify` re-running the built-ins. Until then the panel
-//! is advisory: `atelier review` says so.
+//! `answer` reads an agent reviewer's JSON answer and holds the `distinct_family` rule; running
+//! agent reviewers is `agent::reviewer`'s (IO).
+//!
+//! Not built yet (issue 10): running agent reviewers from `atelier review`, recording verdicts in
+//! the ledger, the gate refusing a blocked change, and `audit verify` re-running the built-ins.
+//! Until then the panel is advisory: `atelier review` says so.
 
+pub mod answer;
 pub mod secrets;
 pub mod tests_tamper;
 
