@@ -790,7 +790,7 @@ echo '{APPROVE}'"#
     #[test]
     fn a_reviewer_sees_no_secret_from_the_environment() {
         let (repo_dir, head) = repo();
-        // SAFETY (edition 2021: safe): these names are used by this test only.
+        // Only this test sets or reads these two names; the token is removed again below.
         std::env::set_var("GITHUB_TOKEN", "ghp_reviewer_must_not_see_this_0123456789");
         std::env::set_var("ATELIER_TEST_REVIEWER_OK", "visible");
         let scripts = tempfile::tempdir().expect("tempdir");
@@ -825,6 +825,7 @@ printf '{"verdict": "approve", "findings": [{"severity": "minor", "category": "e
             );
         }
         assert!(f.message.contains("ATELIER_REVIEWER"));
+        std::env::remove_var("GITHUB_TOKEN");
         assert_eq!(
             f.hint.trim(),
             "visible",
