@@ -144,6 +144,22 @@ pub struct RoleConfig {
     pub model: Option<String>,
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Who makes the role's model and which family it belongs to (`provider = "anthropic"`,
+    /// `family = "claude"`): declared together, for `[review] distinct_family`.
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub family: Option<String>,
+}
+
+impl RoleConfig {
+    /// The role's provider and model family, when it declares them.
+    pub fn family(&self) -> Option<crate::governance::review::answer::Family> {
+        Some(crate::governance::review::answer::Family {
+            provider: self.provider.clone()?,
+            family: self.family.clone()?,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -380,18 +396,59 @@ impl Config {
                     )))
                 }
             }
+            let blank = |v: &Option<String>| v.as_ref().is_none_or(|s| s.trim().is_empty());
+            if blank(&role.provider) != blank(&role.family) {
+                return Err(bad(
+                    "declare `provider` and `family` together and non-empty (e.g. provider = \"anthropic\", family = \"claude\"), or neither".into(),
+                ));
+            }
         }
         Ok(config)
     }
 
     pub fn render(&self) -> String {
         format!(
-            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n# For GitHub (see docs/github.md): kind = \"github\", repository = \"owner/name\", and\n# api_url = \"{}\", remote = \"origin\", merge = \"manual\" (or \"auto\").\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n\n# Swarm roles route plan tasks to agents (see README, \"running plans\"), for example:\n# [roles.implementer]\n# backend = \"claude\"            # or \"codex\", \"aider\", or \"command\" with command = [\"prog\"]\n# env = [\"ANTHROPIC_API_KEY\"]   # passed through besides PATH, HOME, LANG\n",
+            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n# For GitHub (see docs/github.md): kind = \"github\", repository = \"owner/name\", and\n# api_url = \"{}\", remote = \"origin\", merge = \"manual\" (or \"auto\").\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n\n# Swarm roles route plan tasks to agents (see README, \"running plans\"), for example:\n# [roles.implementer]\n# backend = \"claude\"            # or \"codex\", \"aider\", or \"command\" with command = [\"prog\"]\n# env = [\"ANTHROPIC_API_KEY\"]   # passed through besides PATH, HOME, LANG\n# provider = \"anthropic\"       # optional, together: who makes the model and its family,\n# family = \"claude\"            # for [review] distinct_family (reviewers unlike the proposer)\n",
             quote(&self.forge.kind),
             quote(&self.forge.repository),
             quote(&self.forge.branch),
             crate::forge::github::client::DEFAULT_API_URL,
             quote(&self.gate.key.display().to_string())
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(roles: &str) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = format!("[forge]\nrepository = \"local/x\"\n\n{roles}");
+        std::fs::write(dir.path().join(FILE), text).expect("write");
+        Config::load(dir.path())
+    }
+
+    #[test]
+    fn a_role_declares_provider_and_family_together() {
+        let role = |extra: &str| format!("[roles.reviewer]\nbackend = \"claude\"\n{extra}");
+        let c = load(&role("provider = \"anthropic\"\nfamily = \"claude\"\n")).expect("valid");
+        let fam = c.roles["reviewer"].family().expect("declared");
+        assert_eq!(
+            (fam.provider.as_str(), fam.family.as_str()),
+            ("anthropic", "claude")
+        );
+        assert!(load(&role("")).expect("valid").roles["reviewer"]
+            .family()
+            .is_none());
+        for (extra, want) in [
+            ("provider = \"anthropic\"\n", "together"),
+            ("family = \"claude\"\n", "together"),
+            ("provider = \" \"\nfamily = \"claude\"\n", "together"),
+            ("vendor = \"anthropic\"\n", "unknown field `vendor`"),
+        ] {
+            let e = load(&role(extra)).expect_err(extra).to_string();
+            assert!(e.contains(want), "{extra}: {e}");
+        }
     }
 }

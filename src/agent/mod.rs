@@ -1,11 +1,13 @@
 //! Agents: the programs that do a task's work. A role in atelier.toml names a backend; this
 //! module turns it into a command line (any executable, or a preset for Claude Code, Codex or
 //! Aider in non-interactive mode), renders the worker's prompt, and runs untrusted programs
-//! (`process`) with a scrubbed environment and limits.
+//! (`process`) with a scrubbed environment and limits. `reviewer` runs agent reviewers on a
+//! structured handoff, each in a throwaway export of the head.
 
 pub mod http;
 pub mod process;
 pub mod prompt;
+pub mod reviewer;
 
 use thiserror::Error;
 

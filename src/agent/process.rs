@@ -24,6 +24,21 @@ pub fn kill_all() {
 /// The variables every child gets (when set in the parent), besides those asked for.
 pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG"];
 
+/// Variables that never reach a child, whatever a role asks for: the forge's tokens, the
+/// webhook's secret and the SSH agent (which holds signing keys).
+pub const NEVER_PASSED: &[&str] = &[
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "ATELIER_GITHUB_TOKEN",
+    "ATELIER_WEBHOOK_SECRET",
+    "SSH_AUTH_SOCK",
+];
+
+/// Whether `name` is one of `NEVER_PASSED` (ASCII case-insensitive).
+pub fn never_passed(name: &str) -> bool {
+    NEVER_PASSED.iter().any(|v| v.eq_ignore_ascii_case(name))
+}
+
 /// Silence thresholds (the conductor's nudge and restart).
 #[derive(Debug, Clone, Copy)]
 pub struct Silence {
@@ -52,6 +67,8 @@ pub struct Outcome {
     pub code: Option<i32>,
     /// stdout and stderr interleaved as they arrived, up to `max_output` bytes.
     pub output: String,
+    /// stdout alone, up to `max_output` bytes (an agent reviewer's answer).
+    pub stdout: String,
     pub output_bytes: u64,
     pub truncated: bool,
     pub timed_out: bool,
@@ -70,11 +87,17 @@ impl Outcome {
 
 struct Capture {
     kept: Vec<u8>,
+    stdout: Vec<u8>,
     total: u64,
     last: Instant,
 }
 
-async fn pump(mut from: impl AsyncRead + Unpin, cap: Arc<Mutex<Capture>>, max: usize) {
+async fn pump(
+    mut from: impl AsyncRead + Unpin,
+    cap: Arc<Mutex<Capture>>,
+    max: usize,
+    is_stdout: bool,
+) {
     let mut buf = [0u8; 8192];
     loop {
         match from.read(&mut buf).await {
@@ -86,6 +109,11 @@ async fn pump(mut from: impl AsyncRead + Unpin, cap: Arc<Mutex<Capture>>, max: u
                 let room = max.saturating_sub(c.kept.len());
                 let take = room.min(n);
                 c.kept.extend_from_slice(&buf[..take]);
+                if is_stdout {
+                    let room = max.saturating_sub(c.stdout.len());
+                    let take = room.min(n);
+                    c.stdout.extend_from_slice(&buf[..take]);
+                }
             }
         }
     }
@@ -101,12 +129,13 @@ fn kill_group(pid: Option<u32>) {
     }
 }
 
-/// The environment for a child: the base variables and `pass` from the parent, then `extra`.
+/// The environment for a child: the base variables and `pass` from the parent (never one of
+/// `NEVER_PASSED`), then `extra`.
 pub fn scrubbed_env(pass: &[String], extra: &[(String, String)]) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = BASE_ENV
         .iter()
         .map(|s| s.to_string())
-        .chain(pass.iter().cloned())
+        .chain(pass.iter().filter(|k| !never_passed(k)).cloned())
         .filter_map(|k| std::env::var(&k).ok().map(|v| (k, v)))
         .collect();
     env.extend(extra.iter().cloned());
@@ -142,6 +171,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
     }
     let cap = Arc::new(Mutex::new(Capture {
         kept: Vec::new(),
+        stdout: Vec::new(),
         total: 0,
         last: Instant::now(),
     }));
@@ -149,11 +179,13 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
         child.stdout.take().expect("stdout is piped"),
         cap.clone(),
         spawn.max_output,
+        true,
     ));
     let err = tokio::spawn(pump(
         child.stderr.take().expect("stderr is piped"),
         cap.clone(),
         spawn.max_output,
+        false,
     ));
     if let Some(mut stdin) = child.stdin.take() {
         let input = spawn.stdin.clone();
@@ -208,6 +240,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
     let c = cap.lock().expect("the capture lock is never poisoned");
     outcome.code = status.and_then(|s| s.code());
     outcome.output = String::from_utf8_lossy(&c.kept).into_owned();
+    outcome.stdout = String::from_utf8_lossy(&c.stdout).into_owned();
     outcome.output_bytes = c.total;
     outcome.truncated = c.total > c.kept.len() as u64;
     outcome.elapsed = started.elapsed();

@@ -28,15 +28,6 @@ use crate::governance::time::{parse_duration, Timestamp};
 use crate::governance::Code;
 use crate::workflow::Workspace;
 
-/// Variables that never reach a worker, whatever a role asks for.
-const NEVER_PASSED: &[&str] = &[
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "ATELIER_GITHUB_TOKEN",
-    "ATELIER_WEBHOOK_SECRET",
-    "SSH_AUTH_SOCK",
-];
-
 /// How a run ended.
 #[derive(Debug, Serialize)]
 pub struct RunSummary {
@@ -167,7 +158,7 @@ async fn http_worker(
     let key = match key_env {
         None => None,
         // The forge's and the webhook's secrets never leave for a model endpoint either.
-        Some(name) if NEVER_PASSED.iter().any(|v| v.eq_ignore_ascii_case(name)) => {
+        Some(name) if process::never_passed(name) => {
             return fail(format!(
                 "api_key_env = \"{name}\" names a secret atelier never gives to agents; use the endpoint's own key variable"
             ))
@@ -230,7 +221,7 @@ async fn command_worker(
     ];
     let pass: Vec<String> = pass_env
         .iter()
-        .filter(|v| !NEVER_PASSED.contains(&v.as_str()))
+        .filter(|v| !process::never_passed(v))
         .cloned()
         .collect();
     let worker = process::Spawn {

@@ -5,8 +5,10 @@
 //!
 //! The gate (`decision`) weighs the built-in findings and a recorded verdict given to it as a
 //! [`PanelInput`]; `panel` (the crate's module) gathers that from git for the gate and for
-//! `audit verify`.
+//! `audit verify`. `answer` reads an agent reviewer's JSON answer and holds the
+//! `distinct_family` rule; running agent reviewers is `agent::reviewer`'s (IO).
 
+pub mod answer;
 pub mod secrets;
 pub mod tests_tamper;
 
