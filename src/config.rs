@@ -23,6 +23,30 @@ pub struct Config {
     pub conductor: ConductorConfig,
     #[serde(default)]
     pub swarm: SwarmConfig,
+    #[serde(default)]
+    pub review: ReviewConfig,
+}
+
+/// How agent reviewers run on this machine (what the panel holds a change to is the policy's
+/// `[review]`, at base).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// The longest one agent reviewer's attempt may take (a reviewer is asked at most twice).
+    #[serde(default = "default_review_timeout")]
+    pub timeout: String,
+}
+
+fn default_review_timeout() -> String {
+    "10m".into()
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        ReviewConfig {
+            timeout: default_review_timeout(),
+        }
+    }
 }
 
 /// Checks every attempt must pass, in order, before the task's own contract checks.
@@ -346,6 +370,7 @@ impl Config {
                 "conductor.attempt_timeout",
                 &config.conductor.attempt_timeout,
             ),
+            ("review.timeout", &config.review.timeout),
         ] {
             crate::governance::time::parse_duration(v)
                 .map_err(|e| invalid(format!("{field}: {e}")))?;

@@ -73,6 +73,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         gauntlet: Default::default(),
         conductor: Default::default(),
         swarm: Default::default(),
+        review: Default::default(),
     };
     write_if_missing(
         &root,

@@ -6,9 +6,18 @@
 
 use super::gate::check_addressed;
 use super::{evaluate_at, Error, Publish, Result, Workspace};
+use crate::agent::reviewer::{
+    self, CheckResult, Handoff, ReviewJob, ReviewerOutcome, TaskContract,
+};
 use crate::audit::ledger::Event;
 use crate::forge::Addr;
-use crate::governance::review::{self, Finding, Kind, RecordedReview, Severity, Verdict};
+use crate::forge::PullRequest;
+use crate::git;
+use crate::governance::policy::Policy;
+use crate::governance::review::answer::Family;
+use crate::governance::review::{
+    self, Finding, Kind, RecordedReview, ReviewerDef, Severity, Verdict,
+};
 use crate::governance::time::Timestamp;
 use crate::panel;
 
@@ -44,7 +53,7 @@ pub struct Review {
 pub fn review(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Review> {
     let mut notes = Vec::new();
     // Read the change under the lock; the agent reviewers (minutes, perhaps) run without it.
-    let (mut r, pull, open) = {
+    let (mut r, pull, open, prepared) = {
         let _lock = ws.lock()?;
         notes.extend(ws.forge.sync(ws, false)?);
         let view = ws.view()?;
@@ -76,25 +85,28 @@ pub fn review(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Review> {
                 carried.base
             ))
         })?;
-        let agents: Vec<String> = defs
-            .iter()
-            .filter(|d| d.kind == Kind::Agent)
-            .map(|d| d.name.clone())
-            .collect();
-        let mut findings = input.builtin;
-        // Agent reviewers are not run by this build: each is a failed reviewer (never an
-        // approval), so the verdict cannot pass for one they did not give.
-        for name in &agents {
-            findings.push(Finding {
-                reviewer: name.clone(),
-                severity: Severity::Major,
-                category: "reviewer-failed".into(),
-                file: None,
-                line: None,
-                message: format!("agent reviewer `{name}` was not run: this build cannot run agent reviewers yet"),
-                hint: "remove the agent reviewer from reviewers/ through a proposal, or use a build that runs them".into(),
-            });
-        }
+        let findings = input.builtin;
+        let agent_defs: Vec<&ReviewerDef> = defs.iter().filter(|d| d.kind == Kind::Agent).collect();
+        let prepared = if agent_defs.is_empty() {
+            None
+        } else {
+            let handoff = handoff(
+                ws,
+                &carried.pull,
+                carried.base,
+                carried.head,
+                eval.merge_tree,
+                &provenance,
+                &findings,
+            )?;
+            Some(prepare(
+                ws,
+                carried.base,
+                &agent_defs,
+                &provenance,
+                &handoff,
+            )?)
+        };
         let verdict = review::critic(&findings);
         let reviewers = defs.iter().map(|d| d.name.clone()).collect();
         let r = Review {
@@ -111,8 +123,27 @@ pub fn review(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Review> {
             recorded: None,
             notes: Vec::new(),
         };
-        (r, carried.pull.number, eval.change.open)
+        (r, carried.pull.number, eval.change.open, prepared)
     };
+    // The agent reviewers, in parallel, without the lock: their findings join the built-ins'.
+    if let Some((jobs, mut outcomes)) = prepared {
+        let timeout = crate::governance::time::parse_duration(&ws.config.review.timeout)
+            .map_err(|e| Error::input(format!("atelier.toml: review.timeout: {e}")))?;
+        let head = git2::Oid::from_str(&r.head)?;
+        outcomes.extend(reviewer::run_reviewers(
+            &ws.root,
+            head,
+            jobs,
+            std::time::Duration::from_secs(timeout.max(1) as u64),
+        ));
+        for o in &outcomes {
+            if let Some(why) = &o.failure {
+                notes.push(format!("agent reviewer `{}` failed: {why}", o.name));
+            }
+            r.findings.extend(o.findings());
+        }
+        r.verdict = review::critic(&r.findings);
+    }
     r.summary = summary(&r);
     if !open {
         notes.push(format!(
@@ -187,6 +218,228 @@ pub fn review(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Review> {
     }
     r.notes = notes;
     Ok(r)
+}
+
+/// The structured handoff agent reviewers get: the proposal's title and rationale, the
+/// contracts of the tasks that produced it and the results of their checks (for a swarm run
+/// whose record this clone holds), the diff of what would land, and the built-in findings. Never
+/// a worker's prompt, transcript or reasoning.
+fn handoff(
+    ws: &Workspace,
+    pull: &PullRequest,
+    base: git2::Oid,
+    head: git2::Oid,
+    merge_tree: Option<git2::Oid>,
+    provenance: &panel::Provenance,
+    builtin: &[Finding],
+) -> Result<Handoff> {
+    let repo = &ws.repo;
+    let head_tree = repo.find_commit(head)?.tree()?;
+    let rationale = git::read_file(repo, &head_tree, &format!("{}/proposal.toml", pull.record))?
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .and_then(|t| {
+            t.get("rationale")
+                .and_then(|r| r.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    let (from, to) = match merge_tree {
+        Some(t) => (repo.find_commit(base)?.tree()?, repo.find_tree(t)?),
+        None => (
+            repo.find_commit(repo.merge_base(base, head)?)?.tree()?,
+            head_tree,
+        ),
+    };
+    let diff = String::from_utf8_lossy(&git::diff_text(repo, &from, &to)?).into_owned();
+    let (contracts, checks) = match provenance
+        .origin
+        .as_deref()
+        .and_then(|o| o.strip_prefix("swarm run "))
+    {
+        Some(run) => run_evidence(ws, run),
+        None => (Vec::new(), Vec::new()),
+    };
+    Ok(Handoff {
+        title: pull.title.clone(),
+        rationale,
+        origin: provenance.origin.clone(),
+        contracts,
+        diff,
+        checks,
+        builtin_findings: builtin.to_vec(),
+    })
+}
+
+/// A swarm run's contracts and the checks its passing attempts ran (names and results only),
+/// when this clone holds the run's record; nothing otherwise.
+fn run_evidence(ws: &Workspace, run: &str) -> (Vec<TaskContract>, Vec<CheckResult>) {
+    use crate::swarm::events::{self, RunEvent};
+    let dir = crate::swarm::runtime::run_dir(ws, run);
+    let mut contracts = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir.join("plans")) {
+        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for p in paths {
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            if let Ok(plan) = crate::swarm::plan::parse(&p.display().to_string(), &text) {
+                contracts.extend(plan.tasks.into_iter().map(|t| TaskContract {
+                    task: t.key,
+                    criteria: t.contract.criteria,
+                    checks: t.contract.checks,
+                }));
+            }
+        }
+    }
+    let records = events::read(&dir.join("events.jsonl")).unwrap_or_default();
+    let passed: Vec<(String, u32)> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            RunEvent::AttemptPassed { task, attempt, .. } => Some((task.clone(), *attempt)),
+            _ => None,
+        })
+        .collect();
+    let checks = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            RunEvent::StepFinished {
+                task,
+                attempt,
+                step,
+                passed: ok,
+                secs,
+            } if passed.contains(&(task.clone(), *attempt)) => Some(CheckResult {
+                name: format!("{task}: {step}"),
+                passed: *ok,
+                detail: format!("attempt {attempt}, {secs}s"),
+            }),
+            _ => None,
+        })
+        .collect();
+    (contracts, checks)
+}
+
+/// The jobs for the agent reviewers at base, and the outcomes of those that cannot run (no
+/// role, no template, a family not distinct from the proposer's where the policy requires it).
+fn prepare(
+    ws: &Workspace,
+    base: git2::Oid,
+    defs: &[&ReviewerDef],
+    provenance: &panel::Provenance,
+    handoff: &Handoff,
+) -> Result<(Vec<ReviewJob>, Vec<ReviewerOutcome>)> {
+    let repo = &ws.repo;
+    let base_tree = repo.find_commit(base)?.tree()?;
+    let settings = Policy::load(&git::policy_files(repo, &base_tree)?)
+        .map(|p| p.review)
+        .unwrap_or_default();
+    let proposer = proposer_family(ws, provenance);
+    let mut jobs = Vec::new();
+    let mut failed = Vec::new();
+    for def in defs {
+        if settings.distinct_family && provenance.origin.is_some() {
+            let role = def.role.as_deref().and_then(|r| ws.config.roles.get(r));
+            let check = match role.and_then(|r| r.family()) {
+                None => Err(format!(
+                    "its role `{}` declares no provider and family in atelier.toml",
+                    def.role.as_deref().unwrap_or("?")
+                )),
+                Some(mine) => proposer
+                    .iter()
+                    .map(|p| review::answer::distinct_family(p.as_ref(), &mine))
+                    .collect::<std::result::Result<Vec<()>, String>>()
+                    .map(|_| ()),
+            };
+            if let Err(why) = check {
+                // Not run: a reviewer of the proposer's own family blocks the verdict.
+                failed.push(ReviewerOutcome {
+                    name: def.name.clone(),
+                    answer: Some(review::answer::Answer {
+                        verdict: Verdict::Block,
+                        findings: vec![Finding {
+                            reviewer: def.name.clone(),
+                            severity: Severity::Blocking,
+                            category: "distinct-family".into(),
+                            file: None,
+                            line: None,
+                            message: format!("[review] distinct_family requires reviewer `{}` to differ from the proposer in provider and model family: {why}", def.name),
+                            hint: "route the reviewer to a role of another provider and family (atelier.toml `provider` and `family`), or name the agent that wrote the change by a role that declares its family (`propose --agent ROLE`)".into(),
+                        }],
+                    }),
+                    failure: None,
+                    attempts: 0,
+                    blocking: true,
+                });
+                continue;
+            }
+        }
+        let Some(name) = def.template.as_deref() else {
+            failed.push(ReviewerOutcome::failed(
+                &def.name,
+                def.blocking,
+                "no template".into(),
+            ));
+            continue;
+        };
+        let path = format!("reviewers/templates/{name}");
+        let template = match git::read_file(repo, &base_tree, &path)? {
+            Some(b) => match String::from_utf8(b) {
+                Ok(t) => t,
+                Err(_) => {
+                    failed.push(ReviewerOutcome::failed(
+                        &def.name,
+                        def.blocking,
+                        format!("{path} at base is not UTF-8 text"),
+                    ));
+                    continue;
+                }
+            },
+            None => {
+                failed.push(ReviewerOutcome::failed(&def.name, def.blocking, format!("{path} does not exist at the proposal's base {base}: add it through a proposal")));
+                continue;
+            }
+        };
+        match reviewer::job(def, &ws.config.roles, &template, handoff) {
+            Ok(j) => jobs.push(j),
+            Err(why) => failed.push(ReviewerOutcome::failed(&def.name, def.blocking, why)),
+        }
+    }
+    Ok((jobs, failed))
+}
+
+/// The families of whatever wrote the change, each `None` where it is unknown (which fails the
+/// distinct-family rule closed): `propose --agent ROLE`, or the roles of a swarm run's tasks.
+fn proposer_family(ws: &Workspace, provenance: &panel::Provenance) -> Vec<Option<Family>> {
+    let family = |role: &str| ws.config.roles.get(role).and_then(|r| r.family());
+    match provenance.origin.as_deref() {
+        Some(o) if o.starts_with("swarm run ") => {
+            let run = &o["swarm run ".len()..];
+            let dir = crate::swarm::runtime::run_dir(ws, run);
+            let mut roles = std::collections::BTreeSet::new();
+            if let Ok(entries) = std::fs::read_dir(dir.join("plans")) {
+                for p in entries.flatten().map(|e| e.path()) {
+                    if let Ok(plan) = std::fs::read_to_string(&p)
+                        .map_err(|e| e.to_string())
+                        .and_then(|t| {
+                            crate::swarm::plan::parse(&p.display().to_string(), &t)
+                                .map_err(|e| e.to_string())
+                        })
+                    {
+                        roles.extend(plan.tasks.into_iter().map(|t| t.role));
+                    }
+                }
+            }
+            if roles.is_empty() {
+                vec![None]
+            } else {
+                roles.iter().map(|r| family(r)).collect()
+            }
+        }
+        Some(o) => vec![family(o.strip_prefix("agent ").unwrap_or(o))],
+        None => Vec::new(),
+    }
 }
 
 /// The markdown people read: the verdict and the findings, at most [`SUMMARY_MAX`] characters.
