@@ -556,15 +556,14 @@ fn declares(toks: &[String], name: &str) -> bool {
 /// from the whole file and new to it (a helper or a constant renamed everywhere), or a local
 /// both functions declare (`let before` → `let tip`), so that swapping in another existing
 /// name (`LIMIT` → `OTHER_LIMIT`) still counts as a changed expectation.
-fn renamed(lang: Lang, r: &Unit, a: &Unit, base: &str, head: &str) -> bool {
-    let before = tokens(lang, &enclosing(lang, base, r.line));
-    let after = tokens(lang, &enclosing(lang, head, a.line));
+/// `before` and `after` are the two functions' tokens, and `cx` the whole file's.
+fn renamed(before: &[String], after: &[String], cx: &FileWords) -> bool {
     if before.len() != after.len() || before == after {
         return false;
     }
     let mut map: HashMap<&str, &str> = HashMap::new();
     let mut back: HashMap<&str, &str> = HashMap::new();
-    for (x, y) in before.iter().zip(&after) {
+    for (x, y) in before.iter().zip(after) {
         if x == y {
             continue;
         }
@@ -578,13 +577,18 @@ fn renamed(lang: Lang, r: &Unit, a: &Unit, base: &str, head: &str) -> bool {
     if map.is_empty() {
         return false;
     }
-    let (base_all, head_all) = (tokens(lang, base), tokens(lang, head));
     map.iter().all(|(old, new)| {
         let fresh = !before.iter().any(|t| t == new) && !after.iter().any(|t| t == old);
-        let everywhere = !base_all.iter().any(|t| t == new) && !head_all.iter().any(|t| t == old);
-        let local = declares(&before, old) && declares(&after, new);
+        let everywhere = !cx.base.contains(*new) && !cx.head.contains(*old);
+        let local = declares(before, old) && declares(after, new);
         fresh && (everywhere || local)
     })
+}
+
+/// A file's tokens at base and at head, as sets (for `renamed`, computed once per file).
+struct FileWords {
+    base: std::collections::HashSet<String>,
+    head: std::collections::HashSet<String>,
 }
 
 /// An assertion's parts: (the condition's tokens, the tokens of each side when it checks an
@@ -987,12 +991,33 @@ fn changed_assertions(
             format!("comments out an assertion: {}", shown(t)),
         );
     }
+    // For renames: the file's words, and the function around each added assertion, once.
+    let (words, around) = if removed.is_empty() || added.is_empty() {
+        (None, HashMap::new())
+    } else {
+        let words = FileWords {
+            base: tokens(lang, base).into_iter().collect(),
+            head: tokens(lang, head).into_iter().collect(),
+        };
+        let around: HashMap<u32, Vec<String>> = added
+            .iter()
+            .map(|a| (a.line, tokens(lang, &enclosing(lang, head, a.line))))
+            .collect();
+        (Some(words), around)
+    };
     for r in removed {
         // A rename or an assertion made exact: no finding, and the pair is used up.
-        if let Some(at) = added
-            .iter()
-            .position(|a| renamed(lang, &r, a, base, head) || strengthens(lang, &r, a))
-        {
+        let before = words
+            .as_ref()
+            .map(|_| tokens(lang, &enclosing(lang, base, r.line)));
+        let kept = added.iter().position(|a| {
+            let rename = match (&words, &before, around.get(&a.line)) {
+                (Some(cx), Some(before), Some(after)) => renamed(before, after, cx),
+                _ => false,
+            };
+            rename || strengthens(lang, &r, a)
+        });
+        if let Some(at) = kept {
             added.remove(at);
             continue;
         }
