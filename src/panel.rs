@@ -59,7 +59,8 @@ impl Panel {
     }
 }
 
-/// The panel defined in `tree` (a proposal's base): `reviewers/*.toml`, or [`DEFAULT_PANEL`].
+/// The panel defined in `tree` (a proposal's base): `reviewers/*.toml`, or [`DEFAULT_PANEL`]
+/// when none of them defines a reviewer.
 pub fn at(repo: &Repository, tree: &Tree<'_>) -> Result<Panel, GitError> {
     let mut files: Vec<(String, String)> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
@@ -81,21 +82,32 @@ pub fn at(repo: &Repository, tree: &Tree<'_>) -> Result<Panel, GitError> {
             }
         }
     }
-    if files.is_empty() && problems.is_empty() {
-        files = DEFAULT_PANEL
-            .iter()
-            .map(|(p, t)| (p.to_string(), t.to_string()))
-            .collect();
+    // No reviewer switched on (no folder, or only commented-out files): the default panel.
+    if files.iter().all(|(_, t)| is_disabled(t)) && problems.is_empty() {
+        files.extend(
+            DEFAULT_PANEL
+                .iter()
+                .map(|(p, t)| (p.to_string(), t.to_string())),
+        );
     }
     let defs = if problems.is_empty() {
         files
             .iter()
+            .filter(|(_, t)| !is_disabled(t))
             .map(|(p, t)| ReviewerDef::parse(p, t).map_err(|e| e.to_string()))
             .collect()
     } else {
         Err(problems.join("; "))
     };
     Ok(Panel { files, defs })
+}
+
+/// A definition file of comments and blank lines only: a reviewer switched off (`init` ships the
+/// agent reviewer so, for the default panel to run offline).
+pub fn is_disabled(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .all(|l| l.is_empty() || l.starts_with('#'))
 }
 
 /// The files that differ between two trees, with their text on each side (`None` where absent

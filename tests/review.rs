@@ -128,12 +128,34 @@ fn atelier_s_own_panel_parses() {
                 path.file_name().expect("name").to_string_lossy()
             );
             let text = std::fs::read_to_string(&path).expect("read");
+            if atelier::panel::is_disabled(&text) {
+                continue;
+            }
             atelier::governance::review::ReviewerDef::parse(&rel, &text)
                 .unwrap_or_else(|e| panic!("{e}"));
             n += 1;
         }
     }
-    assert!(n >= 5, "{n} reviewers");
+    assert!(n >= 6, "{n} reviewers");
+    // The agent reviewer ships switched off, with the prompt `init` installs.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let adversary = std::fs::read_to_string(dir.join("adversary.toml")).expect("adversary");
+    assert!(atelier::panel::is_disabled(&adversary));
+    // Switched on as its comment says, it is a valid agent reviewer.
+    let on: String = adversary
+        .lines()
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| l.contains(" = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let def = atelier::governance::review::ReviewerDef::parse("reviewers/adversary.toml", &on)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(def.kind, atelier::governance::review::Kind::Agent);
+    assert_eq!(
+        std::fs::read_to_string(root.join("reviewers/templates/adversary.md.j2"))
+            .expect("template"),
+        atelier::agent::reviewer::DEFAULT_TEMPLATE
+    );
 }
 
 #[test]
@@ -191,7 +213,16 @@ fn init_installs_the_default_panel_and_it_runs_offline() {
             "{text}"
         );
     }
-    assert!(env.read("reviewers/README.md").contains("kind = \"agent\""));
+    assert!(env
+        .read("reviewers/README.md")
+        .contains("## Agent reviewers"));
+    // The agent reviewer is there, switched off, so the default panel runs offline.
+    assert!(env
+        .read("reviewers/adversary.toml")
+        .contains("# kind = \"agent\""));
+    assert!(env
+        .read("reviewers/templates/adversary.md.j2")
+        .contains("{{ handoff.title }}"));
     let id = env.propose_code();
     let (code, v) = review(&env, &id);
     assert_eq!(code, 0, "{v:#}");

@@ -166,43 +166,81 @@ fn a_broken_reviewer_definition_at_base_halts_merges() {
     env.atelier(&["merge", &id]).code(1);
 }
 
-/// An agent reviewer defined at base (committed by hand), run by a scripted command.
-fn with_agent_reviewer(env: &Env, script: &str) {
-    let prog = env.file("reviewer.sh", script);
+/// An agent reviewer `adversary` defined at base (in the adoption commit), run by the role
+/// `critic` that `role` defines (TOML lines after `[roles.critic]`), with `governance` lines
+/// added to the policy's `[review]`.
+fn with_agent_reviewer(role: &str, governance: &str) -> Env {
+    with_agent_reviewer_and(role, governance, "")
+}
+
+/// [`with_agent_reviewer`], with `config` (more atelier.toml tables) in the adoption commit.
+fn with_agent_reviewer_and(role: &str, governance: &str, config: &str) -> Env {
+    let mut gov = atelier::governance::policy::DEFAULT_GOVERNANCE_TOML.to_string();
+    for line in governance.lines() {
+        // The setting replaces the default policy's line for the same key.
+        let key = line.split('=').next().expect("key").trim();
+        let default = gov
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .expect("a default line")
+            .to_string();
+        gov = gov.replace(&format!("{default}\n"), &format!("{line}\n"));
+    }
+    Env::with(Setup {
+        governance: gov,
+        config_replace: vec![(
+            "# Swarm roles".into(),
+            format!("[roles.critic]\n{role}\n\n{config}\n\n# Swarm roles"),
+        )],
+        files: vec![
+            (
+                "reviewers/adversary.toml".into(),
+                "name = \"adversary\"\nflavour = \"Assume the author is gaming the gate.\"\nkind = \"agent\"\nrole = \"critic\"\ntemplate = \"adversary.md.j2\"\n".into(),
+            ),
+            (
+                "reviewers/templates/adversary.md.j2".into(),
+                "Review {{ handoff.title }} as {{ reviewer.name }}.\n{{ handoff.diff }}\n{{ answer_schema }}\n".into(),
+            ),
+        ],
+        ..Setup::default()
+    })
+}
+
+/// The role lines for a scripted reviewer, in an environment made only to know its path.
+fn script_role(name: &str, body: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("temp");
+    let prog = dir.path().join(name);
+    std::fs::write(&prog, format!("#!/bin/sh\n{body}")).expect("write");
     std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    let mut config = env.read("atelier.toml");
-    config.push_str(&format!(
-        "\n[roles.critic]\nbackend = \"command\"\ncommand = [\"{}\"]\n",
-        prog.display()
-    ));
-    env.write("atelier.toml", &config);
-    env.write(
-        "reviewers/adversary.toml",
-        "name = \"adversary\"\nflavour = \"Assume the author is gaming the gate.\"\nkind = \"agent\"\nrole = \"critic\"\ntemplate = \"adversary.md.j2\"\n",
-    );
-    env.write(
-        "reviewers/templates/adversary.md.j2",
-        "Review {{ handoff.title }} as {{ reviewer.name }}.\n{{ handoff.diff }}\n{{ answer_format }}\n",
-    );
-    env.git(&["add", "-A"]);
-    env.git(&["commit", "-q", "-m", "an agent reviewer"]);
+    let role = format!("backend = \"command\"\ncommand = [\"{}\"]", prog.display());
+    (dir, role)
+}
+
+fn finding_categories(v: &Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["category"].as_str().unwrap_or("?").to_string())
+        .collect()
 }
 
 #[test]
 fn agent_reviewers_need_a_recorded_verdict_bound_to_the_change() {
-    let env = Env::new();
-    with_agent_reviewer(
-        &env,
-        "#!/bin/sh\ncat >/dev/null\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
+    let (_dir, role) = script_role(
+        "approve.sh",
+        "cat >/dev/null\necho 'Looks fine to me.'\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
     );
+    let env = with_agent_reviewer(&role, "");
     let id = env.propose_code();
     env.approve(&id, "alice").ok();
     let (code, v) = env.gate(&id);
     assert_eq!((code, unmet(&v)), (1, vec!["E_REVIEW_MISSING".to_string()]));
     env.atelier(&["merge", &id]).code(1);
-    let review = env.atelier(&["review", &id, "--json"]);
+    let review = env.atelier(&["review", &id, "--json"]).ok();
     let rv = review.json();
+    assert_eq!(rv["verdict"], "approve", "{rv:#}");
     assert_eq!(
         rv["reviewers"],
         serde_json::json!([
@@ -373,4 +411,223 @@ fn on_github_the_summary_and_the_pull_request_body_show_the_panel() {
     let (code, v) = hub.gate(n);
     assert_eq!(code, 1);
     assert!(unmet(&v).contains(&"E_REVIEW_BLOCKED".to_string()), "{v:#}");
+}
+
+#[test]
+fn an_agent_reviewer_that_blocks_refuses_the_merge() {
+    let (_dir, role) = script_role(
+        "block.sh",
+        "cat >/dev/null\ncat <<'EOF'\nThinking...\n```json\n{\"verdict\": \"block\", \"findings\": [{\"severity\": \"blocking\", \"category\": \"gaming\", \"file\": \"src/lib.rs\", \"line\": 2, \"message\": \"the answer is hard-coded to pass the check\", \"hint\": \"compute it\"}]}\n```\nEOF\n",
+    );
+    let env = with_agent_reviewer(&role, "");
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    let rv = env.atelier(&["review", &id, "--json"]).code(1).json();
+    assert_eq!(rv["verdict"], "block", "{rv:#}");
+    let f = &rv["findings"][0];
+    assert_eq!(
+        (f["reviewer"].as_str(), f["category"].as_str()),
+        (Some("adversary"), Some("gaming")),
+        "{rv:#}"
+    );
+    let (code, v) = env.gate(&id);
+    assert_eq!((code, unmet(&v)), (1, vec!["E_REVIEW_BLOCKED".to_string()]));
+    let found = requirement(&v, "E_REVIEW_BLOCKED")["found"]
+        .as_str()
+        .expect("found");
+    assert!(found.contains("hard-coded"), "{found}");
+    env.atelier(&["merge", &id]).code(1);
+    // The constitution quorum overrules it.
+    env.approve(&id, "bob").ok();
+    env.atelier(&["merge", &id]).ok();
+    env.atelier(&["audit", "verify"]).ok();
+}
+
+#[test]
+fn garbage_is_asked_for_again_then_counts_as_a_failed_reviewer_never_an_approval() {
+    let (dir, role) = script_role(
+        "garbage.sh",
+        "cat >/dev/null\necho asked >> \"$(dirname \"$0\")/asked\"\necho 'LGTM, ship it!'\n",
+    );
+    let env = with_agent_reviewer(&role, "");
+    let id = env.propose_code();
+    let run = env.atelier(&["review", &id, "--json"]).code(1);
+    let rv = run.json();
+    assert_eq!(rv["verdict"], "revise", "{rv:#}");
+    assert_eq!(finding_categories(&rv), ["reviewer-failed"], "{rv:#}");
+    let asked = std::fs::read_to_string(dir.path().join("asked")).expect("asked");
+    assert_eq!(
+        asked.lines().count(),
+        2,
+        "asked once more after a malformed answer"
+    );
+    assert!(run.stderr.contains("adversary"), "{run:?}");
+    // Stricter policy: `revise` refuses too.
+    let (_dir2, role) = script_role("garbage2.sh", "cat >/dev/null\necho '{\"verdict\": 3}'\n");
+    let env = with_agent_reviewer(&role, "block_on = \"revise\"");
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["review", &id]).code(1);
+    let (code, v) = env.gate(&id);
+    assert_eq!((code, unmet(&v)), (1, vec!["E_REVIEW_BLOCKED".to_string()]));
+}
+
+#[test]
+fn a_reviewer_that_hangs_is_stopped_and_fails() {
+    let (_dir, role) = script_role("hang.sh", "cat >/dev/null\nsleep 30\n");
+    let env = with_agent_reviewer_and(&role, "", "[review]\ntimeout = \"1s\"");
+    let id = env.propose_code();
+    let started = std::time::Instant::now();
+    let rv = env.atelier(&["review", &id, "--json"]).code(1).json();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?} {rv:#}",
+        started.elapsed()
+    );
+    assert_eq!(finding_categories(&rv), ["reviewer-failed"], "{rv:#}");
+    assert!(
+        rv["findings"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("timed out"),
+        "{rv:#}"
+    );
+}
+
+#[test]
+fn an_http_reviewer_answers_through_an_openai_compatible_endpoint() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut req = Vec::new();
+        let mut buf = [0u8; 65536];
+        // Read the headers and the body (Content-Length).
+        loop {
+            let n = s.read(&mut buf).expect("read");
+            req.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&req);
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().expect("length"))
+                    })
+                    .unwrap_or(0);
+                if req.len() >= end + 4 + len {
+                    break;
+                }
+            }
+        }
+        let answer = serde_json::json!({"verdict": "block", "findings": [{"severity": "blocking", "category": "design", "message": "the change hides a side channel", "hint": "remove it"}]});
+        let body = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": answer.to_string()}}]}).to_string();
+        write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        String::from_utf8_lossy(&req).into_owned()
+    });
+    let env = with_agent_reviewer(
+        &format!(
+            "backend = \"http\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"critic-1\""
+        ),
+        "",
+    );
+    let id = env.propose_code();
+    let rv = env.atelier(&["review", &id, "--json"]).code(1).json();
+    assert_eq!(rv["verdict"], "block", "{rv:#}");
+    assert_eq!(rv["findings"][0]["reviewer"], "adversary");
+    let request = server.join().expect("server");
+    assert!(
+        request.starts_with("POST /v1/chat/completions"),
+        "{request}"
+    );
+    assert!(
+        request.contains("critic-1") && request.contains("Fix the answer"),
+        "{request}"
+    );
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_REVIEW_BLOCKED".to_string()), "{v:#}");
+}
+
+#[test]
+fn distinct_family_blocks_a_reviewer_of_the_proposers_family() {
+    let (_dir, role) = script_role(
+        "approve.sh",
+        "cat >/dev/null\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
+    );
+    // The writer's role and the reviewer's share provider and family.
+    let env = with_agent_reviewer_and(
+        &format!("{role}\nprovider = \"anthropic\"\nfamily = \"claude\""),
+        "distinct_family = true",
+        "[roles.writer]\nbackend = \"claude\"\nprovider = \"anthropic\"\nfamily = \"claude\"",
+    );
+    let patch = env.patch(&[("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n")]);
+    let id = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Fix",
+            "--agent",
+            "writer",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    let rv = env.atelier(&["review", &id, "--json"]).code(1).json();
+    assert_eq!(rv["verdict"], "block", "{rv:#}");
+    assert_eq!(finding_categories(&rv), ["distinct-family"], "{rv:#}");
+    let message = rv["findings"][0]["message"].as_str().expect("message");
+    assert!(
+        message.contains("the proposer's own model (anthropic/claude)"),
+        "{message}"
+    );
+    // A person's change is not held to it: the reviewer runs and approves.
+    let person = env.propose(&[("README.md", "# demo\n\nmore\n")], "Docs");
+    env.atelier(&["review", &person]).ok();
+}
+
+#[test]
+fn distinct_family_runs_a_reviewer_of_another_family_and_fails_closed_on_an_unknown_writer() {
+    let (_dir, role) = script_role(
+        "approve.sh",
+        "cat >/dev/null\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
+    );
+    let env = with_agent_reviewer_and(
+        &format!("{role}\nprovider = \"openai\"\nfamily = \"gpt\""),
+        "distinct_family = true",
+        "[roles.writer]\nbackend = \"claude\"\nprovider = \"anthropic\"\nfamily = \"claude\"",
+    );
+    let propose = |agent: &str, text: &str| {
+        let patch = env.patch(&[("src/lib.rs", text)]);
+        env.atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Fix",
+            "--agent",
+            agent,
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string()
+    };
+    let id = propose("writer", "pub fn answer() -> u32 {\n    42\n}\n");
+    let rv = env.atelier(&["review", &id, "--json"]).ok().json();
+    assert_eq!(rv["verdict"], "approve", "{rv:#}");
+    // An agent no role describes: its family is unknown, so the rule fails closed.
+    let id = propose("mystery-bot", "pub fn answer() -> u32 {\n    43\n}\n");
+    let rv = env.atelier(&["review", &id, "--json"]).code(1).json();
+    assert_eq!(finding_categories(&rv), ["distinct-family"], "{rv:#}");
 }

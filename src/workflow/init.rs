@@ -27,6 +27,9 @@ const ALLOWED_SIGNERS_TEMPLATE: &str = "# Approvers' public keys, in OpenSSH all
 
 const GOVERNANCE_MD: &str = include_str!("../../GOVERNANCE.md");
 
+/// The agent reviewer `init` installs switched off: this repository's own.
+const ADVERSARY: &str = include_str!("../../reviewers/adversary.toml");
+
 /// This repository's own reviewers/README.md: what the panel is and how to add a reviewer.
 const REVIEWERS_README: &str = include_str!("../../reviewers/README.md");
 
@@ -100,10 +103,23 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         REVIEWERS_README.as_bytes(),
         &mut report,
     )?;
-    // The default panel: the built-in reviewers, so it runs offline from the start.
+    // The default panel: the built-in reviewers, so it runs offline from the start, and an
+    // agent reviewer switched off (comments only) with its prompt template.
     for (path, text) in crate::panel::DEFAULT_PANEL {
         write_if_missing(&root, path, text.as_bytes(), &mut report)?;
     }
+    write_if_missing(
+        &root,
+        "reviewers/adversary.toml",
+        ADVERSARY.as_bytes(),
+        &mut report,
+    )?;
+    write_if_missing(
+        &root,
+        "reviewers/templates/adversary.md.j2",
+        crate::agent::reviewer::DEFAULT_TEMPLATE.as_bytes(),
+        &mut report,
+    )?;
     write_if_missing(
         &root,
         "proposals/README.md",

@@ -153,6 +153,7 @@ pub struct ReviewerDef {
     pub flavour: String,
     pub kind: Kind,
     pub role: Option<String>,
+    /// Its prompt template's name under `reviewers/templates/`.
     pub template: Option<String>,
     /// Whether its blocking findings can block (otherwise they count as major).
     pub blocking: bool,
@@ -263,6 +264,25 @@ impl ReviewerDef {
                 ));
             }
         }
+        // The template: a file under reviewers/templates/, named with or without that prefix.
+        let template = match raw.template {
+            None => None,
+            Some(t) => {
+                let name = t.strip_prefix("reviewers/templates/").unwrap_or(&t);
+                if name.is_empty()
+                    || name.starts_with('/')
+                    || name
+                        .split('/')
+                        .any(|c| c.is_empty() || c == "." || c == "..")
+                {
+                    return Err(err(
+                        "template",
+                        format!("`{t}`: name a file under reviewers/templates/, e.g. \"adversary.md.j2\""),
+                    ));
+                }
+                Some(name.to_string())
+            }
+        };
         if raw.flavour.trim().is_empty() || raw.flavour.contains('\n') {
             return Err(err(
                 "flavour",
@@ -289,7 +309,7 @@ impl ReviewerDef {
             flavour: raw.flavour,
             kind,
             role: raw.role,
-            template: raw.template,
+            template,
             blocking: raw.blocking,
             paths,
             max_lines: raw.max_lines.unwrap_or(DEFAULT_MAX_LINES),
