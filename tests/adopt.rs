@@ -221,11 +221,14 @@ fn the_demo_runs_the_whole_loop_and_says_where_it_is() {
         "E_CONSTITUTION_QUORUM",
         "E_WRONG_PROPOSAL",
         "E_BAD_SIGNATURE",
+        "The review panel blocks an agent's patch",
+        "[BLOCKING] tests-tamper tests/add.rs:3",
+        "gate: REFUSED (1 unmet: E_REVIEW_BLOCKED)",
         "findings: none",
         "E_UNLEDGERED_COMMIT",
         "A rewound ledger is caught",
         "E_LEDGER_ROLLBACK: merge commit",
-        "became proposal 5",
+        "became proposal 6",
         "audit verify: 4 merges verified, findings: none",
         "The demo repository is",
     ] {
@@ -244,7 +247,10 @@ fn the_demo_runs_the_whole_loop_and_says_where_it_is() {
         .iter()
         .map(|p| p["state"].as_str().expect("state"))
         .collect();
-    assert_eq!(states, ["merged", "merged", "closed", "merged", "merged"]);
+    assert_eq!(
+        states,
+        ["merged", "merged", "closed", "closed", "merged", "merged"]
+    );
     assert!(
         std::fs::read_to_string(repo.join("src/lib.rs"))
             .expect("lib")

@@ -69,6 +69,19 @@ fn propose(
     rationale: &str,
     now: i64,
 ) -> Result<String> {
+    propose_by(ws, root, edits, title, rationale, None, now)
+}
+
+/// [`propose`], saying which agent wrote the patch (`propose --agent NAME`).
+fn propose_by(
+    ws: &Workspace,
+    root: &Path,
+    edits: &[(&str, &str)],
+    title: &str,
+    rationale: &str,
+    agent: Option<&str>,
+    now: i64,
+) -> Result<String> {
     let base = ws
         .repo
         .find_commit(crate::git::branch_tip(&ws.repo, ws.branch())?)?
@@ -84,7 +97,7 @@ fn propose(
     let p = workflow::propose(
         ws,
         ProposeOptions {
-            origin: None,
+            origin: agent.map(|a| format!("agent {a}")),
             declared: None,
             patch: path,
             title: title.into(),
@@ -141,9 +154,14 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         "src/lib.rs",
         "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
     )?;
+    write(
+        &root,
+        "tests/add.rs",
+        "#[test]\nfn adds() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n",
+    )?;
     commit_all(&repo, "calc: first version")?;
     n.say(&format!(
-        "{} with one commit on main (src/lib.rs has a bug: add subtracts)",
+        "{} with one commit on main (src/lib.rs has a bug: add subtracts, and tests/add.rs says so)",
         root.display()
     ))?;
 
@@ -296,6 +314,48 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         render(&eval)
     ))?;
     workflow::close(&ws, &docs, Some("demo: left unapproved".into()), now)?;
+
+    n.step("The review panel blocks an agent's patch that weakens a test")?;
+    let gaming = propose_by(
+        &ws,
+        &base_dir,
+        &[(
+            "tests/add.rs",
+            "#[test]\nfn adds() {\n    // assert_eq!(calc::add(2, 3), 5);\n}\n",
+        )],
+        "Make the tests pass",
+        "The add test was failing.",
+        Some("demo-agent"),
+        now,
+    )?;
+    let review = workflow::review::review(&ws, &Addr::Proposal(gaming.clone()), now)?;
+    n.say(&format!(
+        "demo-agent proposed {gaming}; `atelier review {gaming}` ran the panel from reviewers/ at base and recorded its verdict: {}",
+        review.verdict.as_str()
+    ))?;
+    for f in &review.findings {
+        n.say(&format!("  {}", workflow::review::finding_line(f)))?;
+    }
+    workflow::approve(
+        &ws,
+        &Addr::Proposal(gaming.clone()),
+        Sign::Key(workflow::read_signing_key(&keys.join("alice"))?),
+        &week,
+        true,
+        now,
+    )?;
+    let eval = workflow::gate(&ws, &Addr::Proposal(gaming.clone()), now, Publish::Verdict)?.eval;
+    if eval.decision.allowed {
+        anyhow::bail!(
+            "demo: the panel did not block a weakened test:\n{}",
+            render(&eval)
+        );
+    }
+    n.say(&format!(
+        "alice approved it, which meets the path's quorum, but the gate refuses what the panel blocks (only the constitution quorum could overrule it):\n\n{}",
+        render(&eval)
+    ))?;
+    workflow::close(&ws, &gaming, Some("demo: the panel blocked it".into()), now)?;
 
     n.step("Audit: verify the history offline")?;
     let report =
