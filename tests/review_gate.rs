@@ -309,19 +309,16 @@ fn agent_reviewers_need_a_recorded_verdict_bound_to_the_change() {
     );
 }
 
-#[test]
-fn a_gate_operator_merging_a_blocked_change_is_caught_by_audit() {
-    // The gate's holder lands and records a merge the panel blocked, carrying alice's approval
-    // (enough for the path, not for an overrule).
-    let env = with_test();
-    let id = weakened(&env);
-    env.approve(&id, "alice").ok();
+/// The gate's holder lands proposal `id` by hand and records the merge with the gate key,
+/// carrying alice's approval; returns what `audit verify --json` says.
+fn landed_by_the_gate_holder(env: &Env, id: &str) -> Value {
+    env.approve(id, "alice").ok();
     let log = env.atelier(&["audit", "log", "--json"]).ok().json();
     let token = log
         .as_array()
         .expect("entries")
         .iter()
-        .find(|e| e["kind"] == "token-recorded")
+        .find(|e| e["kind"] == "token-recorded" && e["proposal"] == id)
         .and_then(|e| e["token"].as_str())
         .expect("a recorded token")
         .to_string();
@@ -352,7 +349,7 @@ fn a_gate_operator_merging_a_blocked_change_is_caught_by_audit() {
     let key =
         atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
     let event = ledger::Event::Merged(ledger::MergeRecord {
-        proposal: id.clone(),
+        proposal: id.to_string(),
         pull: id.parse().expect("n"),
         commit: commit.to_string(),
         base: base.to_string(),
@@ -360,8 +357,15 @@ fn a_gate_operator_merging_a_blocked_change_is_caught_by_audit() {
         tree: tree.to_string(),
     });
     ledger::append(&repo, "local/repo", vec![event], 1_795_946_400, &key).expect("append");
-    let run = env.atelier(&["audit", "verify", "--json"]).code(1);
-    let v = run.json();
+    env.atelier(&["audit", "verify", "--json"]).code(1).json()
+}
+
+#[test]
+fn a_gate_operator_merging_a_blocked_change_is_caught_by_audit() {
+    // Alice's approval is enough for the path, not for an overrule.
+    let env = with_test();
+    let id = weakened(&env);
+    let v = landed_by_the_gate_holder(&env, &id);
     let findings = v["findings"].as_array().expect("findings");
     assert_eq!(findings.len(), 1, "{v:#}");
     assert_eq!(findings[0]["code"], "E_MERGE_NOT_APPROVED");
@@ -370,6 +374,21 @@ fn a_gate_operator_merging_a_blocked_change_is_caught_by_audit() {
         detail.contains("E_REVIEW_BLOCKED") && detail.contains("tests-tamper"),
         "{detail}"
     );
+}
+
+#[test]
+fn a_gate_operator_merging_without_the_agent_reviewers_verdict_is_caught_by_audit() {
+    let (_dir, role) = script_role(
+        "approve.sh",
+        "cat >/dev/null\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
+    );
+    let env = with_agent_reviewer(&role, "");
+    let id = env.propose_code();
+    let v = landed_by_the_gate_holder(&env, &id);
+    let findings = v["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 1, "{v:#}");
+    let detail = findings[0]["detail"].as_str().expect("detail");
+    assert!(detail.contains("E_REVIEW_MISSING"), "{detail}");
 }
 
 #[test]
