@@ -43,11 +43,13 @@ pub const DEFAULT_PANEL: &[(&str, &str)] = &[
 pub struct Panel {
     pub files: Vec<(String, String)>,
     pub defs: Result<Vec<ReviewerDef>, String>,
+    digest: String,
 }
 
 impl Panel {
+    /// [`review::panel_digest`] of its files.
     pub fn digest(&self) -> String {
-        review::panel_digest(&self.files)
+        self.digest.clone()
     }
 
     /// The agent reviewers, by name (none when the definitions cannot be used).
@@ -99,7 +101,12 @@ pub fn at(repo: &Repository, tree: &Tree<'_>) -> Result<Panel, GitError> {
     } else {
         Err(problems.join("; "))
     };
-    Ok(Panel { files, defs })
+    let digest = review::panel_digest(&files);
+    Ok(Panel {
+        files,
+        defs,
+        digest,
+    })
 }
 
 /// A definition file of comments and blank lines only: a reviewer switched off (`init` ships the
@@ -162,6 +169,66 @@ pub struct Provenance {
     pub declared: Option<Vec<String>>,
 }
 
+/// The text of `paths` on each side of a change (`None` where absent or not UTF-8).
+pub fn files_for(
+    repo: &Repository,
+    from: &Tree<'_>,
+    to: &Tree<'_>,
+    paths: &[String],
+) -> Result<Vec<FileChange>, GitError> {
+    let text = |tree: &Tree<'_>, path: &str| -> Result<Option<String>, GitError> {
+        Ok(git::read_file(repo, tree, path)?.and_then(|b| String::from_utf8(b).ok()))
+    };
+    paths
+        .iter()
+        .map(|path| {
+            Ok(FileChange {
+                base: text(from, path)?,
+                head: text(to, path)?,
+                path: path.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The id of the `reviewers` tree in `tree` (`None` without one): two bases with the same id
+/// have the same panel.
+pub fn key(tree: &Tree<'_>) -> Option<Oid> {
+    tree.get_name("reviewers").map(|e| e.id())
+}
+
+/// What the gate weighs of `panel` for a change of `files` (pure: the built-ins run here).
+pub fn weigh(
+    panel: &Panel,
+    files: &[FileChange],
+    provenance: &Provenance,
+    recorded: Option<RecordedReview>,
+) -> PanelInput {
+    let builtin = match &panel.defs {
+        Ok(defs) => review::run_builtins(
+            defs,
+            &ChangeView {
+                files,
+                agent_origin: provenance.origin.is_some(),
+                declared: provenance.declared.as_deref(),
+            },
+        ),
+        Err(_) => Vec::new(),
+    };
+    PanelInput {
+        panel: panel
+            .defs
+            .as_ref()
+            .map_err(Clone::clone)
+            .map(|_| PanelAtBase {
+                digest: panel.digest(),
+                agents: panel.agents().iter().map(|d| d.name.clone()).collect(),
+            }),
+        builtin,
+        recorded,
+    }
+}
+
 /// Everything the gate needs about the panel for one change, and the panel itself.
 pub fn input(
     repo: &Repository,
@@ -173,28 +240,6 @@ pub fn input(
 ) -> Result<(PanelInput, Panel, Vec<FileChange>), GitError> {
     let panel = at(repo, &repo.find_commit(base)?.tree()?)?;
     let files = change_files(repo, base, head, merge_tree)?;
-    let builtin = match &panel.defs {
-        Ok(defs) => review::run_builtins(
-            defs,
-            &ChangeView {
-                files: &files,
-                agent_origin: provenance.origin.is_some(),
-                declared: provenance.declared.as_deref(),
-            },
-        ),
-        Err(_) => Vec::new(),
-    };
-    let input = PanelInput {
-        panel: panel
-            .defs
-            .as_ref()
-            .map_err(Clone::clone)
-            .map(|_| PanelAtBase {
-                digest: panel.digest(),
-                agents: panel.agents().iter().map(|d| d.name.clone()).collect(),
-            }),
-        builtin,
-        recorded,
-    };
+    let input = weigh(&panel, &files, provenance, recorded);
     Ok((input, panel, files))
 }

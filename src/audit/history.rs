@@ -496,6 +496,8 @@ struct PolicyCache {
     last_tree: Option<(Oid, Oid)>,
     parsed: HashMap<[Oid; 3], PolicyResult>,
     digests: HashMap<[Oid; 3], String>,
+    /// Review panels, by the id of the base's `reviewers` tree.
+    panels: HashMap<Option<Oid>, Arc<crate::panel::Panel>>,
 }
 
 fn blob_or_zero(repo: &Repository, tree: &git2::Tree<'_>, path: &str) -> Oid {
@@ -517,6 +519,20 @@ impl PolicyCache {
         }
         let p = Arc::new(Policy::load(&git::policy_files(repo, tree)?));
         self.parsed.insert(key, p.clone());
+        Ok(p)
+    }
+
+    fn panel(
+        &mut self,
+        repo: &Repository,
+        tree: &git2::Tree<'_>,
+    ) -> Result<Arc<crate::panel::Panel>> {
+        let key = crate::panel::key(tree);
+        if let Some(p) = self.panels.get(&key) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(crate::panel::at(repo, tree)?);
+        self.panels.insert(key, p.clone());
         Ok(p)
     }
 
@@ -1042,14 +1058,14 @@ fn examine_merge(
             .find(|(at_seq, _)| *at_seq < rec.seq)
             .map(|(_, r)| r.clone())
     });
-    let (panel, _, _) = crate::panel::input(
-        repo,
-        base_oid,
-        Oid::from_str(&rec.head)?,
-        Some(commit.tree_id()),
+    let changed = git::changed_paths(repo, &base_tree, &tree)?;
+    let defs = cache.panel(repo, &base_tree)?;
+    let panel = crate::panel::weigh(
+        &defs,
+        &crate::panel::files_for(repo, &base_tree, &tree, &changed)?,
         &facts.map(|f| f.provenance.clone()).unwrap_or_default(),
         recorded,
-    )?;
+    );
     let check = MergeCheck {
         commit: sha.clone(),
         change: Change {
@@ -1060,7 +1076,7 @@ fn examine_merge(
             base: rec.base.clone(),
             head: rec.head.clone(),
             merge_tree: Ok(rec.tree.clone()),
-            changed_paths: git::changed_paths(repo, &base_tree, &tree)?,
+            changed_paths: changed,
             policy_digest: cache.digest(repo, &base_tree)?,
             proposer: facts.and_then(|f| f.proposer.clone()),
         },

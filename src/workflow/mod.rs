@@ -625,14 +625,18 @@ pub fn evaluate_at(
     let tokens = tokens_for(view, &pull);
     let finished = view.finished(&pull.proposal);
     let ledger_roots = view.roots_for(&tokens);
-    let (panel, _, _) = crate::panel::input(
-        repo,
-        base,
-        head,
-        merge.as_ref().ok().copied(),
+    // The panel at base, on what would merge (with a conflict, on what head changes since the
+    // merge base).
+    let files = match &merge {
+        Ok(t) => crate::panel::files_for(repo, &base_tree, &repo.find_tree(*t)?, &changed)?,
+        Err(_) => crate::panel::change_files(repo, base, head, None)?,
+    };
+    let panel = crate::panel::weigh(
+        &crate::panel::at(repo, &base_tree)?,
+        &files,
         &view.provenance(&pull.proposal),
         view.recorded_review(&pull.proposal),
-    )?;
+    );
     let change = Change {
         repository: ws.config.forge.repository.clone(),
         proposal: pull.proposal.clone(),
