@@ -37,8 +37,8 @@ pub struct Finding {
     pub hint: String,
 }
 
-/// One changed file: its text at base and at head (`None` where it does not exist, or is not
-/// UTF-8 text).
+/// One changed file: its text at base and at head (`None` where it does not exist; bytes that
+/// are not UTF-8 arrive replaced with U+FFFD, never hidden).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileChange {
     pub path: String,
