@@ -193,3 +193,39 @@ fn a_symlink_that_stands_in_for_a_judging_folder_is_judged_like_it() {
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1, "{v:#}");
 }
+
+/// An agent's change rewriting `n` assertions of a test file into ones that share nothing
+/// with them.
+fn big_test_rewrite(env: &Env, n: usize) -> String {
+    let mut base = String::new();
+    let mut head = String::new();
+    for i in 0..n {
+        base.push_str(&format!(
+            "#[test]\nfn t{i}() {{\n    let x = demo::f({i});\n    assert_eq!(x, {i});\n}}\n\n"
+        ));
+        head.push_str(&format!(
+            "#[test]\nfn t{i}() {{\n    let x = demo::f({i});\n    assert!(ok_{i}_z(x));\n}}\n\n"
+        ));
+    }
+    env.write("tests/big.rs", &base);
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "big"]);
+    let patch = env.patch(&[("tests/big.rs", &head)]);
+    propose_patch(env, &patch, "Big", Some("claude-code"))
+}
+
+#[test]
+fn rewriting_thousands_of_assertions_cannot_stall_the_gate() {
+    // 3,000 rewritten assertions (230 KB) took the gate 395 s (a debug build) at every
+    // evaluation, holding the lock: every merge waited.
+    let env = Env::new();
+    let id = big_test_rewrite(&env, 3000);
+    let started = std::time::Instant::now();
+    let (code, v) = env.gate(&id);
+    let took = started.elapsed();
+    assert_eq!(code, 1);
+    assert!(unmet(&v).contains(&"E_REVIEW_BLOCKED".to_string()), "{v:#}");
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+    let found = v["review"]["findings"].to_string();
+    assert!(found.contains("3000 assertions"), "{found}");
+}
