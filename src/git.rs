@@ -129,6 +129,18 @@ pub fn merge_tree(
     Ok(Ok(index.write_tree_to(repo)?))
 }
 
+/// What `head` changed is judged against, when it does not merge into `base` cleanly: the tree
+/// of their merge base, or the empty tree when they have no history in common.
+pub fn since_tree(repo: &Repository, base: Oid, head: Oid) -> Result<Tree<'_>, GitError> {
+    match repo.merge_base(base, head) {
+        Ok(mb) => Ok(repo.find_commit(mb)?.tree()?),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => {
+            Ok(repo.find_tree(repo.treebuilder(None)?.write()?)?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Paths that differ between two trees (both sides of renames, mode changes included), found by
 /// descending only into subtrees whose ids differ.
 pub fn changed_paths(
@@ -136,9 +148,32 @@ pub fn changed_paths(
     old: &Tree<'_>,
     new: &Tree<'_>,
 ) -> Result<Vec<String>, GitError> {
+    Ok(changed_entries(repo, old, new)?
+        .into_iter()
+        .map(|c| c.path)
+        .collect())
+}
+
+/// A path that differs between two trees, with the blob it holds on each side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedEntry {
+    /// The path (a name that is not UTF-8 is shown with U+FFFD; read the blobs by id).
+    pub path: String,
+    /// The blob at the path in the old tree (`None`: absent, or a submodule there).
+    pub old: Option<Oid>,
+    /// The blob at the path in the new tree (`None`: absent, or a submodule there).
+    pub new: Option<Oid>,
+}
+
+/// [`changed_paths`], with the blobs on each side, sorted by path.
+pub fn changed_entries(
+    repo: &Repository,
+    old: &Tree<'_>,
+    new: &Tree<'_>,
+) -> Result<Vec<ChangedEntry>, GitError> {
     let mut out = Vec::new();
     diff_trees(repo, Some(old), Some(new), "", &mut out)?;
-    out.sort();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
 
@@ -158,12 +193,15 @@ fn entries(tree: Option<&Tree<'_>>) -> Entries {
     .unwrap_or_default()
 }
 
+/// The mode of a submodule (a commit, not a blob) in a tree.
+const GITLINK: i32 = 0o160000;
+
 fn diff_trees(
     repo: &Repository,
     a: Option<&Tree<'_>>,
     b: Option<&Tree<'_>>,
     prefix: &str,
-    out: &mut Vec<String>,
+    out: &mut Vec<ChangedEntry>,
 ) -> Result<(), GitError> {
     let (ea, eb) = (entries(a), entries(b));
     let names: std::collections::BTreeSet<&Vec<u8>> = ea.keys().chain(eb.keys()).collect();
@@ -188,7 +226,13 @@ fn diff_trees(
         let blob_a = x.is_some_and(|e| !e.2);
         let blob_b = y.is_some_and(|e| !e.2);
         if blob_a || blob_b {
-            out.push(path);
+            let blob =
+                |e: Option<&(Oid, i32, bool)>| e.filter(|e| !e.2 && e.1 != GITLINK).map(|e| e.0);
+            out.push(ChangedEntry {
+                path,
+                old: blob(x),
+                new: blob(y),
+            });
         }
     }
     Ok(())

@@ -118,28 +118,33 @@ pub fn is_disabled(text: &str) -> bool {
 }
 
 /// The files that differ between two trees, with their text on each side (`None` where absent
-/// or not UTF-8).
+/// or a submodule). Bytes that are not UTF-8 are replaced with U+FFFD rather than hidden: a
+/// reviewer sees every file's text, whatever its encoding or its name's.
 pub fn changed_files(
     repo: &Repository,
     from: &Tree<'_>,
     to: &Tree<'_>,
 ) -> Result<Vec<FileChange>, GitError> {
-    let text = |tree: &Tree<'_>, path: &str| -> Result<Option<String>, GitError> {
-        Ok(git::read_file(repo, tree, path)?.and_then(|b| String::from_utf8(b).ok()))
+    let text = |blob: Option<Oid>| -> Result<Option<String>, GitError> {
+        Ok(match blob {
+            Some(id) => Some(String::from_utf8_lossy(repo.find_blob(id)?.content()).into_owned()),
+            None => None,
+        })
     };
     let mut files = Vec::new();
-    for path in git::changed_paths(repo, from, to)? {
+    for c in git::changed_entries(repo, from, to)? {
         files.push(FileChange {
-            base: text(from, &path)?,
-            head: text(to, &path)?,
-            path,
+            base: text(c.old)?,
+            head: text(c.new)?,
+            path: c.path,
         });
     }
     Ok(files)
 }
 
 /// The change a panel reviews: what merging `head` into `base` would change (the merge tree
-/// against base), or with a conflict, what head changes since the merge base.
+/// against base), or with a conflict, what head changes since the merge base (since nothing,
+/// when the two have no history in common: every file of head is then the change).
 pub fn change_files(
     repo: &Repository,
     base: Oid,
@@ -149,14 +154,11 @@ pub fn change_files(
     let base_tree = repo.find_commit(base)?.tree()?;
     match merge_tree {
         Some(t) => changed_files(repo, &base_tree, &repo.find_tree(t)?),
-        None => {
-            let mb = repo.merge_base(base, head)?;
-            changed_files(
-                repo,
-                &repo.find_commit(mb)?.tree()?,
-                &repo.find_commit(head)?.tree()?,
-            )
-        }
+        None => changed_files(
+            repo,
+            &git::since_tree(repo, base, head)?,
+            &repo.find_commit(head)?.tree()?,
+        ),
     }
 }
 

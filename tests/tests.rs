@@ -19,6 +19,7 @@ mod merge;
 mod one_loop;
 mod plans;
 mod review;
+mod review_adversary;
 mod review_fixes;
 mod review_gate;
 mod review_one_loop;

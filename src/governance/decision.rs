@@ -657,7 +657,13 @@ pub fn requirements(
         let uncovered: Vec<&str> = c
             .changed_paths
             .iter()
-            .filter(|p| policy.touched(std::slice::from_ref(*p)).is_empty())
+            // Covered by a glob that matches the path itself: a file standing for a folder a
+            // rule names needs that rule (`touched`), and is uncovered unless a rule matches it.
+            .filter(|p| {
+                !std::iter::once(&policy.constitution)
+                    .chain(policy.rules.iter())
+                    .any(|r| r.matches_exactly(p))
+            })
             .map(String::as_str)
             .collect();
         let reserved: Vec<&str> = c

@@ -184,13 +184,22 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// The changed paths this rule covers.
+    /// The changed paths this rule covers: those its globs match, and a file where its globs
+    /// name a folder (`.ci` for `.ci/**`: a symlink or a submodule there stands for that
+    /// folder on every checkout).
     pub fn matched<'p>(&self, changed: &'p [String]) -> Vec<&'p str> {
         changed
             .iter()
-            .filter(|p| self.matcher.is_match(p.as_str()))
+            .filter(|p| {
+                self.matcher.is_match(p.as_str()) || stands_for(&self.matcher, &self.paths, p)
+            })
             .map(String::as_str)
             .collect()
+    }
+
+    /// Whether the rule's globs match `path` itself.
+    pub fn matches_exactly(&self, path: &str) -> bool {
+        self.matcher.is_match(path)
     }
 
     pub fn counts(&self, principal: &str) -> bool {
@@ -198,6 +207,19 @@ impl Rule {
             .as_ref()
             .is_none_or(|a| a.iter().any(|x| x.eq_ignore_ascii_case(principal)))
     }
+}
+
+/// Whether a file at `path` could stand for a folder the globs name (a symlink or a submodule
+/// at `.ci` is the `.ci/` folder on a checkout): a glob matches a path beneath it, or spells
+/// one out (compared without regard to ASCII case, erring on the side of matching).
+pub fn stands_for(set: &GlobSet, globs: &[String], path: &str) -> bool {
+    let dir = format!("{path}/");
+    set.is_match(format!("{dir}x"))
+        || globs.iter().any(|g| {
+            g.len() > dir.len()
+                && g.get(..dir.len())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(&dir))
+        })
 }
 
 /// A revoked key, by its `SHA256:…` fingerprint.
@@ -509,6 +531,11 @@ mod tests {
             ["constitution", "any change"]
         );
         assert_eq!(names(&["docs/policies/x.md"]), ["any change"]);
+        // A file (a symlink, a submodule) where the constitution names a folder stands for it.
+        for link in [".ci", "prompts", ".github", "src/governance", "Policies"] {
+            assert_eq!(names(&[link]), ["constitution", "any change"], "{link}");
+        }
+        assert_eq!(names(&["src/gov"]), ["any change"]);
     }
 
     #[test]

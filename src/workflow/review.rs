@@ -246,10 +246,7 @@ fn handoff(
         .unwrap_or_default();
     let (from, to) = match merge_tree {
         Some(t) => (repo.find_commit(base)?.tree()?, repo.find_tree(t)?),
-        None => (
-            repo.find_commit(repo.merge_base(base, head)?)?.tree()?,
-            head_tree,
-        ),
+        None => (git::since_tree(repo, base, head)?, head_tree),
     };
     let diff = String::from_utf8_lossy(&git::diff_text(repo, &from, &to)?).into_owned();
     let (contracts, checks) = match provenance

@@ -37,8 +37,8 @@ pub struct Finding {
     pub hint: String,
 }
 
-/// One changed file: its text at base and at head (`None` where it does not exist, or is not
-/// UTF-8 text).
+/// One changed file: its text at base and at head (`None` where it does not exist; bytes that
+/// are not UTF-8 arrive replaced with U+FFFD, never hidden).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileChange {
     pub path: String,
@@ -489,13 +489,15 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
     if !change.agent_origin {
         return Vec::new();
     }
-    let mut b = GlobSetBuilder::new();
-    for g in JUDGES
+    // Without regard to case, as the policy's globs (on macOS `.GitHub/` is `.github/`).
+    let globs: Vec<String> = JUDGES
         .iter()
         .map(|s| s.to_string())
         .chain(more.iter().cloned())
-    {
-        if let Ok(g) = Glob::new(&g) {
+        .collect();
+    let mut b = GlobSetBuilder::new();
+    for g in &globs {
+        if let Ok(g) = globset::GlobBuilder::new(g).case_insensitive(true).build() {
             b.add(g);
         }
     }
@@ -518,7 +520,9 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
                     "leave the gauntlet, forge and gate settings to a person's proposal; an agent may tune [conductor], [swarm] and roles",
                 ));
             }
-        } else if judges.is_match(&f.path) {
+        } else if judges.is_match(&f.path)
+            || crate::governance::policy::stands_for(&judges, &globs, &f.path)
+        {
             out.push(finding(
                 reviewer,
                 Severity::Blocking,
@@ -784,6 +788,20 @@ mod tests {
             ..agent
         };
         assert!(judge_tamper("j", &view, &[]).is_empty());
+        // A link standing for a judging folder, and a judging path in another letter case.
+        let links = [
+            change(".ci", None, Some("tools/ci")),
+            change(".GitHub/workflows/ci.yml", None, Some("on: push\n")),
+            change("src/governance", None, Some("../lib/gov")),
+            change("docs/ci.md", None, Some("text\n")),
+        ];
+        let view = ChangeView {
+            files: &links,
+            ..agent
+        };
+        let found = judge_tamper("j", &view, &["src/governance/**".into()]);
+        let paths: Vec<_> = found.iter().filter_map(|f| f.file.as_deref()).collect();
+        assert_eq!(paths, [".ci", ".GitHub/workflows/ci.yml", "src/governance"]);
         // A person's change is not this reviewer's business.
         let person = ChangeView {
             agent_origin: false,

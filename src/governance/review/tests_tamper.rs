@@ -781,7 +781,7 @@ fn moves(files: &[FileChange]) -> Moves {
 
 pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
     let moved = moves(change.files);
-    let base_tests: Vec<String> = change
+    let base_tests: std::collections::HashSet<String> = change
         .files
         .iter()
         .filter_map(|f| Some(tests_in(Lang::of(&f.path)?, f.base.as_deref()?)))
@@ -929,6 +929,11 @@ fn removed_tests(
 }
 
 /// Assertions removed, commented out, or changed.
+/// The most assertions one file's change may remove or rewrite for them to be paired one by one.
+const MAX_REMOVED: usize = 1000;
+/// The most (removed, added) assertion pairs one file's change may have to weigh.
+const MAX_PAIRS: usize = 100_000;
+
 fn changed_assertions(
     f: &FileChange,
     lang: Lang,
@@ -955,6 +960,21 @@ fn changed_assertions(
         }
         _ => true,
     });
+    // Pairing weighs each removed assertion against each added one (and against each line
+    // commenting one out): past a bound, one finding instead of minutes of work for the gate
+    // at every evaluation, holding the lock (a change this large is a person's call anyway).
+    if removed.len() > MAX_REMOVED || removed.len().saturating_mul(added.len()) > MAX_PAIRS {
+        push(
+            &f.path,
+            removed.first().map(|u| u.line),
+            format!(
+                "removes or rewrites {} assertions and adds {} at once, more than the reviewer pairs one by one ({MAX_REMOVED} removed, or {MAX_PAIRS} pairs): split the change",
+                removed.len(),
+                added.len()
+            ),
+        );
+        return;
+    }
     // Commented out (a line comment that starts with an assertion; doc comments are prose and
     // examples, not code put aside).
     for (line, text) in f.added_lines() {
@@ -1070,7 +1090,7 @@ fn disabled_tests(
     lang: Lang,
     base: &str,
     head: &str,
-    base_tests: &[String],
+    base_tests: &std::collections::HashSet<String>,
     push: &mut Push,
 ) {
     let lines: Vec<&str> = head.lines().collect();
