@@ -67,7 +67,14 @@ pub fn at(repo: &Repository, tree: &Tree<'_>) -> Result<Panel, GitError> {
     let mut files: Vec<(String, String)> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
     if let Some(entry) = tree.get_name("reviewers") {
-        if let Ok(dir) = entry.to_object(repo).and_then(|o| o.peel_to_tree()) {
+        // Anything but a folder (a file, a symlink, a submodule) is no panel: fail closed
+        // rather than fall back to the default one.
+        if entry.kind() != Some(git2::ObjectType::Tree) {
+            problems.push(
+                "reviewers: not a folder (a file, a symlink or a submodule stands where the panel's folder should be)"
+                    .to_string(),
+            );
+        } else if let Ok(dir) = entry.to_object(repo).and_then(|o| o.peel_to_tree()) {
             for e in dir.iter() {
                 let Some(name) = e.name().filter(|n| n.ends_with(".toml")) else {
                     continue;

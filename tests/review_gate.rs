@@ -650,3 +650,19 @@ fn distinct_family_runs_a_reviewer_of_another_family_and_fails_closed_on_an_unkn
     let rv = env.atelier(&["review", &id, "--json"]).code(1).json();
     assert_eq!(finding_categories(&rv), ["distinct-family"], "{rv:#}");
 }
+
+#[test]
+fn a_symlink_where_the_panel_folder_should_be_halts_merges() {
+    // Committed by hand to main: `reviewers` is a symlink, not the folder. The gate refuses
+    // rather than fall back to the default panel.
+    let env = Env::new();
+    std::fs::remove_dir_all(env.repo.join("reviewers")).expect("rm");
+    std::os::unix::fs::symlink("docs", env.repo.join("reviewers")).expect("symlink");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "panel elsewhere"]);
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!((code, unmet(&v)), (1, vec!["E_REVIEW_INVALID".to_string()]));
+    env.atelier(&["review", &id]).code(2);
+}

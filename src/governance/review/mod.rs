@@ -172,6 +172,10 @@ pub struct DefError {
     pub reason: String,
 }
 
+/// The most text (bytes of the changed files at base and head together) the built-in reviewers
+/// read; a larger change is blocked unread.
+pub const MAX_READ_BYTES: usize = 8 * 1024 * 1024;
+
 /// The default largest change (changed lines) the `size` reviewer accepts.
 pub const DEFAULT_MAX_LINES: usize = 400;
 
@@ -416,6 +420,26 @@ pub const JUDGES: &[&str] = &[
 /// Runs every built-in reviewer the panel defines on the change, each on the files it applies
 /// to. Agent reviewers are not run here.
 pub fn run_builtins(defs: &[ReviewerDef], change: &ChangeView) -> Vec<Finding> {
+    // A change larger than the panel reads is refused unread: no reviewer may pass what it did
+    // not look at, and no change may make every gate evaluation slow.
+    let bytes: usize = change
+        .files
+        .iter()
+        .map(|f| f.base.as_ref().map_or(0, String::len) + f.head.as_ref().map_or(0, String::len))
+        .sum();
+    if bytes > MAX_READ_BYTES && defs.iter().any(|d| matches!(d.kind, Kind::Builtin(_))) {
+        return vec![finding(
+            "size",
+            Severity::Blocking,
+            "size",
+            None,
+            None,
+            format!(
+                "the change's files hold {bytes} bytes at base and head, more than the {MAX_READ_BYTES} the built-in reviewers read: it was not reviewed"
+            ),
+            "split the change, or keep large generated or vendored files out of the repository; the constitution quorum can overrule",
+        )];
+    }
     let mut out = Vec::new();
     for def in defs {
         let Kind::Builtin(b) = def.kind else { continue };
@@ -703,6 +727,38 @@ mod tests {
 
     fn def(text: &str) -> Result<ReviewerDef, DefError> {
         ReviewerDef::parse("reviewers/x.toml", text)
+    }
+
+    #[test]
+    fn a_change_larger_than_the_panel_reads_is_blocked_unread() {
+        let defs = vec![ReviewerDef::parse(
+            "reviewers/secrets.toml",
+            "name = \"secrets\"\nflavour = \"f\"\nkind = \"builtin:secrets\"\n",
+        )
+        .expect("def")];
+        let big = "x".repeat(MAX_READ_BYTES / 2 + 1);
+        let files = vec![change("vendor/a.txt", Some(&big), Some(&format!("{big}y")))];
+        let view = ChangeView {
+            files: &files,
+            agent_origin: false,
+            declared: None,
+        };
+        let found = run_builtins(&defs, &view);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Blocking);
+        assert!(
+            found[0].message.contains("not reviewed")
+                || found[0].message.contains("was not reviewed")
+        );
+        assert_eq!(critic(&found), Verdict::Block);
+        // Just under the limit, it is read as usual.
+        let small = "x".repeat(1000);
+        let files = vec![change("vendor/a.txt", Some(&small), Some(&small))];
+        let view = ChangeView {
+            files: &files,
+            ..view
+        };
+        assert!(run_builtins(&defs, &view).is_empty());
     }
 
     #[test]
