@@ -132,21 +132,30 @@ pub fn changed_files(
     from: &Tree<'_>,
     to: &Tree<'_>,
 ) -> Result<Vec<FileChange>, GitError> {
+    files_of(repo, &git::changed_entries(repo, from, to)?)
+}
+
+/// The text on each side of changed entries, read by blob id (see [`changed_files`]).
+pub fn files_of(
+    repo: &Repository,
+    entries: &[git::ChangedEntry],
+) -> Result<Vec<FileChange>, GitError> {
     let text = |blob: Option<Oid>| -> Result<Option<String>, GitError> {
         Ok(match blob {
             Some(id) => Some(String::from_utf8_lossy(repo.find_blob(id)?.content()).into_owned()),
             None => None,
         })
     };
-    let mut files = Vec::new();
-    for c in git::changed_entries(repo, from, to)? {
-        files.push(FileChange {
-            base: text(c.old)?,
-            head: text(c.new)?,
-            path: c.path,
-        });
-    }
-    Ok(files)
+    entries
+        .iter()
+        .map(|c| {
+            Ok(FileChange {
+                base: text(c.old)?,
+                head: text(c.new)?,
+                path: c.path.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The change a panel reviews: what merging `head` into `base` would change (the merge tree
@@ -176,28 +185,6 @@ pub struct Provenance {
     pub origin: Option<String>,
     /// The files it declared it would change (a swarm run's claims).
     pub declared: Option<Vec<String>>,
-}
-
-/// The text of `paths` on each side of a change (`None` where absent or not UTF-8).
-pub fn files_for(
-    repo: &Repository,
-    from: &Tree<'_>,
-    to: &Tree<'_>,
-    paths: &[String],
-) -> Result<Vec<FileChange>, GitError> {
-    let text = |tree: &Tree<'_>, path: &str| -> Result<Option<String>, GitError> {
-        Ok(git::read_file(repo, tree, path)?.and_then(|b| String::from_utf8(b).ok()))
-    };
-    paths
-        .iter()
-        .map(|path| {
-            Ok(FileChange {
-                base: text(from, path)?,
-                head: text(to, path)?,
-                path: path.clone(),
-            })
-        })
-        .collect()
 }
 
 /// The id of the `reviewers` tree in `tree` (`None` without one): two bases with the same id

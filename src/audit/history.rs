@@ -1058,11 +1058,11 @@ fn examine_merge(
             .find(|(at_seq, _)| *at_seq < rec.seq)
             .map(|(_, r)| r.clone())
     });
-    let changed = git::changed_paths(repo, &base_tree, &tree)?;
+    let entries = git::changed_entries(repo, &base_tree, &tree)?;
     let defs = cache.panel(repo, &base_tree)?;
     let panel = crate::panel::weigh(
         &defs,
-        &crate::panel::files_for(repo, &base_tree, &tree, &changed)?,
+        &crate::panel::files_of(repo, &entries)?,
         &facts.map(|f| f.provenance.clone()).unwrap_or_default(),
         recorded,
     );
@@ -1076,7 +1076,7 @@ fn examine_merge(
             base: rec.base.clone(),
             head: rec.head.clone(),
             merge_tree: Ok(rec.tree.clone()),
-            changed_paths: changed,
+            changed_paths: entries.into_iter().map(|e| e.path).collect(),
             policy_digest: cache.digest(repo, &base_tree)?,
             proposer: facts.and_then(|f| f.proposer.clone()),
         },

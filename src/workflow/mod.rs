@@ -605,11 +605,11 @@ pub fn evaluate_at(
     let repo = &ws.repo;
     let base_tree = repo.find_commit(base)?.tree()?;
     let merge = git::merge_tree(repo, base, head)?;
-    let (changed, new_policy) = match &merge {
+    let (entries, new_policy) = match &merge {
         Ok(t) => {
             let tree = repo.find_tree(*t)?;
             (
-                git::changed_paths(repo, &base_tree, &tree)?,
+                git::changed_entries(repo, &base_tree, &tree)?,
                 Policy::load(&git::policy_files(repo, &tree)?),
             )
         }
@@ -628,9 +628,10 @@ pub fn evaluate_at(
     // The panel at base, on what would merge (with a conflict, on what head changes since the
     // merge base).
     let files = match &merge {
-        Ok(t) => crate::panel::files_for(repo, &base_tree, &repo.find_tree(*t)?, &changed)?,
+        Ok(_) => crate::panel::files_of(repo, &entries)?,
         Err(_) => crate::panel::change_files(repo, base, head, None)?,
     };
+    let changed: Vec<String> = entries.into_iter().map(|e| e.path).collect();
     let panel = crate::panel::weigh(
         &crate::panel::at(repo, &base_tree)?,
         &files,
