@@ -1,8 +1,10 @@
 //! Running untrusted programs (agent workers, gauntlet steps, contract checks): a scrubbed
 //! environment, a working directory, stdin, a wall-clock limit, an output cap, and liveness
 //! by silence — measured from the program's last output, re-checked before acting — with the
-//! whole process group killed when a limit is hit.
+//! whole process group killed when a limit is hit, and every descendant that left the group
+//! (`setsid`, a double fork, `nohup … &`) killed when the program ends (see `sweep`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,11 +15,24 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 static LIVE: std::sync::Mutex<std::collections::BTreeSet<u32>> =
     std::sync::Mutex::new(std::collections::BTreeSet::new());
 
-/// Kills every program this process started and that is still running (with its group).
+/// Descendants seen outside a running program's group, by pid and start time, with the pid of
+/// the program they belong to (see `sweep` for the rule).
+static SEEN: std::sync::Mutex<std::collections::BTreeMap<(i32, u64), u32>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Kills every program this process started and that is still running (with its group), and
+/// every descendant of theirs seen so far.
 pub fn kill_all() {
     let live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     for pid in live {
         kill_group(Some(pid));
+    }
+    let seen = SEEN.lock().map(|s| s.clone()).unwrap_or_default();
+    let now: BTreeMap<i32, Proc> = procs().into_iter().map(|p| (p.pid, p)).collect();
+    for (pid, start) in seen.keys() {
+        if now.get(pid).is_some_and(|p| p.start == *start) {
+            signal(*pid, libc::SIGKILL);
+        }
     }
 }
 
@@ -77,6 +92,9 @@ pub struct Outcome {
     /// Seconds of silence at each nudge.
     pub nudges: Vec<u64>,
     pub elapsed: Duration,
+    /// Descendants still running outside the program's process group when it ended, killed
+    /// then (see `sweep`).
+    pub killed_escapees: usize,
 }
 
 impl Outcome {
@@ -129,6 +147,177 @@ fn kill_group(pid: Option<u32>) {
     }
 }
 
+/// Makes this process a child subreaper, once: a descendant orphaned by the death of its parent
+/// (a double fork, `setsid … &`, `nohup … &`) is re-parented to us rather than to init, so
+/// `sweep` can still find, kill and reap it. Every command that runs programs (the conductor,
+/// `review`) comes through `run`, so this is done lazily, on the first program.
+fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER only sets a flag on this process. It
+        // cannot fail on Linux 3.4 and later; if it did, `sweep` would still kill what it saw.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+        }
+    });
+}
+
+/// One process as `/proc/<pid>/stat` shows it.
+#[derive(Debug, Clone, Copy)]
+struct Proc {
+    pid: i32,
+    ppid: i32,
+    pgid: i32,
+    /// Start time in clock ticks since boot: with `pid`, names a process across pid reuse.
+    start: u64,
+    zombie: bool,
+}
+
+/// Every process visible in `/proc` now (those that vanish while being read are skipped).
+fn procs() -> Vec<Proc> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let name = e.ok()?.file_name();
+        let pid: i32 = name.to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        parse_stat(pid, &stat)
+    })
+    .collect()
+}
+
+/// Parses `/proc/<pid>/stat`: the command name is in parentheses and may hold anything, so the
+/// fields are counted from the last `)`.
+fn parse_stat(pid: i32, stat: &str) -> Option<Proc> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(Proc {
+        pid,
+        zombie: matches!(*f.first()?, "Z" | "X"),
+        ppid: f.get(1)?.parse().ok()?,
+        pgid: f.get(2)?.parse().ok()?,
+        start: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// The running program (by leader pid) a process belongs to, if any: itself or its nearest
+/// ancestor is a program's leader, a member of its group, or a descendant seen before.
+fn owner(
+    p: &Proc,
+    by_pid: &BTreeMap<i32, Proc>,
+    seen: &BTreeMap<(i32, u64), u32>,
+    live: &BTreeSet<u32>,
+) -> Option<u32> {
+    let me = std::process::id() as i32;
+    let mut cur = *p;
+    // A parent chain is a tree, but a bound costs nothing and guards against a torn read.
+    for _ in 0..4096 {
+        if live.contains(&(cur.pid as u32)) {
+            return Some(cur.pid as u32);
+        }
+        if cur.pgid > 0 && live.contains(&(cur.pgid as u32)) {
+            return Some(cur.pgid as u32);
+        }
+        if let Some(o) = seen.get(&(cur.pid, cur.start)) {
+            return Some(*o);
+        }
+        if cur.ppid <= 1 || cur.ppid == me {
+            return None;
+        }
+        cur = *by_pid.get(&cur.ppid)?;
+    }
+    None
+}
+
+/// Records every process that now descends from the program led by `leader` (called every
+/// 100 ms while it runs), so that it stays attributed after its parents die.
+fn observe(leader: u32, now: &[Proc]) {
+    let by_pid: BTreeMap<i32, Proc> = now.iter().map(|p| (p.pid, *p)).collect();
+    let live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+    let Ok(mut seen) = SEEN.lock() else { return };
+    for p in now {
+        if p.pid as u32 != leader && owner(p, &by_pid, &seen, &live) == Some(leader) {
+            seen.insert((p.pid, p.start), leader);
+        }
+    }
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+/// After the program led by `leader` has ended (and its group was killed), kills and reaps
+/// what it left behind; returns how many processes it had to kill.
+///
+/// The attribution rule. A process is the program's when, at any 100 ms observation while the
+/// program ran or now, its parent chain led to the program's leader, to a member of its
+/// process group, or to a process already attributed to it. And because this process is a
+/// child subreaper, an orphan is re-parented to it: a child of ours that no running program
+/// owns and that is not in our own process group (where `git.rs`'s children run) is an escapee
+/// too, whoever started it. All of these are killed (SIGKILL to the process, and to its group
+/// when it leads one), again until none is left, and the zombies re-parented to us are reaped
+/// by pid (never `waitpid(-1)`, which would steal tokio's and `std`'s children).
+///
+/// Limits: a descendant of another program still running (attributed to it, or in its group)
+/// waits for that program's end. An orphan created and re-parented between two observations
+/// is attributed to no one, so the first program to end after it appeared kills it. A process
+/// that joins our own process group and orphans itself before being observed is left alone,
+/// as are processes that leave our tree by other means (a service manager, `ssh localhost`,
+/// anything started by another user). If this process is killed with SIGKILL, escapees outlive
+/// it (the programs' leaders do not: they have `PR_SET_PDEATHSIG`).
+async fn sweep(leader: u32) -> usize {
+    let me = std::process::id() as i32;
+    // SAFETY: getpgrp(2) cannot fail and touches no memory.
+    let our_group = unsafe { libc::getpgrp() };
+    let mut killed: BTreeSet<(i32, u64)> = BTreeSet::new();
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let now = procs();
+        let by_pid: BTreeMap<i32, Proc> = now.iter().map(|p| (p.pid, *p)).collect();
+        let mut live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+        // The leader was reaped: its pid means nothing now.
+        live.remove(&leader);
+        let seen = SEEN.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut left = 0;
+        for p in &now {
+            if p.pid == me || p.pid as u32 == leader {
+                continue;
+            }
+            let ours = match owner(p, &by_pid, &seen, &live) {
+                Some(o) => o == leader,
+                None => p.pgid as u32 == leader || (p.ppid == me && p.pgid != our_group),
+            };
+            if !ours {
+                continue;
+            }
+            left += 1;
+            if p.zombie {
+                if p.ppid == me {
+                    // SAFETY: waitpid(2) on one pid with WNOHANG; that pid is our child and
+                    // no `Child` owns it (it is in no running program's tree).
+                    unsafe {
+                        libc::waitpid(p.pid, std::ptr::null_mut(), libc::WNOHANG);
+                    }
+                }
+                continue;
+            }
+            if p.pgid == p.pid && p.pgid != our_group {
+                signal(-p.pgid, libc::SIGKILL);
+            }
+            signal(p.pid, libc::SIGKILL);
+            killed.insert((p.pid, p.start));
+        }
+        if left == 0 || Instant::now() >= until {
+            return killed.len();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// The environment for a child: the base variables and `pass` from the parent (never one of
 /// `NEVER_PASSED`), then `extra`.
 pub fn scrubbed_env(pass: &[String], extra: &[(String, String)]) -> Vec<(String, String)> {
@@ -164,6 +353,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
             Ok(())
         });
     }
+    become_subreaper();
     let mut child = cmd.spawn()?;
     let pid = child.id();
     if let (Some(p), Ok(mut live)) = (pid, LIVE.lock()) {
@@ -202,6 +392,9 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
             status = child.wait() => break Some(status?),
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
         }
+        if let Some(p) = pid {
+            observe(p, &procs());
+        }
         let now = Instant::now();
         if now >= deadline {
             outcome.timed_out = true;
@@ -232,10 +425,16 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
         // The worker is done; anything it left running in its group goes too.
         kill_group(pid);
     }
+    if let Some(p) = pid {
+        outcome.killed_escapees = sweep(p).await;
+    }
     let _ = tokio::time::timeout(Duration::from_secs(2), out).await;
     let _ = tokio::time::timeout(Duration::from_secs(2), err).await;
     if let (Some(p), Ok(mut live)) = (pid, LIVE.lock()) {
         live.remove(&p);
+    }
+    if let (Some(p), Ok(mut seen)) = (pid, SEEN.lock()) {
+        seen.retain(|_, owner| *owner != p);
     }
     let c = cap.lock().expect("the capture lock is never poisoned");
     outcome.code = status.and_then(|s| s.code());
@@ -245,4 +444,142 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
     outcome.truncated = c.total > c.kept.len() as u64;
     outcome.elapsed = started.elapsed();
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pids whose command line contains `marker`, and those command lines.
+    fn carrying(marker: &str) -> Vec<(i32, String)> {
+        let me = std::process::id() as i32;
+        procs()
+            .into_iter()
+            .filter(|p| p.pid != me)
+            .filter_map(|p| {
+                let raw = std::fs::read(format!("/proc/{}/cmdline", p.pid)).ok()?;
+                let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+                line.contains(marker).then_some((p.pid, line))
+            })
+            .collect()
+    }
+
+    /// Kills whatever still carries its marker when the test ends, whether it passed or not;
+    /// holds `SERIAL` meanwhile, since an orphan nobody owns is killed by whichever program
+    /// ends first, and these tests count what each program's end killed.
+    struct Cleanup(
+        &'static str,
+        #[allow(dead_code)] std::sync::MutexGuard<'static, ()>,
+    );
+
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn cleanup(marker: &'static str) -> Cleanup {
+        Cleanup(marker, SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            for (pid, _) in carrying(self.0) {
+                signal(pid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// What still carries `marker` after a short grace (the kill is asynchronous).
+    fn left_after_a_moment(marker: &str) -> Vec<String> {
+        let until = Instant::now() + Duration::from_secs(2);
+        loop {
+            let left = carrying(marker);
+            if left.is_empty() || Instant::now() >= until {
+                return left.into_iter().map(|(_, l)| l).collect();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn sh(script: &str, timeout: Duration) -> Spawn {
+        Spawn {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: std::env::temp_dir(),
+            env: scrubbed_env(&[], &[]),
+            stdin: Vec::new(),
+            timeout,
+            silence: None,
+            max_output: 4096,
+        }
+    }
+
+    fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(f)
+    }
+
+    /// The three ways out of a process group: a new session, a double fork (here into a new
+    /// session, so only the subreaper finds it), and `nohup … &`.
+    const ESCAPES: &str = "setsid sleep 313.11 & (setsid sh -c 'sleep 313.12 &' &); \
+        nohup sleep 313.13 >/dev/null 2>&1 &";
+
+    #[test]
+    fn what_a_program_leaves_running_dies_when_it_exits() {
+        let _c = cleanup("sleep 313.1");
+        // Exiting before the first observation (100 ms): the escapees are found as orphans
+        // re-parented to us. (How many escaped before the group kill varies.)
+        let script = format!("{ESCAPES}\nsleep 0.05");
+        let o = block_on(run(&sh(&script, Duration::from_secs(10)), |_| {})).expect("run");
+        assert!(o.success(), "{o:?}");
+        assert_eq!(left_after_a_moment("sleep 313.1"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn what_a_program_leaves_running_dies_after_it_was_observed() {
+        let _c = cleanup("sleep 313.2");
+        // Lingering: the escapees are observed as descendants first.
+        let script = format!("{}\nsleep 0.4", ESCAPES.replace("313.1", "313.2"));
+        let o = block_on(run(&sh(&script, Duration::from_secs(10)), |_| {})).expect("run");
+        assert!(o.success(), "{o:?}");
+        assert!(o.killed_escapees >= 2, "{o:?}");
+        assert_eq!(left_after_a_moment("sleep 313.2"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn what_a_timed_out_program_left_running_dies_with_it() {
+        let _c = cleanup("sleep 313.3");
+        let script = format!("{}\nsleep 30", ESCAPES.replace("313.1", "313.3"));
+        let o = block_on(run(&sh(&script, Duration::from_millis(500)), |_| {})).expect("run");
+        assert!(o.timed_out, "{o:?}");
+        assert_eq!(left_after_a_moment("sleep 313.3"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_running_programs_escapee_outlives_another_programs_end_but_not_its_own() {
+        let _c = cleanup("sleep 313.41");
+        let long = sh("setsid sleep 313.41 & sleep 1", Duration::from_secs(10));
+        let short = sh("sleep 0.3", Duration::from_secs(10));
+        block_on(async {
+            let long = tokio::spawn(async move { run(&long, |_| {}).await });
+            let o = run(&short, |_| {}).await.expect("run");
+            assert_eq!(o.killed_escapees, 0, "{o:?}");
+            assert!(
+                carrying("sleep 313.41")
+                    .iter()
+                    .any(|(_, l)| l.starts_with("sleep")),
+                "the long program's escapee is its own until it ends"
+            );
+            let o = long.await.expect("join").expect("run");
+            assert_eq!(o.killed_escapees, 1, "{o:?}");
+        });
+        assert_eq!(left_after_a_moment("sleep 313.41"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_command_name_with_parentheses_and_spaces_parses() {
+        let stat = "42 (a) b) (c) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 9876 0";
+        let p = parse_stat(42, stat).expect("parses");
+        assert_eq!((p.ppid, p.pgid, p.start, p.zombie), (7, 42, 9876, false));
+    }
 }
