@@ -695,6 +695,72 @@ fn a_process_left_behind_that_writes_later_fails_the_attempt() {
     }
 }
 
+/// The pids and command lines of processes whose command line contains `marker`.
+fn carrying(marker: &str) -> Vec<(i32, String)> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .expect("read /proc")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let pid: i32 = name.parse().ok()?;
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+            (name != me && line.contains(marker)).then_some((pid, line))
+        })
+        .collect()
+}
+
+/// Kills whatever still carries its marker when the test ends, whether it passed or not.
+struct KillCarrying(&'static str);
+
+impl Drop for KillCarrying {
+    fn drop(&mut self) {
+        for (pid, _) in carrying(self.0) {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+#[test]
+fn nothing_a_worker_or_a_check_leaves_running_outlives_the_attempt() {
+    let _k = KillCarrying("sleep 314.");
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario(
+        "p:T",
+        "echo ok > src/t.rs\n\
+         setsid sleep 314.1 &\n\
+         (setsid sh -c 'sleep 314.2 &' &)\n\
+         (sh -c 'sleep 314.3 &' &)\n\
+         nohup sleep 314.4 > /dev/null 2>&1 &\n\
+         sleep 0.3\n",
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task(
+                "T",
+                &["src/t.rs"],
+                &[],
+                "setsid sleep 314.5 > /dev/null 2>&1 & test -f src/t.rs",
+            )],
+        ),
+    );
+    let v = s.run(&["run", &p, "--json"]).ok().json();
+    assert_eq!(v["succeeded"], serde_json::json!(["p:T"]), "{v:#}");
+    // The kill is immediate, but give the kernel a moment before looking.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut left = carrying("sleep 314.");
+    while !left.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = carrying("sleep 314.");
+    }
+    assert_eq!(left, Vec::new(), "escaped the attempt");
+}
+
 #[test]
 fn symlinks_and_nested_repositories_are_contained() {
     let s = Swarm::new("failure_budget = 1");
