@@ -745,7 +745,7 @@ fn nothing_a_worker_or_a_check_leaves_running_outlives_the_attempt() {
                 "T",
                 &["src/t.rs"],
                 &[],
-                "setsid sleep 314.5 > /dev/null 2>&1 & test -f src/t.rs",
+                "setsid sleep 314.5 > /dev/null 2>&1 & sleep 0.2; test -f src/t.rs",
             )],
         ),
     );
