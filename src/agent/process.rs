@@ -20,18 +20,22 @@ static LIVE: std::sync::Mutex<std::collections::BTreeSet<u32>> =
 static SEEN: std::sync::Mutex<std::collections::BTreeMap<(i32, u64), u32>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 
-/// Kills every program this process started and that is still running (with its group), and
-/// every descendant of theirs seen so far.
+/// Kills every program this process started and that is still running (with its group),
+/// every descendant of theirs seen so far, and every orphan re-parented to us outside our own
+/// process group: one pass, for a conductor about to exit (`sweep` is the thorough one).
 pub fn kill_all() {
     let live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     for pid in live {
         kill_group(Some(pid));
     }
     let seen = SEEN.lock().map(|s| s.clone()).unwrap_or_default();
-    let now: BTreeMap<i32, Proc> = procs().into_iter().map(|p| (p.pid, p)).collect();
-    for (pid, start) in seen.keys() {
-        if now.get(pid).is_some_and(|p| p.start == *start) {
-            signal(*pid, libc::SIGKILL);
+    let me = std::process::id() as i32;
+    // SAFETY: getpgrp(2) cannot fail and touches no memory.
+    let our_group = unsafe { libc::getpgrp() };
+    for p in procs() {
+        let orphan = p.ppid == me && p.pgid != our_group && SUBREAPER.is_completed();
+        if orphan || seen.contains_key(&(p.pid, p.start)) {
+            signal(p.pid, libc::SIGKILL);
         }
     }
 }
@@ -147,13 +151,14 @@ fn kill_group(pid: Option<u32>) {
     }
 }
 
+static SUBREAPER: std::sync::Once = std::sync::Once::new();
+
 /// Makes this process a child subreaper, once: a descendant orphaned by the death of its parent
 /// (a double fork, `setsid … &`, `nohup … &`) is re-parented to us rather than to init, so
 /// `sweep` can still find, kill and reap it. Every command that runs programs (the conductor,
 /// `review`) comes through `run`, so this is done lazily, on the first program.
 fn become_subreaper() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
+    SUBREAPER.call_once(|| {
         // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER only sets a flag on this process. It
         // cannot fail on Linux 3.4 and later; if it did, `sweep` would still kill what it saw.
         unsafe {
@@ -211,8 +216,8 @@ fn owner(
 ) -> Option<u32> {
     let me = std::process::id() as i32;
     let mut cur = *p;
-    // A parent chain is a tree, but a bound costs nothing and guards against a torn read.
-    for _ in 0..4096 {
+    // No chain is longer than the processes there are; the bound guards against a torn read.
+    for _ in 0..=by_pid.len() {
         if live.contains(&(cur.pid as u32)) {
             return Some(cur.pid as u32);
         }
