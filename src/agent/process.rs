@@ -281,9 +281,13 @@ async fn sweep(leader: u32) -> usize {
     let mut killed: BTreeSet<(i32, u64)> = BTreeSet::new();
     let until = Instant::now() + Duration::from_secs(2);
     loop {
-        let now = procs();
+        // The processes and the running programs, read together under the lock `run` spawns
+        // under: a program started in between is in both or in neither.
+        let (now, mut live) = {
+            let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+            (procs(), live.clone())
+        };
         let by_pid: BTreeMap<i32, Proc> = now.iter().map(|p| (p.pid, *p)).collect();
-        let mut live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
         // The leader was reaped: its pid means nothing now.
         live.remove(&leader);
         let seen = SEEN.lock().map(|s| s.clone()).unwrap_or_default();
@@ -359,11 +363,17 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
         });
     }
     become_subreaper();
-    let mut child = cmd.spawn()?;
+    // Spawned and registered under the lock `sweep` reads under: another program's sweep must
+    // never see this child (our direct child, in a group of its own) before it is known.
+    let mut child = {
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let child = cmd.spawn()?;
+        if let Some(p) = child.id() {
+            live.insert(p);
+        }
+        child
+    };
     let pid = child.id();
-    if let (Some(p), Ok(mut live)) = (pid, LIVE.lock()) {
-        live.insert(p);
-    }
     let cap = Arc::new(Mutex::new(Capture {
         kept: Vec::new(),
         stdout: Vec::new(),
