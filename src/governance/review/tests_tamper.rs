@@ -1280,7 +1280,7 @@ mod tests {
         )
     }
 
-    /// Found by the `builtins` fuzz target: every removed assertion was paired with every added
+    /// Found with a large input to the `builtins` fuzz target: every removed assertion was paired with every added
     /// one, tokenising both again for each pair: under the fuzzer, 200 rewritten tests took 27 s (now each
     /// unit is tokenised once; the pairing itself stays quadratic, but cheap).
     #[test]
