@@ -353,12 +353,17 @@ impl Config {
         let text = std::fs::read_to_string(&path).map_err(|_| ConfigError::Missing {
             path: path.display().to_string(),
         })?;
-        let config: Config = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
-            path: path.display().to_string(),
+        Config::parse(&path.display().to_string(), &text)
+    }
+
+    /// Parses and checks the text of `atelier.toml` (`path` names it in messages).
+    pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.to_string(),
             reason: e.to_string().trim_end().to_string(),
         })?;
         let invalid = |reason: String| ConfigError::Invalid {
-            path: path.display().to_string(),
+            path: path.to_string(),
             reason,
         };
         check_forge(&config.forge).map_err(&invalid)?;
@@ -402,7 +407,7 @@ impl Config {
         }
         for (name, role) in &config.roles {
             let bad = |reason: String| ConfigError::Invalid {
-                path: path.display().to_string(),
+                path: path.to_string(),
                 reason: format!("[roles.{name}] {reason}"),
             };
             match role.backend.as_str() {
