@@ -316,10 +316,47 @@ fn random_case(s: &str) -> bool {
 
 /// Whether the line, besides the literal `lit`, names a credential (`api_key = "…"`,
 /// `const WEBHOOK_SECRET: &str = "…"`, `{ apiKey: '…' }`).
+#[cfg(test)]
 fn names_credential(line: &str, lit: &str) -> bool {
-    line.replacen(lit, "", 1)
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .any(|w| !w.is_empty() && credential_name(&camel_to_snake(w)))
+    let at = subslice_at(line, lit)
+        .or_else(|| line.find(lit))
+        .unwrap_or(0);
+    named_outside(&credential_words(line), at, at + lit.len())
+}
+
+/// Where `part` (a slice of `line`) starts in it.
+fn subslice_at(line: &str, part: &str) -> Option<usize> {
+    let (l, p) = (line.as_ptr() as usize, part.as_ptr() as usize);
+    (p >= l && p + part.len() <= l + line.len()).then(|| p - l)
+}
+
+/// The byte spans of the words on a line that name a credential (computed once a line: a line
+/// of many literals must not cost its length once per literal).
+fn credential_words(line: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in line
+        .char_indices()
+        .chain(std::iter::once((line.len(), ' ')))
+    {
+        let word = c.is_ascii_alphanumeric() || c == '_';
+        match (word, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                if credential_name(&camel_to_snake(&line[s..i])) {
+                    out.push((s, i));
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether a credential word lies outside the byte span `[from, to)` (the literal itself).
+fn named_outside(words: &[(usize, usize)], from: usize, to: usize) -> bool {
+    words.iter().any(|&(s, e)| e <= from || s >= to)
 }
 
 /// `apiKey` → `api_Key`, so that a camelCase name splits into its words like a snake_case one.
@@ -458,9 +495,16 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
                 );
             }
             if !blocked {
+                let mut words = None;
                 let found = literals(line).into_iter().find_map(|l| {
-                    let named = names_credential(line, l);
-                    random_looking(l, if named { 20 } else { 32 }).then_some((l, named))
+                    // Only a literal random enough to matter asks whether the line names it.
+                    if !random_looking(l, 20) {
+                        return None;
+                    }
+                    let words = words.get_or_insert_with(|| credential_words(line));
+                    let at = subslice_at(line, l).unwrap_or(0);
+                    let named = named_outside(words, at, at + l.len());
+                    (named || l.len() >= 32).then_some((l, named))
                 });
                 if let Some((lit, named)) = found {
                     if named {
@@ -865,6 +909,27 @@ mod tests {
                 && names_credential("let gh_pat = \"x\";", "x")
         );
         assert!(!names_credential("let greeting = \"x\";", "x"));
+        // The credential word inside the literal itself does not count.
+        assert!(!names_credential("f(\"api_key\")", "api_key"));
+        // A line of many random-looking literals is read once, not once per literal (it used to
+        // cost the line's length per literal: minutes for this line).
+        let lit = |i: usize| format!("\"Zq8xR2mK7vT4nB9wL3pY{i:04}\"");
+        let line = (0..4000).map(lit).collect::<Vec<_>>().join(", ");
+        let files = vec![FileChange {
+            path: "src/a.rs".into(),
+            base: None,
+            head: Some(format!("let token_list = [{line}];\n")),
+        }];
+        let found = check(
+            "secrets",
+            &ChangeView {
+                files: &files,
+                agent_origin: false,
+                declared: None,
+            },
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Blocking, "named `token_list`");
         // A token inside a longer word is not one.
         let inner = format!("xyzgh{}_{}", "p", noise(&alnum(), 36, 22));
         assert!(tokens(&inner).is_empty());
