@@ -269,10 +269,10 @@ fn signal(pid: i32, sig: i32) {
 ///
 /// Limits: a descendant of another program still running (attributed to it, or in its group)
 /// waits for that program's end. An orphan created and re-parented between two observations
-/// is attributed to no one, so the first program to end after it appeared kills it. A process
-/// that joins our own process group and orphans itself before being observed is left alone,
-/// as are processes that leave our tree by other means (a service manager, `ssh localhost`,
-/// anything started by another user). If this process is killed with SIGKILL, escapees outlive
+/// is attributed to no one, so the first program to end after it appeared kills it. No
+/// descendant can join our own process group (each program runs in its own session, and
+/// setpgid(2) does not cross sessions). Left alone are processes that leave our tree by other
+/// means (a service manager, `ssh localhost`, anything started by another user). If this process is killed with SIGKILL, escapees outlive
 /// it (the programs' leaders do not: they have `PR_SET_PDEATHSIG`).
 async fn sweep(leader: u32) -> usize {
     let me = std::process::id() as i32;
@@ -352,12 +352,17 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    // SAFETY: prctl(2) is async-signal-safe and touches no memory of the parent. The child's
-    // leader dies with the conductor, even when the conductor is killed with SIGKILL.
+    // SAFETY: setsid(2) and prctl(2) are async-signal-safe and touch no memory of the parent.
+    // A new session (whose one group the child leads, as `process_group(0)` would make it):
+    // setpgid(2) cannot cross sessions, so no descendant can join the conductor's own group,
+    // which `sweep` leaves alone. The child's leader dies with the conductor, even when the
+    // conductor is killed with SIGKILL.
     unsafe {
         cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
         });
@@ -589,6 +594,87 @@ mod tests {
             assert_eq!(o.killed_escapees, 1, "{o:?}");
         });
         assert_eq!(left_after_a_moment("sleep 313.41"), Vec::<String>::new());
+    }
+
+    /// A descendant's own process group, read from `/proc` (for `perl`, which has no `getpgid`).
+    const CONDUCTOR_GROUP: &str = "open my $f, \"<\", \"/proc/\".getppid().\"/stat\"; \
+        my @f = split / /, (split /\\) /, <$f>)[-1]; my $g = getpgrp($f[1]);";
+
+    #[test]
+    fn a_descendant_cannot_hide_in_the_conductors_process_group() {
+        let _c = cleanup("sleep 313.51");
+        // Before the first observation, a child of the program's leader joins the conductor's
+        // own process group (where `git.rs`'s children run) and orphans itself.
+        let script = format!(
+            "perl -e '{CONDUCTOR_GROUP} setpgrp(0, $g) or exit 0; exit if fork; \
+             exec \"sleep\", \"313.51\"'\nsleep 0.3"
+        );
+        let o = block_on(run(&sh(&script, Duration::from_secs(10)), |_| {})).expect("run");
+        assert!(o.success(), "{o:?}");
+        assert_eq!(left_after_a_moment("sleep 313.51"), Vec::<String>::new());
+    }
+
+    /// A process that forks and exits in a loop (bounded to 5 s, so a failing test cleans up
+    /// after itself), a new pid every few microseconds; with `new_session`, each in a new
+    /// session too.
+    fn hopper(marker: &str, new_session: bool) -> String {
+        let setsid = if new_session { "POSIX::setsid();" } else { "" };
+        format!(
+            "perl -MPOSIX -e '$0 = \"hopper {marker}\"; POSIX::setsid(); my $end = time + 5; \
+             while (time < $end) {{ exit 0 if fork; {setsid} }}' &\nsleep 0.05"
+        )
+    }
+
+    #[test]
+    fn a_process_that_forks_and_exits_in_a_loop_does_not_outlive_its_program() {
+        let _c = cleanup("hopper 313.61");
+        let o = block_on(run(
+            &sh(&hopper("313.61", false), Duration::from_secs(10)),
+            |_| {},
+        ))
+        .expect("run");
+        assert!(o.success(), "{o:?}");
+        assert_eq!(left_after_a_moment("hopper 313.61"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_process_that_forks_into_new_sessions_in_a_loop_does_not_outlive_its_program() {
+        let _c = cleanup("hopper 313.62");
+        let o = block_on(run(
+            &sh(&hopper("313.62", true), Duration::from_secs(10)),
+            |_| {},
+        ))
+        .expect("run");
+        assert!(o.success(), "{o:?}");
+        assert_eq!(left_after_a_moment("hopper 313.62"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_program_starting_while_another_ends_is_not_taken_for_an_escapee() {
+        let _c = cleanup("hopper 313.63");
+        // A long sweep (the hopper keeps it busy) while other programs start: one that has been
+        // forked but is not yet in `LIVE` looks like an orphan re-parented to us.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let long = sh(&hopper("313.63", true), Duration::from_secs(10));
+            let sweeping = tokio::spawn(async move { run(&long, |_| {}).await });
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            let mut short = Vec::new();
+            for _ in 0..40 {
+                let s = sh("exit 0", Duration::from_secs(10));
+                short.push(tokio::spawn(async move { run(&s, |_| {}).await }));
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            for (i, s) in short.into_iter().enumerate() {
+                let o = s.await.expect("join").expect("run");
+                assert!(o.success(), "program {i} was killed: {o:?}");
+            }
+            let _ = sweeping.await;
+        });
     }
 
     #[test]
