@@ -55,6 +55,74 @@ impl Default for ReviewConfig {
 pub struct GauntletConfig {
     #[serde(default)]
     pub steps: Vec<StepConfig>,
+    /// What gauntlet steps and contract checks may reach over TCP (default: nothing).
+    #[serde(default)]
+    pub network: Network,
+    /// Paths steps and checks may read besides the system, the worktree and the git objects
+    /// (`~/` is the home directory; a relative path is relative to the repository root).
+    #[serde(default)]
+    pub readable: Vec<String>,
+    /// Paths steps and checks may write besides the worktree, a private temporary directory
+    /// and `[swarm] shared_target_dir` (a tool's own cache, say).
+    #[serde(default)]
+    pub writable: Vec<String>,
+}
+
+/// What a contained program may reach over TCP (Landlock's network rules; UDP and Unix sockets
+/// are not covered, see GOVERNANCE.md): `"none"`, `"any"`, or a list of ports it may connect to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Network {
+    #[default]
+    None,
+    Any,
+    Ports(Vec<u16>),
+}
+
+impl Serialize for Network {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Network::None => s.serialize_str("none"),
+            Network::Any => s.serialize_str("any"),
+            Network::Ports(p) => p.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Word(String),
+            Ports(Vec<u16>),
+        }
+        let bad = || {
+            serde::de::Error::custom(
+                "expected \"none\", \"any\" or a list of TCP ports such as [443]",
+            )
+        };
+        match Repr::deserialize(d).map_err(|_: D::Error| bad())? {
+            Repr::Word(w) if w == "none" => Ok(Network::None),
+            Repr::Word(w) if w == "any" => Ok(Network::Any),
+            Repr::Word(_) => Err(bad()),
+            Repr::Ports(p) if p.contains(&0) => Err(serde::de::Error::custom(
+                "port 0 is not a port one connects to; list ports from 1 to 65535",
+            )),
+            Repr::Ports(p) => Ok(Network::Ports(p)),
+        }
+    }
+}
+
+/// Whether workers run contained (`[swarm] containment`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Containment {
+    /// Landlock: every worker, step, check and agent reviewer is confined (the default).
+    #[default]
+    Landlock,
+    /// Nothing is confined: the explicit, constitution-protected way to accept running
+    /// uncontained where Landlock is missing. Every run then says so.
+    None,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -125,6 +193,9 @@ pub struct SwarmConfig {
     /// A build cache shared by all worktrees (exported as CARGO_TARGET_DIR), relative to the root.
     #[serde(default)]
     pub shared_target_dir: Option<PathBuf>,
+    /// `landlock` (the default) or `none`; read from the protected branch's atelier.toml.
+    #[serde(default)]
+    pub containment: Containment,
 }
 
 impl Default for SwarmConfig {
@@ -134,6 +205,7 @@ impl Default for SwarmConfig {
             context_budget: default_context(),
             max_output: default_max_output(),
             shared_target_dir: None,
+            containment: Containment::default(),
         }
     }
 }
@@ -174,6 +246,18 @@ pub struct RoleConfig {
     pub provider: Option<String>,
     #[serde(default)]
     pub family: Option<String>,
+    /// What the role's programs may reach over TCP: `"none"`, `"any"` or a list of ports.
+    /// Unset: nothing for `command`, port 443 for the presets (their model's API).
+    #[serde(default)]
+    pub network: Option<Network>,
+    /// Paths the role's programs may read besides the system and their worktree (an agent
+    /// CLI's configuration, say); `~/` is the home directory.
+    #[serde(default)]
+    pub readable: Vec<String>,
+    /// Paths the role's programs may write besides their worktree and a private temporary
+    /// directory (an agent CLI's session files, a tool's cache).
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 impl RoleConfig {

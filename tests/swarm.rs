@@ -23,6 +23,17 @@ struct Swarm {
 
 impl Swarm {
     fn new(conductor: &str) -> Swarm {
+        Swarm::configured(conductor, "")
+    }
+
+    /// A swarm whose protected branch accepts running uncontained: for the conductor's own
+    /// defences against a worker that is not confined (containment is tested in
+    /// tests/containment.rs).
+    fn uncontained(conductor: &str) -> Swarm {
+        Swarm::configured(conductor, "\n[swarm]\ncontainment = \"none\"\n")
+    }
+
+    fn configured(conductor: &str, extra: &str) -> Swarm {
         let env = Env::new();
         let fake = env.tmp.path().join("fake");
         std::fs::create_dir_all(&fake).expect("mkdir");
@@ -34,8 +45,9 @@ impl Swarm {
         env.write(
             "atelier.toml",
             &format!(
-                "{config}\n[roles.implementer]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\", \"GITHUB_TOKEN\", \"ATELIER_GITHUB_TOKEN\"]\n\n[conductor]\n{conductor}\n",
-                agent.display()
+                "{config}\n[roles.implementer]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\", \"GITHUB_TOKEN\", \"ATELIER_GITHUB_TOKEN\"]\nwritable = [\"{}\"]\n\n[conductor]\n{conductor}\n{extra}",
+                agent.display(),
+                fake.display()
             ),
         );
         env.git(&["commit", "-q", "-am", "Configure the swarm"]);
@@ -391,6 +403,9 @@ fn workers_never_see_forge_tokens_or_keys() {
                 "SHLVL",
                 "_",
                 "OLDPWD",
+                "TMPDIR",
+                "TMP",
+                "TEMP",
                 "FAKE_AGENT_DIR"
             ]
             .contains(n)
@@ -614,7 +629,7 @@ fn a_workers_own_commit_does_not_hide_writes_outside_its_claims() {
 
 #[test]
 fn a_worker_moving_the_run_branch_stops_the_run() {
-    let s = Swarm::new("failure_budget = 1");
+    let s = Swarm::uncontained("failure_budget = 1");
     let p = one(&s, "echo ok > src/t.rs; git update-ref refs/heads/atelier/runs/$ATELIER_RUN_ID $(git rev-parse HEAD~1)");
     let run = s.run(&["run", &p]);
     assert_ne!(run.code, 0);
@@ -625,7 +640,7 @@ fn a_worker_moving_the_run_branch_stops_the_run() {
 #[test]
 fn a_moved_run_branch_is_a_refusal_exit_1() {
     // Moved by a worker while the run goes on.
-    let s = Swarm::new("failure_budget = 1");
+    let s = Swarm::uncontained("failure_budget = 1");
     let p = one(&s, "echo ok > src/t.rs; git update-ref refs/heads/atelier/runs/$ATELIER_RUN_ID $(git rev-parse HEAD~1)");
     let run = s.run(&["run", &p]).code(1);
     assert!(
@@ -999,7 +1014,7 @@ fn http_failures_and_a_missing_key_fail_the_attempt_clearly() {
 
 #[test]
 fn a_rewritten_worktree_entry_cannot_redirect_what_is_committed_or_removed() {
-    let s = Swarm::new("failure_budget = 1");
+    let s = Swarm::uncontained("failure_budget = 1");
     let decoy = s.env.tmp.path().join("decoy");
     let victim = s.env.tmp.path().join("victim");
     std::fs::create_dir_all(victim.join("x")).expect("mkdir");
@@ -1039,7 +1054,7 @@ fn a_rewritten_worktree_entry_cannot_redirect_what_is_committed_or_removed() {
 
 #[test]
 fn a_forged_passed_attempt_in_the_event_log_is_not_integrated_on_resume() {
-    let s = Swarm::new("failure_budget = 2");
+    let s = Swarm::uncontained("failure_budget = 2");
     s.scenario(
         "p:T",
         "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo EVIL > src/lib.rs; echo ok > src/t.rs; git -c user.name=w -c user.email=w@x commit -qam evil; \
@@ -1131,7 +1146,7 @@ fn two_in_a_row(s: &Swarm) -> String {
 fn a_run_branch_moved_to_a_forged_integration_is_refused_on_resume() {
     // B's worker moves the run branch to a merge of the run's tip and A's recorded passed commit
     // (what a crash between integrating and recording leaves) whose tree is its own.
-    let s = Swarm::new("failure_budget = 1");
+    let s = Swarm::uncontained("failure_budget = 1");
     s.scenario("p:A", "echo a > src/a.rs");
     s.scenario(
         "p:B",
@@ -1191,7 +1206,7 @@ fn a_crash_between_integrating_and_recording_it_resumes_from_the_branch() {
 
 #[test]
 fn the_fold_of_a_runs_log_is_the_state_its_conductor_ended_with() {
-    let s = Swarm::new("failure_budget = 2");
+    let s = Swarm::uncontained("failure_budget = 2");
     s.scenario(
         "p:A",
         "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo 'error: expected ok at src/a.rs:1'; exit 1; fi; echo ok > src/a.rs",

@@ -4,6 +4,7 @@
 //! (`process`) with a scrubbed environment and limits. `reviewer` runs agent reviewers on a
 //! structured handoff, each in a throwaway export of the head.
 
+pub mod contain;
 pub mod http;
 pub mod process;
 pub mod prompt;

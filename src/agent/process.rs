@@ -78,6 +78,9 @@ pub struct Spawn {
     pub silence: Option<Silence>,
     /// Bytes of output kept; the rest is counted and dropped.
     pub max_output: usize,
+    /// What the program may touch (`contain`); `None` runs it uncontained. A contained program
+    /// also gets a private temporary directory (TMPDIR, TMP, TEMP), removed when it ends.
+    pub sandbox: Option<super::contain::Sandbox>,
 }
 
 /// How it ended.
@@ -344,11 +347,40 @@ pub fn scrubbed_env(pass: &[String], extra: &[(String, String)]) -> Vec<(String,
 /// silence each time the nudge threshold passes.
 pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Result<Outcome> {
     let started = Instant::now();
+    let mut env = spawn.env.clone();
+    // The private temporary directory and the ruleset live until the program has ended.
+    let (_private_tmp, ruleset) = match &spawn.sandbox {
+        None => (None, None),
+        Some(sandbox) => {
+            let tmp = tempfile::Builder::new()
+                .prefix("atelier-contained-")
+                .tempdir()?;
+            env.retain(|(k, _)| !matches!(k.as_str(), "TMPDIR" | "TMP" | "TEMP"));
+            for k in ["TMPDIR", "TMP", "TEMP"] {
+                env.push((k.to_string(), tmp.path().display().to_string()));
+            }
+            let path = env
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.as_str());
+            let sandbox = sandbox.clone().write(tmp.path()).programs(
+                &std::iter::once(spawn.program.clone())
+                    .chain(spawn.args.iter().cloned())
+                    .collect::<Vec<_>>(),
+                path,
+            );
+            let fd = sandbox
+                .prepare()
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", e.code())))?;
+            (Some(tmp), Some(fd))
+        }
+    };
+    let ruleset_fd = ruleset.as_ref().map(super::contain::raw);
     let mut cmd = tokio::process::Command::new(&spawn.program);
     cmd.args(&spawn.args)
         .current_dir(&spawn.cwd)
         .env_clear()
-        .envs(spawn.env.iter().map(|(k, v)| (k, v)))
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -359,11 +391,15 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
     // which `sweep` leaves alone. The child's leader dies with the conductor, even when the
     // conductor is killed with SIGKILL.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // SAFETY: between fork and exec, with a ruleset `prepare` built (`contain::enforce`).
+            if let Some(fd) = ruleset_fd {
+                super::contain::enforce(fd)?;
+            }
             Ok(())
         });
     }
@@ -528,6 +564,7 @@ mod tests {
             timeout,
             silence: None,
             max_output: 4096,
+            sandbox: None,
         }
     }
 
@@ -537,6 +574,77 @@ mod tests {
             .build()
             .expect("a runtime")
             .block_on(f)
+    }
+
+    /// A contained shell in `dir` (which it may write), with `network`.
+    fn contained(dir: &std::path::Path, script: &str, network: crate::config::Network) -> Outcome {
+        let mut spawn = sh(script, Duration::from_secs(10));
+        spawn.cwd = dir.to_path_buf();
+        spawn.sandbox = Some(super::super::contain::Sandbox::new(network).write(dir));
+        block_on(run(&spawn, |_| {})).expect("ran")
+    }
+
+    #[test]
+    fn a_contained_program_writes_its_directory_and_temp_and_nothing_else() {
+        if super::super::contain::abi() < super::super::contain::NET_ABI {
+            eprintln!("skipped: no Landlock ABI 4 on this kernel");
+            return;
+        }
+        let outside = tempfile::tempdir().expect("tempdir");
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "key").expect("write");
+        let work = tempfile::tempdir().expect("tempdir");
+        let o = contained(
+            work.path(),
+            &format!(
+                "echo ok > here && echo ok > \"$TMPDIR/t\" && echo written; \
+                 cat {s} && echo READ; echo x > {o}/new && echo WROTE; \
+                 echo x >> {s} && echo APPENDED; : > /dev/null && echo devnull",
+                s = secret.display(),
+                o = outside.path().display()
+            ),
+            crate::config::Network::None,
+        );
+        assert!(o.output.contains("written"), "{}", o.output);
+        assert!(o.output.contains("devnull"), "{}", o.output);
+        for escaped in ["READ", "WROTE", "APPENDED"] {
+            assert!(!o.output.contains(escaped), "{escaped}: {}", o.output);
+        }
+        assert_eq!(std::fs::read_to_string(&secret).expect("read"), "key");
+        assert!(!outside.path().join("new").exists());
+        assert!(work.path().join("here").exists());
+    }
+
+    #[test]
+    fn a_contained_program_reaches_only_the_ports_it_is_given() {
+        if super::super::contain::abi() < super::super::contain::NET_ABI {
+            eprintln!("skipped: no Landlock ABI 4 on this kernel");
+            return;
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let work = tempfile::tempdir().expect("tempdir");
+        // bash's /dev/tcp connects without any other tool.
+        let script = format!(
+            "exec bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED || echo refused'"
+        );
+        let none = contained(work.path(), &script, crate::config::Network::None);
+        assert!(!none.output.contains("CONNECTED"), "{}", none.output);
+        assert!(none.output.contains("refused"), "{}", none.output);
+        let other = contained(
+            work.path(),
+            &script,
+            crate::config::Network::Ports(vec![port.wrapping_add(1).max(1)]),
+        );
+        assert!(!other.output.contains("CONNECTED"), "{}", other.output);
+        let open = contained(
+            work.path(),
+            &script,
+            crate::config::Network::Ports(vec![port]),
+        );
+        assert!(open.output.contains("CONNECTED"), "{}", open.output);
+        let any = contained(work.path(), &script, crate::config::Network::Any);
+        assert!(any.output.contains("CONNECTED"), "{}", any.output);
     }
 
     /// The three ways out of a process group: a new session, a double fork (here into a new

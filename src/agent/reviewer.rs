@@ -182,6 +182,9 @@ pub struct ReviewJob {
     pub prompt: String,
     /// Whether its blocking findings can block (`ReviewerDef::blocking`).
     pub blocking: bool,
+    /// What a command reviewer may touch besides its export of the head (`contain::role`);
+    /// `None` runs it uncontained.
+    pub sandbox: Option<super::contain::Sandbox>,
 }
 
 /// The job for an agent reviewer: its role's backend from `roles` (atelier.toml) and its prompt
@@ -210,6 +213,7 @@ pub fn job(
         backend,
         prompt,
         blocking: def.blocking,
+        sandbox: None,
     })
 }
 
@@ -388,6 +392,7 @@ fn ask_command(
         timeout,
         silence: None,
         max_output: MAX_OUTPUT,
+        sandbox: job.sandbox.clone().map(|s| s.write(dir.path())),
     };
     let ran = rt.block_on(process::run(&spawn, |_| {}));
     discard(dir);
@@ -640,6 +645,7 @@ mod tests {
             },
             prompt: "Review this change.\n".into(),
             blocking: true,
+            sandbox: None,
         }
     }
 
@@ -882,6 +888,7 @@ printf '{"verdict": "approve", "findings": [{"severity": "minor", "category": "e
             },
             prompt: "Review the change to src/a.rs.".into(),
             blocking: true,
+            sandbox: None,
         }
     }
 

@@ -59,6 +59,14 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
         json(&v)?;
     } else {
         let mut t = format!("run {} on branch {}\n", summary.run, summary.branch);
+        if summary.containment == "none" {
+            t.push_str("  WARNING:   workers ran uncontained (`[swarm] containment = \"none\"` in atelier.toml): they could read the gate key and write the repository\n");
+        } else {
+            t.push_str(&format!(
+                "  contained: {} (README: what a worker can and cannot do)\n",
+                summary.containment
+            ));
+        }
         if let Some(p) = &proposed {
             t.push_str(&format!(
                 "  proposed:  proposal {} on {} (`atelier gate {}` shows what it needs)\n",

@@ -136,6 +136,11 @@ codes! {
     BadGlob = "E_BAD_GLOB",
     PlanRefused = "E_PLAN_REFUSED",
     RunBranchMoved = "E_RUN_BRANCH_MOVED",
+
+    // Containment of workers (`agent::contain`, `swarm::runtime`).
+    ContainmentUnavailable = "E_CONTAINMENT_UNAVAILABLE",
+    ContainmentPath = "E_CONTAINMENT_PATH",
+    ContainmentUncommitted = "E_CONTAINMENT_UNCOMMITTED",
 }
 
 impl fmt::Display for Code {

@@ -26,6 +26,13 @@ pub enum RunEvent {
         tasks: Vec<String>,
         waves: Vec<Vec<String>>,
     },
+    /// How the conductor confines the run's programs from here on (written when it starts and
+    /// each time it resumes): `landlock` with the kernel's ABI, or `none` (the merged
+    /// `[swarm] containment = "none"`).
+    Containment {
+        mode: String,
+        abi: i32,
+    },
     /// A resumed run: attempts that were in flight at the crash are abandoned and restarted.
     RunResumed {
         abandoned: Vec<String>,
@@ -303,6 +310,9 @@ pub struct RunState {
     pub waves: Vec<Vec<String>>,
     /// Worked examples from first-attempt successes, by role, oldest first.
     pub golden: BTreeMap<String, Vec<String>>,
+    /// How the latest conductor confined the run's programs (`landlock`, `none`); `None` in
+    /// logs written before containment existed (their programs ran uncontained).
+    pub containment: Option<String>,
 }
 
 /// Whether `text` names a commit (as `git2::Oid::from_str` reads one); anything else in a log
@@ -359,6 +369,7 @@ impl RunState {
                     self.tip = Some(base.clone());
                 }
             }
+            RunEvent::Containment { mode, .. } => self.containment = Some(mode.clone()),
             RunEvent::RunResumed { abandoned } => {
                 for t in abandoned {
                     self.held.remove(t);

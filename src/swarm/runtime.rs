@@ -20,6 +20,7 @@ use super::events::{self, RunEvent, RunState, Sink, TaskState};
 use super::memory;
 use super::plan::{compile_glob, Plan, Task};
 use super::schedule;
+use crate::agent::contain::{self, Sandbox};
 use crate::agent::{self, process};
 use crate::config::Config;
 use crate::fsutil::Lock;
@@ -39,6 +40,8 @@ pub struct RunSummary {
     pub succeeded: Vec<String>,
     pub failed: BTreeMap<String, String>,
     pub blocked: BTreeMap<String, String>,
+    /// How the run's programs were confined: `landlock` or `none`.
+    pub containment: String,
 }
 
 impl RunSummary {
@@ -67,6 +70,56 @@ struct Limits {
     context: usize,
     max_output: usize,
     target_dir: Option<PathBuf>,
+    /// What each role's workers may touch besides their worktree, and what steps and checks
+    /// may; `None` when the run is uncontained (`[swarm] containment = "none"`, merged).
+    sandboxes: Option<Sandboxes>,
+}
+
+struct Sandboxes {
+    roles: BTreeMap<String, Sandbox>,
+    gauntlet: Sandbox,
+}
+
+impl Limits {
+    /// The sandbox of a program in `job`'s worktree: `base` (its role's or the gauntlet's
+    /// grants), the worktree, the repository's git objects and refs (read), the shared cache.
+    fn sandbox(&self, base: &Sandbox, job: &AttemptJob) -> Sandbox {
+        let mut s = base.clone().write(&job.worktree).read(&job.common);
+        if let Some(dir) = &self.target_dir {
+            s = s.write(dir);
+        }
+        s
+    }
+
+    fn worker_sandbox(&self, job: &AttemptJob) -> Option<Sandbox> {
+        let s = self.sandboxes.as_ref()?;
+        Some(self.sandbox(s.roles.get(&job.task.role)?, job))
+    }
+
+    fn step_sandbox(&self, job: &AttemptJob) -> Option<Sandbox> {
+        let s = self.sandboxes.as_ref()?;
+        Some(self.sandbox(&s.gauntlet, job))
+    }
+}
+
+/// The sandboxes of a run (`None`: uncontained), each prepared once so a kernel without
+/// Landlock, a rule it cannot enforce or a listed path that does not exist refuses the run
+/// before any worker starts.
+fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Option<Sandboxes>> {
+    if ws.containment()? == crate::config::Containment::None {
+        return Ok(None);
+    }
+    let mut out = Sandboxes {
+        roles: BTreeMap::new(),
+        gauntlet: contain::gauntlet(&ws.config.gauntlet, &ws.root)?,
+    };
+    out.gauntlet.prepare()?;
+    for r in roles {
+        let s = contain::role(r, &ws.config.roles[r], &ws.root)?;
+        s.prepare()?;
+        out.roles.insert(r.clone(), s);
+    }
+    Ok(Some(out))
 }
 
 fn secs(text: &str) -> Duration {
@@ -74,7 +127,7 @@ fn secs(text: &str) -> Duration {
 }
 
 impl Limits {
-    fn from(config: &Config, root: &Path) -> Limits {
+    fn from(config: &Config, root: &Path, sandboxes: Option<Sandboxes>) -> Limits {
         Limits {
             nudge: secs(&config.conductor.nudge_after),
             restart: secs(&config.conductor.restart_after),
@@ -93,6 +146,7 @@ impl Limits {
                 .shared_target_dir
                 .as_ref()
                 .map(|d| root.join(d)),
+            sandboxes,
         }
     }
 }
@@ -236,6 +290,7 @@ async fn command_worker(
             restart_after: limits.restart,
         }),
         max_output: limits.max_output,
+        sandbox: limits.worker_sandbox(job),
     };
     let (task, attempt) = (job.task.key.clone(), job.attempt);
     let ntx = tx.clone();
@@ -380,6 +435,7 @@ async fn run_attempt(
             timeout,
             silence: None,
             max_output: limits.max_output,
+            sandbox: limits.step_sandbox(&job),
         };
         let o = match process::run(&step, |_| {}).await {
             Ok(o) => o,
@@ -684,6 +740,7 @@ impl<'a> Conductor<'a> {
             .filter(|r| tasks.values().any(|t| &t.role == *r))
             .map(|r| Ok((r.clone(), agent::backend(r, &ws.config.roles[r])?)))
             .collect::<Result<_>>()?;
+        let sandboxes = sandboxes(ws, &backends.keys().cloned().collect())?;
         let max_parallel = max_parallel
             .or(plans.iter().filter_map(|p| p.max_parallel).min())
             .unwrap_or(ws.config.swarm.max_parallel)
@@ -702,7 +759,7 @@ impl<'a> Conductor<'a> {
             tasks,
             backends,
             max_parallel,
-            limits: Arc::new(Limits::from(&ws.config, &ws.root)),
+            limits: Arc::new(Limits::from(&ws.config, &ws.root, sandboxes)),
             events,
             sink,
             state,
@@ -771,6 +828,14 @@ impl<'a> Conductor<'a> {
     /// as the schedule allows until none is in flight.
     async fn conduct(mut self, stop: impl std::future::Future<Output = ()>) -> Result<RunSummary> {
         self.check_branch()?;
+        let (mode, abi) = match self.limits.sandboxes {
+            Some(_) => ("landlock", contain::abi()),
+            None => ("none", 0),
+        };
+        self.emit(RunEvent::Containment {
+            mode: mode.into(),
+            abi,
+        })?;
         self.integrate_interrupted()?;
         // Ctrl-C or SIGTERM ends every worker's process group, not just the conductor.
         let mut stop = Box::pin(stop);
@@ -1197,6 +1262,11 @@ impl<'a> Conductor<'a> {
             succeeded,
             failed,
             blocked,
+            containment: self
+                .state
+                .containment
+                .clone()
+                .unwrap_or_else(|| "none".into()),
         })
     }
 }

@@ -129,6 +129,40 @@ impl Workspace {
         &self.config.forge.branch
     }
 
+    /// Whether workers are contained: `[swarm] containment` as the protected branch's
+    /// atelier.toml has it (a constitution file), so neither an uncommitted edit nor an agent's
+    /// change can switch containment off. A working tree that says `none` where the branch does
+    /// not is refused (`E_CONTAINMENT_UNCOMMITTED`); one stricter than the branch wins.
+    pub fn containment(&self) -> Result<crate::config::Containment> {
+        use crate::config::Containment;
+        let tip = git::branch_tip(&self.repo, self.branch())?;
+        let tree = self.repo.find_commit(tip)?.tree()?;
+        let committed = match git::read_file(&self.repo, &tree, crate::config::FILE)? {
+            None => Containment::Landlock,
+            Some(bytes) => {
+                let label = format!("{} at {}", crate::config::FILE, self.branch());
+                Config::parse(&label, &String::from_utf8_lossy(&bytes))?
+                    .swarm
+                    .containment
+            }
+        };
+        let working = self.config.swarm.containment;
+        if working == Containment::None && committed != Containment::None {
+            return Err(refuse(
+                Code::ContainmentUncommitted,
+                format!(
+                    "the working tree's atelier.toml says `[swarm] containment = \"none\"`, branch `{}` does not (expected: landlock, as merged; found: none): running uncontained is a constitution change; propose it and have it approved and merged, or remove the line to run contained",
+                    self.branch()
+                ),
+            ));
+        }
+        Ok(if working == Containment::Landlock {
+            Containment::Landlock
+        } else {
+            committed
+        })
+    }
+
     pub fn gate_key(&self) -> Result<SigningKey> {
         let path = self.root.join(&self.config.gate.key);
         read_signing_key(&path).with_context(|| {

@@ -333,6 +333,12 @@ fn prepare(
         .map(|p| p.review)
         .unwrap_or_default();
     let proposer = proposer_family(ws, provenance);
+    // Agent reviewers run contained like workers: where that cannot be, the review is refused
+    // rather than run uncontained (`[swarm] containment = "none"`, merged, is the way out).
+    let contained = ws.containment()? == crate::config::Containment::Landlock;
+    if contained {
+        crate::agent::contain::Sandbox::new(crate::config::Network::None).prepare()?;
+    }
     let mut jobs = Vec::new();
     let mut failed = Vec::new();
     for def in defs {
@@ -399,6 +405,20 @@ fn prepare(
             }
         };
         match reviewer::job(def, &ws.config.roles, &template, handoff) {
+            Ok(mut j) if contained => {
+                let role = def.role.as_deref().unwrap_or_default();
+                match crate::agent::contain::role(role, &ws.config.roles[role], &ws.root) {
+                    Ok(s) => {
+                        j.sandbox = Some(s);
+                        jobs.push(j)
+                    }
+                    Err(e) => failed.push(ReviewerOutcome::failed(
+                        &def.name,
+                        def.blocking,
+                        format!("{}: {e}", e.code()),
+                    )),
+                }
+            }
             Ok(j) => jobs.push(j),
             Err(why) => failed.push(ReviewerOutcome::failed(&def.name, def.blocking, why)),
         }
