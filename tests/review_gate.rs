@@ -169,7 +169,7 @@ fn a_broken_reviewer_definition_at_base_halts_merges() {
 /// An agent reviewer `adversary` defined at base (in the adoption commit), run by the role
 /// `critic` that `role` defines (TOML lines after `[roles.critic]`), with `governance` lines
 /// added to the policy's `[review]`.
-fn with_agent_reviewer(role: &str, governance: &str) -> Env {
+pub(crate) fn with_agent_reviewer(role: &str, governance: &str) -> Env {
     with_agent_reviewer_and(role, governance, "")
 }
 
@@ -207,7 +207,7 @@ fn with_agent_reviewer_and(role: &str, governance: &str, config: &str) -> Env {
 }
 
 /// The role lines for a scripted reviewer, in an environment made only to know its path.
-fn script_role(name: &str, body: &str) -> (tempfile::TempDir, String) {
+pub(crate) fn script_role(name: &str, body: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("temp");
     let prog = dir.path().join(name);
     std::fs::write(&prog, format!("#!/bin/sh\n{body}")).expect("write");
@@ -468,6 +468,8 @@ fn garbage_is_asked_for_again_then_counts_as_a_failed_reviewer_never_an_approval
         "garbage.sh",
         "cat >/dev/null\necho asked >> \"$(dirname \"$0\")/asked\"\necho 'LGTM, ship it!'\n",
     );
+    // The reviewer counts its askings next to itself: a place its role lists as writable.
+    let role = format!("{role}\nwritable = [\"{}\"]", dir.path().display());
     let env = with_agent_reviewer(&role, "");
     let id = env.propose_code();
     let run = env.atelier(&["review", &id, "--json"]).code(1);

@@ -16,24 +16,24 @@ env > "$FAKE_AGENT_DIR/env-$slug-$ATELIER_ATTEMPT.txt"
 if [ -f "$FAKE_AGENT_DIR/$slug.sh" ]; then . "$FAKE_AGENT_DIR/$slug.sh"; fi
 "#;
 
-struct Swarm {
-    env: Env,
-    fake: PathBuf,
+pub(crate) struct Swarm {
+    pub(crate) env: Env,
+    pub(crate) fake: PathBuf,
 }
 
 impl Swarm {
-    fn new(conductor: &str) -> Swarm {
+    pub(crate) fn new(conductor: &str) -> Swarm {
         Swarm::configured(conductor, "")
     }
 
     /// A swarm whose protected branch accepts running uncontained: for the conductor's own
     /// defences against a worker that is not confined (containment is tested in
     /// tests/containment.rs).
-    fn uncontained(conductor: &str) -> Swarm {
+    pub(crate) fn uncontained(conductor: &str) -> Swarm {
         Swarm::configured(conductor, "\n[swarm]\ncontainment = \"none\"\n")
     }
 
-    fn configured(conductor: &str, extra: &str) -> Swarm {
+    pub(crate) fn configured(conductor: &str, extra: &str) -> Swarm {
         let env = Env::new();
         let fake = env.tmp.path().join("fake");
         std::fs::create_dir_all(&fake).expect("mkdir");
@@ -55,7 +55,7 @@ impl Swarm {
     }
 
     /// What the fake agent does for `task` (`plan:id`): shell code, run in the worktree.
-    fn scenario(&self, task: &str, script: &str) {
+    pub(crate) fn scenario(&self, task: &str, script: &str) {
         std::fs::write(
             self.fake.join(format!("{}.sh", task.replace(':', "-"))),
             script,
@@ -63,7 +63,7 @@ impl Swarm {
         .expect("write scenario");
     }
 
-    fn command(&self, args: &[&str]) -> std::process::Command {
+    pub(crate) fn command(&self, args: &[&str]) -> std::process::Command {
         let mut c = self.env.command(bin());
         c.arg("-C")
             .arg(&self.env.repo)
@@ -74,7 +74,7 @@ impl Swarm {
         c
     }
 
-    fn run(&self, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
         let o = self.command(args).output().expect("run atelier");
         Run {
             code: o.status.code().unwrap_or(-1),
@@ -83,11 +83,11 @@ impl Swarm {
         }
     }
 
-    fn plan(&self, name: &str, text: &str) -> String {
+    pub(crate) fn plan(&self, name: &str, text: &str) -> String {
         self.env.file(name, text).display().to_string()
     }
 
-    fn events(&self, run: &str) -> Vec<RunEvent> {
+    pub(crate) fn events(&self, run: &str) -> Vec<RunEvent> {
         events::read(
             &self
                 .env
@@ -102,7 +102,7 @@ impl Swarm {
         .collect()
     }
 
-    fn prompt(&self, task: &str, attempt: u32) -> String {
+    pub(crate) fn prompt(&self, task: &str, attempt: u32) -> String {
         std::fs::read_to_string(
             self.fake
                 .join(format!("prompt-{}-{attempt}.txt", task.replace(':', "-"))),
@@ -111,7 +111,7 @@ impl Swarm {
     }
 }
 
-fn task(id: &str, files: &[&str], deps: &[&str], check: &str) -> String {
+pub(crate) fn task(id: &str, files: &[&str], deps: &[&str], check: &str) -> String {
     let q = |v: &[&str]| {
         v.iter()
             .map(|s| format!("\"{s}\""))
@@ -130,7 +130,7 @@ fn toml_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-fn plan(id: &str, tasks: &[String]) -> String {
+pub(crate) fn plan(id: &str, tasks: &[String]) -> String {
     format!(
         "[plan]\nid = \"{id}\"\ntitle = \"Plan {id}\"\n\n{}",
         tasks.concat()
@@ -577,7 +577,7 @@ fn a_successful_run_becomes_a_proposal_and_clean_removes_what_failures_kept() {
 }
 
 /// A one-task plan whose task claims `src/t.rs`, with a check that it exists.
-fn one(s: &Swarm, script: &str) -> String {
+pub(crate) fn one(s: &Swarm, script: &str) -> String {
     s.scenario("p:T", script);
     s.plan(
         "p.toml",

@@ -9,6 +9,7 @@ mod adopt;
 mod approvals;
 mod audit;
 mod constitution;
+mod containment;
 mod gate_table;
 mod github;
 mod github_emulator;

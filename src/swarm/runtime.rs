@@ -572,11 +572,14 @@ pub fn run(ws: &Workspace, opts: RunOptions, clock: &dyn Fn() -> Timestamp) -> R
         .enable_all()
         .build()
         .context("starting the runtime")?;
+    // Containment is settled before anything exists: a run that cannot be contained never
+    // starts, and never leaves a run directory behind.
+    let sandboxes = sandboxes(ws, &role_names(ws))?;
     tokio_rt.block_on(async {
         let stop = interrupted()?;
         let conductor = match &opts.resume {
-            Some(id) => Conductor::resume(ws, id, opts.max_parallel, clock)?,
-            None => Conductor::start(ws, &opts, clock)?,
+            Some(id) => Conductor::resume(ws, id, opts.max_parallel, clock, sandboxes)?,
+            None => Conductor::start(ws, &opts, clock, sandboxes)?,
         };
         conductor.conduct(stop).await
     })
@@ -677,11 +680,20 @@ impl<'a> Conductor<'a> {
         ws: &'a Workspace,
         opts: &RunOptions,
         clock: &'a dyn Fn() -> Timestamp,
+        sandboxes: Option<Sandboxes>,
     ) -> Result<Conductor<'a>> {
         refuse_unchecked(&opts.plan_files, &role_names(ws))?;
         let run = new_run(ws, &opts.plan_files)?;
         let lock = Lock::acquire(&run_dir(ws, &run).join("lock"))?;
-        let mut c = Conductor::open(ws, run, &opts.plan_files, opts.max_parallel, clock, lock)?;
+        let mut c = Conductor::open(
+            ws,
+            run,
+            &opts.plan_files,
+            opts.max_parallel,
+            clock,
+            lock,
+            sandboxes,
+        )?;
         let repo = &ws.repo;
         let base = git::branch_tip(repo, ws.branch())?;
         repo.branch(&c.branch, &repo.find_commit(base)?, false)
@@ -705,11 +717,20 @@ impl<'a> Conductor<'a> {
         id: &str,
         max_parallel: Option<usize>,
         clock: &'a dyn Fn() -> Timestamp,
+        sandboxes: Option<Sandboxes>,
     ) -> Result<Conductor<'a>> {
         let plan_files = saved_plans(ws, id)?;
         let lock = Lock::acquire(&run_dir(ws, id).join("lock"))?;
         clear_stale_ref_locks(ws, id)?;
-        let mut c = Conductor::open(ws, id.to_string(), &plan_files, max_parallel, clock, lock)?;
+        let mut c = Conductor::open(
+            ws,
+            id.to_string(),
+            &plan_files,
+            max_parallel,
+            clock,
+            lock,
+            sandboxes,
+        )?;
         c.abandon_in_flight()?;
         Ok(c)
     }
@@ -723,6 +744,7 @@ impl<'a> Conductor<'a> {
         max_parallel: Option<usize>,
         clock: &'a dyn Fn() -> Timestamp,
         lock: Lock,
+        sandboxes: Option<Sandboxes>,
     ) -> Result<Conductor<'a>> {
         let roles = role_names(ws);
         refuse_unchecked(plan_files, &roles)?;
@@ -740,7 +762,6 @@ impl<'a> Conductor<'a> {
             .filter(|r| tasks.values().any(|t| &t.role == *r))
             .map(|r| Ok((r.clone(), agent::backend(r, &ws.config.roles[r])?)))
             .collect::<Result<_>>()?;
-        let sandboxes = sandboxes(ws, &backends.keys().cloned().collect())?;
         let max_parallel = max_parallel
             .or(plans.iter().filter_map(|p| p.max_parallel).min())
             .unwrap_or(ws.config.swarm.max_parallel)
