@@ -506,8 +506,9 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     }
     let proposed = crate::swarm::runtime::propose_run(&ws, &summary, now)?;
     n.say(&format!(
-        "plan {} ran in a worktree (events: {}); the task passed its check, was integrated into {} and became proposal {}",
+        "plan {} ran in a worktree, contained ({}: the agent could write its worktree, not the repository, the gate key or your home); events: {}; the task passed its check, was integrated into {} and became proposal {}",
         plan_path.display(),
+        summary.containment,
         summary.events,
         summary.branch,
         proposed.id
