@@ -312,20 +312,14 @@ impl ForgeConfig {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct GateConfig {
-    /// The gate's private key (signs ledger checkpoints), relative to the repository root.
-    #[serde(default = "default_gate_key")]
-    pub key: PathBuf,
-}
-
-impl Default for GateConfig {
-    fn default() -> Self {
-        GateConfig {
-            key: default_gate_key(),
-        }
-    }
+    /// Where the gate's private key (it signs ledger checkpoints) is kept, when not in this
+    /// clone's gate key directory outside the repository (`workflow::gatekey`): an absolute
+    /// path. A path under `.atelier/` is where older versions kept it; atelier moves it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<PathBuf>,
 }
 
 fn default_kind() -> String {
@@ -364,10 +358,6 @@ fn check_gate_key(key: &Path) -> Result<(), String> {
             key.display()
         ))
     }
-}
-
-fn default_gate_key() -> PathBuf {
-    PathBuf::from(".atelier/gate_key")
 }
 
 /// The `[forge]` table's values make sense together.
@@ -451,7 +441,9 @@ impl Config {
             reason,
         };
         check_forge(&config.forge).map_err(&invalid)?;
-        check_gate_key(&config.gate.key).map_err(&invalid)?;
+        if let Some(key) = &config.gate.key {
+            check_gate_key(key).map_err(&invalid)?;
+        }
         for (field, v) in [
             ("conductor.nudge_after", &config.conductor.nudge_after),
             ("conductor.restart_after", &config.conductor.restart_after),
@@ -522,12 +514,15 @@ impl Config {
 
     pub fn render(&self) -> String {
         format!(
-            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n# For GitHub (see docs/github.md): kind = \"github\", repository = \"owner/name\", and\n# api_url = \"{}\", remote = \"origin\", merge = \"manual\" (or \"auto\").\n\n[gate]\n# The gate's private key (signs ledger checkpoints). Never commit it.\nkey = {}\n\n# Swarm roles route plan tasks to agents (see README, \"running plans\"), for example:\n# [roles.implementer]\n# backend = \"claude\"            # or \"codex\", \"aider\", or \"command\" with command = [\"prog\"]\n# env = [\"ANTHROPIC_API_KEY\"]   # passed through besides PATH, HOME, LANG\n# provider = \"anthropic\"       # optional, together: who makes the model and its family,\n# family = \"claude\"            # for [review] distinct_family (reviewers unlike the proposer)\n",
+            "# Atelier configuration for this repository. See README.md.\n\n[forge]\n# \"local\": pull requests live in .atelier/forge (this clone only); the ledger travels in refs/atelier/ledger.\nkind = {}\n# The repository's name as approval tokens bind it.\nrepository = {}\n# The protected branch: every change to it goes through the gate.\nbranch = {}\n# For GitHub (see docs/github.md): kind = \"github\", repository = \"owner/name\", and\n# api_url = \"{}\", remote = \"origin\", merge = \"manual\" (or \"auto\").\n\n[gate]\n# The gate's private key (it signs ledger checkpoints) is kept outside the repository, in\n# $XDG_DATA_HOME/atelier/gate/<clone>/gate_key (default ~/.local/share/atelier/...): `atelier init`\n# prints where. To keep it elsewhere: key = \"/an/absolute/path\". Back it up; never commit it.\n{}\n# Swarm roles route plan tasks to agents (see README, \"running plans\"), for example:\n# [roles.implementer]\n# backend = \"claude\"            # or \"codex\", \"aider\", or \"command\" with command = [\"prog\"]\n# env = [\"ANTHROPIC_API_KEY\"]   # passed through besides PATH, HOME, LANG\n# provider = \"anthropic\"       # optional, together: who makes the model and its family,\n# family = \"claude\"            # for [review] distinct_family (reviewers unlike the proposer)\n",
             quote(&self.forge.kind),
             quote(&self.forge.repository),
             quote(&self.forge.branch),
             crate::forge::github::client::DEFAULT_API_URL,
-            quote(&self.gate.key.display().to_string())
+            match &self.gate.key {
+                Some(k) => format!("key = {}\n", quote(&k.display().to_string())),
+                None => String::new(),
+            }
         )
     }
 }

@@ -49,7 +49,76 @@ fn init_is_idempotent_and_commits_nothing() {
     };
     assert_eq!(mode("policies/governance.toml"), 0o644);
     assert_eq!(mode("atelier.toml"), 0o644);
-    assert_eq!(mode(".atelier/gate_key"), 0o600);
+    // The gate key is outside the repository (contained workers cannot reach it), private.
+    assert!(!env.repo.join(".atelier/gate_key").exists());
+    let key = env.gate_key();
+    let private =
+        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(private(&key), 0o600);
+    assert_eq!(private(key.parent().expect("dir")), 0o700);
+    assert!(
+        first.stdout.contains(&key.display().to_string()) && first.stdout.contains("back it up"),
+        "{}",
+        first.stdout
+    );
+    let note = std::fs::read_to_string(key.with_file_name("repository")).expect("note");
+    assert!(note.contains("repo"), "{note}");
+}
+
+/// A repository an older version adopted keeps its gate key in `.atelier/gate_key` with
+/// `[gate] key` saying so: the first command moves it out, says so, and everything goes on
+/// with the same key.
+#[test]
+fn a_gate_key_left_in_the_repository_is_moved_out_with_a_message() {
+    // What an older version left: atelier.toml naming the key under .atelier/ (adopted so), and
+    // the key there.
+    let env = Env::with(crate::support::Setup {
+        config_replace: vec![(
+            "[gate]\n".into(),
+            "[gate]\nkey = \".atelier/gate_key\"\n".into(),
+        )],
+        ..Default::default()
+    });
+    let key = env.gate_key();
+    let text = std::fs::read_to_string(&key).expect("key");
+    std::fs::create_dir_all(env.repo.join(".atelier")).expect("mkdir");
+    std::fs::write(env.repo.join(".atelier/gate_key"), &text).expect("write");
+    std::fs::remove_file(&key).expect("remove");
+    let id = env.propose_code();
+    assert!(!env.repo.join(".atelier/gate_key").exists(), "moved");
+    assert_eq!(std::fs::read_to_string(&key).expect("moved"), text);
+    let run = env.approve(&id, "alice");
+    assert!(
+        !run.stderr.contains("moved the gate key"),
+        "once: {}",
+        run.stderr
+    );
+    env.atelier(&["merge", &id]).ok();
+    env.atelier(&["audit", "verify"]).ok();
+}
+
+#[test]
+fn the_move_says_where_and_refuses_to_replace_a_different_key() {
+    let env = Env::new();
+    let key = env.gate_key();
+    let text = std::fs::read_to_string(&key).expect("key");
+    std::fs::create_dir_all(env.repo.join(".atelier")).expect("mkdir");
+    std::fs::write(env.repo.join(".atelier/gate_key"), &text).expect("write");
+    std::fs::remove_file(&key).expect("remove");
+    let run = env.atelier(&["proposals"]).ok();
+    assert!(
+        run.stderr
+            .contains("moved the gate key out of the repository")
+            && run.stderr.contains(&key.display().to_string())
+            && run.stderr.contains("Back it up"),
+        "{}",
+        run.stderr
+    );
+    // A different key left behind is never moved over the real one, nor used.
+    std::fs::write(env.repo.join(".atelier/gate_key"), "not the key\n").expect("write");
+    let run = env.atelier(&["proposals"]).ok();
+    assert!(run.stderr.contains("two gate keys"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&key).expect("kept"), text);
 }
 
 #[test]

@@ -107,7 +107,8 @@ fn the_gate_key_and_the_proposer_never_count() {
         ..Default::default()
     });
     let id = env.propose_code();
-    env.atelier(&["approve", &id, "--key", ".atelier/gate_key"])
+    let gate_key = env.gate_key();
+    env.atelier(&["approve", &id, "--key", gate_key.to_str().expect("utf8")])
         .ok();
     env.approve(&id, "proposer").ok();
     let (code, v) = env.gate(&id);

@@ -186,8 +186,7 @@ fn a_recorded_merge_whose_tokens_do_not_satisfy_the_base_policy_is_flagged() {
         .expect("commit");
     repo.reference("refs/heads/main", commit, true, "force")
         .expect("ref");
-    let key =
-        atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+    let key = atelier::workflow::read_signing_key(&env.gate_key()).expect("key");
     let event = ledger::Event::Merged(ledger::MergeRecord {
         proposal: id,
         pull: 1,

@@ -54,15 +54,15 @@ fn repo(s: &Swarm) -> &Path {
 fn a_worker_cannot_read_the_gate_key() {
     require_landlock!();
     let s = Swarm::new("");
-    let key = repo(&s).join(".atelier/gate_key");
+    let key = s.env.gate_key();
     assert!(key.exists());
     denied(&s, &format!("cat {}", key.display()));
-    // Nor through its worktree's view of the repository, nor through the conductor's cwd.
-    denied(
-        &s,
-        "cat \"$(git rev-parse --git-common-dir)/../.atelier/gate_key\"",
-    );
-    denied(&s, "cat /proc/$PPID/cwd/.atelier/gate_key");
+    // Nor find it, nor reach it through the conductor's view of the filesystem.
+    denied(&s, "ls \"$HOME/.local/share/atelier/gate\"");
+    denied(&s, &format!("cat /proc/$PPID/root{}", key.display()));
+    // Nor anything under the repository's .atelier/, by any path.
+    denied(&s, "ls \"$(git rev-parse --git-common-dir)/../.atelier\"");
+    denied(&s, "cat /proc/$PPID/cwd/atelier.toml");
 }
 
 #[test]
@@ -154,8 +154,8 @@ fn a_worker_cannot_follow_a_symlink_out_of_its_worktree() {
     denied(
         &s,
         &format!(
-            "ln -s {}/.atelier/gate_key k; cat k; r=$?; rm -f k; exit $r",
-            repo(&s).display()
+            "ln -s {} k; cat k; r=$?; rm -f k; exit $r",
+            s.env.gate_key().display()
         ),
     );
     let s = Swarm::new("");
@@ -248,7 +248,8 @@ fn a_contract_check_is_contained_too() {
     let s = Swarm::new("");
     s.scenario("p:T", "echo ok > src/t.rs");
     let check = format!(
-        "cat {r}/.atelier/gate_key > {f}/stolen; echo evil > {r}/EVIL; test -f src/t.rs",
+        "cat {k} > {f}/stolen; echo evil > {r}/EVIL; test -f src/t.rs",
+        k = s.env.gate_key().display(),
         r = repo(&s).display(),
         f = s.fake.display()
     );
@@ -271,13 +272,14 @@ fn an_agent_reviewer_is_contained() {
     let (_dir, role) = crate::review_gate::script_role(
         "hostile.sh",
         &format!(
-            "cat >/dev/null\nREPO=$(cat {o}/repo)\nif cat \"$REPO/.atelier/gate_key\" >/dev/null 2>&1; then echo ESCAPED; else echo denied; fi > {o}/read\nif echo evil > \"$REPO/README.md\" 2>/dev/null; then echo ESCAPED; else echo denied; fi > {o}/write\necho '{{\"verdict\": \"approve\", \"findings\": []}}'\n",
+            "cat >/dev/null\nREPO=$(cat {o}/repo)\nif cat \"$(cat {o}/key)\" >/dev/null 2>&1; then echo ESCAPED; else echo denied; fi > {o}/read\nif echo evil > \"$REPO/README.md\" 2>/dev/null; then echo ESCAPED; else echo denied; fi > {o}/write\necho '{{\"verdict\": \"approve\", \"findings\": []}}'\n",
             o = out.display()
         ),
     );
     let role = format!("{role}\nwritable = [\"{}\"]", out.display());
     let env = crate::review_gate::with_agent_reviewer(&role, "");
     std::fs::write(out.join("repo"), env.repo.display().to_string()).expect("write");
+    std::fs::write(out.join("key"), env.gate_key().display().to_string()).expect("write");
     let id = env.propose_code();
     let review = env.atelier(&["review", &id, "--json"]).ok().json();
     assert_eq!(review["verdict"], "approve", "{review:#}");
@@ -314,10 +316,7 @@ fn an_uncommitted_containment_none_is_refused_before_a_run_exists() {
 #[test]
 fn a_merged_containment_none_runs_uncontained_and_says_so() {
     let s = Swarm::uncontained("");
-    let p = one(
-        &s,
-        &attack(&format!("cat {}/.atelier/gate_key", s.env.repo.display())),
-    );
+    let p = one(&s, &attack(&format!("cat {}", s.env.gate_key().display())));
     let run = s.run(&["run", &p]).ok();
     assert!(
         run.stdout.contains("WARNING:   workers ran uncontained"),

@@ -466,7 +466,7 @@ fn the_bots_own_key_a_github_review_and_a_label_carry_no_authority() {
     let hub = Hub::new();
     let n = hub.submitted();
     // The bot account posts a token signed with the gate's own key.
-    let gate_key = hub.env.repo.join(".atelier/gate_key");
+    let gate_key = hub.env.gate_key();
     let posted = hub.run(
         BOT,
         &[
@@ -1839,7 +1839,7 @@ fn stalled_unsigned_connections_cannot_blind_serve_and_a_missed_delivery_loses_n
 fn a_change_under_dot_atelier_never_merges_on_github() {
     let hub = Hub::new();
     let id = hub.env.propose_code();
-    let key_before = hub.env.read(".atelier/gate_key");
+    let key_before = std::fs::read_to_string(hub.env.gate_key()).expect("the gate key");
     hub.env
         .git(&["checkout", "-q", &format!("atelier/proposals/{id}")]);
     hub.env.write(".atelier/gate_key", "attacker's key\n");
@@ -1847,7 +1847,7 @@ fn a_change_under_dot_atelier_never_merges_on_github() {
     hub.env.git(&["commit", "-q", "-m", "tweak"]);
     hub.env.git(&["rm", "-q", "--cached", ".atelier/gate_key"]);
     hub.env.git(&["checkout", "-q", "-f", "main"]);
-    hub.env.write(".atelier/gate_key", &key_before);
+    std::fs::remove_file(hub.env.repo.join(".atelier/gate_key")).expect("remove");
     let n = hub.run(BOT, &["submit", &id, "--json"]).ok().json()["pull"]
         .as_u64()
         .expect("pull");
@@ -1858,7 +1858,11 @@ fn a_change_under_dot_atelier_never_merges_on_github() {
     let merge = hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(1);
     assert!(merge.stdout.contains("E_RESERVED_PATH"), "{merge:?}");
     assert_eq!(hub.emu.pull(n)["merged"], false);
-    assert_eq!(hub.env.read(".atelier/gate_key"), key_before);
+    assert_eq!(
+        std::fs::read_to_string(hub.env.gate_key()).expect("the gate key"),
+        key_before
+    );
+    assert!(!hub.env.repo.join(".atelier/gate_key").exists());
 }
 
 // Issue 8, the anchors on GitHub: the merge commit GitHub lands carries the ledger checkpoint,

@@ -206,8 +206,7 @@ fn a_completed_merge_cannot_be_hidden_by_a_later_abort() {
     let commit = merged["commit"].as_str().expect("commit").to_string();
     force_ref(&env, "refs/heads/main", &format!("{commit}^1"));
     let repo = Repository::open(&env.repo).expect("open");
-    let key =
-        atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+    let key = atelier::workflow::read_signing_key(&env.gate_key()).expect("key");
     let event = ledger::Event::MergeAborted {
         proposal: id,
         commit,
@@ -236,9 +235,9 @@ fn forced_patch(env: &Env, files: &[(&str, &str)]) -> std::path::PathBuf {
 #[test]
 fn a_change_under_dot_atelier_is_refused_and_never_checked_out() {
     let env = Env::new();
-    let key_before = env.read(".atelier/gate_key");
+    let key_before = std::fs::read_to_string(env.gate_key()).expect("the gate key");
     let patch = forced_patch(&env, &[(".atelier/gate_key", "attacker's key\n")]);
-    env.write(".atelier/gate_key", &key_before);
+    std::fs::remove_file(env.repo.join(".atelier/gate_key")).expect("remove");
     let run = env
         .atelier(&[
             "propose",
@@ -292,7 +291,11 @@ fn a_change_under_dot_atelier_is_refused_and_never_checked_out() {
         v.to_string().contains(".atelier/gate_key") && v.to_string().contains(".Atelier/gate_key"),
         "{v:#}"
     );
-    assert_eq!(env.read(".atelier/gate_key"), key_before);
+    assert_eq!(
+        std::fs::read_to_string(env.gate_key()).expect("the gate key"),
+        key_before
+    );
+    assert!(!env.repo.join(".atelier/gate_key").exists());
     env.atelier(&["audit", "verify"]).ok();
 }
 
@@ -514,10 +517,10 @@ fn a_merge_never_writes_through_a_link_in_the_checkout() {
     let env = Env::new();
     let outside = env.tmp.path().join("victim.txt");
     std::fs::write(&outside, "ORIGINAL\n").expect("write");
-    let key_before = env.read(".atelier/gate_key");
+    let key_before = std::fs::read_to_string(env.gate_key()).expect("the gate key");
     for (link, target) in [
         ("o", outside.to_str().expect("utf8").to_string()),
-        ("k", ".atelier/gate_key".to_string()),
+        ("k", env.gate_key().to_str().expect("utf8").to_string()),
     ] {
         std::os::unix::fs::symlink(&target, env.repo.join(link)).expect("symlink");
         env.git(&["add", link]);
@@ -565,7 +568,11 @@ fn a_merge_never_writes_through_a_link_in_the_checkout() {
         std::fs::read_to_string(&outside).expect("read"),
         "ORIGINAL\n"
     );
-    assert_eq!(env.read(".atelier/gate_key"), key_before);
+    assert_eq!(
+        std::fs::read_to_string(env.gate_key()).expect("the gate key"),
+        key_before
+    );
+    assert!(!env.repo.join(".atelier/gate_key").exists());
     env.atelier(&["audit", "verify"]).ok();
 }
 
@@ -768,8 +775,7 @@ fn audit_takes_the_proposer_and_pull_request_from_the_ledger() {
             .expect("commit");
         repo.reference("refs/heads/main", commit, true, "force")
             .expect("ref");
-        let gate =
-            atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+        let gate = atelier::workflow::read_signing_key(&env.gate_key()).expect("key");
         let event = ledger::Event::Merged(ledger::MergeRecord {
             proposal: id.clone(),
             pull,
@@ -849,7 +855,7 @@ fn a_gate_key_swapped_in_for_a_moment_plants_no_false_memory() {
     // The attacker's key and a ledger of the real entries plus junk, signed with it.
     let evil = env.tmp.path().join("evil");
     env.atelier(&["keygen", evil.to_str().expect("utf8")]).ok();
-    std::fs::copy(&evil, env.repo.join(".atelier/evil")).expect("copy");
+    let evil_path = evil.clone();
     let evil = atelier::workflow::read_signing_key(&evil).expect("key");
     let repo = Repository::open(&env.repo).expect("open");
     let mut lines = ledger::read(&repo).expect("read").expect("ledger").lines;
@@ -865,10 +871,12 @@ fn a_gate_key_swapped_in_for_a_moment_plants_no_false_memory() {
         lines.push(serde_json::to_string(&entry).expect("json"));
     }
     write_ledger(&env, &lines, &evil);
-    env.write(
-        "atelier.toml",
-        &config.replace(".atelier/gate_key", ".atelier/evil"),
+    let swapped = config.replace(
+        "[gate]\n",
+        &format!("[gate]\nkey = \"{}\"\n", evil_path.display()),
     );
+    assert_ne!(swapped, config);
+    env.write("atelier.toml", &swapped);
     // The operator's routine command appends (with whatever key is configured)...
     env.atelier(&["gate", &second]).code(1);
     // ...then the attacker puts everything back.
@@ -926,8 +934,7 @@ fn only_someone_who_may_approve_is_a_witness() {
 fn a_checkpoint_signature_is_no_anchor_on_another_commit() {
     let env = Env::new();
     let id = env.propose_code();
-    let gate =
-        atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+    let gate = atelier::workflow::read_signing_key(&env.gate_key()).expect("key");
     // A gate-signed checkpoint of a ledger fork (as a failed append leaves behind).
     let note = atelier::audit::checkpoint::Checkpoint {
         origin: ledger::origin("local/repo"),
@@ -972,7 +979,7 @@ fn the_gate_key_can_be_rotated() {
     env.approve(&id, "bob").ok();
     env.atelier(&["merge", &id]).ok();
     let waiting = env.propose(&[("README.md", "# waiting\n")], "Proposed before");
-    std::fs::copy(&new, env.repo.join(".atelier/gate_key")).expect("install");
+    std::fs::copy(&new, env.gate_key()).expect("install");
     // An approval right after the rotation, before the new key signed anything.
     env.approve(&waiting, "bob").ok();
     env.atelier(&["merge", &waiting]).ok();

@@ -346,8 +346,7 @@ fn landed_by_the_gate_holder(env: &Env, id: &str) -> Value {
         .expect("commit");
     repo.reference("refs/heads/main", commit, true, "force")
         .expect("ref");
-    let key =
-        atelier::workflow::read_signing_key(&env.repo.join(".atelier/gate_key")).expect("key");
+    let key = atelier::workflow::read_signing_key(&env.gate_key()).expect("key");
     let event = ledger::Event::Merged(ledger::MergeRecord {
         proposal: id.to_string(),
         pull: id.parse().expect("n"),

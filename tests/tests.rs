@@ -10,6 +10,7 @@ mod approvals;
 mod audit;
 mod constitution;
 mod containment;
+mod containment_review;
 mod gate_table;
 mod github;
 mod github_emulator;

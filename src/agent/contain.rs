@@ -35,12 +35,55 @@ pub const SYSTEM_READ: &[&str] = &[
     "/lib32",
     "/lib64",
     "/libx32",
-    "/etc",
     "/opt",
     "/proc",
     "/sys",
     "/run/systemd/resolve",
 ];
+
+/// `/etc` is readable entry by entry, except what holds the system's secrets (readable by a
+/// program run as root whatever its capabilities, since root owns them): password hashes, sudo
+/// rules, SSH host keys, TLS private keys, stored credentials.
+pub const ETC_EXCLUDED: &[&str] = &[
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "sudoers",
+    "sudoers.d",
+    "ssh",
+    "ssl/private",
+    "security/opasswd",
+    "credstore",
+    "credstore.encrypted",
+];
+
+/// The entries of `dir` except the `excluded` paths (relative, `/`-separated), descending only
+/// into the directories that hold an excluded path.
+fn entries_except(dir: &Path, excluded: &[&str]) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if excluded.contains(&name.as_str()) {
+            continue;
+        }
+        let prefix = format!("{name}/");
+        let inner: Vec<&str> = excluded
+            .iter()
+            .filter_map(|x| x.strip_prefix(prefix.as_str()))
+            .collect();
+        let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        if inner.is_empty() || !is_dir {
+            out.push(e.path());
+        } else {
+            out.extend(entries_except(&e.path(), &inner));
+        }
+    }
+    out
+}
 
 /// Devices every contained program may read and write (no disk, no other device).
 pub const DEVICES: &[&str] = &[
@@ -66,7 +109,7 @@ pub enum ContainError {
         needed: i32,
         what: &'static str,
     },
-    #[error("{field}: `{path}` {reason}: create it, or remove it from the list")]
+    #[error("{field}: `{path}` {reason}")]
     Path {
         field: String,
         path: String,
@@ -114,6 +157,8 @@ pub struct Sandbox {
     /// Everything (read, write, create, remove, execute), beneath each path.
     pub write: Vec<PathBuf>,
     pub network: Network,
+    /// Paths `programs` never grants, whatever a command line names (`protected`).
+    pub protected: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -122,6 +167,7 @@ impl Sandbox {
             read: Vec::new(),
             write: Vec::new(),
             network,
+            protected: Vec::new(),
         }
     }
 
@@ -157,7 +203,13 @@ impl Sandbox {
             .filter(|p| p.is_absolute() && p.is_file());
         for p in program.into_iter().chain(args) {
             if let Ok(real) = p.canonicalize() {
-                self.read.push(real);
+                let guarded = self
+                    .protected
+                    .iter()
+                    .any(|g| real.starts_with(g) || g.starts_with(&real));
+                if !guarded {
+                    self.read.push(real);
+                }
             }
         }
         self
@@ -209,6 +261,9 @@ impl Sandbox {
         for p in SYSTEM_READ {
             rules.push((PathBuf::from(p), read, false));
         }
+        for p in entries_except(Path::new("/etc"), ETC_EXCLUDED) {
+            rules.push((p, read, false));
+        }
         for p in DEVICES {
             rules.push((PathBuf::from(p), device, false));
         }
@@ -222,7 +277,9 @@ impl Sandbox {
                     return Err(ContainError::Path {
                         field: "containment".into(),
                         path: path.display().to_string(),
-                        reason: format!("cannot be opened ({e})"),
+                        reason: format!(
+                            "cannot be opened ({e}): create it, or remove it from the list"
+                        ),
                     })
                 }
             };
@@ -255,17 +312,116 @@ impl Sandbox {
 ///
 /// # Safety
 /// Call only in a child between `fork` and `exec`, with `ruleset` from `Sandbox::prepare`.
-pub unsafe fn enforce(ruleset: RawFd) -> std::io::Result<()> {
+pub unsafe fn enforce(ruleset: RawFd, filter: &[libc::sock_filter]) -> std::io::Result<()> {
     if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
         return Err(std::io::Error::last_os_error());
     }
     if libc::geteuid() == 0 {
         drop_capabilities()?;
     }
+    if !filter.is_empty() {
+        let prog = libc::sock_fprog {
+            len: filter.len() as u16,
+            filter: filter.as_ptr() as *mut libc::sock_filter,
+        };
+        if libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &prog as *const libc::sock_fprog,
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
     if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // Landlock checks opens, not descriptors: nothing the conductor inherited open (from a CI
+    // runner, an IDE, a jobserver) passes into the program.
+    if libc::syscall(
+        libc::SYS_close_range,
+        3u32,
+        u32::MAX,
+        4u32, /* CLOSE_RANGE_CLOEXEC */
+    ) != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
     Ok(())
+}
+
+/// The architecture `seccomp` filters are written for (they refuse any other calling
+/// convention, such as x32 or 32-bit compat calls).
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+
+/// A seccomp filter for what Landlock leaves open (kernel ABI 7): creating Unix sockets (so a
+/// named socket such as an SSH agent's or Docker's cannot be reached, whatever its path), the
+/// kernel keyrings (per user, not per sandbox), io_uring (which creates sockets past the
+/// filter), and, with `network = "none"`, any IPv4 or IPv6 socket (so no UDP either). Denied
+/// calls fail with EACCES; `socketpair` and pipes stay. Empty on architectures it is not
+/// written for.
+pub fn seccomp(network: &Network) -> Vec<libc::sock_filter> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        const LD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+        const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+        const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+        const RET: u16 = 0x06; // BPF_RET | BPF_K
+        let denied: &[libc::c_long] = &[
+            libc::SYS_keyctl,
+            libc::SYS_add_key,
+            libc::SYS_request_key,
+            libc::SYS_io_uring_setup,
+            libc::SYS_io_uring_enter,
+            libc::SYS_io_uring_register,
+        ];
+        let mut families = vec![libc::AF_UNIX as u32];
+        if *network == Network::None {
+            families.extend([libc::AF_INET as u32, libc::AF_INET6 as u32]);
+        }
+        let x32 = usize::from(cfg!(target_arch = "x86_64"));
+        let total = 4 + x32 + denied.len() + 2 + families.len() + 2;
+        let (allow, deny) = (total - 2, total - 1);
+        let mut p: Vec<libc::sock_filter> = Vec::with_capacity(total);
+        let ins = |code, k, jt, jf| libc::sock_filter { code, jt, jf, k };
+        let to = |from: usize, target: usize| (target - from - 1) as u8;
+        p.push(ins(LD, 4, 0, 0)); // seccomp_data.arch
+        p.push(ins(JEQ, AUDIT_ARCH, 1, 0));
+        p.push(ins(RET, libc::SECCOMP_RET_KILL_PROCESS, 0, 0));
+        p.push(ins(LD, 0, 0, 0)); // seccomp_data.nr
+        if x32 == 1 {
+            let i = p.len();
+            p.push(ins(JGE, 0x4000_0000, to(i, deny), 0));
+        }
+        for nr in denied {
+            let i = p.len();
+            p.push(ins(JEQ, *nr as u32, to(i, deny), 0));
+        }
+        let i = p.len();
+        p.push(ins(JEQ, libc::SYS_socket as u32, 0, to(i, allow)));
+        p.push(ins(LD, 16, 0, 0)); // the low half of seccomp_data.args[0]: the family
+        for f in families {
+            let i = p.len();
+            p.push(ins(JEQ, f, to(i, deny), 0));
+        }
+        p.push(ins(RET, libc::SECCOMP_RET_ALLOW, 0, 0));
+        p.push(ins(
+            RET,
+            libc::SECCOMP_RET_ERRNO | libc::EACCES as u32,
+            0,
+            0,
+        ));
+        debug_assert_eq!(p.len(), total);
+        p
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = network;
+        Vec::new()
+    }
 }
 
 /// Empties the bounding, ambient, inheritable, permitted and effective capability sets: a
@@ -356,10 +512,39 @@ pub fn listed(
         return Err(ContainError::Path {
             field: field.into(),
             path: path.display().to_string(),
-            reason: "does not exist".into(),
+            reason: "does not exist: create it, or remove it from the list".into(),
         });
     }
     Ok(path)
+}
+
+/// What in a git config would hand a credential to whoever reads it, if anything: an
+/// `http.extraheader` (a CI checkout's token), a `[credential]` section, or a password in a URL.
+pub fn git_config_secret(text: &str) -> Option<&'static str> {
+    for line in text.lines() {
+        let l = line.trim().to_ascii_lowercase();
+        if l.starts_with('#') || l.starts_with(';') {
+            continue;
+        }
+        if l.contains("extraheader") {
+            return Some("an http.extraheader (a token)");
+        }
+        if l.starts_with("[credential") {
+            return Some("a [credential] section");
+        }
+        if let Some((_, value)) = l.split_once('=') {
+            if let Some((_, rest)) = value.split_once("://") {
+                let authority = rest.split('/').next().unwrap_or_default();
+                if authority
+                    .split_once('@')
+                    .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+                {
+                    return Some("a password or token in a URL");
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The home directory, for `~/` in listed paths.
@@ -371,7 +556,14 @@ fn home() -> Option<PathBuf> {
 
 /// What a role's programs may touch besides their worktree: its `network` (unset: nothing for
 /// `command`, port 443 for the presets), `readable` and `writable`, expanded (`listed`).
-pub fn role(name: &str, role: &RoleConfig, root: &Path) -> Result<Sandbox, ContainError> {
+/// `protected` are paths no grant may reach (the gate key, `.atelier/`, `~/.ssh`): a listed
+/// path inside one, or holding one, is refused.
+pub fn role(
+    name: &str,
+    role: &RoleConfig,
+    root: &Path,
+    protected: &[PathBuf],
+) -> Result<Sandbox, ContainError> {
     let network = role.network.clone().unwrap_or(match role.backend.as_str() {
         "command" | "http" => Network::None,
         _ => Network::Ports(vec![443]),
@@ -382,18 +574,39 @@ pub fn role(name: &str, role: &RoleConfig, root: &Path) -> Result<Sandbox, Conta
         &role.readable,
         &role.writable,
         root,
+        protected,
     )
 }
 
 /// What gauntlet steps and contract checks may touch besides their worktree.
-pub fn gauntlet(g: &GauntletConfig, root: &Path) -> Result<Sandbox, ContainError> {
+pub fn gauntlet(
+    g: &GauntletConfig,
+    root: &Path,
+    protected: &[PathBuf],
+) -> Result<Sandbox, ContainError> {
     grants(
         Sandbox::new(g.network.clone()),
         "gauntlet",
         &g.readable,
         &g.writable,
         root,
+        protected,
     )
+}
+
+/// The paths no grant may reach for the clone at `root`: its main working tree's private state
+/// (`.atelier/`), the gate key (and the clone's gate key directory), and `~/.ssh`.
+pub fn protected(root: &Path, gate_key: &Path) -> Vec<PathBuf> {
+    let mut out = vec![root.join(".atelier"), gate_key.to_path_buf()];
+    // The clone's gate key directory (with its `repository` note) is atelier's own; a key kept
+    // elsewhere (`[gate] key`) protects only itself.
+    if let Some(dir) = gate_key.parent().filter(|d| d.join("repository").exists()) {
+        out.push(dir.to_path_buf());
+    }
+    if let Some(h) = home() {
+        out.push(h.join(".ssh"));
+    }
+    out
 }
 
 fn grants(
@@ -402,23 +615,35 @@ fn grants(
     readable: &[String],
     writable: &[String],
     root: &Path,
+    protected: &[PathBuf],
 ) -> Result<Sandbox, ContainError> {
     let home = home();
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let guarded: Vec<PathBuf> = protected.iter().map(|p| real(p)).collect();
+    let check = |field: String, text: &str| -> Result<PathBuf, ContainError> {
+        let path = listed(&field, text, root, home.as_deref())?;
+        let r = real(&path);
+        if let Some(p) = guarded
+            .iter()
+            .find(|p| p.starts_with(&r) || r.starts_with(p))
+        {
+            return Err(ContainError::Path {
+                field,
+                path: path.display().to_string(),
+                reason: format!(
+                    "would let workers reach {} (the gate key, the clone's private state or SSH keys): list a narrower folder",
+                    p.display()
+                ),
+            });
+        }
+        Ok(path)
+    };
+    s.protected = guarded.clone();
     for r in readable {
-        s = s.read(listed(
-            &format!("{table}.readable"),
-            r,
-            root,
-            home.as_deref(),
-        )?);
+        s = s.read(check(format!("{table}.readable"), r)?);
     }
     for w in writable {
-        s = s.write(listed(
-            &format!("{table}.writable"),
-            w,
-            root,
-            home.as_deref(),
-        )?);
+        s = s.write(check(format!("{table}.writable"), w)?);
     }
     Ok(s)
 }
@@ -426,6 +651,63 @@ fn grants(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_a_git_config_are_found() {
+        for (text, found) in [
+            ("[core]\n\tbare = false\n", None),
+            (
+                "[remote \"origin\"]\n\turl = https://github.com/o/r.git\n",
+                None,
+            ),
+            (
+                "[remote \"origin\"]\n\turl = git@github.com:o/r.git\n",
+                None,
+            ),
+            (
+                "[remote \"origin\"]\n\turl = https://x-access-token:ghs_1@github.com/o/r\n",
+                Some("a password or token in a URL"),
+            ),
+            (
+                "[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic x\n",
+                Some("an http.extraheader (a token)"),
+            ),
+            (
+                "[credential]\n\thelper = store\n",
+                Some("a [credential] section"),
+            ),
+            ("# url = https://u:p@h/\n", None),
+        ] {
+            assert_eq!(git_config_secret(text), found, "{text}");
+        }
+    }
+
+    #[test]
+    fn etc_is_granted_without_its_secrets() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for p in [
+            "passwd",
+            "shadow",
+            "ssl/certs/ca.pem",
+            "ssl/private/key.pem",
+            "ssh/ssh_host_ed25519_key",
+        ] {
+            let f = dir.path().join(p);
+            std::fs::create_dir_all(f.parent().expect("dir")).expect("mkdir");
+            std::fs::write(&f, "x").expect("write");
+        }
+        let mut got: Vec<String> = entries_except(dir.path(), ETC_EXCLUDED)
+            .iter()
+            .map(|p| {
+                p.strip_prefix(dir.path())
+                    .expect("inside")
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, ["passwd", "ssl/certs"]);
+    }
 
     #[test]
     fn listed_paths_expand_and_must_exist() {

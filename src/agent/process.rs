@@ -376,6 +376,11 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
         }
     };
     let ruleset_fd = ruleset.as_ref().map(super::contain::raw);
+    let filter = spawn
+        .sandbox
+        .as_ref()
+        .map(|s| super::contain::seccomp(&s.network))
+        .unwrap_or_default();
     let mut cmd = tokio::process::Command::new(&spawn.program);
     cmd.args(&spawn.args)
         .current_dir(&spawn.cwd)
@@ -398,7 +403,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             // SAFETY: between fork and exec, with a ruleset `prepare` built (`contain::enforce`).
             if let Some(fd) = ruleset_fd {
-                super::contain::enforce(fd)?;
+                super::contain::enforce(fd, &filter)?;
             }
             Ok(())
         });

@@ -459,6 +459,11 @@ pub fn read_at(repo: &Repository, commit: Oid) -> Result<Snapshot, LedgerError> 
 
 /// The adoption commit the current ledger's first entry names, read from its first chunk only.
 pub fn adopted_commit(repo: &Repository) -> Result<Option<String>, LedgerError> {
+    Ok(adoption(repo)?.map(|(_, commit)| commit))
+}
+
+/// The protected branch and adoption commit the current ledger's first entry names.
+pub fn adoption(repo: &Repository) -> Result<Option<(String, String)>, LedgerError> {
     let Some(tip) = tip(repo)? else {
         return Ok(None);
     };
@@ -475,7 +480,7 @@ pub fn adopted_commit(repo: &Repository) -> Result<Option<String>, LedgerError> 
         .next()
         .and_then(|l| Entry::parse(l).ok())
         .and_then(|e| match e.event {
-            Event::Adopted { commit, .. } => Some(commit),
+            Event::Adopted { branch, commit } => Some((branch, commit)),
             _ => None,
         }))
 }

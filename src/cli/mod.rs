@@ -145,6 +145,12 @@ pub(crate) fn dir(d: &Option<PathBuf>) -> PathBuf {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let dir = dir(&cli.dir);
+    if !matches!(
+        cli.command,
+        Command::Init(_) | Command::Keygen(_) | Command::Demo(_)
+    ) {
+        migrate_gate_key(&dir);
+    }
     match cli.command {
         Command::Init(a) => init::init(&dir, a),
         Command::Keygen(a) => init::keygen(a),
@@ -226,6 +232,32 @@ fn exit_class(err: &anyhow::Error) -> ExitClass {
 }
 
 /// Parses arguments, runs the command and classifies the outcome into an exit code.
+/// Moves a gate key an older version left in `.atelier/` out of the repository, saying so; a
+/// failure leaves it where it is (it is still used there) and says why.
+fn migrate_gate_key(dir: &std::path::Path) {
+    let Ok(ws) = crate::workflow::Workspace::open(dir) else {
+        return;
+    };
+    match crate::workflow::gatekey::migrate(&ws.root, &ws.config) {
+        Ok(Some(m)) => {
+            note!(
+                "note: moved the gate key out of the repository, from {} to {}: contained workers cannot read it there. Back it up (README, \"The gate key\").",
+                m.from.display(),
+                m.to.display()
+            );
+            if ws.config.gate.key.is_some() {
+                note!("note: `[gate] key` in atelier.toml is no longer needed; remove it in your next constitution proposal.");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => note!(
+            "warning: the gate key stays in {} for now: {}",
+            crate::workflow::gatekey::legacy(&ws.root, &ws.config).display(),
+            crate::errors::chain(&e)
+        ),
+    }
+}
+
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,

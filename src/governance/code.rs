@@ -141,6 +141,7 @@ codes! {
     ContainmentUnavailable = "E_CONTAINMENT_UNAVAILABLE",
     ContainmentPath = "E_CONTAINMENT_PATH",
     ContainmentUncommitted = "E_CONTAINMENT_UNCOMMITTED",
+    ContainmentSecret = "E_CONTAINMENT_SECRET",
 }
 
 impl fmt::Display for Code {

@@ -91,9 +91,11 @@ impl Limits {
         s
     }
 
+    /// A contained run's worker of a role it has no sandbox for gets no grants (fails closed).
     fn worker_sandbox(&self, job: &AttemptJob) -> Option<Sandbox> {
         let s = self.sandboxes.as_ref()?;
-        Some(self.sandbox(s.roles.get(&job.task.role)?, job))
+        let none = Sandbox::new(crate::config::Network::None);
+        Some(self.sandbox(s.roles.get(&job.task.role).unwrap_or(&none), job))
     }
 
     fn step_sandbox(&self, job: &AttemptJob) -> Option<Sandbox> {
@@ -109,17 +111,61 @@ fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Option<Sandboxe
     if ws.containment()? == crate::config::Containment::None {
         return Ok(None);
     }
+    let protected = contain::protected(&ws.root, &ws.gate_key_path()?);
+    // Workers read the repository's git directory: nothing secret may be kept there.
+    let config = ws.repo.commondir().join("config");
+    if let Some(what) = std::fs::read_to_string(&config)
+        .ok()
+        .and_then(|t| contain::git_config_secret(&t))
+    {
+        return Err(crate::workflow::refuse(
+            Code::ContainmentSecret,
+            format!(
+                "{} holds {what}, which contained workers could read (they read the git directory): remove it (with actions/checkout, `persist-credentials: false`) and keep credentials in a helper outside the repository",
+                config.display()
+            ),
+        ));
+    }
+    // The shared build cache is written by every worker and step: never in the main working
+    // tree, whose own builds would run what a worker put there.
+    if let Some(dir) = shared_target(&ws.config, &ws.root) {
+        let real_root = ws.root.canonicalize().unwrap_or_else(|_| ws.root.clone());
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating the shared build cache {}", dir.display()))?;
+        let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        if real.starts_with(&real_root) || real_root.starts_with(&real) {
+            return Err(contain::ContainError::Path {
+                field: "swarm.shared_target_dir".into(),
+                path: dir.display().to_string(),
+                reason: "is inside the repository's working tree, where your own builds would run what a worker put there: use a folder outside it, such as `~/.cache/atelier-target`".into(),
+            }
+            .into());
+        }
+    }
     let mut out = Sandboxes {
         roles: BTreeMap::new(),
-        gauntlet: contain::gauntlet(&ws.config.gauntlet, &ws.root)?,
+        gauntlet: contain::gauntlet(&ws.config.gauntlet, &ws.root, &protected)?,
     };
     out.gauntlet.prepare()?;
     for r in roles {
-        let s = contain::role(r, &ws.config.roles[r], &ws.root)?;
+        let s = contain::role(r, &ws.config.roles[r], &ws.root, &protected)?;
         s.prepare()?;
         out.roles.insert(r.clone(), s);
     }
     Ok(Some(out))
+}
+
+/// `[swarm] shared_target_dir`: `~/…` under the home directory, a relative path under `root`.
+fn shared_target(config: &Config, root: &Path) -> Option<PathBuf> {
+    let d = config.swarm.shared_target_dir.as_ref()?;
+    let text = d.to_string_lossy();
+    Some(match text.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(rest),
+        None => root.join(d),
+    })
 }
 
 fn secs(text: &str) -> Duration {
@@ -141,11 +187,7 @@ impl Limits {
             budget: config.conductor.failure_budget,
             context: config.swarm.context_budget,
             max_output: config.swarm.max_output,
-            target_dir: config
-                .swarm
-                .shared_target_dir
-                .as_ref()
-                .map(|d| root.join(d)),
+            target_dir: shared_target(config, root),
             sandboxes,
         }
     }
@@ -1104,6 +1146,10 @@ impl<'a> Conductor<'a> {
         match result {
             AttemptResult::Passed { tree } => self.on_passed(&task, attempt, flight, tree),
             AttemptResult::Failed { reason, digest } => {
+                // The worktree stays for inspection: whatever the worker made of its `.git`
+                // (its own repository with a hook or an fsmonitor command) must not run when
+                // the operator types `git status` there.
+                git::defang_worktree(self.ws.repo.commondir(), &flight.name, &flight.path)?;
                 self.on_failed(&task, attempt, reason, digest)
             }
         }

@@ -20,6 +20,8 @@ pub struct InitReport {
     pub created: Vec<String>,
     pub kept: Vec<String>,
     pub gate_key_fingerprint: String,
+    /// Where the gate's private key is kept (outside the repository).
+    pub gate_key_path: PathBuf,
     pub to_commit: Vec<String>,
 }
 
@@ -58,6 +60,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         created: Vec::new(),
         kept: Vec::new(),
         gate_key_fingerprint: String::new(),
+        gate_key_path: PathBuf::new(),
         to_commit: Vec::new(),
     };
     let name = root
@@ -133,14 +136,32 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         &mut report,
     )?;
 
-    // The gate's key: private under .atelier/ (ignored), public in policies/.
-    let key_path = root.join(&config.gate.key);
+    // The gate's key: private outside the repository (moved there from .atelier/ if an older
+    // version left it there), public in policies/.
+    if let Some(m) = super::gatekey::migrate(&root, &config)? {
+        report.created.push(format!(
+            "{} (the gate key, moved out of the repository from {}; back it up)",
+            m.to.display(),
+            m.from.display()
+        ));
+    }
+    let key_path = super::gatekey::location(&root, &config)?;
+    report.gate_key_path = key_path.clone();
     let key = if key_path.exists() {
-        report.kept.push(config.gate.key.display().to_string());
+        report
+            .kept
+            .push(format!("{} (the gate key)", key_path.display()));
         super::read_signing_key(&key_path)?
     } else {
-        let (key, _) = write_keypair(&key_path, "atelier-gate")?;
-        report.created.push(config.gate.key.display().to_string());
+        let key = SigningKey::generate(&mut rand_core::OsRng);
+        let pair = Ed25519Keypair::from_seed(&key.to_bytes());
+        let text = PrivateKey::new(KeypairData::Ed25519(pair), "atelier-gate")?
+            .to_openssh(LineEnding::LF)?;
+        super::gatekey::write_key(&key_path, text.as_bytes(), &root)?;
+        report.created.push(format!(
+            "{} (the gate key, outside the repository: back it up)",
+            key_path.display()
+        ));
         key
     };
     let public = public_line(&key, "atelier-gate")?;

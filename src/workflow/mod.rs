@@ -10,6 +10,7 @@ pub(crate) mod merge;
 mod propose;
 pub mod review;
 
+pub mod gatekey;
 pub use approve::{approve, payload_from, Approval, ApproveOptions, Sign};
 pub use error::{Error, Result};
 pub use gate::{
@@ -131,42 +132,94 @@ impl Workspace {
 
     /// Whether workers are contained: `[swarm] containment` as the protected branch's
     /// atelier.toml has it (a constitution file), so neither an uncommitted edit nor an agent's
-    /// change can switch containment off. A working tree that says `none` where the branch does
-    /// not is refused (`E_CONTAINMENT_UNCOMMITTED`); one stricter than the branch wins.
+    /// change can switch containment off. What contained programs are granted (each role's and
+    /// the gauntlet's `network`, `readable` and `writable`, `[swarm] shared_target_dir`) must
+    /// also be as merged, and the protected branch must be the one the ledger was adopted on:
+    /// anything else is refused (`E_CONTAINMENT_UNCOMMITTED`).
     pub fn containment(&self) -> Result<crate::config::Containment> {
         use crate::config::Containment;
+        let uncommitted = |what: String| {
+            Err(refuse(
+                Code::ContainmentUncommitted,
+                format!("{what}: what workers may reach is a constitution change; propose it and have it approved and merged, or undo the edit"),
+            ))
+        };
+        if let Some((adopted, _)) = ledger::adoption(&self.repo)? {
+            if adopted != self.branch() {
+                return uncommitted(format!(
+                    "atelier.toml names `{}` as the protected branch, but the ledger was adopted on `{adopted}` (expected: {adopted}; found: {})",
+                    self.branch(),
+                    self.branch()
+                ));
+            }
+        }
         let tip = git::branch_tip(&self.repo, self.branch())?;
         let tree = self.repo.find_commit(tip)?.tree()?;
         let committed = match git::read_file(&self.repo, &tree, crate::config::FILE)? {
-            None => Containment::Landlock,
+            None => None,
             Some(bytes) => {
                 let label = format!("{} at {}", crate::config::FILE, self.branch());
-                Config::parse(&label, &String::from_utf8_lossy(&bytes))?
-                    .swarm
-                    .containment
+                Some(Config::parse(&label, &String::from_utf8_lossy(&bytes))?)
             }
         };
-        let working = self.config.swarm.containment;
-        if working == Containment::None && committed != Containment::None {
-            return Err(refuse(
-                Code::ContainmentUncommitted,
-                format!(
-                    "the working tree's atelier.toml says `[swarm] containment = \"none\"`, branch `{}` does not (expected: landlock, as merged; found: none): running uncontained is a constitution change; propose it and have it approved and merged, or remove the line to run contained",
+        let working = &self.config;
+        let Some(committed) = committed else {
+            if working.swarm.containment == Containment::None {
+                return uncommitted(format!(
+                    "the working tree's atelier.toml says `[swarm] containment = \"none\"`, branch `{}` has no atelier.toml (expected: landlock; found: none)",
                     self.branch()
-                ),
+                ));
+            }
+            return Ok(Containment::Landlock);
+        };
+        if committed.forge.branch != self.branch() {
+            return uncommitted(format!(
+                "the working tree's atelier.toml names `{}` as the protected branch, but that branch's own atelier.toml names `{}`",
+                self.branch(),
+                committed.forge.branch
             ));
         }
-        Ok(if working == Containment::Landlock {
+        if working.swarm.containment == Containment::None
+            && committed.swarm.containment != Containment::None
+        {
+            return uncommitted(format!(
+                "the working tree's atelier.toml says `[swarm] containment = \"none\"`, branch `{}` does not (expected: landlock, as merged; found: none)",
+                self.branch()
+            ));
+        }
+        if let Some(field) = changed_grant(&committed, working) {
+            return uncommitted(format!(
+                "the working tree's atelier.toml changes `{field}` from what branch `{}` has",
+                self.branch()
+            ));
+        }
+        Ok(if working.swarm.containment == Containment::Landlock {
             Containment::Landlock
         } else {
-            committed
+            committed.swarm.containment
         })
     }
 
+    /// Where the gate key is kept (`gatekey::location`), outside the repository.
+    pub fn gate_key_path(&self) -> Result<PathBuf> {
+        gatekey::location(&self.root, &self.config)
+    }
+
+    /// The gate's signing key: from its place outside the repository, or, until `gatekey::migrate`
+    /// has moved it (every command does, first), from where older versions kept it.
     pub fn gate_key(&self) -> Result<SigningKey> {
-        let path = self.root.join(&self.config.gate.key);
-        read_signing_key(&path).with_context(|| {
-            format!("the gate key {} is needed to sign ledger checkpoints (run `atelier init` on the gate's machine)", path.display())
+        let path = self.gate_key_path()?;
+        let legacy = gatekey::legacy(&self.root, &self.config);
+        let read = if !path.exists() && legacy.exists() {
+            legacy.clone()
+        } else {
+            path.clone()
+        };
+        read_signing_key(&read).with_context(|| {
+            format!(
+                "the gate key {} is needed to sign ledger checkpoints: on the gate's machine, run `atelier init` (it keeps the key outside the repository, in a directory named after the clone's path; if you moved the clone, move the directory whose `repository` file names the old path)",
+                path.display()
+            )
         })
     }
 
@@ -522,6 +575,37 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey> {
         )));
     };
     Ok(SigningKey::from_bytes(&pair.private.to_bytes()))
+}
+
+/// The first containment grant (by its atelier.toml field) that `working` changes from
+/// `committed`, if any.
+fn changed_grant(committed: &Config, working: &Config) -> Option<String> {
+    if committed.swarm.shared_target_dir != working.swarm.shared_target_dir {
+        return Some("swarm.shared_target_dir".into());
+    }
+    let (c, w) = (&committed.gauntlet, &working.gauntlet);
+    if (&c.network, &c.readable, &c.writable) != (&w.network, &w.readable, &w.writable) {
+        return Some("gauntlet".into());
+    }
+    let names: std::collections::BTreeSet<&String> =
+        committed.roles.keys().chain(working.roles.keys()).collect();
+    for name in names {
+        let grant = |c: &Config| {
+            c.roles
+                .get(name)
+                .map(|r| (r.network.clone(), r.readable.clone(), r.writable.clone()))
+        };
+        let (c, w) = (grant(committed), grant(working));
+        // A role only the working tree has, with no grants, can reach nothing more.
+        let empty = |g: &Option<(Option<crate::config::Network>, Vec<String>, Vec<String>)>| {
+            g.as_ref()
+                .is_none_or(|(n, r, w)| n.is_none() && r.is_empty() && w.is_empty())
+        };
+        if c != w && !(empty(&c) && empty(&w)) {
+            return Some(format!("roles.{name}"));
+        }
+    }
+    None
 }
 
 /// The first commit on `branch`'s first-parent line that carries the governance policy.

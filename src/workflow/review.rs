@@ -336,6 +336,7 @@ fn prepare(
     // Agent reviewers run contained like workers: where that cannot be, the review is refused
     // rather than run uncontained (`[swarm] containment = "none"`, merged, is the way out).
     let contained = ws.containment()? == crate::config::Containment::Landlock;
+    let protected = crate::agent::contain::protected(&ws.root, &ws.gate_key_path()?);
     if contained {
         crate::agent::contain::Sandbox::new(crate::config::Network::None).prepare()?;
     }
@@ -407,7 +408,12 @@ fn prepare(
         match reviewer::job(def, &ws.config.roles, &template, handoff) {
             Ok(mut j) if contained => {
                 let role = def.role.as_deref().unwrap_or_default();
-                match crate::agent::contain::role(role, &ws.config.roles[role], &ws.root) {
+                match crate::agent::contain::role(
+                    role,
+                    &ws.config.roles[role],
+                    &ws.root,
+                    &protected,
+                ) {
                     Ok(s) => {
                         j.sandbox = Some(s);
                         jobs.push(j)

@@ -165,6 +165,12 @@ impl Env {
         env
     }
 
+    /// Where `init` kept this clone's gate key: outside the repository, under the temporary HOME.
+    pub fn gate_key(&self) -> PathBuf {
+        atelier::workflow::gatekey::directory_in(&self.home.join(".local/share"), &self.repo)
+            .join("gate_key")
+    }
+
     /// Makes `<keys>/<name>` for `<name>@example.org` and returns its allowed_signers line.
     pub fn keygen(&self, name: &str) -> String {
         let path = self.key(name);
