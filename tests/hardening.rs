@@ -960,11 +960,63 @@ fn a_checkpoint_signature_is_no_anchor_on_another_commit() {
     assert_eq!(f, ["E_UNLEDGERED_COMMIT"], "{f:?}");
 }
 
-// Rotating the gate key: a constitutional change publishes the new public key, then the operator
-// installs the new private key. The ledger goes on, and the audit stays clean.
+// Rotating the gate key: a constitutional change publishes the new public key; its merge records
+// the rotation in the ledger, signed by the old key; the operator installs the new private key,
+// and the ledger goes on under it. The audit follows the chain and stays clean.
 #[test]
 fn the_gate_key_can_be_rotated() {
     let env = Env::new();
+    let new = env.tmp.path().join("new-gate");
+    env.atelier(&[
+        "keygen",
+        new.to_str().expect("utf8"),
+        "--principal",
+        "atelier-gate",
+    ])
+    .ok();
+    let public = std::fs::read_to_string(new.with_extension("pub")).expect("pub");
+    let waiting = env.propose(&[("README.md", "# waiting\n")], "Proposed before");
+    let id = env.propose(&[("policies/gate_key.pub", &public)], "Rotate the gate key");
+    env.approve(&id, "alice").ok();
+    env.approve(&id, "bob").ok();
+    env.atelier(&["merge", &id]).ok();
+    let log = env.atelier(&["audit", "log"]).ok();
+    assert!(
+        log.stdout.contains("gate key rotated by proposal"),
+        "{}",
+        log.stdout
+    );
+    // Until the new key is installed, nothing more is signed with the old one.
+    let refused = env.approve(&waiting, "bob").code(1);
+    assert!(
+        refused.stderr.contains("E_GATE_KEY_ROTATED"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused
+            .stderr
+            .contains(&env.gate_key().display().to_string()),
+        "{}",
+        refused.stderr
+    );
+    std::fs::copy(&new, env.gate_key()).expect("install");
+    // An approval right after the rotation, before the new key signed anything.
+    env.approve(&waiting, "bob").ok();
+    env.atelier(&["merge", &waiting]).ok();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    env.atelier(&["audit", "verify"]).ok();
+}
+
+/// After a recorded rotation, a checkpoint signed by the old key (stolen, or kept by a former
+/// operator) is refused by the audit, though that key was once the gate's and the branch still
+/// publishes it in its history.
+#[test]
+fn after_a_rotation_the_old_key_signs_nothing_the_audit_accepts() {
+    let env = Env::new();
+    let old = atelier::workflow::read_signing_key(&env.gate_key()).expect("key");
     let new = env.tmp.path().join("new-gate");
     env.atelier(&[
         "keygen",
@@ -978,15 +1030,79 @@ fn the_gate_key_can_be_rotated() {
     env.approve(&id, "alice").ok();
     env.approve(&id, "bob").ok();
     env.atelier(&["merge", &id]).ok();
-    let waiting = env.propose(&[("README.md", "# waiting\n")], "Proposed before");
     std::fs::copy(&new, env.gate_key()).expect("install");
-    // An approval right after the rotation, before the new key signed anything.
-    env.approve(&waiting, "bob").ok();
-    env.atelier(&["merge", &waiting]).ok();
-    let id = env.propose_code();
-    env.approve(&id, "alice").ok();
-    env.atelier(&["merge", &id]).ok();
+    env.propose_code();
     env.atelier(&["audit", "verify"]).ok();
+    // The holder of the old key appends an entry and signs the checkpoint.
+    let repo = Repository::open(&env.repo).expect("open");
+    let mut lines = ledger::read(&repo).expect("read").expect("ledger").lines;
+    let entry = ledger::Entry {
+        seq: lines.len() as u64,
+        at: crate::support::T0.into(),
+        event: ledger::Event::Closed {
+            proposal: "2".into(),
+            reason: Some("withdrawn".into()),
+        },
+    };
+    lines.push(serde_json::to_string(&entry).expect("json"));
+    write_ledger(&env, &lines, &old);
+    let run = env.atelier(&["audit", "verify", "--json"]).code(1);
+    let v = run.json();
+    assert!(
+        v["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .any(|f| f["code"] == "E_LEDGER_SIGNATURE"
+                && f["detail"].as_str().expect("detail").contains("in force")),
+        "{v:#}"
+    );
+}
+
+/// The gate key's holder cannot name a successor on their own: a rotation entry that no merged
+/// change publishes is reported.
+#[test]
+fn a_rotation_no_merge_published_is_reported() {
+    let env = Env::new();
+    let gate = atelier::workflow::read_signing_key(&env.gate_key()).expect("key");
+    env.propose_code();
+    let evil = env.tmp.path().join("evil");
+    env.atelier(&[
+        "keygen",
+        evil.to_str().expect("utf8"),
+        "--principal",
+        "atelier-gate",
+    ])
+    .ok();
+    let evil_key = atelier::workflow::read_signing_key(&evil).expect("key");
+    let public = std::fs::read_to_string(evil.with_extension("pub")).expect("pub");
+    let repo = Repository::open(&env.repo).expect("open");
+    let mut lines = ledger::read(&repo).expect("read").expect("ledger").lines;
+    let head = env.git(&["rev-parse", "main"]).trim().to_string();
+    let entry = ledger::Entry {
+        seq: lines.len() as u64,
+        at: crate::support::T0.into(),
+        event: ledger::Event::GateKeyRotated {
+            proposal: "1".into(),
+            commit: head,
+            key: public.trim().to_string(),
+        },
+    };
+    lines.push(serde_json::to_string(&entry).expect("json"));
+    write_ledger(&env, &lines, &gate);
+    // The attacker then signs with the key they named.
+    let entry = ledger::Entry {
+        seq: lines.len() as u64,
+        at: crate::support::T0.into(),
+        event: ledger::Event::Closed {
+            proposal: "1".into(),
+            reason: None,
+        },
+    };
+    lines.push(serde_json::to_string(&entry).expect("json"));
+    write_ledger(&env, &lines, &evil_key);
+    let f = findings(&env, &env.repo);
+    assert!(f.contains(&"E_LEDGER_CONTRADICTION".to_string()), "{f:?}");
 }
 
 // The gate appends only onto a ledger signed by its own key (or the one its memory pins): a

@@ -96,6 +96,8 @@ struct LedgerIndex {
     requested: HashMap<RequestKey, (i64, u64)>,
     /// Alarms the gate recorded (proposal, pull, code, detail): each is a finding.
     alarms: Vec<(String, u64, String, String)>,
+    /// Gate key rotations (seq, merge commit, new key as an OpenSSH line), oldest first.
+    rotations: Vec<(u64, String, String)>,
 }
 
 /// What the ledger recorded when a proposal was opened (locally, or on GitHub).
@@ -165,6 +167,7 @@ fn check_ledger(
     repo: &Repository,
     repository: &str,
     keys: &[VerifyingKey],
+    adoption_key: Option<VerifyingKey>,
     report: &mut VerifyReport,
 ) -> Result<Option<LedgerIndex>> {
     let Some(tip) = ledger::tip(repo)? else {
@@ -247,7 +250,7 @@ fn check_ledger(
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
     walk.simplify_first_parent()?;
-    let mut latest = true;
+    let mut notes = Vec::new();
     for oid in walk {
         let oid = oid?;
         let tree = repo.find_commit(oid)?.tree()?;
@@ -260,11 +263,45 @@ fn check_ledger(
             continue;
         };
         let note = String::from_utf8_lossy(repo.find_blob(entry.id())?.content()).into_owned();
-        match Checkpoint::verify(&note, ledger::KEY_NAME, keys) {
+        notes.push((oid, note));
+    }
+    // Which key signs each checkpoint: once the ledger records a rotation, the chain of keys
+    // decides, append by append — the key published at adoption, replaced by each rotation
+    // recorded before the append's first new entry (the append that records a rotation is
+    // signed by the old key). A ledger that never recorded one accepts any gate key the branch
+    // ever published, as older versions did.
+    let chained = !index.rotations.is_empty();
+    let in_force = |first_new: u64| -> Option<VerifyingKey> {
+        let mut key = adoption_key;
+        for (seq, _, line) in &index.rotations {
+            if *seq < first_new {
+                key = crate::workflow::parse_public_key(line);
+            }
+        }
+        key
+    };
+    let mut latest = true;
+    for (i, (oid, note)) in notes.iter().enumerate() {
+        let oid = *oid;
+        let first_new = notes
+            .get(i + 1)
+            .and_then(|(_, older)| Checkpoint::parse_unverified(older).ok())
+            .map_or(0, |c| c.size);
+        let key = in_force(first_new);
+        let chain_keys: Vec<VerifyingKey> = key.into_iter().collect();
+        let trusted = if chained { &chain_keys[..] } else { keys };
+        match Checkpoint::verify(note, ledger::KEY_NAME, trusted) {
             Err(e) => report.findings.push(finding(
                 Code::LedgerSignature,
                 None,
-                format!("checkpoint in ledger commit {oid} does not verify under the gate key in {GATE_KEY_PATH}: {e}"),
+                if chained {
+                    format!(
+                        "checkpoint in ledger commit {oid} (appending from entry {first_new}) is not signed by the gate key in force there ({}), following the rotations the ledger records: {e}",
+                        key.map_or("none".into(), |k| crate::workflow::vk_fingerprint(&k))
+                    )
+                } else {
+                    format!("checkpoint in ledger commit {oid} does not verify under the gate key in {GATE_KEY_PATH}: {e}")
+                },
             )),
             Ok(cp) => {
                 report.checkpoints_verified += 1;
@@ -335,6 +372,9 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     }
     let completed = matches!(entry.event, Event::Merged { .. });
     let seq = entry.seq;
+    if let Event::GateKeyRotated { commit, key, .. } = &entry.event {
+        index.rotations.push((seq, commit.clone(), key.clone()));
+    }
     match entry.event {
         Event::Adopted { commit, .. } if index.adopted.is_none() => index.adopted = Some(commit),
         Event::ProposalOpened {
@@ -608,7 +648,8 @@ pub fn verify(
     };
     report.adoption = Some(adoption.to_string());
     let keys = gate_keys(repo, &line)?;
-    let ledger = check_ledger(repo, repository, &keys, &mut report)?;
+    let adoption_key = gate_keys(repo, &line[..1])?.first().copied();
+    let ledger = check_ledger(repo, repository, &keys, adoption_key, &mut report)?;
     if ledger.is_none() && line.len() > 1 {
         report.findings.push(finding(
             Code::LedgerMissing,
@@ -629,6 +670,24 @@ pub fn verify(
                 Code::AdoptionMismatch,
                 Some(adoption.to_string()),
                 format!("the ledger records adoption at {adopted}, but the first commit on {branch} carrying the policy is {adoption}"),
+            ));
+        }
+    }
+    // A rotation stands only for a recorded merge whose tree publishes that key: anything else
+    // is the gate key's holder naming a successor nobody approved.
+    for (seq, commit, key) in &index.rotations {
+        let published = crate::workflow::published_gate_key(repo, commit)
+            .ok()
+            .flatten();
+        let named = crate::workflow::parse_public_key(key);
+        if !index.merged.contains_key(commit) || published.is_none() || published != named {
+            report.findings.push(finding(
+                Code::LedgerContradiction,
+                Some(commit.clone()),
+                format!(
+                    "entry {seq} rotates the gate key to {}, but {commit} is not a recorded merge publishing that key in {GATE_KEY_PATH}",
+                    crate::workflow::key_fingerprint(key)
+                ),
             ));
         }
     }

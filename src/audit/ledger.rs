@@ -74,6 +74,15 @@ pub enum Event {
     /// The merge commit exists and the branch is about to move to it (written before the
     /// compare-and-swap, so a crash between the two never leaves an unrecorded merge).
     MergeStarted(MergeRecord),
+    /// A merged change replaced the gate's public key (`policies/gate_key.pub`): appended with
+    /// the merge, under the old key; every later checkpoint is signed by `key` (an OpenSSH
+    /// public key line), and `audit verify` follows the chain.
+    GateKeyRotated {
+        proposal: String,
+        /// The merge commit that published the new key.
+        commit: String,
+        key: String,
+    },
     /// The compare-and-swap failed: the started merge never landed.
     MergeAborted {
         proposal: String,
@@ -140,7 +149,8 @@ impl Event {
 
     pub fn proposal(&self) -> Option<&str> {
         match self {
-            Event::Adopted { .. } => None,
+            // About the repository, not a proposal's state: it never concludes or reopens one.
+            Event::Adopted { .. } | Event::GateKeyRotated { .. } => None,
             Event::ProposalOpened { proposal, .. }
             | Event::TokenRecorded { proposal, .. }
             | Event::GateDecision { proposal, .. }
@@ -455,6 +465,46 @@ pub fn read_at(repo: &Repository, commit: Oid) -> Result<Snapshot, LedgerError> 
         lines,
         checkpoint,
     })
+}
+
+/// A recorded gate key rotation, where it is in the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rotation {
+    pub seq: u64,
+    pub proposal: String,
+    pub commit: String,
+    /// The new key, an OpenSSH public key line.
+    pub key: String,
+}
+
+/// Every gate key rotation the current ledger records, oldest first.
+pub fn rotations(repo: &Repository) -> Result<Vec<Rotation>, LedgerError> {
+    let Some(s) = read(repo)? else {
+        return Ok(Vec::new());
+    };
+    Ok(s.lines
+        .iter()
+        .filter(|l| l.contains("\"gate-key-rotated\""))
+        .filter_map(|l| Entry::parse(l).ok())
+        .filter_map(|e| match e.event {
+            Event::GateKeyRotated {
+                proposal,
+                commit,
+                key,
+            } => Some(Rotation {
+                seq: e.seq,
+                proposal,
+                commit,
+                key,
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The latest gate key rotation the current ledger records.
+pub fn latest_rotation(repo: &Repository) -> Result<Option<Rotation>, LedgerError> {
+    Ok(rotations(repo)?.pop())
 }
 
 /// The adoption commit the current ledger's first entry names, read from its first chunk only.

@@ -105,6 +105,15 @@ fn summary(e: &Event) -> String {
             review.head.get(..12).unwrap_or(&review.head)
         ),
         Event::Alarm { code, detail, .. } => format!("ALARM {code}: {detail}"),
+        Event::GateKeyRotated {
+            proposal,
+            commit,
+            key,
+        } => format!(
+            "gate key rotated by proposal {proposal} (merge {}): later checkpoints are signed by {}",
+            commit.get(..12).unwrap_or(commit),
+            crate::workflow::key_fingerprint(key)
+        ),
     }
 }
 
@@ -122,6 +131,7 @@ fn kind(e: &Event) -> &'static str {
         Event::MergeRequested { .. } => "merge-requested",
         Event::ReviewRecorded { .. } => "review-recorded",
         Event::Alarm { .. } => "alarm",
+        Event::GateKeyRotated { .. } => "gate-key-rotated",
     }
 }
 

@@ -399,7 +399,15 @@ fn conclude(
     if let Some((code, detail)) = problem {
         return Err(alarm(ws, &intent.proposal, n, code, detail, now));
     }
-    ws.record(vec![Event::Merged(record(intent, landed.clone()))], now)?;
+    // A merge that publishes a new gate key records the rotation with it, under the old key.
+    let mut events = vec![Event::Merged(record(intent, landed.clone()))];
+    events.extend(super::rotation(
+        &ws.repo,
+        &intent.proposal,
+        &intent.base,
+        &landed,
+    )?);
+    ws.record(events, now)?;
     ws.forge.publish_ledger(ws)?;
     // This clone's record of the proposal, where it has one, says so too.
     if let Ok(id) = super::parse_id(&intent.proposal) {

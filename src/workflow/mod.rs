@@ -256,6 +256,25 @@ impl Workspace {
             });
         }
         all.extend(events);
+        // After a recorded rotation, only the new key may sign (the old one signed the rotation
+        // itself, in the append that merged it).
+        if let Some(rotated) = ledger::latest_rotation(&self.repo)? {
+            let own = key.verifying_key();
+            if parse_public_key(&rotated.key) != Some(own) {
+                return Err(refuse(
+                    Code::GateKeyRotated,
+                    format!(
+                        "the ledger rotated the gate key at entry {} (proposal {}, merge {}): expected checkpoints signed by {}, but this machine's gate key is {}: install the new private key at {} (GOVERNANCE.md, \"Rotate the gate key\")",
+                        rotated.seq,
+                        rotated.proposal,
+                        rotated.commit,
+                        key_fingerprint(&rotated.key),
+                        vk_fingerprint(&own),
+                        self.gate_key_path()?.display()
+                    ),
+                ));
+            }
+        }
         let floors = self.floors()?;
         let adoption = self.witness_adoption()?;
         let memory = match &adoption {
@@ -460,6 +479,54 @@ pub fn branch_floor(
         }
     }
     Ok(None)
+}
+
+/// An OpenSSH public key line's ed25519 key, if it is one.
+pub fn parse_public_key(line: &str) -> Option<ed25519_dalek::VerifyingKey> {
+    ssh_key::PublicKey::from_openssh(line.trim())
+        .ok()
+        .and_then(|k| k.key_data().ed25519().map(|e| e.0))
+        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+}
+
+/// The `SHA256:…` fingerprint of a verifying key.
+pub fn vk_fingerprint(key: &ed25519_dalek::VerifyingKey) -> String {
+    crate::governance::token::fingerprint(&ssh_key::public::KeyData::Ed25519(
+        ssh_key::public::Ed25519PublicKey(key.to_bytes()),
+    ))
+}
+
+/// The fingerprint of an OpenSSH public key line, or why there is none.
+pub fn key_fingerprint(line: &str) -> String {
+    parse_public_key(line)
+        .map(|k| vk_fingerprint(&k))
+        .unwrap_or_else(|| "a key that does not parse".into())
+}
+
+/// The `gate-key-rotated` event a merge of `base` into `landed` calls for: when the merged tree
+/// publishes another gate key than the base did.
+pub fn rotation(
+    repo: &Repository,
+    proposal: &str,
+    base: &str,
+    landed: &str,
+) -> Result<Option<Event>> {
+    let (old, new) = (
+        published_gate_key(repo, base)?,
+        published_gate_key(repo, landed)?,
+    );
+    if old == new || new.is_none() {
+        return Ok(None);
+    }
+    let tree = repo.find_commit(Oid::from_str(landed)?)?.tree()?;
+    let text = git::read_file(repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    Ok(Some(Event::GateKeyRotated {
+        proposal: proposal.to_string(),
+        commit: landed.to_string(),
+        key: text,
+    }))
 }
 
 /// The gate key `policies/gate_key.pub` publishes at commit `at`.
