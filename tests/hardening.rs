@@ -989,7 +989,7 @@ fn the_gate_key_can_be_rotated() {
     // Until the new key is installed, nothing more is signed with the old one.
     let refused = env.approve(&waiting, "bob").code(1);
     assert!(
-        refused.stderr.contains("E_GATE_KEY_ROTATED"),
+        refused.stderr.contains("E_GATE_KEY_NOT_IN_FORCE"),
         "{}",
         refused.stderr
     );
@@ -1086,6 +1086,7 @@ fn a_rotation_no_merge_published_is_reported() {
             proposal: "1".into(),
             commit: head,
             key: public.trim().to_string(),
+            recovered: false,
         },
     };
     lines.push(serde_json::to_string(&entry).expect("json"));
@@ -1103,6 +1104,129 @@ fn a_rotation_no_merge_published_is_reported() {
     write_ledger(&env, &lines, &evil_key);
     let f = findings(&env, &env.repo);
     assert!(f.contains(&"E_LEDGER_CONTRADICTION".to_string()), "{f:?}");
+}
+
+/// Rotates the gate key through a constitution proposal and installs the new private key.
+fn rotate(env: &Env, name: &str) {
+    let new = env.tmp.path().join(name);
+    env.atelier(&[
+        "keygen",
+        new.to_str().expect("utf8"),
+        "--principal",
+        "atelier-gate",
+    ])
+    .ok();
+    let public = std::fs::read_to_string(new.with_extension("pub")).expect("pub");
+    let id = env.propose(&[("policies/gate_key.pub", &public)], "Rotate the gate key");
+    env.approve(&id, "alice").ok();
+    env.approve(&id, "bob").ok();
+    env.atelier(&["merge", &id]).ok();
+    std::fs::copy(&new, env.gate_key()).expect("install");
+}
+
+/// A lost gate key: `gate-key recover` makes a new one and proposes publishing it; nothing
+/// merges it but the constitution quorum; its merge records the recovery, which `audit verify`
+/// shows as one; the ledger goes on under the new key. Done after an ordinary rotation too, so
+/// the chain of keys is followed across both.
+#[test]
+fn a_lost_gate_key_is_recovered_by_the_constitution_quorum_and_the_audit_shows_it() {
+    let env = Env::new();
+    rotate(&env, "second-gate");
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    std::fs::remove_file(env.gate_key()).expect("lose it");
+    let patch = env.patch(&[("README.md", "# lost\n")]);
+    let lost = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Lost",
+        ])
+        .code(2);
+    assert!(
+        lost.stderr.contains("atelier gate-key recover"),
+        "{}",
+        lost.stderr
+    );
+    let r = env.atelier(&["gate-key", "recover", "--json"]).ok().json();
+    let rid = r["proposal"].as_str().expect("proposal").to_string();
+    assert!(env.gate_key().exists());
+    assert_eq!(r["key"], env.gate_key().display().to_string());
+    // A second `recover` does not make another key.
+    let again = env.atelier(&["gate-key", "recover"]).code(2);
+    assert!(
+        again.stderr.contains("a recovery is in progress"),
+        "{}",
+        again.stderr
+    );
+    // The path quorum is not enough: it is a constitution change.
+    env.approve(&rid, "alice").ok();
+    env.atelier(&["merge", &rid]).code(1);
+    env.approve(&rid, "bob").ok();
+    env.atelier(&["merge", &rid]).ok();
+    let v = env.atelier(&["audit", "verify", "--json"]).ok().json();
+    let history: Vec<String> = v["gate_keys"]
+        .as_array()
+        .expect("gate key history")
+        .iter()
+        .map(|l| l.as_str().expect("line").to_string())
+        .collect();
+    assert_eq!(history.len(), 2, "{history:?}");
+    assert!(history[0].contains("rotated"), "{history:?}");
+    assert!(
+        history[1].contains("RECOVERED") && history[1].contains("signed by the new key before"),
+        "{history:?}"
+    );
+    let text = env.atelier(&["audit", "verify"]).ok();
+    assert!(text.stdout.contains("gate key history:"), "{}", text.stdout);
+    // Life goes on under the new key.
+    let id = env.propose(&[("README.md", "# after\n")], "After the recovery");
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    env.atelier(&["audit", "verify"]).ok();
+}
+
+/// A recovery nobody approved: the entries the new key signed stay unaccepted.
+#[test]
+fn a_recovery_the_quorum_never_merged_leaves_the_new_keys_entries_refused() {
+    let env = Env::new();
+    std::fs::remove_file(env.gate_key()).expect("lose it");
+    env.atelier(&["gate-key", "recover"]).ok();
+    let f = findings(&env, &env.repo);
+    assert!(f.contains(&"E_LEDGER_SIGNATURE".to_string()), "{f:?}");
+}
+
+/// A key the branch never published, swapped in without a recovery, signs nothing.
+#[test]
+fn a_gate_key_no_branch_published_signs_nothing() {
+    let env = Env::new();
+    let other = env.tmp.path().join("other");
+    env.atelier(&[
+        "keygen",
+        other.to_str().expect("utf8"),
+        "--principal",
+        "atelier-gate",
+    ])
+    .ok();
+    std::fs::copy(&other, env.gate_key()).expect("swap");
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            env.patch(&[("README.md", "# x\n")]).to_str().expect("utf8"),
+            "--title",
+            "x",
+        ])
+        .code(1);
+    assert!(
+        run.stderr.contains("E_GATE_KEY_NOT_IN_FORCE"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("gate-key recover"), "{}", run.stderr);
 }
 
 // The gate appends only onto a ledger signed by its own key (or the one its memory pins): a

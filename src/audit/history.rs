@@ -68,6 +68,9 @@ pub struct VerifyReport {
     /// publish or compare out of band.
     pub ledger_root: Option<String>,
     pub checkpoints_verified: usize,
+    /// The gate key's history the ledger records: each rotation, each recovery from a lost key
+    /// (shown as such, with the entries the new key signed before its merge recorded it).
+    pub gate_keys: Vec<String>,
     pub findings: Vec<Finding>,
 }
 
@@ -96,8 +99,9 @@ struct LedgerIndex {
     requested: HashMap<RequestKey, (i64, u64)>,
     /// Alarms the gate recorded (proposal, pull, code, detail): each is a finding.
     alarms: Vec<(String, u64, String, String)>,
-    /// Gate key rotations (seq, merge commit, new key as an OpenSSH line), oldest first.
-    rotations: Vec<(u64, String, String)>,
+    /// Gate key rotations (seq, merge commit, new key as an OpenSSH line, recovered), oldest
+    /// first.
+    rotations: Vec<(u64, String, String, bool)>,
 }
 
 /// What the ledger recorded when a proposal was opened (locally, or on GitHub).
@@ -167,7 +171,6 @@ fn check_ledger(
     repo: &Repository,
     repository: &str,
     keys: &[VerifyingKey],
-    adoption_key: Option<VerifyingKey>,
     report: &mut VerifyReport,
 ) -> Result<Option<LedgerIndex>> {
     let Some(tip) = ledger::tip(repo)? else {
@@ -265,21 +268,31 @@ fn check_ledger(
         let note = String::from_utf8_lossy(repo.find_blob(entry.id())?.content()).into_owned();
         notes.push((oid, note));
     }
-    // Which key signs each checkpoint: once the ledger records a rotation, the chain of keys
-    // decides, append by append — the key published at adoption, replaced by each rotation
-    // recorded before the append's first new entry (the append that records a rotation is
-    // signed by the old key). A ledger that never recorded one accepts any gate key the branch
-    // ever published, as older versions did.
-    let chained = !index.rotations.is_empty();
+    // Which key signs each checkpoint. Appends that begin before the first recorded rotation
+    // may be signed by any gate key the branch published (older versions rotated without
+    // recording it); from then on the chain decides, append by append: the key of the last
+    // rotation recorded before the append's first new entry (the append that records a
+    // rotation is signed by the old key). A recovery (the old key lost) is the exception the
+    // constitution quorum approved: the appends from the new key's first signature up to the
+    // recovery's entry are signed by the new key.
+    let first_rotation = index.rotations.first().map(|r| r.0);
     let in_force = |first_new: u64| -> Option<VerifyingKey> {
-        let mut key = adoption_key;
-        for (seq, _, line) in &index.rotations {
+        let mut key = None;
+        for (seq, _, line, _) in &index.rotations {
             if *seq < first_new {
                 key = crate::workflow::parse_public_key(line);
             }
         }
         key
     };
+    let recovery_for = |first_new: u64| -> Option<(u64, VerifyingKey)> {
+        index
+            .rotations
+            .iter()
+            .find(|(seq, _, _, recovered)| *recovered && *seq >= first_new)
+            .and_then(|(seq, _, line, _)| Some((*seq, crate::workflow::parse_public_key(line)?)))
+    };
+    let mut recovered_from: std::collections::BTreeMap<u64, u64> = Default::default();
     let mut latest = true;
     for (i, (oid, note)) in notes.iter().enumerate() {
         let oid = *oid;
@@ -287,10 +300,21 @@ fn check_ledger(
             .get(i + 1)
             .and_then(|(_, older)| Checkpoint::parse_unverified(older).ok())
             .map_or(0, |c| c.size);
+        let chained = first_rotation.is_some_and(|r| first_new > r);
         let key = in_force(first_new);
         let chain_keys: Vec<VerifyingKey> = key.into_iter().collect();
         let trusted = if chained { &chain_keys[..] } else { keys };
-        match Checkpoint::verify(note, ledger::KEY_NAME, trusted) {
+        let mut verified = Checkpoint::verify(note, ledger::KEY_NAME, trusted);
+        if verified.is_err() {
+            if let Some((seq, new)) = recovery_for(first_new) {
+                if let Ok(cp) = Checkpoint::verify(note, ledger::KEY_NAME, &[new]) {
+                    let start = recovered_from.entry(seq).or_insert(first_new);
+                    *start = (*start).min(first_new);
+                    verified = Ok(cp);
+                }
+            }
+        }
+        match verified {
             Err(e) => report.findings.push(finding(
                 Code::LedgerSignature,
                 None,
@@ -351,6 +375,22 @@ fn check_ledger(
         }
         latest = false;
     }
+    for (seq, commit, line, recovered) in &index.rotations {
+        let fp = crate::workflow::key_fingerprint(line);
+        let merge = commit.get(..12).unwrap_or(commit);
+        report.gate_keys.push(if *recovered {
+            match recovered_from.get(seq) {
+                Some(from) if from < seq => format!(
+                    "entry {seq}: gate key RECOVERED (the old key was lost) to {fp} by merge {merge}, approved by the constitution quorum; entries {from}..{seq} were signed by the new key before the recovery merged"
+                ),
+                _ => format!(
+                    "entry {seq}: gate key RECOVERED (the old key was lost) to {fp} by merge {merge}, approved by the constitution quorum"
+                ),
+            }
+        } else {
+            format!("entry {seq}: gate key rotated to {fp} by merge {merge}")
+        });
+    }
     Ok(Some(index))
 }
 
@@ -372,8 +412,16 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     }
     let completed = matches!(entry.event, Event::Merged { .. });
     let seq = entry.seq;
-    if let Event::GateKeyRotated { commit, key, .. } = &entry.event {
-        index.rotations.push((seq, commit.clone(), key.clone()));
+    if let Event::GateKeyRotated {
+        commit,
+        key,
+        recovered,
+        ..
+    } = &entry.event
+    {
+        index
+            .rotations
+            .push((seq, commit.clone(), key.clone(), *recovered));
     }
     match entry.event {
         Event::Adopted { commit, .. } if index.adopted.is_none() => index.adopted = Some(commit),
@@ -648,8 +696,7 @@ pub fn verify(
     };
     report.adoption = Some(adoption.to_string());
     let keys = gate_keys(repo, &line)?;
-    let adoption_key = gate_keys(repo, &line[..1])?.first().copied();
-    let ledger = check_ledger(repo, repository, &keys, adoption_key, &mut report)?;
+    let ledger = check_ledger(repo, repository, &keys, &mut report)?;
     if ledger.is_none() && line.len() > 1 {
         report.findings.push(finding(
             Code::LedgerMissing,
@@ -675,7 +722,7 @@ pub fn verify(
     }
     // A rotation stands only for a recorded merge whose tree publishes that key: anything else
     // is the gate key's holder naming a successor nobody approved.
-    for (seq, commit, key) in &index.rotations {
+    for (seq, commit, key, _) in &index.rotations {
         let published = crate::workflow::published_gate_key(repo, commit)
             .ok()
             .flatten();

@@ -82,6 +82,11 @@ pub enum Event {
         /// The merge commit that published the new key.
         commit: String,
         key: String,
+        /// The old key was lost: this rotation, and the appends since the new key first
+        /// signed, are signed by the new key, on the constitution quorum's approval of the
+        /// merge (`atelier gate-key recover`); `audit verify` shows it as such.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recovered: bool,
     },
     /// The compare-and-swap failed: the started merge never landed.
     MergeAborted {
@@ -475,6 +480,7 @@ pub struct Rotation {
     pub commit: String,
     /// The new key, an OpenSSH public key line.
     pub key: String,
+    pub recovered: bool,
 }
 
 /// Every gate key rotation the current ledger records, oldest first.
@@ -491,11 +497,13 @@ pub fn rotations(repo: &Repository) -> Result<Vec<Rotation>, LedgerError> {
                 proposal,
                 commit,
                 key,
+                recovered,
             } => Some(Rotation {
                 seq: e.seq,
                 proposal,
                 commit,
                 key,
+                recovered,
             }),
             _ => None,
         })

@@ -109,8 +109,14 @@ fn summary(e: &Event) -> String {
             proposal,
             commit,
             key,
+            recovered,
         } => format!(
-            "gate key rotated by proposal {proposal} (merge {}): later checkpoints are signed by {}",
+            "gate key {} by proposal {proposal} (merge {}): later checkpoints are signed by {}",
+            if *recovered {
+                "RECOVERED (the old key was lost)"
+            } else {
+                "rotated"
+            },
             commit.get(..12).unwrap_or(commit),
             crate::workflow::key_fingerprint(key)
         ),
@@ -270,6 +276,12 @@ fn verify(ws: &Workspace, a: VerifyArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default(),
                 r.checkpoints_verified
             );
+        if !r.gate_keys.is_empty() {
+            t.push_str("\ngate key history:\n");
+            for line in &r.gate_keys {
+                t.push_str(&format!("  {line}\n"));
+            }
+        }
         if r.findings.is_empty() {
             t.push_str(
                 "\nresult: OK — every change went through the gate and the ledger is intact\n",

@@ -56,3 +56,37 @@ pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     ))?;
     Ok(ExitCode::SUCCESS)
 }
+
+#[derive(clap::Subcommand, Debug)]
+pub enum GateKeyCommand {
+    /// The gate key is lost: make a new one where it was kept and propose publishing it in
+    /// policies/gate_key.pub (a constitution change). Its merge records the recovery.
+    Recover(RecoverArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RecoverArgs {
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn gate_key(dir: &Path, cmd: GateKeyCommand) -> anyhow::Result<ExitCode> {
+    let GateKeyCommand::Recover(a) = cmd;
+    let ws = crate::workflow::Workspace::open(dir)?;
+    let now = crate::clock::now()?.0;
+    let r = crate::workflow::gatekey::recover_and_propose(&ws, now)?;
+    if a.json {
+        super::json(&r)?;
+    } else {
+        out(&format!(
+            "new gate key: {}\n  private key: {} (back it up)\nproposal {} publishes it in policies/gate_key.pub (branch {}).\n\nNext: the constitution quorum approves it (`atelier approve {} --key KEY`), then `atelier merge {}`.\nUntil it merges, the ledger's new entries are signed by the new key; the merge records\nthe recovery, and `atelier audit verify` shows it as one.\n",
+            r.fingerprint,
+            r.key.display(),
+            r.proposal,
+            r.branch,
+            r.proposal,
+            r.proposal
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

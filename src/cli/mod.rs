@@ -68,6 +68,10 @@ enum Command {
     /// Read and verify the proposal history.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// The gate's key: `recover` replaces a lost one (with a proposal the constitution quorum
+    /// must approve).
+    #[command(subcommand, name = "gate-key")]
+    GateKey(init::GateKeyCommand),
     /// Plans of tasks for the swarm: `plan check` validates them and shows their schedule.
     #[command(subcommand)]
     Plan(plan::PlanCommand),
@@ -165,6 +169,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Submit(a) => github::submit(&dir, a),
         Command::Serve(a) => github::serve(&dir, a),
         Command::Audit(a) => audit::audit(&dir, a),
+        Command::GateKey(a) => init::gate_key(&dir, a),
         Command::Plan(a) => plan::plan(&dir, a),
         Command::Run(a) => run::run(&dir, a),
         Command::Status(a) => run::status(&dir, a),

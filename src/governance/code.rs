@@ -99,7 +99,7 @@ codes! {
     LedgerUnverified = "E_LEDGER_UNVERIFIED",
     PullRetargeted = "E_PULL_RETARGETED",
     PullClosed = "E_PULL_CLOSED",
-    GateKeyRotated = "E_GATE_KEY_ROTATED",
+    GateKeyNotInForce = "E_GATE_KEY_NOT_IN_FORCE",
 
     // Findings of `audit verify` (`audit::history`).
     NotAdopted = "E_NOT_ADOPTED",

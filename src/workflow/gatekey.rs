@@ -127,6 +127,167 @@ pub fn write_key(to: &Path, bytes: &[u8], root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The file that marks a recovery in progress beside the key at `key_path`: it holds the public
+/// key line of the key `recover` made.
+pub fn recovery_marker(key_path: &Path) -> PathBuf {
+    let mut name = key_path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".recovering");
+    key_path.with_file_name(name)
+}
+
+/// The public key a recovery in progress installs, if one is.
+pub fn recovering(key_path: &Path) -> Option<ed25519_dalek::VerifyingKey> {
+    std::fs::read_to_string(recovery_marker(key_path))
+        .ok()
+        .and_then(|t| super::parse_public_key(&t))
+}
+
+/// A new gate key made to replace a lost one.
+#[derive(Debug, Clone)]
+pub struct Recovered {
+    pub path: PathBuf,
+    /// Its OpenSSH public key line.
+    pub public: String,
+}
+
+/// A recovery whose key was made but whose proposal was not (it goes on with that key); an
+/// error when a key is there otherwise (a key you hold is rotated, never recovered).
+fn interrupted(root: &Path, config: &Config) -> Result<Option<Recovered>> {
+    let path = location(root, config)?;
+    if let (Some(marked), Ok(key)) = (recovering(&path), super::read_signing_key(&path)) {
+        if key.verifying_key() == marked {
+            let public = std::fs::read_to_string(recovery_marker(&path))
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            return Ok(Some(Recovered { path, public }));
+        }
+    }
+    if let Some(found) = [path.clone(), legacy(root, config)]
+        .into_iter()
+        .find(|p| p.exists())
+    {
+        return Err(Error::input(format!(
+            "a gate key is at {}: recovery is for a lost key; to replace a key you hold, rotate it (GOVERNANCE.md, \"Rotate the gate key\")",
+            found.display()
+        )));
+    }
+    Ok(None)
+}
+
+/// Makes a new gate key where the lost one was kept, and marks the recovery in progress (so the
+/// gate may sign with a key the ledger has not rotated to yet). Refuses while a key is there:
+/// a key you still hold is rotated, never recovered.
+pub fn recover(root: &Path, config: &Config) -> Result<Recovered> {
+    if let Some(resumed) = interrupted(root, config)? {
+        return Ok(resumed);
+    }
+    let path = location(root, config)?;
+    use ssh_key::private::{Ed25519Keypair, KeypairData};
+    let key = ed25519_dalek::SigningKey::generate(&mut rand_core::OsRng);
+    let pair = Ed25519Keypair::from_seed(&key.to_bytes());
+    let private = ssh_key::PrivateKey::new(KeypairData::Ed25519(pair), "atelier-gate")?;
+    let text = private.to_openssh(ssh_key::LineEnding::LF)?;
+    let public = private.public_key().to_openssh()?;
+    write_key(&path, text.as_bytes(), root)?;
+    crate::fsutil::atomic_write(&recovery_marker(&path), format!("{public}\n").as_bytes())?;
+    Ok(Recovered { path, public })
+}
+
+/// What `recover_and_propose` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Recovery {
+    pub key: PathBuf,
+    pub fingerprint: String,
+    pub proposal: String,
+    pub branch: String,
+}
+
+/// `atelier gate-key recover`: a new gate key where the lost one was kept, and the proposal that
+/// publishes it in `policies/gate_key.pub` (a constitution change: it takes the constitution
+/// quorum). Until it merges, the gate signs with the new key; its merge records the recovery.
+pub fn recover_and_propose(
+    ws: &super::Workspace,
+    now: crate::governance::time::Timestamp,
+) -> Result<Recovery> {
+    if let Some(resumed) = interrupted(&ws.root, &ws.config)? {
+        let signs = super::parse_public_key(&resumed.public).is_some_and(|k| {
+            crate::audit::ledger::read(&ws.repo)
+                .ok()
+                .flatten()
+                .is_some_and(|s| {
+                    crate::audit::checkpoint::Checkpoint::verify(
+                        &s.checkpoint,
+                        crate::audit::ledger::KEY_NAME,
+                        &[k],
+                    )
+                    .is_ok()
+                })
+        });
+        if signs {
+            return Err(Error::input(format!(
+                "a recovery is in progress: the new gate key {} at {} already signs the ledger; have its proposal (`atelier proposals`) approved by the constitution quorum and merged",
+                super::key_fingerprint(&resumed.public),
+                resumed.path.display()
+            )));
+        }
+    }
+    // A recovery starts from a ledger this machine has verified: a clean audit also pins the
+    // lost key's last checkpoint in this machine's memory, which the first append under the new
+    // key must extend.
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let audit =
+        crate::audit::history::verify(&ws.repo, &ws.config.forge.repository, ws.branch(), jobs)
+            .map_err(|e| Error::input(format!("auditing before the recovery: {e}")))?;
+    if let Some(first) = audit.findings.first() {
+        return Err(Error::input(format!(
+            "`atelier audit verify` reports {} finding(s) (first: {}: {}): a recovery starts from a ledger this machine verified; settle them first",
+            audit.findings.len(),
+            first.code,
+            first.detail
+        )));
+    }
+    let r = recover(&ws.root, &ws.config)?;
+    let fingerprint = super::key_fingerprint(&r.public);
+    let repo = &ws.repo;
+    let tip = crate::git::branch_tip(repo, ws.branch())?;
+    let base = repo.find_commit(tip)?.tree()?;
+    let patch = crate::git::patch_for(
+        repo,
+        &base,
+        &[(
+            crate::governance::policy::GATE_KEY_PATH,
+            &format!("{}\n", r.public),
+        )],
+    )?;
+    let file = tempfile::NamedTempFile::new()?;
+    std::fs::write(file.path(), &patch)?;
+    let proposed = super::propose(
+        ws,
+        super::ProposeOptions {
+            patch: file.path().to_path_buf(),
+            title: "Recover the gate key (the old one was lost)".into(),
+            rationale: Some(format!(
+                "The gate's key was lost, so the ledger cannot be extended under it. This publishes a new gate key, {fingerprint}, made by `atelier gate-key recover` (kept at {} on the gate machine). Until this merges, the gate signs with the new key; its merge records the recovery in the ledger, and `audit verify` shows it as one. It needs the constitution quorum.",
+                r.path.display()
+            )),
+            proposer: None,
+            origin: None,
+            declared: None,
+        },
+        now,
+    )?;
+    Ok(Recovery {
+        key: r.path,
+        fingerprint,
+        proposal: proposed.id,
+        branch: proposed.branch,
+    })
+}
+
 /// Creates `dir` (and its parents) with mode 0700 for the last part.
 pub fn create_private_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};

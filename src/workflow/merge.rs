@@ -400,14 +400,29 @@ fn conclude(
         return Err(alarm(ws, &intent.proposal, n, code, detail, now));
     }
     // A merge that publishes a new gate key records the rotation with it, under the old key.
+    let key_path = ws.gate_key_path()?;
+    let recovering = super::gatekey::recovering(&key_path);
     let mut events = vec![Event::Merged(record(intent, landed.clone()))];
-    events.extend(super::rotation(
+    let rotation = super::rotation(
         &ws.repo,
         &intent.proposal,
         &intent.base,
         &landed,
-    )?);
+        recovering,
+    )?;
+    let recovered = matches!(
+        rotation,
+        Some(Event::GateKeyRotated {
+            recovered: true,
+            ..
+        })
+    );
+    events.extend(rotation);
     ws.record(events, now)?;
+    if recovered {
+        // The ledger now says which key is in force; the recovery is over.
+        let _ = std::fs::remove_file(super::gatekey::recovery_marker(&key_path));
+    }
     ws.forge.publish_ledger(ws)?;
     // This clone's record of the proposal, where it has one, says so too.
     if let Ok(id) = super::parse_id(&intent.proposal) {

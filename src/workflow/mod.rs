@@ -217,7 +217,7 @@ impl Workspace {
         };
         read_signing_key(&read).with_context(|| {
             format!(
-                "the gate key {} is needed to sign ledger checkpoints: on the gate's machine, run `atelier init` (it keeps the key outside the repository, in a directory named after the clone's path; if you moved the clone, move the directory whose `repository` file names the old path)",
+                "the gate key {} is needed to sign ledger checkpoints: on the gate's machine, run `atelier init` (it keeps the key outside the repository, in a directory named after the clone's path; if you moved the clone, move the directory whose `repository` file names the old path; if the key is lost, `atelier gate-key recover`)",
                 path.display()
             )
         })
@@ -256,23 +256,45 @@ impl Workspace {
             });
         }
         all.extend(events);
-        // After a recorded rotation, only the new key may sign (the old one signed the rotation
-        // itself, in the append that merged it).
-        if let Some(rotated) = ledger::latest_rotation(&self.repo)? {
-            let own = key.verifying_key();
-            if parse_public_key(&rotated.key) != Some(own) {
-                return Err(refuse(
-                    Code::GateKeyRotated,
-                    format!(
-                        "the ledger rotated the gate key at entry {} (proposal {}, merge {}): expected checkpoints signed by {}, but this machine's gate key is {}: install the new private key at {} (GOVERNANCE.md, \"Rotate the gate key\")",
-                        rotated.seq,
-                        rotated.proposal,
-                        rotated.commit,
-                        key_fingerprint(&rotated.key),
-                        vk_fingerprint(&own),
-                        self.gate_key_path()?.display()
-                    ),
-                ));
+        // Only the key in force signs: after a recorded rotation, the new key (the old one
+        // signed the rotation itself, in the append that merged it); before any, a key the
+        // branch published (as older versions rotated). A recovery in progress (`atelier
+        // gate-key recover`) signs with the key it made until its merge records it.
+        let own = key.verifying_key();
+        let recovering = gatekey::recovering(&self.gate_key_path()?) == Some(own);
+        if !recovering {
+            match ledger::latest_rotation(&self.repo)? {
+                Some(rotated) if parse_public_key(&rotated.key) != Some(own) => {
+                    return Err(refuse(
+                        Code::GateKeyNotInForce,
+                        format!(
+                            "the ledger rotated the gate key at entry {} (proposal {}, merge {}): expected checkpoints signed by {}, but this machine's gate key is {}: install the new private key at {} (GOVERNANCE.md, \"Rotate the gate key\")",
+                            rotated.seq,
+                            rotated.proposal,
+                            rotated.commit,
+                            key_fingerprint(&rotated.key),
+                            vk_fingerprint(&own),
+                            self.gate_key_path()?.display()
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    let published = branch_gate_keys(&self.repo, self.branch(), None)?;
+                    if !published.is_empty() && !published.contains(&own) {
+                        return Err(refuse(
+                            Code::GateKeyNotInForce,
+                            format!(
+                                "this machine's gate key {} at {} is not one branch `{}` has published in {} (expected: {}): restore the gate key; if it is lost, `atelier gate-key recover` (GOVERNANCE.md, \"A lost gate key\")",
+                                vk_fingerprint(&own),
+                                self.gate_key_path()?.display(),
+                                self.branch(),
+                                crate::governance::policy::GATE_KEY_PATH,
+                                vk_fingerprint(&published[0])
+                            ),
+                        ));
+                    }
+                }
             }
         }
         let floors = self.floors()?;
@@ -510,6 +532,7 @@ pub fn rotation(
     proposal: &str,
     base: &str,
     landed: &str,
+    recovering: Option<ed25519_dalek::VerifyingKey>,
 ) -> Result<Option<Event>> {
     let (old, new) = (
         published_gate_key(repo, base)?,
@@ -526,6 +549,7 @@ pub fn rotation(
         proposal: proposal.to_string(),
         commit: landed.to_string(),
         key: text,
+        recovered: recovering.is_some() && recovering == new,
     }))
 }
 
