@@ -405,43 +405,6 @@ pub fn add_worktree(
     Ok(())
 }
 
-/// Makes a worktree a worker left safe to inspect: every `.git` in it (a file, a directory or
-/// a link, at any depth; none is followed) is removed, and its own `.git` file written again,
-/// pointing at its administrative entry under `common`. So git run there by a person reads the
-/// repository's configuration, never one the worker wrote.
-pub fn defang_worktree(common: &Path, name: &str, path: &Path) -> Result<(), GitError> {
-    fn walk(dir: &Path) -> std::io::Result<()> {
-        for e in std::fs::read_dir(dir)? {
-            let e = e?;
-            let t = e.file_type()?;
-            if e.file_name() == ".git" {
-                if t.is_dir() {
-                    std::fs::remove_dir_all(e.path())?;
-                } else {
-                    std::fs::remove_file(e.path())?;
-                }
-            } else if t.is_dir() {
-                walk(&e.path())?;
-            }
-        }
-        Ok(())
-    }
-    let failed = |e: std::io::Error| {
-        git2::Error::from_str(&format!("making {} safe to inspect: {e}", path.display()))
-    };
-    if !path.is_dir() {
-        return Ok(());
-    }
-    walk(path).map_err(failed)?;
-    let admin = common.join("worktrees").join(name);
-    crate::fsutil::atomic_write(
-        &path.join(".git"),
-        format!("gitdir: {}\n", admin.display()).as_bytes(),
-    )
-    .map_err(|e| failed(std::io::Error::other(e.to_string())))?;
-    Ok(())
-}
-
 /// Removes a worktree's files and its administrative entry.
 pub fn remove_worktree(repo: &Repository, name: &str, path: &Path) -> Result<(), GitError> {
     // Only the paths the caller computed are removed, never one read from the administrative

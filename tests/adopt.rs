@@ -117,7 +117,11 @@ fn the_move_says_where_and_refuses_to_replace_a_different_key() {
     // A different key left behind is never moved over the real one, nor used.
     std::fs::write(env.repo.join(".atelier/gate_key"), "not the key\n").expect("write");
     let run = env.atelier(&["proposals"]).ok();
-    assert!(run.stderr.contains("two gate keys"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("is not this repository's gate key"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(std::fs::read_to_string(&key).expect("kept"), text);
 }
 

@@ -302,7 +302,7 @@ fn a_listed_home_with_a_trailing_slash_is_refused_too() {
     );
 }
 
-/// (Review finding 6) A failed attempt's worktree is kept "for inspection". The worker controls its `.git`:
+/// (Review finding 6) A failed attempt's worktree was kept "for inspection". The worker controls its `.git`:
 /// it replaces the pointer with a repository of its own whose `core.fsmonitor` runs a command,
 /// and the operator's first `git status` there (or a shell prompt showing the branch) runs it,
 /// uncontained.
@@ -323,20 +323,22 @@ fn inspecting_a_failed_attempt_does_not_run_the_workers_code() {
         ),
     );
     let _ = s.run(&["run", &p]);
+    // Nothing is kept as a directory a person might run git in: the attempt's files are a
+    // commit on its attempt branch, which `git show` reads without running anything.
     let kept: Vec<PathBuf> = std::fs::read_dir(repo(&s).join(".atelier/runs/r1/wt"))
-        .expect("the failed attempt's worktree is kept")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert_eq!(kept.len(), 1, "{kept:?}");
-    // What the operator does to inspect it.
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(kept.is_empty(), "a worktree was kept: {kept:?}");
+    assert_eq!(
+        s.env.git(&["show", "atelier/attempts/r1/p-T/1:src/t.rs"]),
+        "x\n"
+    );
     let _ = s
         .env
         .command("git")
         .arg("status")
-        .current_dir(&kept[0])
-        .output()
-        .expect("git");
+        .current_dir(repo(&s))
+        .output();
     assert!(!stolen.exists(), "the operator's git ran the worker's hook");
 }
 

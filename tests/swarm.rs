@@ -406,6 +406,7 @@ fn workers_never_see_forge_tokens_or_keys() {
                 "TMPDIR",
                 "TMP",
                 "TEMP",
+                "GIT_CONFIG_GLOBAL",
                 "FAKE_AGENT_DIR"
             ]
             .contains(n)
@@ -562,18 +563,28 @@ fn a_successful_run_becomes_a_proposal_and_clean_removes_what_failures_kept() {
     s.env.approve("1", "alice").ok();
     s.env.atelier(&["merge", "1"]).ok();
     assert!(s.env.read("src/a.rs").contains("pub fn a"));
-    // A failed run keeps its worktree until `clean`.
-    s.scenario("q:B", "exit 3");
+    // A failed run keeps its attempt as a commit on the attempt branch (never as a directory a
+    // person might run git in) until `clean`.
+    s.scenario("q:B", "echo half > src/b.rs; exit 3");
     let q = s.plan(
         "q.toml",
         &plan("q", &[task("B", &["src/b.rs"], &[], "test -f src/b.rs")]),
     );
     let v = s.run(&["run", &q, "--propose", "--json"]).code(1).json();
     assert_eq!(v["proposal"], serde_json::Value::Null);
-    assert_eq!(s.env.git(&["worktree", "list"]).lines().count(), 2);
-    let c = s.run(&["clean", "--json"]).ok().json();
-    assert_eq!(c["worktrees"].as_array().expect("list").len(), 1, "{c:#}");
     assert_eq!(s.env.git(&["worktree", "list"]).lines().count(), 1);
+    assert_eq!(
+        s.env.git(&["show", "atelier/attempts/r2/q-B/1:src/b.rs"]),
+        "half\n"
+    );
+    let c = s.run(&["clean", "--json"]).ok().json();
+    assert!(
+        c["branches"]
+            .as_array()
+            .expect("list")
+            .contains(&serde_json::json!("atelier/attempts/r2/q-B/1")),
+        "{c:#}"
+    );
 }
 
 /// A one-task plan whose task claims `src/t.rs`, with a check that it exists.

@@ -11,6 +11,7 @@ mod audit;
 mod constitution;
 mod containment;
 mod containment_review;
+mod containment_review2;
 mod gate_table;
 mod github;
 mod github_emulator;

@@ -357,70 +357,210 @@ const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 0xC000_00B7;
 
-/// A seccomp filter for what Landlock leaves open (kernel ABI 7): creating Unix sockets (so a
-/// named socket such as an SSH agent's or Docker's cannot be reached, whatever its path), the
-/// kernel keyrings (per user, not per sandbox), io_uring (which creates sockets past the
-/// filter), and, with `network = "none"`, any IPv4 or IPv6 socket (so no UDP either). Denied
-/// calls fail with EACCES; `socketpair` and pipes stay. Empty on architectures it is not
-/// written for.
+/// A seccomp filter for what Landlock leaves open (kernel ABI 7), as an allow-list where it
+/// matters:
+/// - sockets: netlink always (name resolution asks it), IPv4 and IPv6 unless `network = "none"`
+///   and then, with a port list, only TCP and UDP (an MPTCP or SCTP socket would pass Landlock's
+///   TCP-only port rules); every other family (Unix, vsock, packet…) is refused, so a named
+///   socket such as an SSH agent's, Docker's or journald's cannot be reached whatever its path;
+/// - `socketpair` only as a stream (a datagram pair could `sendto` a named socket);
+/// - no new namespaces (`unshare`, `setns`, `clone` with a namespace flag; `clone3`, whose flags
+///   a filter cannot read, answers ENOSYS so callers fall back to `clone`);
+/// - no kernel keyrings (per user, not per sandbox) and no io_uring (which makes sockets past
+///   the filter).
+///
+/// Refused calls fail with EACCES. Empty on architectures it is not written for.
 pub fn seccomp(network: &Network) -> Vec<libc::sock_filter> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
-        const LD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
-        const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-        const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
-        const RET: u16 = 0x06; // BPF_RET | BPF_K
-        let denied: &[libc::c_long] = &[
+        Bpf::program(network)
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = network;
+        Vec::new()
+    }
+}
+
+/// A jump target in `Bpf`: the next instruction, or a label.
+#[derive(Clone, Copy)]
+enum To {
+    Next,
+    L(&'static str),
+}
+
+/// A small classic-BPF assembler: instructions with labelled jump targets, resolved at the end.
+struct Bpf {
+    ins: Vec<(u16, u32, To, To)>,
+    labels: Vec<(&'static str, usize)>,
+}
+
+impl Bpf {
+    const LD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const AND: u16 = 0x54; // BPF_ALU | BPF_AND | BPF_K
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const JSET: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    /// Offsets in `struct seccomp_data`: the call, the architecture, the low halves of args.
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    const fn arg(n: u32) -> u32 {
+        16 + 8 * n
+    }
+
+    fn op(&mut self, code: u16, k: u32) -> &mut Self {
+        self.ins.push((code, k, To::Next, To::Next));
+        self
+    }
+    fn jump(&mut self, code: u16, k: u32, yes: To, no: To) -> &mut Self {
+        self.ins.push((code, k, yes, no));
+        self
+    }
+    fn label(&mut self, name: &'static str) -> &mut Self {
+        self.labels.push((name, self.ins.len()));
+        self
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn program(network: &Network) -> Vec<libc::sock_filter> {
+        let deny = libc::SECCOMP_RET_ERRNO | libc::EACCES as u32;
+        let nosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+        let namespaces = (libc::CLONE_NEWNS
+            | libc::CLONE_NEWUTS
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUSER
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWNET
+            | libc::CLONE_NEWCGROUP) as u32;
+        let mut b = Bpf {
+            ins: Vec::new(),
+            labels: Vec::new(),
+        };
+        b.op(Self::LD, Self::ARCH)
+            .jump(Self::JEQ, AUDIT_ARCH, To::L("arch ok"), To::Next)
+            .op(Self::RET, libc::SECCOMP_RET_KILL_PROCESS)
+            .label("arch ok")
+            .op(Self::LD, Self::NR);
+        if cfg!(target_arch = "x86_64") {
+            // x32 calls (the same numbers with bit 30 set) would pass the checks below unread.
+            b.jump(Self::JGE, 0x4000_0000, To::L("deny"), To::Next);
+        }
+        for nr in [
             libc::SYS_keyctl,
             libc::SYS_add_key,
             libc::SYS_request_key,
             libc::SYS_io_uring_setup,
             libc::SYS_io_uring_enter,
             libc::SYS_io_uring_register,
-        ];
-        let mut families = vec![libc::AF_UNIX as u32];
-        if *network == Network::None {
-            families.extend([libc::AF_INET as u32, libc::AF_INET6 as u32]);
+            libc::SYS_unshare,
+            libc::SYS_setns,
+        ] {
+            b.jump(Self::JEQ, nr as u32, To::L("deny"), To::Next);
         }
-        let x32 = usize::from(cfg!(target_arch = "x86_64"));
-        let total = 4 + x32 + denied.len() + 2 + families.len() + 2;
-        let (allow, deny) = (total - 2, total - 1);
-        let mut p: Vec<libc::sock_filter> = Vec::with_capacity(total);
-        let ins = |code, k, jt, jf| libc::sock_filter { code, jt, jf, k };
-        let to = |from: usize, target: usize| (target - from - 1) as u8;
-        p.push(ins(LD, 4, 0, 0)); // seccomp_data.arch
-        p.push(ins(JEQ, AUDIT_ARCH, 1, 0));
-        p.push(ins(RET, libc::SECCOMP_RET_KILL_PROCESS, 0, 0));
-        p.push(ins(LD, 0, 0, 0)); // seccomp_data.nr
-        if x32 == 1 {
-            let i = p.len();
-            p.push(ins(JGE, 0x4000_0000, to(i, deny), 0));
+        b.jump(Self::JEQ, libc::SYS_clone3 as u32, To::L("nosys"), To::Next)
+            .jump(Self::JEQ, libc::SYS_clone as u32, To::L("clone"), To::Next)
+            .jump(
+                Self::JEQ,
+                libc::SYS_socketpair as u32,
+                To::L("pair"),
+                To::Next,
+            )
+            .jump(
+                Self::JEQ,
+                libc::SYS_socket as u32,
+                To::L("socket"),
+                To::Next,
+            )
+            .op(Self::RET, libc::SECCOMP_RET_ALLOW);
+        b.label("clone").op(Self::LD, Self::arg(0)).jump(
+            Self::JSET,
+            namespaces,
+            To::L("deny"),
+            To::L("allow"),
+        );
+        b.label("pair")
+            .op(Self::LD, Self::arg(1))
+            .op(Self::AND, 0xf)
+            .jump(
+                Self::JEQ,
+                libc::SOCK_STREAM as u32,
+                To::L("allow"),
+                To::L("deny"),
+            );
+        b.label("socket").op(Self::LD, Self::arg(0)).jump(
+            Self::JEQ,
+            libc::AF_NETLINK as u32,
+            To::L("allow"),
+            To::Next,
+        );
+        match network {
+            Network::None => {
+                b.op(Self::RET, deny);
+            }
+            Network::Any => {
+                b.jump(Self::JEQ, libc::AF_INET as u32, To::L("allow"), To::Next)
+                    .jump(
+                        Self::JEQ,
+                        libc::AF_INET6 as u32,
+                        To::L("allow"),
+                        To::L("deny"),
+                    );
+            }
+            Network::Ports(_) => {
+                b.jump(Self::JEQ, libc::AF_INET as u32, To::L("ip"), To::Next)
+                    .jump(Self::JEQ, libc::AF_INET6 as u32, To::L("ip"), To::L("deny"))
+                    .label("ip")
+                    .op(Self::LD, Self::arg(2))
+                    .jump(Self::JEQ, 0, To::L("allow"), To::Next)
+                    .jump(
+                        Self::JEQ,
+                        libc::IPPROTO_TCP as u32,
+                        To::L("allow"),
+                        To::Next,
+                    )
+                    .jump(
+                        Self::JEQ,
+                        libc::IPPROTO_UDP as u32,
+                        To::L("allow"),
+                        To::L("deny"),
+                    );
+            }
         }
-        for nr in denied {
-            let i = p.len();
-            p.push(ins(JEQ, *nr as u32, to(i, deny), 0));
-        }
-        let i = p.len();
-        p.push(ins(JEQ, libc::SYS_socket as u32, 0, to(i, allow)));
-        p.push(ins(LD, 16, 0, 0)); // the low half of seccomp_data.args[0]: the family
-        for f in families {
-            let i = p.len();
-            p.push(ins(JEQ, f, to(i, deny), 0));
-        }
-        p.push(ins(RET, libc::SECCOMP_RET_ALLOW, 0, 0));
-        p.push(ins(
-            RET,
-            libc::SECCOMP_RET_ERRNO | libc::EACCES as u32,
-            0,
-            0,
-        ));
-        debug_assert_eq!(p.len(), total);
-        p
+        b.label("allow")
+            .op(Self::RET, libc::SECCOMP_RET_ALLOW)
+            .label("deny")
+            .op(Self::RET, deny)
+            .label("nosys")
+            .op(Self::RET, nosys);
+        b.assemble()
     }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        let _ = network;
-        Vec::new()
+
+    fn assemble(&self) -> Vec<libc::sock_filter> {
+        let at = |to: To, from: usize| -> u8 {
+            match to {
+                To::Next => 0,
+                To::L(name) => {
+                    let target = self
+                        .labels
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, i)| *i)
+                        .expect("every label the program jumps to is defined");
+                    u8::try_from(target - from - 1).expect("the program's jumps are short")
+                }
+            }
+        };
+        self.ins
+            .iter()
+            .enumerate()
+            .map(|(i, (code, k, yes, no))| libc::sock_filter {
+                code: *code,
+                jt: at(*yes, i),
+                jf: at(*no, i),
+                k: *k,
+            })
+            .collect()
     }
 }
 

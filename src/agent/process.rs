@@ -355,10 +355,15 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
             let tmp = tempfile::Builder::new()
                 .prefix("atelier-contained-")
                 .tempdir()?;
-            env.retain(|(k, _)| !matches!(k.as_str(), "TMPDIR" | "TMP" | "TEMP"));
+            env.retain(|(k, _)| {
+                !matches!(k.as_str(), "TMPDIR" | "TMP" | "TEMP" | "GIT_CONFIG_GLOBAL")
+            });
             for k in ["TMPDIR", "TMP", "TEMP"] {
                 env.push((k.to_string(), tmp.path().display().to_string()));
             }
+            // The user's own git configuration is out of reach, and git treats an unreadable
+            // one as fatal: contained programs read none.
+            env.push(("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()));
             let path = env
                 .iter()
                 .find(|(k, _)| k == "PATH")

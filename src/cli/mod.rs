@@ -243,7 +243,7 @@ fn migrate_gate_key(dir: &std::path::Path) {
     let Ok(ws) = crate::workflow::Workspace::open(dir) else {
         return;
     };
-    match crate::workflow::gatekey::migrate(&ws.root, &ws.config) {
+    match crate::workflow::gatekey::migrate(&ws.repo, &ws.root, &ws.config) {
         Ok(Some(m)) => {
             note!(
                 "note: moved the gate key out of the repository, from {} to {}: contained workers cannot read it there. Back it up (README, \"The gate key\").",

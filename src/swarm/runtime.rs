@@ -133,6 +133,21 @@ fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Option<Sandboxe
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating the shared build cache {}", dir.display()))?;
         let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        let guarded = protected
+            .iter()
+            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+            .find(|p| p.starts_with(&real) || real.starts_with(p));
+        if let Some(p) = guarded {
+            return Err(contain::ContainError::Path {
+                field: "swarm.shared_target_dir".into(),
+                path: dir.display().to_string(),
+                reason: format!(
+                    "would let every worker reach {} (the gate key, the clone's private state or SSH keys): use a folder of its own, such as `~/.cache/atelier-target`",
+                    p.display()
+                ),
+            }
+            .into());
+        }
         if real.starts_with(&real_root) || real_root.starts_with(&real) {
             return Err(contain::ContainError::Path {
                 field: "swarm.shared_target_dir".into(),
@@ -911,6 +926,11 @@ impl<'a> Conductor<'a> {
             tokio::select! {
                 _ = &mut stop => {
                     process::kill_all();
+                    // What the stopped workers left is not kept where a person might run git
+                    // in it (`--resume` starts those attempts again from scratch anyway).
+                    for flight in self.flights.values() {
+                        let _ = git::remove_worktree(&self.ws.repo, &flight.name, &flight.path);
+                    }
                     let run_id = &self.run;
                     return Err(crate::workflow::Error::Input(format!("interrupted: every worker was stopped; `atelier run --resume {run_id}` continues the run")));
                 }
@@ -1146,10 +1166,7 @@ impl<'a> Conductor<'a> {
         match result {
             AttemptResult::Passed { tree } => self.on_passed(&task, attempt, flight, tree),
             AttemptResult::Failed { reason, digest } => {
-                // The worktree stays for inspection: whatever the worker made of its `.git`
-                // (its own repository with a hook or an fsmonitor command) must not run when
-                // the operator types `git status` there.
-                git::defang_worktree(self.ws.repo.commondir(), &flight.name, &flight.path)?;
+                self.keep_failed(&task, attempt, &flight, &reason);
                 self.on_failed(&task, attempt, reason, digest)
             }
         }
@@ -1212,8 +1229,8 @@ impl<'a> Conductor<'a> {
     }
 
     /// A failed attempt: its digest joins the task's do-not-retry list (through the fold), its
-    /// claims are released, and the task fails once the failure budget is spent. Failed
-    /// worktrees stay for inspection until `atelier clean`.
+    /// claims are released, and the task fails once the failure budget is spent. What the
+    /// attempt left is a commit on its attempt branch (`keep_failed`) until `atelier clean`.
     fn on_failed(
         &mut self,
         task: &str,
@@ -1239,6 +1256,41 @@ impl<'a> Conductor<'a> {
             })?;
         }
         Ok(())
+    }
+
+    /// A failed attempt's files are kept as a commit on its attempt branch, never as a directory:
+    /// a worker can make any directory of its worktree a git repository of its own (a `.git`,
+    /// an implicit bare repository) whose configuration runs a command, and a person looking
+    /// with `git status` there would run it, uncontained. `git show <attempt branch>` is safe.
+    /// Best effort: files git cannot take (a nested repository) are not kept.
+    fn keep_failed(&self, task: &str, attempt: u32, flight: &Flight, reason: &str) {
+        let repo = &self.ws.repo;
+        if let Ok((tree, _)) = git::snapshot(repo.commondir(), &flight.path, flight.at) {
+            let message = format!(
+                "Failed attempt {attempt} of {task}: {}\n\nAtelier-Run: {}\nAtelier-Task: {task}\nAtelier-Attempt: {attempt}\n",
+                reason.lines().next().unwrap_or_default(),
+                self.run
+            );
+            let kept = (|| -> std::result::Result<(), git2::Error> {
+                let base = repo.find_commit(flight.at)?;
+                let sig = git2::Signature::new(
+                    "atelier swarm",
+                    "swarm@atelier.invalid",
+                    &git2::Time::new((self.clock)(), 0),
+                )?;
+                let c =
+                    repo.commit(None, &sig, &sig, &message, &repo.find_tree(tree)?, &[&base])?;
+                repo.reference(
+                    &format!("refs/heads/{}", self.attempt_branch(task, attempt)),
+                    c,
+                    true,
+                    "atelier: attempt failed",
+                )?;
+                Ok(())
+            })();
+            let _ = kept;
+        }
+        let _ = git::remove_worktree(repo, &flight.name, &flight.path);
     }
 
     /// Merges a passed attempt into the run's branch (once), or fails the task on a conflict.

@@ -59,6 +59,70 @@ pub fn legacy(root: &Path, config: &Config) -> PathBuf {
     }
 }
 
+/// The bytes of the key older versions left at `legacy`, when it is this repository's gate
+/// key: a regular file (a link there is never followed), not tracked by git (a branch could
+/// carry one), whose public key is the one the protected branch publishes (or, before
+/// adoption, the working tree's `policies/gate_key.pub`). `None` when there is no file there;
+/// an error naming what is wrong when there is one that is not.
+pub fn legacy_key(
+    repo: &git2::Repository,
+    root: &Path,
+    config: &Config,
+) -> Result<Option<Vec<u8>>> {
+    let from = legacy(root, config);
+    let Ok(meta) = std::fs::symlink_metadata(&from) else {
+        return Ok(None);
+    };
+    let refuse = |why: &str| {
+        Err(Error::input(format!(
+            "{} is not this repository's gate key ({why}): it was left alone and is not used; delete it once you know where it came from",
+            from.display()
+        )))
+    };
+    if !meta.file_type().is_file() {
+        return refuse("not a regular file");
+    }
+    let rel = from
+        .strip_prefix(root)
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .unwrap_or_default();
+    if repo
+        .index()
+        .ok()
+        .is_some_and(|i| i.get_path(Path::new(&rel), 0).is_some())
+    {
+        return refuse("git tracks it: a branch put it there");
+    }
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut bytes = Vec::new();
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&from)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| Error::input(format!("reading {}: {e}", from.display())))?;
+    let Ok(key) = super::read_signing_key_bytes(&bytes) else {
+        return refuse("not an OpenSSH ed25519 private key");
+    };
+    let published = match crate::git::branch_tip(repo, &config.forge.branch) {
+        Ok(tip) => super::published_gate_key(repo, &tip.to_string())?,
+        Err(_) => None,
+    }
+    .or_else(|| {
+        std::fs::read_to_string(root.join(crate::governance::policy::GATE_KEY_PATH))
+            .ok()
+            .and_then(|t| super::parse_public_key(&t))
+    });
+    if published != Some(key.verifying_key()) {
+        return refuse(&format!(
+            "its public key is not the one {} publishes",
+            crate::governance::policy::GATE_KEY_PATH
+        ));
+    }
+    Ok(Some(bytes))
+}
+
 /// A key moved out of the repository.
 #[derive(Debug, Clone)]
 pub struct Migrated {
@@ -69,9 +133,9 @@ pub struct Migrated {
 /// Moves a key found where older versions kept it to `location`, if there is one there. A
 /// different key already at the new place is an error (nothing is moved or removed); the same
 /// key there means only the old copy is removed.
-pub fn migrate(root: &Path, config: &Config) -> Result<Option<Migrated>> {
+pub fn migrate(repo: &git2::Repository, root: &Path, config: &Config) -> Result<Option<Migrated>> {
     let from = legacy(root, config);
-    let Ok(bytes) = std::fs::read(&from) else {
+    let Some(bytes) = legacy_key(repo, root, config)? else {
         return Ok(None);
     };
     let to = location(root, config)?;
@@ -298,6 +362,17 @@ pub fn create_private_dir(dir: &Path) -> Result<()> {
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            use std::os::unix::fs::MetadataExt;
+            let meta = std::fs::symlink_metadata(dir)
+                .map_err(|e| Error::input(format!("reading {}: {e}", dir.display())))?;
+            // SAFETY: geteuid(2) cannot fail.
+            let me = unsafe { libc::geteuid() };
+            if !meta.file_type().is_dir() || meta.uid() != me {
+                return Err(Error::input(format!(
+                    "{} is not a directory of yours (a link, or another user's): the gate key is never written there; remove it, or set `[gate] key`",
+                    dir.display()
+                )));
+            }
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
                 .map_err(|e| Error::input(format!("restricting {}: {e}", dir.display())))
         }

@@ -138,7 +138,8 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
 
     // The gate's key: private outside the repository (moved there from .atelier/ if an older
     // version left it there), public in policies/.
-    if let Some(m) = super::gatekey::migrate(&root, &config)? {
+    let repo = crate::git::open(&root)?;
+    if let Some(m) = super::gatekey::migrate(&repo, &root, &config)? {
         report.created.push(format!(
             "{} (the gate key, moved out of the repository from {}; back it up)",
             m.to.display(),

@@ -208,14 +208,16 @@ impl Workspace {
     /// The gate's signing key: from its place outside the repository, or, until `gatekey::migrate`
     /// has moved it (every command does, first), from where older versions kept it.
     pub fn gate_key(&self) -> Result<SigningKey> {
-        let path = self.gate_key_path()?;
-        let legacy = gatekey::legacy(&self.root, &self.config);
-        let read = if !path.exists() && legacy.exists() {
-            legacy.clone()
-        } else {
-            path.clone()
-        };
-        read_signing_key(&read).with_context(|| {
+        let path = self.gate_key_path();
+        // Not moved yet (the key's new home unknown, or not written): the old place, only if
+        // what is there is this repository's key.
+        if path.as_ref().map_or(true, |p| !p.exists()) {
+            if let Ok(Some(bytes)) = gatekey::legacy_key(&self.repo, &self.root, &self.config) {
+                return read_signing_key_bytes(&bytes);
+            }
+        }
+        let path = path?;
+        read_signing_key(&path).with_context(|| {
             format!(
                 "the gate key {} is needed to sign ledger checkpoints: on the gate's machine, run `atelier init` (it keeps the key outside the repository, in a directory named after the clone's path; if you moved the clone, move the directory whose `repository` file names the old path; if the key is lost, `atelier gate-key recover`)",
                 path.display()
@@ -668,35 +670,41 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey> {
     Ok(SigningKey::from_bytes(&pair.private.to_bytes()))
 }
 
-/// The first containment grant (by its atelier.toml field) that `working` changes from
-/// `committed`, if any.
+/// An unencrypted OpenSSH ed25519 private key from its bytes (never shown in errors).
+pub fn read_signing_key_bytes(bytes: &[u8]) -> Result<SigningKey> {
+    let key = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| ssh_key::PrivateKey::from_openssh(t).ok())
+        .filter(|k| !k.is_encrypted())
+        .ok_or_else(|| Error::input("not an unencrypted OpenSSH private key"))?;
+    let pair = key
+        .key_data()
+        .ed25519()
+        .ok_or_else(|| Error::input("not an ed25519 key"))?;
+    Ok(SigningKey::from_bytes(&pair.private.to_bytes()))
+}
+
+/// The first setting that decides what contained programs run or reach (by its atelier.toml
+/// field) that `working` changes from `committed`, if any: any field of a role (its command,
+/// environment, backend and preset defaults, endpoint, grants), the gauntlet (steps and
+/// grants), `[swarm] containment` and `shared_target_dir`, and `[gate] key` (which decides what
+/// no grant may reach).
 fn changed_grant(committed: &Config, working: &Config) -> Option<String> {
     if committed.swarm.shared_target_dir != working.swarm.shared_target_dir {
         return Some("swarm.shared_target_dir".into());
     }
-    let (c, w) = (&committed.gauntlet, &working.gauntlet);
-    if (&c.network, &c.readable, &c.writable) != (&w.network, &w.readable, &w.writable) {
+    if committed.gate.key != working.gate.key {
+        return Some("gate.key".into());
+    }
+    if committed.gauntlet != working.gauntlet {
         return Some("gauntlet".into());
     }
     let names: std::collections::BTreeSet<&String> =
         committed.roles.keys().chain(working.roles.keys()).collect();
-    for name in names {
-        let grant = |c: &Config| {
-            c.roles
-                .get(name)
-                .map(|r| (r.network.clone(), r.readable.clone(), r.writable.clone()))
-        };
-        let (c, w) = (grant(committed), grant(working));
-        // A role only the working tree has, with no grants, can reach nothing more.
-        let empty = |g: &Option<(Option<crate::config::Network>, Vec<String>, Vec<String>)>| {
-            g.as_ref()
-                .is_none_or(|(n, r, w)| n.is_none() && r.is_empty() && w.is_empty())
-        };
-        if c != w && !(empty(&c) && empty(&w)) {
-            return Some(format!("roles.{name}"));
-        }
-    }
-    None
+    names
+        .into_iter()
+        .find(|name| committed.roles.get(*name) != working.roles.get(*name))
+        .map(|name| format!("roles.{name}"))
 }
 
 /// The first commit on `branch`'s first-parent line that carries the governance policy.
