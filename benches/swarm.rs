@@ -8,7 +8,8 @@
 //! ATELIER_BENCH_WT_FILES (extra files in the worktree repository, 0),
 //! ATELIER_BENCH_PLAN_SIZES (1000,10000), ATELIER_BENCH_SHAPE (window|wide; both),
 //! ATELIER_BENCH_SIM_PARALLEL (8),
-//! ATELIER_BENCH_REPEAT (3; every figure is the best of the repetitions).
+//! ATELIER_BENCH_REPEAT (3; every figure is the best of the repetitions),
+//! ATELIER_BENCH_CONTAINMENT (landlock, the default; `none` runs the workers uncontained).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -75,7 +76,15 @@ impl Repo {
             .args(["-C", ".", "init"]))?;
         let config = std::fs::read_to_string(r.root.join("atelier.toml"))?;
         let role = "[roles.implementer]\nbackend = \"command\"\ncommand = [\"true\"]\n";
-        std::fs::write(r.root.join("atelier.toml"), format!("{config}\n{role}"))?;
+        // ATELIER_BENCH_CONTAINMENT=none measures the run uncontained (merged, as it must be).
+        let swarm = match std::env::var("ATELIER_BENCH_CONTAINMENT").as_deref() {
+            Ok("none") => "\n[swarm]\ncontainment = \"none\"\n",
+            _ => "",
+        };
+        std::fs::write(
+            r.root.join("atelier.toml"),
+            format!("{config}\n{role}{swarm}"),
+        )?;
         r.git(&["add", "-A"])?;
         r.git(&["commit", "-q", "-m", "Adopt atelier"])?;
         Ok(r)
