@@ -15,8 +15,13 @@ mkdir -p logs
 failed=()
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t" "seeds/$t"
-  if cargo +nightly fuzz run "$t" "corpus/$t" "seeds/$t" -- \
-      -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  extra=()
+  # libgit2's patch parser leaks 16 bytes on a repeated `rename from` header (upstream; the
+  # process exits right after a propose): leak reports would stop the run at the first one.
+  leaks=1
+  if [ "$t" = patch ]; then extra=(-detect_leaks=0); leaks=0; fi
+  if ASAN_OPTIONS="detect_leaks=$leaks" cargo +nightly fuzz run "$t" "corpus/$t" "seeds/$t" -- \
+      -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${extra[@]}" \
       >"logs/$t.log" 2>&1; then
     status=ok
   else

@@ -348,3 +348,33 @@ fn show_renders_the_change_for_approvers() {
     let v = env.atelier(&["show", &id, "--json"]).ok().json();
     assert_eq!(v["files"].as_array().expect("files").len(), 2);
 }
+
+/// Found by the `patch` fuzz target (fuzz/seeds/patch/libgit2-rename-leak.patch): a patch whose
+/// rename headers repeat and disagree is refused cleanly (libgit2 leaks a few bytes parsing it;
+/// the command exits right after), and nothing is created.
+#[test]
+fn a_patch_with_repeated_rename_headers_is_refused_cleanly() {
+    let env = Env::new();
+    let bytes = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/seeds/patch/libgit2-rename-leak.patch"),
+    )
+    .expect("the fuzz seed");
+    let patch = env.tmp.path().join("odd.patch");
+    std::fs::write(&patch, bytes).expect("write");
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Odd",
+        ])
+        .code(2);
+    assert!(run.stderr.contains("odd.patch"), "{}", run.stderr);
+    assert!(env
+        .atelier(&["proposals"])
+        .ok()
+        .stdout
+        .contains("no proposals"));
+}
