@@ -12,41 +12,52 @@ use crate::support::Env;
 use crate::swarm::{one, plan, task, Swarm};
 
 /// Whether this kernel enforces what these tests attack (Landlock ABI 4: files and TCP).
-fn landlock() -> bool {
+pub(crate) fn landlock() -> bool {
     atelier::agent::contain::abi() >= atelier::agent::contain::NET_ABI
 }
 
+/// Ends a test early, saying so, on a kernel without Landlock ABI 4.
 macro_rules! require_landlock {
     () => {
-        if !landlock() {
+        if !crate::containment::landlock() {
             eprintln!("skipped: this kernel has no Landlock ABI 4");
             return;
         }
     };
 }
+pub(crate) use require_landlock;
 
 /// The worker's script for an attack: `attempt` in a subshell, `ESCAPED` or `denied` written
 /// to the verdict file, then the task's own file.
-fn attack(attempt: &str) -> String {
+pub(crate) fn attack(attempt: &str) -> String {
     format!(
         "if ( {attempt} ) >/dev/null 2>&1; then echo ESCAPED; else echo denied; fi > \"$FAKE_AGENT_DIR/verdict\"; echo ok > src/t.rs"
     )
 }
 
-/// Runs one hostile worker to the end and returns what it saw; the run itself succeeds.
-fn run_attack(s: &Swarm, attempt: &str) -> String {
+/// Runs one hostile worker; the run and the verdict it wrote (empty if it never ran).
+pub(crate) fn verdict_of(s: &Swarm, attempt: &str) -> (crate::support::Run, String) {
     let p = one(s, &attack(attempt));
     let run = s.run(&["run", &p]);
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("contained: landlock"), "{}", run.stdout);
-    std::fs::read_to_string(s.fake.join("verdict")).expect("the worker ran")
+    let v = std::fs::read_to_string(s.fake.join("verdict")).unwrap_or_default();
+    (run, v)
 }
 
-fn denied(s: &Swarm, attempt: &str) {
+/// Runs one hostile worker to the end and returns what it saw; the run itself succeeds.
+fn run_attack(s: &Swarm, attempt: &str) -> String {
+    let (run, v) = verdict_of(s, attempt);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("contained: landlock"), "{}", run.stdout);
+    assert!(!v.is_empty(), "the worker ran");
+    v
+}
+
+/// Asserts that `attempt` was denied, in a run that went on contained.
+pub(crate) fn denied(s: &Swarm, attempt: &str) {
     assert_eq!(run_attack(s, attempt), "denied\n", "{attempt}");
 }
 
-fn repo(s: &Swarm) -> &Path {
+pub(crate) fn repo(s: &Swarm) -> &Path {
     &s.env.repo
 }
 

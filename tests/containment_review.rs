@@ -5,46 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::containment::{attack, denied, repo, require_landlock, verdict_of};
 use crate::swarm::{one, Swarm};
-
-fn landlock() -> bool {
-    atelier::agent::contain::abi() >= atelier::agent::contain::NET_ABI
-}
-
-macro_rules! require_landlock {
-    () => {
-        if !landlock() {
-            eprintln!("skipped: this kernel has no Landlock ABI 4");
-            return;
-        }
-    };
-}
-
-/// As in containment.rs: `attempt` in a subshell, its verdict in `$FAKE_AGENT_DIR/verdict`.
-fn attack(attempt: &str) -> String {
-    format!(
-        "if ( {attempt} ) >/dev/null 2>&1; then echo ESCAPED; else echo denied; fi > \"$FAKE_AGENT_DIR/verdict\"; echo ok > src/t.rs"
-    )
-}
-
-/// Runs one hostile worker; the verdict it wrote (empty if it never ran).
-fn verdict_of(s: &Swarm, attempt: &str) -> (crate::support::Run, String) {
-    let p = one(s, &attack(attempt));
-    let run = s.run(&["run", &p]);
-    let v = std::fs::read_to_string(s.fake.join("verdict")).unwrap_or_default();
-    (run, v)
-}
-
-fn denied(s: &Swarm, attempt: &str) {
-    let (run, v) = verdict_of(s, attempt);
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("contained: landlock"), "{}", run.stdout);
-    assert_eq!(v, "denied\n", "{attempt}");
-}
-
-fn repo(s: &Swarm) -> &Path {
-    &s.env.repo
-}
 
 /// (Review finding 1) Named Unix sockets are outside Landlock's reach (ABI <= 7): a contained worker finds the
 /// operator's ssh-agent in /proc/net/unix and uses its keys (the keys approvals are signed

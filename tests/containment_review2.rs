@@ -3,43 +3,12 @@
 //! promise (README, "What a worker can and cannot do"; ARCHITECTURE decisions 25 and 26) says
 //! should hold, and failed on the code as it was reviewed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::containment::{attack, repo, require_landlock, verdict_of};
 use crate::support::{bin, Env};
 use crate::swarm::{one, Swarm};
-
-fn landlock() -> bool {
-    atelier::agent::contain::abi() >= atelier::agent::contain::NET_ABI
-}
-
-macro_rules! require_landlock {
-    () => {
-        if !landlock() {
-            eprintln!("skipped: this kernel has no Landlock ABI 4");
-            return;
-        }
-    };
-}
-
-/// As in containment.rs: `attempt` in a subshell, its verdict in `$FAKE_AGENT_DIR/verdict`.
-fn attack(attempt: &str) -> String {
-    format!(
-        "if ( {attempt} ) >/dev/null 2>&1; then echo ESCAPED; else echo denied; fi > \"$FAKE_AGENT_DIR/verdict\"; echo ok > src/t.rs"
-    )
-}
-
-/// Runs one hostile worker; the run and the verdict it wrote (empty if it never ran).
-fn verdict_of(s: &Swarm, attempt: &str) -> (crate::support::Run, String) {
-    let p = one(s, &attack(attempt));
-    let run = s.run(&["run", &p]);
-    let v = std::fs::read_to_string(s.fake.join("verdict")).unwrap_or_default();
-    (run, v)
-}
-
-fn repo(s: &Swarm) -> &Path {
-    &s.env.repo
-}
 
 /// The worktrees a run kept (failed or abandoned attempts).
 fn kept(s: &Swarm, run: &str) -> Vec<PathBuf> {

@@ -1017,20 +1017,7 @@ fn the_gate_key_can_be_rotated() {
 fn after_a_rotation_the_old_key_signs_nothing_the_audit_accepts() {
     let env = Env::new();
     let old = atelier::workflow::read_signing_key(&env.gate_key()).expect("key");
-    let new = env.tmp.path().join("new-gate");
-    env.atelier(&[
-        "keygen",
-        new.to_str().expect("utf8"),
-        "--principal",
-        "atelier-gate",
-    ])
-    .ok();
-    let public = std::fs::read_to_string(new.with_extension("pub")).expect("pub");
-    let id = env.propose(&[("policies/gate_key.pub", &public)], "Rotate the gate key");
-    env.approve(&id, "alice").ok();
-    env.approve(&id, "bob").ok();
-    env.atelier(&["merge", &id]).ok();
-    std::fs::copy(&new, env.gate_key()).expect("install");
+    rotate(&env, "new-gate");
     env.propose_code();
     env.atelier(&["audit", "verify"]).ok();
     // The holder of the old key appends an entry and signs the checkpoint.
