@@ -378,3 +378,22 @@ fn a_patch_with_repeated_rename_headers_is_refused_cleanly() {
         .stdout
         .contains("no proposals"));
 }
+
+/// Found by the `policy_load` fuzz target: a duration ending in a multi-byte character panicked
+/// the parser; in atelier.toml (and in the policy) it is a clear error naming the field.
+#[test]
+fn a_duration_with_a_multibyte_character_is_a_clear_error() {
+    let env = Env::new();
+    let config = env.read("atelier.toml");
+    env.write(
+        "atelier.toml",
+        &format!("{config}\n[conductor]\nnudge_after = \"1\u{319}\"\n"),
+    );
+    let run = env.atelier(&["proposals"]).code(2);
+    assert!(
+        run.stderr.contains("conductor.nudge_after"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}

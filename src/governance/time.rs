@@ -125,6 +125,10 @@ pub fn parse_rfc3339(text: &str) -> Result<Timestamp, TimeError> {
 /// Parses `90s`, `30m`, `12h`, `7d` into seconds.
 pub fn parse_duration(text: &str) -> Result<i64, TimeError> {
     let err = || TimeError::Duration(text.to_string());
+    // Only ASCII is a duration; splitting other text at its last byte could cut a character.
+    if !text.is_ascii() {
+        return Err(err());
+    }
     let (digits, unit) = text.split_at(text.len().saturating_sub(1));
     if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
         return Err(err());
@@ -152,6 +156,16 @@ pub fn format_duration(secs: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Found by the `policy_load` fuzz target: a duration ending in a multi-byte character
+    /// (`1̙`, a combining mark) made the split panic; it is refused like any other bad duration.
+    #[test]
+    fn a_duration_ending_in_a_multibyte_character_is_refused() {
+        for text in ["1\u{319}", "7\u{e9}", "\u{1f600}", "1d\u{319}"] {
+            assert!(super::parse_duration(text).is_err(), "{text:?}");
+        }
+        assert_eq!(super::parse_duration("7d").expect("ok"), 604_800);
+    }
+
     use super::*;
 
     #[test]
