@@ -57,6 +57,18 @@ pub(crate) fn denied(s: &Swarm, attempt: &str) {
     assert_eq!(run_attack(s, attempt), "denied\n", "{attempt}");
 }
 
+/// A command a worker could plant for someone else to run (a git hook, an fsmonitor command):
+/// it copies the gate key to the returned path. The path must stay absent.
+pub(crate) fn stealing_hook(s: &Swarm) -> (std::path::PathBuf, String) {
+    let stolen = s.env.tmp.path().join("stolen");
+    let hook = format!(
+        "cp {} {}; false",
+        s.env.gate_key().display(),
+        stolen.display()
+    );
+    (stolen, hook)
+}
+
 pub(crate) fn repo(s: &Swarm) -> &Path {
     &s.env.repo
 }

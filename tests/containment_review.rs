@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::containment::{attack, denied, repo, require_landlock, verdict_of};
+use crate::containment::{attack, denied, repo, require_landlock, stealing_hook, verdict_of};
 use crate::swarm::{one, Swarm};
 
 /// (Review finding 1) Named Unix sockets are outside Landlock's reach (ABI <= 7): a contained worker finds the
@@ -272,12 +272,7 @@ fn a_listed_home_with_a_trailing_slash_is_refused_too() {
 fn inspecting_a_failed_attempt_does_not_run_the_workers_code() {
     require_landlock!();
     let s = Swarm::new("failure_budget = 1");
-    let stolen = s.env.tmp.path().join("stolen");
-    let hook = format!(
-        "cp {} {}; false",
-        s.env.gate_key().display(),
-        stolen.display()
-    );
+    let (stolen, hook) = stealing_hook(&s);
     let p = one(
         &s,
         &format!(

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::containment::{attack, repo, require_landlock, verdict_of};
+use crate::containment::{attack, repo, require_landlock, stealing_hook, verdict_of};
 use crate::support::{bin, Env};
 use crate::swarm::{one, Swarm};
 
@@ -40,12 +40,7 @@ fn swarm_with_port(port: u16) -> Swarm {
 fn inspecting_a_subdirectory_of_a_failed_attempt_does_not_run_the_workers_code() {
     require_landlock!();
     let s = Swarm::new("failure_budget = 1");
-    let stolen = s.env.tmp.path().join("stolen");
-    let hook = format!(
-        "cp {} {}; false",
-        s.env.gate_key().display(),
-        stolen.display()
-    );
+    let (stolen, hook) = stealing_hook(&s);
     let p = one(
         &s,
         &format!(
@@ -73,12 +68,7 @@ fn inspecting_a_subdirectory_of_a_failed_attempt_does_not_run_the_workers_code()
 fn a_deep_tree_does_not_stop_a_failed_attempt_being_defanged() {
     require_landlock!();
     let s = Swarm::new("failure_budget = 1");
-    let stolen = s.env.tmp.path().join("stolen");
-    let hook = format!(
-        "cp {} {}; false",
-        s.env.gate_key().display(),
-        stolen.display()
-    );
+    let (stolen, hook) = stealing_hook(&s);
     let n = "d".repeat(250);
     let p = one(
         &s,
@@ -245,12 +235,7 @@ fn an_uncommitted_role_backend_cannot_open_a_port() {
 fn inspecting_an_interrupted_attempt_does_not_run_the_workers_code() {
     require_landlock!();
     let s = Swarm::new("");
-    let stolen = s.env.tmp.path().join("stolen");
-    let hook = format!(
-        "cp {} {}; false",
-        s.env.gate_key().display(),
-        stolen.display()
-    );
+    let (stolen, hook) = stealing_hook(&s);
     let p = one(
         &s,
         &format!(

@@ -189,7 +189,8 @@ impl Workspace {
         }
         if let Some(field) = changed_grant(&committed, working) {
             return uncommitted(format!(
-                "the working tree's atelier.toml changes `{field}` from what branch `{}` has",
+                "the working tree's atelier.toml changes `{field}` from what branch `{}` has (expected: `{field}` as merged there; found: an uncommitted edit; `git diff {} -- atelier.toml` shows it)",
+                self.branch(),
                 self.branch()
             ));
         }
