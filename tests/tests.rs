@@ -28,5 +28,6 @@ mod review_gate;
 mod review_one_loop;
 mod review_third;
 mod signers_vs_sshkeygen;
+mod stats;
 mod tidy;
 mod tokens;

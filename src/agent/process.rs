@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// Process groups of the programs running now, so an interrupted conductor can end them all.
@@ -65,6 +66,49 @@ pub struct Silence {
     pub restart_after: Duration,
 }
 
+impl Silence {
+    /// The shortest quiet period worth recording: half the nudge threshold, at least a
+    /// second. Shorter pauses are a working program's rhythm, and recording each would flood
+    /// the log of a chatty one.
+    pub fn quiet_floor(&self) -> Duration {
+        (self.nudge_after / 2).max(Duration::from_secs(1))
+    }
+}
+
+/// What ended a quiet period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QuietEnd {
+    /// The program wrote again.
+    Output,
+    /// The conductor killed it after `restart_after` of silence.
+    Restart,
+    /// It exited while silent.
+    Exit,
+    /// It was killed at the attempt timeout while silent.
+    Timeout,
+}
+
+impl QuietEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuietEnd::Output => "output",
+            QuietEnd::Restart => "restart",
+            QuietEnd::Exit => "exit",
+            QuietEnd::Timeout => "timeout",
+        }
+    }
+}
+
+/// One quiet period of a watched program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quiet {
+    pub lasted: Duration,
+    pub ended: QuietEnd,
+    /// It reached the nudge threshold.
+    pub nudged: bool,
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Spawn {
@@ -96,8 +140,12 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Killed after `restart_after` of silence.
     pub silenced: bool,
-    /// Seconds of silence at each nudge.
-    pub nudges: Vec<u64>,
+    /// The silence measured at each nudge.
+    pub nudges: Vec<Duration>,
+    /// Every quiet period (no output on stdout or stderr) of at least [`quiet_floor`], in the
+    /// order they ended: how long it lasted and what ended it. Only for programs watched for
+    /// silence (workers); empty otherwise.
+    pub quiet: Vec<Quiet>,
     pub elapsed: Duration,
     /// Descendants still running outside the program's process group when it ended, killed
     /// then (see `sweep`).
@@ -115,6 +163,9 @@ struct Capture {
     stdout: Vec<u8>,
     total: u64,
     last: Instant,
+    /// Quiet periods at least this long that output ended are kept in `quiet`.
+    quiet_floor: Option<Duration>,
+    quiet: Vec<Duration>,
 }
 
 async fn pump(
@@ -130,7 +181,12 @@ async fn pump(
             Ok(n) => {
                 let mut c = cap.lock().expect("the capture lock is never poisoned");
                 c.total += n as u64;
-                c.last = Instant::now();
+                let now = Instant::now();
+                let gap = now.duration_since(c.last);
+                if c.quiet_floor.is_some_and(|floor| gap >= floor) {
+                    c.quiet.push(gap);
+                }
+                c.last = now;
                 let room = max.saturating_sub(c.kept.len());
                 let take = room.min(n);
                 c.kept.extend_from_slice(&buf[..take]);
@@ -345,7 +401,7 @@ pub fn scrubbed_env(pass: &[String], extra: &[(String, String)]) -> Vec<(String,
 
 /// Runs a program to completion or to a limit. `on_nudge` is called with the seconds of
 /// silence each time the nudge threshold passes.
-pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Result<Outcome> {
+pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::Result<Outcome> {
     let started = Instant::now();
     let mut env = spawn.env.clone();
     // The private temporary directory and the ruleset live until the program has ended.
@@ -430,6 +486,8 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
         stdout: Vec::new(),
         total: 0,
         last: Instant::now(),
+        quiet_floor: spawn.silence.map(|s| s.quiet_floor()),
+        quiet: Vec::new(),
     }));
     let out = tokio::spawn(pump(
         child.stdout.take().expect("stdout is piped"),
@@ -471,8 +529,8 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
             let silent = now.duration_since(last);
             if silent >= s.nudge_after && nudged_at.is_none_or(|t| t < last) {
                 nudged_at = Some(now);
-                outcome.nudges.push(silent.as_secs());
-                on_nudge(silent.as_secs());
+                outcome.nudges.push(silent);
+                on_nudge(silent);
             }
             if silent >= s.restart_after {
                 // Re-check just before acting: output may have arrived meanwhile.
@@ -484,6 +542,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
             }
         }
     };
+    let ended_at = Instant::now();
     if status.is_none() {
         kill_group(pid);
         let _ = child.wait().await;
@@ -503,6 +562,30 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(u64)) -> std::io::Resul
         seen.retain(|_, owner| *owner != p);
     }
     let c = cap.lock().expect("the capture lock is never poisoned");
+    if let Some(s) = spawn.silence {
+        let quiet = |lasted: Duration, ended| Quiet {
+            lasted,
+            ended,
+            nudged: lasted >= s.nudge_after,
+        };
+        outcome.quiet = c
+            .quiet
+            .iter()
+            .map(|g| quiet(*g, QuietEnd::Output))
+            .collect();
+        // The last quiet period ran until the program ended (or was ended).
+        let last = ended_at.saturating_duration_since(c.last);
+        let ended = if outcome.silenced {
+            QuietEnd::Restart
+        } else if outcome.timed_out {
+            QuietEnd::Timeout
+        } else {
+            QuietEnd::Exit
+        };
+        if last >= s.quiet_floor() || ended == QuietEnd::Restart {
+            outcome.quiet.push(quiet(last, ended));
+        }
+    }
     outcome.code = status.and_then(|s| s.code());
     outcome.output = String::from_utf8_lossy(&c.kept).into_owned();
     outcome.stdout = String::from_utf8_lossy(&c.stdout).into_owned();

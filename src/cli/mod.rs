@@ -81,6 +81,9 @@ enum Command {
     Status(run::StatusArgs),
     /// Show a run's status, refreshed every second until it finishes.
     Watch(run::WatchArgs),
+    /// What the runs measured, per role: the attempt-success curve, silences, step times, wasted
+    /// attempts, prompt sizes.
+    Stats(run::StatsArgs),
     /// Remove the worktrees and attempt branches that finished runs kept for inspection.
     Clean(run::CleanArgs),
     /// Run the whole governed loop in a temporary repository, offline, narrated.
@@ -175,6 +178,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(a) => run::status(&dir, a),
         Command::Watch(a) => run::watch(&dir, a),
         Command::Clean(a) => run::clean(&dir, a),
+        Command::Stats(a) => run::stats(&dir, a),
         Command::Demo(a) => demo::demo(a),
     }
 }

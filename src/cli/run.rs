@@ -1,4 +1,4 @@
-//! `atelier run`, `atelier status`, `atelier watch` and `atelier clean`.
+//! `atelier run`, `atelier status`, `atelier watch`, `atelier clean` and `atelier stats`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,6 +9,7 @@ use clap::Args;
 use super::{json, out};
 use crate::swarm::events::{self, RunState, TaskState};
 use crate::swarm::runtime::{self, RunOptions};
+use crate::swarm::stats;
 use crate::workflow::Workspace;
 
 #[derive(Args, Debug)]
@@ -256,4 +257,148 @@ pub fn clean(dir: &Path, args: CleanArgs) -> anyhow::Result<ExitCode> {
         out(&t)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// Only this run and the later ones (a run id, e.g. r4).
+    #[arg(long, value_name = "run-id")]
+    since: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+/// What the runs measured (`swarm::stats`), for an operator tuning the conductor.
+pub fn stats(dir: &Path, args: StatsArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    let runs_dir = ws.atelier_dir().join("runs");
+    let logs = stats::load(&runs_dir, args.since.as_deref())?;
+    let s = stats::compute(&logs);
+    if args.json {
+        json(&s)?;
+    } else {
+        out(&render_stats(&s))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A duration for people: `850 ms`, `1.2 s`, `4 min 05 s`.
+fn human_ms(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{} min {:02} s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
+fn dist_ms(d: &stats::Dist) -> String {
+    if d.count == 0 {
+        return "none".into();
+    }
+    format!(
+        "{} (median {}, p90 {}, max {})",
+        d.count,
+        human_ms(d.p50),
+        human_ms(d.p90),
+        human_ms(d.max)
+    )
+}
+
+fn render_stats(s: &stats::Stats) -> String {
+    if s.runs.is_empty() {
+        return "no runs yet: `atelier run PLAN.toml` starts one; `atelier stats` then reports what it measured\n".into();
+    }
+    let attempts: usize = s.runs.iter().map(|r| r.attempts).sum();
+    let first = &s.runs[0].run;
+    let last = &s.runs[s.runs.len() - 1].run;
+    let mut t = format!(
+        "{} run(s) ({first}..{last}), {attempts} finished attempt(s)\n",
+        s.runs.len()
+    );
+    t.push_str("\nruns:\n");
+    for r in &s.runs {
+        let settings = match &r.settings {
+            Some(c) => format!(
+                "nudge_after {}, restart_after {}, attempt_timeout {}, failure_budget {}, max_parallel {}",
+                human_ms(c.nudge_after_ms),
+                human_ms(c.restart_after_ms),
+                human_ms(c.attempt_timeout_ms),
+                c.failure_budget,
+                c.max_parallel
+            ),
+            None => "settings not recorded (an older log)".into(),
+        };
+        t.push_str(&format!(
+            "  {:<5} {:<11} {} task(s), {} attempt(s), at most {} at once; {settings}\n",
+            r.run,
+            if r.finished { "finished" } else { "unfinished" },
+            r.tasks,
+            r.attempts,
+            r.peak_parallel
+        ));
+    }
+    for (role, r) in &s.roles {
+        let backends: Vec<&str> = r.backends.iter().map(String::as_str).collect();
+        t.push_str(&format!(
+            "\nrole {role}{}: {} task(s), {} succeeded, {} failed; {} attempt(s), {} wasted ({})\n",
+            if backends.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", backends.join(", "))
+            },
+            r.tasks,
+            r.succeeded,
+            r.failed,
+            r.attempts,
+            r.wasted_attempts,
+            human_ms(r.wasted_ms)
+        ));
+        t.push_str("  attempt  finished  passed  P(pass)  tasks passed by then\n");
+        for p in &r.curve {
+            t.push_str(&format!(
+                "  {:>7}  {:>8}  {:>6}  {:>6.0}%  {:>5.0}%\n",
+                p.attempt,
+                p.started,
+                p.passed,
+                p.p_pass * 100.0,
+                p.passed_by * 100.0
+            ));
+        }
+        t.push_str(&format!("  attempt time: {}\n", dist_ms(&r.attempt_ms)));
+        t.push_str(&format!("  worker time: {}\n", dist_ms(&r.worker_ms)));
+        let si = &r.silences;
+        t.push_str(&format!(
+            "  silences ended by output: {}\n    of which in attempts that passed: {}\n  ended by a restart: {}\n  ended by the worker's exit: {}\n  ended by the attempt timeout: {}\n",
+            dist_ms(&si.output),
+            dist_ms(&si.output_then_passed),
+            dist_ms(&si.restart),
+            dist_ms(&si.exit),
+            dist_ms(&si.timeout)
+        ));
+        t.push_str(&format!(
+            "  nudges: {}, restarts: {}, silences that reached the nudge threshold: {}\n",
+            r.nudges, r.restarts, si.nudged
+        ));
+        let p = &r.prompt_bytes;
+        if p.count > 0 {
+            t.push_str(&format!(
+                "  prompt size: median {} B, p90 {} B, max {} B\n",
+                p.p50, p.p90, p.max
+            ));
+        }
+    }
+    if !s.steps.is_empty() {
+        t.push_str("\nsteps (gauntlet steps; contract checks together as `checks`):\n");
+        for (name, st) in &s.steps {
+            t.push_str(&format!(
+                "  {name}: {} passed, {} failed; time {}\n",
+                st.passed,
+                st.failed,
+                dist_ms(&st.ms)
+            ));
+        }
+    }
+    t
 }

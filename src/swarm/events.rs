@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::memory;
+pub use crate::agent::process::QuietEnd;
 use crate::governance::time::{format_rfc3339, Timestamp};
 
 /// One state change of a run.
@@ -33,6 +34,21 @@ pub enum RunEvent {
         mode: String,
         abi: i32,
     },
+    /// The settings the conductor runs with from here on (written when it starts and each time
+    /// it resumes), so `atelier stats` and the `tune` proposer know what each run measured.
+    /// Absent from logs written before it existed.
+    Settings {
+        nudge_after_ms: u64,
+        restart_after_ms: u64,
+        attempt_timeout_ms: u64,
+        failure_budget: u32,
+        max_parallel: usize,
+        context_budget: usize,
+        /// The gauntlet's steps with their timeouts, in order.
+        steps: Vec<StepSetting>,
+        /// Each role of the run's tasks, with its backend (`command`, `http`, a preset name).
+        roles: BTreeMap<String, String>,
+    },
     /// A resumed run: attempts that were in flight at the crash are abandoned and restarted.
     RunResumed {
         abandoned: Vec<String>,
@@ -44,16 +60,38 @@ pub enum RunEvent {
         claims: Vec<String>,
         worktree: String,
         prompt_bytes: usize,
+        /// The task's role and that role's backend (absent from older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backend: Option<String>,
     },
+    /// The worker had been silent (no output at all) for `silent_secs` at the nudge threshold.
     Nudged {
         task: String,
         attempt: u32,
         silent_secs: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        silent_ms: Option<u64>,
     },
+    /// The worker was killed after `silent_secs` of silence (measured; older logs recorded the
+    /// configured threshold and no `silent_ms`).
     Restarted {
         task: String,
         attempt: u32,
         silent_secs: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        silent_ms: Option<u64>,
+    },
+    /// A quiet period of the worker (no output at all) of at least half the nudge threshold
+    /// (at least a second): how long it lasted, what ended it, and whether it reached the
+    /// nudge threshold. Written when the worker ends, in order.
+    Quiet {
+        task: String,
+        attempt: u32,
+        ms: u64,
+        ended: QuietEnd,
+        nudged: bool,
     },
     WorkerExited {
         task: String,
@@ -61,6 +99,9 @@ pub enum RunEvent {
         code: Option<i32>,
         output_bytes: u64,
         truncated: bool,
+        /// How long the worker ran (monotonic clock; absent from older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
     },
     StepFinished {
         task: String,
@@ -68,18 +109,26 @@ pub enum RunEvent {
         step: String,
         passed: bool,
         secs: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
     },
     AttemptFailed {
         task: String,
         attempt: u32,
         reason: String,
         digest: Vec<String>,
+        /// How long the attempt took, worker and steps (absent from older logs, and for an
+        /// attempt refused on resume).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
     },
     /// The attempt passed; its commit is integrated next.
     AttemptPassed {
         task: String,
         attempt: u32,
         commit: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
     },
     Integrated {
         task: String,
@@ -109,6 +158,13 @@ pub enum RunEvent {
         failed: usize,
         blocked: usize,
     },
+}
+
+/// A gauntlet step as the conductor runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepSetting {
+    pub name: String,
+    pub timeout_ms: u64,
 }
 
 /// An event with its place and time.
@@ -430,6 +486,7 @@ impl RunState {
                 task,
                 attempt,
                 commit,
+                ..
             } => {
                 if let Some(v) = self.tasks.get_mut(task) {
                     v.passed = Some(Passed {
@@ -475,7 +532,7 @@ impl RunState {
                 }
             }
             RunEvent::RunFinished { .. } => self.finished = true,
-            RunEvent::WorkerExited { .. } => {}
+            RunEvent::WorkerExited { .. } | RunEvent::Settings { .. } | RunEvent::Quiet { .. } => {}
         }
     }
 
@@ -561,6 +618,8 @@ mod tests {
             claims: vec![format!("src/{task}.rs")],
             worktree: format!("wt/{task}-{attempt}"),
             prompt_bytes: 100,
+            role: None,
+            backend: None,
         }
     }
 
@@ -570,6 +629,7 @@ mod tests {
             attempt,
             reason: format!("attempt {attempt} failed"),
             digest: digest.iter().map(|d| d.to_string()).collect(),
+            ms: None,
         }
     }
 
@@ -578,6 +638,7 @@ mod tests {
             task: task.into(),
             attempt,
             commit: commit.into(),
+            ms: None,
         }
     }
 

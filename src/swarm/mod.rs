@@ -1,13 +1,15 @@
 //! The core swarm: plans of tasks (a DAG with exclusive file claims and validation contracts),
 //! their scheduling, and running them: `plan` (parsing, the contract validator), `schedule`
 //! (waves, critical path, claims), `runtime` (the conductor), `events` (a run's log and its
-//! fold, the run's state) and `memory` (error digests carried between attempts).
+//! fold, the run's state), `memory` (error digests carried between attempts) and `stats` (what
+//! the runs measured, across runs).
 
 pub mod events;
 pub mod memory;
 pub mod plan;
 pub mod runtime;
 pub mod schedule;
+pub mod stats;
 
 use std::collections::BTreeSet;
 

@@ -183,6 +183,11 @@ fn shared_target(config: &Config, root: &Path) -> Option<PathBuf> {
     })
 }
 
+/// A duration in whole milliseconds, as events record it.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 fn secs(text: &str) -> Duration {
     Duration::from_secs(parse_duration(text).unwrap_or(0).max(0) as u64)
 }
@@ -289,6 +294,7 @@ async fn http_worker(
         job.prompt.clone(),
         limits.attempt,
     );
+    let started = std::time::Instant::now();
     let reply = tokio::task::spawn_blocking(move || {
         agent::http::chat(&url, &model, key.as_deref(), &prompt, timeout)
     })
@@ -304,6 +310,7 @@ async fn http_worker(
         code: Some(0),
         output_bytes: text.len() as u64,
         truncated: false,
+        ms: Some(millis(started.elapsed())),
     });
     let path = job.worktree.join(&target);
     if let Some(dir) = path.parent() {
@@ -351,11 +358,12 @@ async fn command_worker(
     };
     let (task, attempt) = (job.task.key.clone(), job.attempt);
     let ntx = tx.clone();
-    let outcome = match process::run(&worker, |silent_secs| {
+    let outcome = match process::run(&worker, |silent| {
         let _ = ntx.send(RunEvent::Nudged {
             task: task.clone(),
             attempt,
-            silent_secs,
+            silent_secs: silent.as_secs(),
+            silent_ms: Some(millis(silent)),
         });
     })
     .await
@@ -377,13 +385,26 @@ async fn command_worker(
         code: outcome.code,
         output_bytes: outcome.output_bytes,
         truncated: outcome.truncated,
+        ms: Some(millis(outcome.elapsed)),
     });
+    for q in &outcome.quiet {
+        let _ = tx.send(RunEvent::Quiet {
+            task: task.clone(),
+            attempt,
+            ms: millis(q.lasted),
+            ended: q.ended,
+            nudged: q.nudged,
+        });
+    }
     if outcome.silenced {
-        let silent = limits.restart.as_secs();
+        // The silence measured, not the threshold: the last quiet period, which the restart ended.
+        let measured = outcome.quiet.last().map_or(limits.restart, |q| q.lasted);
+        let silent = measured.as_secs();
         let _ = tx.send(RunEvent::Restarted {
             task: task.clone(),
             attempt,
             silent_secs: silent,
+            silent_ms: Some(millis(measured)),
         });
         return Some(AttemptResult::Failed {
             reason: format!("the worker was silent for {silent}s and was restarted"),
@@ -510,6 +531,7 @@ async fn run_attempt(
             step: name.clone(),
             passed,
             secs: o.elapsed.as_secs(),
+            ms: Some(millis(o.elapsed)),
         });
         if !passed {
             let why = if o.timed_out {
@@ -667,7 +689,8 @@ struct Conductor<'a> {
     sink: Sink,
     state: RunState,
     flights: BTreeMap<String, Flight>,
-    attempts: JoinSet<(String, u32, AttemptResult)>,
+    /// Each attempt's task, number, result and how long it took (ms).
+    attempts: JoinSet<(String, u32, AttemptResult, u64)>,
     /// Workers' events (nudges, exits, steps), written by the conductor as they arrive.
     tx: mpsc::UnboundedSender<RunEvent>,
     rx: mpsc::UnboundedReceiver<RunEvent>,
@@ -914,6 +937,8 @@ impl<'a> Conductor<'a> {
             mode: mode.into(),
             abi,
         })?;
+        let settings = self.settings();
+        self.emit(settings)?;
         self.integrate_interrupted()?;
         // Ctrl-C or SIGTERM ends every worker's process group, not just the conductor.
         let mut stop = Box::pin(stop);
@@ -939,6 +964,32 @@ impl<'a> Conductor<'a> {
             }
         }
         self.finish()
+    }
+
+    /// The settings this conductor runs with, as the `settings` event records them.
+    fn settings(&self) -> RunEvent {
+        let l = &self.limits;
+        RunEvent::Settings {
+            nudge_after_ms: millis(l.nudge),
+            restart_after_ms: millis(l.restart),
+            attempt_timeout_ms: millis(l.attempt),
+            failure_budget: l.budget,
+            max_parallel: self.max_parallel,
+            context_budget: l.context,
+            steps: l
+                .steps
+                .iter()
+                .map(|(name, _, timeout)| events::StepSetting {
+                    name: name.clone(),
+                    timeout_ms: millis(*timeout),
+                })
+                .collect(),
+            roles: self
+                .backends
+                .keys()
+                .map(|r| (r.clone(), self.ws.config.roles[r].backend.clone()))
+                .collect(),
+        }
     }
 
     /// The run branch moves only through the conductor: it must be at the tip the events
@@ -1004,6 +1055,7 @@ impl<'a> Conductor<'a> {
                     attempt,
                     reason: format!("the recorded commit {why}"),
                     digest: Vec::new(),
+                    ms: None,
                 })?;
                 continue;
             }
@@ -1090,6 +1142,8 @@ impl<'a> Conductor<'a> {
             claims: task.files.clone(),
             worktree: path.display().to_string(),
             prompt_bytes: prompt.len(),
+            role: Some(task.role.clone()),
+            backend: Some(self.ws.config.roles[&task.role].backend.clone()),
         })?;
         let job = AttemptJob {
             common: repo.commondir().to_path_buf(),
@@ -1107,7 +1161,9 @@ impl<'a> Conductor<'a> {
         self.attempts.spawn(async move {
             let key = job.task.key.clone();
             let attempt = job.attempt;
-            (key, attempt, run_attempt(job, &limits, tx).await)
+            let started = std::time::Instant::now();
+            let result = run_attempt(job, &limits, tx).await;
+            (key, attempt, result, millis(started.elapsed()))
         });
         Ok(())
     }
@@ -1153,33 +1209,41 @@ impl<'a> Conductor<'a> {
     /// kept and integrated, or its failure remembered.
     fn on_attempt_finished(
         &mut self,
-        joined: std::result::Result<(String, u32, AttemptResult), tokio::task::JoinError>,
+        joined: std::result::Result<(String, u32, AttemptResult, u64), tokio::task::JoinError>,
     ) -> Result<()> {
         while let Ok(ev) = self.rx.try_recv() {
             self.emit(ev)?;
         }
-        let (task, attempt, result) = joined.context("an attempt task panicked")?;
+        let (task, attempt, result, ms) = joined.context("an attempt task panicked")?;
         let flight = self
             .flights
             .remove(&task)
             .expect("every attempt in flight has a worktree");
         match result {
-            AttemptResult::Passed { tree } => self.on_passed(&task, attempt, flight, tree),
+            AttemptResult::Passed { tree } => self.on_passed(&task, attempt, flight, tree, ms),
             AttemptResult::Failed { reason, digest } => {
                 self.keep_failed(&task, attempt, &flight, &reason);
-                self.on_failed(&task, attempt, reason, digest)
+                self.on_failed(&task, attempt, reason, digest, ms)
             }
         }
     }
 
     /// A passed attempt: its commit, a golden path when it passed at the first attempt, its
     /// worktree removed, its claims released, then its integration.
-    fn on_passed(&mut self, task: &str, attempt: u32, flight: Flight, tree: Oid) -> Result<()> {
+    fn on_passed(
+        &mut self,
+        task: &str,
+        attempt: u32,
+        flight: Flight,
+        tree: Oid,
+        ms: u64,
+    ) -> Result<()> {
         let commit = self.commit_attempt(task, attempt, flight.at, tree)?;
         self.emit(RunEvent::AttemptPassed {
             task: task.to_string(),
             attempt,
             commit: commit.map(|c| c.to_string()).unwrap_or_default(),
+            ms: Some(ms),
         })?;
         if let (1, Some(c)) = (attempt, commit) {
             let t = &self.tasks[task];
@@ -1237,12 +1301,14 @@ impl<'a> Conductor<'a> {
         attempt: u32,
         reason: String,
         digest: Vec<String>,
+        ms: u64,
     ) -> Result<()> {
         self.emit(RunEvent::AttemptFailed {
             task: task.to_string(),
             attempt,
             reason: reason.clone(),
             digest,
+            ms: Some(ms),
         })?;
         self.emit(RunEvent::ClaimsReleased {
             task: task.to_string(),

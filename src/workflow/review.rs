@@ -307,6 +307,7 @@ fn run_evidence(ws: &Workspace, run: &str) -> (Vec<TaskContract>, Vec<CheckResul
                 step,
                 passed: ok,
                 secs,
+                ..
             } if passed.contains(&(task.clone(), *attempt)) => Some(CheckResult {
                 name: format!("{task}: {step}"),
                 passed: *ok,

@@ -1,0 +1,233 @@
+//! Telemetry that can carry a decision: what the conductor records about every attempt
+//! (durations in milliseconds, every quiet period and what ended it, the role and backend, the
+//! settings in force) and `atelier stats`, read through the CLI after real runs with the
+//! scripted agent, and on logs written before these fields existed.
+
+use atelier::swarm::events::{QuietEnd, RunEvent};
+
+use crate::swarm::{plan, task, Swarm};
+
+#[test]
+fn a_run_records_durations_silences_roles_and_settings_and_stats_reads_them() {
+    let s = Swarm::new("nudge_after = \"1s\"\nrestart_after = \"3s\"\nfailure_budget = 2");
+    // Attempt 1 speaks, goes quiet for 1.5 s, speaks again, then falls silent until the
+    // restart; attempt 2 does the work.
+    s.scenario(
+        "p:A",
+        "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo start; sleep 1.5; echo more; sleep 30; fi; echo ok > src/a.rs",
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    s.run(&["run", &p]).ok();
+    let events = s.events("r1");
+
+    let settings = events
+        .iter()
+        .find_map(|e| match e {
+            RunEvent::Settings {
+                nudge_after_ms,
+                restart_after_ms,
+                failure_budget,
+                roles,
+                ..
+            } => Some((
+                *nudge_after_ms,
+                *restart_after_ms,
+                *failure_budget,
+                roles.clone(),
+            )),
+            _ => None,
+        })
+        .expect("a settings event");
+    assert_eq!((settings.0, settings.1, settings.2), (1000, 3000, 2));
+    assert_eq!(settings.3["implementer"], "command");
+
+    let roles: Vec<(Option<String>, Option<String>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::AttemptStarted { role, backend, .. } => Some((role.clone(), backend.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(roles.len(), 2);
+    assert!(roles
+        .iter()
+        .all(|r| r == &(Some("implementer".into()), Some("command".into()))));
+
+    let quiet: Vec<(u32, u64, QuietEnd, bool)> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Quiet {
+                attempt,
+                ms,
+                ended,
+                nudged,
+                ..
+            } => Some((*attempt, *ms, *ended, *nudged)),
+            _ => None,
+        })
+        .collect();
+    let resumed = quiet
+        .iter()
+        .find(|q| q.0 == 1 && q.2 == QuietEnd::Output)
+        .unwrap_or_else(|| panic!("the 1.5 s pause, ended by output: {quiet:?}"));
+    assert!(
+        (1400..2900).contains(&resumed.1) && resumed.3,
+        "measured, not configured: {resumed:?}"
+    );
+    let killed = quiet
+        .iter()
+        .find(|q| q.0 == 1 && q.2 == QuietEnd::Restart)
+        .unwrap_or_else(|| panic!("the silence the restart ended: {quiet:?}"));
+    assert!((3000..6000).contains(&killed.1), "{killed:?}");
+    let restarted_ms = events
+        .iter()
+        .find_map(|e| match e {
+            RunEvent::Restarted { silent_ms, .. } => *silent_ms,
+            _ => None,
+        })
+        .expect("restarted with the silence measured");
+    assert_eq!(restarted_ms, killed.1);
+
+    let worker_ms: Vec<Option<u64>> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::WorkerExited { ms, .. } => Some(*ms),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        worker_ms[0].is_some_and(|ms| ms >= 4500),
+        "attempt 1 ran 1.5 s + 3 s: {worker_ms:?}"
+    );
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, RunEvent::StepFinished { ms: Some(_), .. })));
+    let attempt_ms: Vec<Option<u64>> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::AttemptFailed { ms, .. } | RunEvent::AttemptPassed { ms, .. } => Some(*ms),
+            _ => None,
+        })
+        .collect();
+    assert!(attempt_ms.len() == 2 && attempt_ms.iter().all(Option::is_some));
+    assert!(attempt_ms[0] >= worker_ms[0]);
+
+    let v = s.run(&["stats", "--json"]).ok().json();
+    let w = &v["roles"]["implementer"];
+    assert_eq!(w["tasks"], 1);
+    assert_eq!(w["wasted_attempts"], 1);
+    assert_eq!(w["curve"][0]["started"], 1);
+    assert_eq!(w["curve"][0]["passed"], 0);
+    assert_eq!(w["curve"][1]["passed"], 1);
+    assert_eq!(w["curve"][1]["passed_by"], 1.0);
+    assert_eq!(w["silences"]["output"]["count"], 1);
+    assert_eq!(w["silences"]["output_then_passed"]["count"], 0);
+    assert_eq!(w["silences"]["restart"]["count"], 1);
+    assert_eq!(w["restarts"], 1);
+    assert_eq!(v["runs"][0]["settings"]["restart_after_ms"], 3000);
+    assert_eq!(v["steps"]["checks"]["passed"], 1);
+
+    let text = s.run(&["stats"]).ok().stdout;
+    for want in [
+        "1 run(s) (r1..r1), 2 finished attempt(s)",
+        "role implementer (command): 1 task(s), 1 succeeded, 0 failed; 2 attempt(s), 1 wasted",
+        "silences ended by output: 1 (median 1.",
+        "ended by a restart: 1 (median 3.",
+        "restart_after 3.0 s",
+        "checks: 1 passed, 0 failed",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+}
+
+/// A log as the conductor wrote it before the telemetry fields: no settings, no role, no
+/// milliseconds, `restarted` with the configured threshold.
+const OLD_LOG: &str = r#"{"seq":0,"at":"2026-11-30T10:00:00Z","kind":"run-started","run":"r1","plans":["old"],"branch":"atelier/runs/r1","base":"0000000000000000000000000000000000000000","max_parallel":2,"tasks":["old:A"],"waves":[["old:A"]]}
+{"seq":1,"at":"2026-11-30T10:00:00Z","kind":"attempt-started","task":"old:A","attempt":1,"claims":["a.txt"],"worktree":"/tmp/x","prompt_bytes":900}
+{"seq":2,"at":"2026-11-30T10:00:05Z","kind":"restarted","task":"old:A","attempt":1,"silent_secs":300}
+{"seq":3,"at":"2026-11-30T10:00:05Z","kind":"worker-exited","task":"old:A","attempt":1,"code":null,"output_bytes":0,"truncated":false}
+{"seq":4,"at":"2026-11-30T10:00:05Z","kind":"attempt-failed","task":"old:A","attempt":1,"reason":"silent","digest":[]}
+{"seq":5,"at":"2026-11-30T10:00:05Z","kind":"claims-released","task":"old:A","attempt":1}
+{"seq":6,"at":"2026-11-30T10:00:06Z","kind":"attempt-started","task":"old:A","attempt":2,"claims":["a.txt"],"worktree":"/tmp/y","prompt_bytes":1100}
+{"seq":7,"at":"2026-11-30T10:00:09Z","kind":"step-finished","task":"old:A","attempt":2,"step":"check 1","passed":true,"secs":2}
+{"seq":8,"at":"2026-11-30T10:00:09Z","kind":"attempt-passed","task":"old:A","attempt":2,"commit":""}
+{"seq":9,"at":"2026-11-30T10:00:09Z","kind":"claims-released","task":"old:A","attempt":2}
+{"seq":10,"at":"2026-11-30T10:00:09Z","kind":"integrated","task":"old:A","commit":""}
+{"seq":11,"at":"2026-11-30T10:00:09Z","kind":"run-finished","succeeded":1,"failed":0,"blocked":0}
+"#;
+
+const OLD_PLAN: &str = "[plan]\nid = \"old\"\ntitle = \"Old\"\n\n[[task]]\nid = \"A\"\ntitle = \"A\"\nrole = \"writer\"\ngoal = \"Write a\"\nfiles = [\"a.txt\"]\n[task.contract]\ncriteria = [\"a.txt exists\"]\nchecks = [\"test -f a.txt\"]\n";
+
+#[test]
+fn logs_written_before_the_telemetry_stay_readable() {
+    let s = Swarm::new("");
+    let dir = s.env.repo.join(".atelier/runs/r1");
+    std::fs::create_dir_all(dir.join("plans")).expect("mkdir");
+    std::fs::write(dir.join("events.jsonl"), OLD_LOG).expect("write log");
+    std::fs::write(dir.join("plans/000.toml"), OLD_PLAN).expect("write plan");
+
+    let status = s.run(&["status", "r1", "--json"]).ok().json();
+    assert_eq!(status["tasks"]["old:A"]["state"], "succeeded");
+    assert_eq!(status["tasks"]["old:A"]["restarts"], 1);
+
+    let v = s.run(&["stats", "--json"]).ok().json();
+    let w = &v["roles"]["writer"];
+    assert_eq!(
+        w["attempts"], 2,
+        "the role comes from the saved plan: {v:#}"
+    );
+    assert_eq!(w["restarts"], 1);
+    assert_eq!(w["curve"][1]["passed"], 1);
+    assert_eq!(w["prompt_bytes"]["max"], 1100);
+    assert_eq!(v["steps"]["checks"]["ms"]["max"], 2000);
+    assert!(v["runs"][0]["settings"].is_null());
+    let text = s.run(&["stats"]).ok().stdout;
+    assert!(
+        text.contains("settings not recorded (an older log)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn since_limits_the_runs_and_an_unknown_run_or_a_broken_log_is_a_clear_error() {
+    let s = Swarm::new("");
+    let none = s.run(&["stats"]).ok().stdout;
+    assert!(none.contains("no runs yet"), "{none}");
+
+    s.scenario("p:A", "echo ok > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    s.run(&["run", &p]).ok();
+    s.run(&["run", &p]).ok();
+    let all = s.run(&["stats", "--json"]).ok().json();
+    assert_eq!(all["runs"].as_array().map(Vec::len), Some(2));
+    let since = s.run(&["stats", "--since", "r2", "--json"]).ok().json();
+    assert_eq!(since["runs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(since["runs"][0]["run"], "r2");
+
+    let bad = s.run(&["stats", "--since", "r9"]).code(2);
+    assert!(
+        bad.stderr.contains("run r9 does not exist") && bad.stderr.contains("r1, r2"),
+        "{}",
+        bad.stderr
+    );
+
+    // A line in the middle of a log that is not an event: the file and line are named, and
+    // nothing is reported from a log that cannot be read whole.
+    let log = s.env.repo.join(".atelier/runs/r1/events.jsonl");
+    let text = std::fs::read_to_string(&log).expect("log");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(2, "{\"kind\":\"no-such-event\"}");
+    std::fs::write(&log, lines.join("\n") + "\n").expect("write");
+    let broken = s.run(&["stats"]).code(2);
+    assert!(
+        broken.stderr.contains("r1/events.jsonl:3") && broken.stderr.contains("not a run event"),
+        "{}",
+        broken.stderr
+    );
+}
