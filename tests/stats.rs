@@ -231,3 +231,108 @@ fn since_limits_the_runs_and_an_unknown_run_or_a_broken_log_is_a_clear_error() {
         broken.stderr
     );
 }
+
+/// `runs` runs of a plan where `p:A` passes at once and `p:B` fails every attempt.
+fn runs_with_a_hopeless_task(s: &Swarm, runs: usize) {
+    s.scenario("p:A", "echo ok > src/a.rs");
+    s.scenario("p:B", "echo nope > src/b.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs"),
+                task("B", &["src/b.rs"], &[], "grep -q ok src/b.rs"),
+            ],
+        ),
+    );
+    for _ in 0..runs {
+        s.run(&["run", &p]).code(1);
+    }
+}
+
+#[test]
+fn tune_proposes_nothing_from_too_few_runs_and_a_budget_cut_from_enough() {
+    let s = Swarm::new("failure_budget = 3");
+    runs_with_a_hopeless_task(&s, 4);
+    let few = s.run(&["propose", "--from", "tune"]).code(1);
+    assert!(
+        few.stdout
+            .contains("only 4 run(s) recorded with the settings in force; tune proposes nothing from fewer than 5"),
+        "{}",
+        few.stdout
+    );
+    assert!(few.stderr.contains("nothing proposed"), "{}", few.stderr);
+    let listed = s.run(&["proposals", "--json"]).ok().json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(0));
+
+    runs_with_a_hopeless_task(&s, 1);
+    let dry = s.run(&["propose", "--from", "tune", "--dry-run"]).ok();
+    assert!(
+        dry.stdout
+            .contains("change failure_budget 3 -> 1: over 5 runs, attempts 2..3 finished 10 time(s) and passed none"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(
+        s.run(&["proposals", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(0),
+        "a dry run proposes nothing"
+    );
+
+    let done = s.run(&["propose", "--from", "tune", "--json"]).ok().json();
+    let id = done["proposal"]["id"]
+        .as_str()
+        .expect("a proposal")
+        .to_string();
+    assert_eq!(done["tuning"]["changes"][0]["key"], "failure_budget");
+    let shown = s.run(&["show", &id]).ok().stdout;
+    assert!(
+        shown.contains("-failure_budget = 3") && shown.contains("+failure_budget = 1"),
+        "{shown}"
+    );
+    assert!(shown.contains("tune: failure_budget 3 -> 1"), "{shown}");
+    let record = s.run(&["audit", "show", &id, "--json"]).ok().stdout;
+    assert!(record.contains("agent atelier-tune"), "{record}");
+    // Only atelier.toml changed, and the configuration still loads on the proposal's branch.
+    let files = s.env.git(&[
+        "diff",
+        "--name-only",
+        "main",
+        &format!("atelier/proposals/{id}"),
+    ]);
+    let changed: Vec<&str> = files
+        .lines()
+        .filter(|l| !l.starts_with("proposals/"))
+        .collect();
+    assert_eq!(changed, ["atelier.toml"], "{files}");
+}
+
+#[test]
+fn unbuilt_or_unknown_proposers_and_a_title_are_clear_errors() {
+    let s = Swarm::new("");
+    let memory = s.run(&["propose", "--from", "memory"]).code(2);
+    assert!(memory.stderr.contains("not built yet"), "{}", memory.stderr);
+    let nope = s.run(&["propose", "--from", "nope"]).code(2);
+    assert!(nope.stderr.contains("no such proposer"), "{}", nope.stderr);
+    let titled = s
+        .run(&["propose", "--from", "tune", "--title", "x"])
+        .code(2);
+    assert!(
+        titled.stderr.contains("writes its own title"),
+        "{}",
+        titled.stderr
+    );
+    let both = s
+        .run(&["propose", "--from", "tune", "--patch", "x.diff"])
+        .code(2);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
+}

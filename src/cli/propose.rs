@@ -6,16 +6,28 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{json, now, out};
+use crate::swarm::{stats, tune};
 use crate::workflow::{self, ProposeOptions, Workspace};
 
 #[derive(Args, Debug)]
 pub struct ProposeArgs {
     /// A patch in `git diff` format, against the protected branch's tip.
-    #[arg(long)]
-    patch: PathBuf,
+    #[arg(long, required_unless_present = "from", conflicts_with = "from")]
+    patch: Option<PathBuf>,
     /// A one-line title.
-    #[arg(long)]
-    title: String,
+    #[arg(long, required_unless_present = "from")]
+    title: Option<String>,
+    /// Let one of atelier's proposers write the change: `tune` (atelier.toml's [conductor]
+    /// settings from what the runs measured). Exit 1, proposing nothing, when the data do not
+    /// support a change.
+    #[arg(long, value_name = "PROPOSER", conflicts_with = "agent")]
+    from: Option<String>,
+    /// With --from: print what would be proposed, and why, without proposing it.
+    #[arg(long, requires = "from")]
+    dry_run: bool,
+    /// With --from: print the proposer's decision as JSON.
+    #[arg(long, requires = "from")]
+    json: bool,
     /// Why this change.
     #[arg(long)]
     rationale: Option<String>,
@@ -28,12 +40,25 @@ pub struct ProposeArgs {
 
 pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
+    if let Some(from) = &args.from {
+        return match from.as_str() {
+            "tune" => tune(&ws, &args),
+            "memory" | "lint" | "agent" => Err(workflow::Error::Input(format!(
+                "--from {from}: this proposer is not built yet (issue 12); `--from tune` is"
+            ))
+            .into()),
+            other => Err(workflow::Error::Input(format!(
+                "--from {other}: no such proposer; atelier has `tune` (and, not built yet, `memory`, `lint`, `agent`)"
+            ))
+            .into()),
+        };
+    }
     let now = now()?;
     let p = workflow::propose(
         &ws,
         ProposeOptions {
-            patch: args.patch,
-            title: args.title,
+            patch: args.patch.expect("clap requires --patch without --from"),
+            title: args.title.expect("clap requires --title without --from"),
             rationale: args.rationale,
             proposer: None,
             origin: args.agent.map(|a| format!("agent {a}")),
@@ -47,6 +72,192 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
     );
     out(&format!("{}\n", p.id))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `propose --from tune` prints with `--json`: the decision, and the proposal if one was
+/// opened.
+#[derive(serde::Serialize)]
+struct TuneOutput<'a> {
+    tuning: &'a tune::Tuning,
+    proposal: Option<workflow::Proposed>,
+}
+
+/// `propose --from tune`: `[conductor]` changes the runs' measurements justify, from the
+/// protected branch's atelier.toml and every run under `.atelier/runs/`.
+fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
+    if args.title.is_some() {
+        return Err(workflow::Error::Input(
+            "--title: a proposer writes its own title; leave --title out with --from".into(),
+        )
+        .into());
+    }
+    let repo = &ws.repo;
+    let branch = ws.branch().to_string();
+    let base = repo.find_commit(crate::git::branch_tip(repo, &branch)?)?;
+    let base_tree = base.tree()?;
+    let where_ = format!("atelier.toml on {branch}");
+    let text = crate::git::read_file(repo, &base_tree, "atelier.toml")?.ok_or_else(|| {
+        workflow::Error::Input(format!(
+            "{where_}: not found; tune changes the committed atelier.toml (commit one first)"
+        ))
+    })?;
+    let text = String::from_utf8(text)
+        .map_err(|_| workflow::Error::Input(format!("{where_}: not UTF-8")))?;
+    let config = crate::config::Config::parse(&where_, &text)?;
+    let current = current_settings(&config.conductor);
+    let logs = stats::load(&ws.atelier_dir().join("runs"), None)?;
+    let tuning = tune::tune(&logs, current);
+    let report = |proposal: Option<workflow::Proposed>| -> anyhow::Result<()> {
+        if args.json {
+            return json(&TuneOutput {
+                tuning: &tuning,
+                proposal,
+            });
+        }
+        let mut t = format!(
+            "tune read {} run(s) recorded with the settings in force{}
+",
+            tuning.runs.len(),
+            if tuning.excluded.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({} left out: {})",
+                    tuning.excluded.len(),
+                    tuning
+                        .excluded
+                        .iter()
+                        .map(|(r, why)| format!("{r} {why}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            }
+        );
+        for c in &tuning.changes {
+            t.push_str(&format!(
+                "change {} {} -> {}: {}
+",
+                c.key, c.from, c.to, c.why
+            ));
+        }
+        for u in &tuning.unchanged {
+            t.push_str(&format!(
+                "keep {u}
+"
+            ));
+        }
+        if let Some(p) = &proposal {
+            t.push_str(&format!(
+                "{}
+",
+                p.id
+            ));
+        }
+        out(&t)
+    };
+    if tuning.changes.is_empty() {
+        report(None)?;
+        eprintln!("nothing proposed: the measurements do not support a change (above)");
+        return Ok(ExitCode::from(1));
+    }
+    let edited = tune::edit_conductor(&text, &tuning.changes);
+    check_edit(&where_, &edited, &tuning.changes)?;
+    if args.dry_run {
+        report(None)?;
+        eprintln!("dry run: nothing proposed");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let patch = crate::git::patch_for(repo, &base_tree, &[("atelier.toml", &edited)])?;
+    let file = tempfile::NamedTempFile::new()?;
+    std::fs::write(file.path(), &patch)?;
+    let title = format!(
+        "tune: {}",
+        tuning
+            .changes
+            .iter()
+            .map(|c| format!("{} {} -> {}", c.key, c.from, c.to))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut rationale = format!(
+        "Proposed by atelier's `tune` proposer from {} run(s) recorded with the settings in force ({}).\n",
+        tuning.runs.len(),
+        tuning.runs.join(", ")
+    );
+    for c in &tuning.changes {
+        rationale.push_str(&format!("\n- {} {} -> {}: {}.", c.key, c.from, c.to, c.why));
+    }
+    for u in &tuning.unchanged {
+        rationale.push_str(&format!("\n- kept {u}."));
+    }
+    let p = workflow::propose(
+        ws,
+        ProposeOptions {
+            patch: file.path().to_path_buf(),
+            title,
+            rationale: Some(rationale),
+            proposer: None,
+            origin: Some("agent atelier-tune".into()),
+            declared: Some(vec!["atelier.toml".into()]),
+        },
+        now()?,
+    )?;
+    eprintln!(
+        "proposal {} opened on branch {} (head {}, base {})",
+        p.id, p.branch, p.head, p.base
+    );
+    report(Some(p))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The settings `tune` compares runs by, in seconds.
+fn current_settings(c: &crate::config::ConductorConfig) -> tune::Current {
+    let secs = |t: &str| {
+        crate::governance::time::parse_duration(t)
+            .unwrap_or(0)
+            .max(0) as u64
+    };
+    tune::Current {
+        nudge_after: secs(&c.nudge_after),
+        restart_after: secs(&c.restart_after),
+        attempt_timeout: secs(&c.attempt_timeout),
+        failure_budget: c.failure_budget,
+    }
+}
+
+/// The edited atelier.toml must load and hold exactly the intended values, else nothing is
+/// proposed (a layout the line editor misread, such as dotted keys).
+fn check_edit(where_: &str, edited: &str, changes: &[tune::Change]) -> anyhow::Result<()> {
+    let fail = |why: String| {
+        workflow::Error::Input(format!(
+            "{where_}: tune could not edit [conductor] safely ({why}); make the change by hand: {}",
+            changes
+                .iter()
+                .map(|c| format!("{} = {}", c.key, c.toml))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    };
+    let config = crate::config::Config::parse(where_, edited).map_err(|e| fail(e.to_string()))?;
+    let got = current_settings(&config.conductor);
+    for c in changes {
+        let value = match c.key.as_str() {
+            "restart_after" => crate::governance::time::format_duration(got.restart_after as i64),
+            "attempt_timeout" => {
+                crate::governance::time::format_duration(got.attempt_timeout as i64)
+            }
+            "failure_budget" => got.failure_budget.to_string(),
+            other => return Err(fail(format!("unknown key {other}")).into()),
+        };
+        if value != c.to {
+            return Err(fail(format!(
+                "{} reads {value} after the edit, not {}",
+                c.key, c.to
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 #[derive(Args, Debug)]

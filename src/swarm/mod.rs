@@ -2,7 +2,8 @@
 //! their scheduling, and running them: `plan` (parsing, the contract validator), `schedule`
 //! (waves, critical path, claims), `runtime` (the conductor), `events` (a run's log and its
 //! fold, the run's state), `memory` (error digests carried between attempts) and `stats` (what
-//! the runs measured, across runs).
+//! the runs measured, across runs) and `tune` (the proposer of `[conductor]` changes those
+//! measurements justify).
 
 pub mod events;
 pub mod memory;
@@ -10,6 +11,7 @@ pub mod plan;
 pub mod runtime;
 pub mod schedule;
 pub mod stats;
+pub mod tune;
 
 use std::collections::BTreeSet;
 
