@@ -310,6 +310,9 @@ fn tune_proposes_nothing_from_too_few_runs_and_a_budget_cut_from_enough() {
         .filter(|l| !l.starts_with("proposals/"))
         .collect();
     assert_eq!(changed, ["atelier.toml"], "{files}");
+    // The review panel judges it like any agent's proposal: [conductor] is tuning, not a judge.
+    let review = s.run(&["review", &id, "--json"]);
+    assert_eq!(review.code, 0, "{}\n{}", review.stdout, review.stderr);
 }
 
 #[test]
