@@ -318,8 +318,8 @@ fn tune_proposes_nothing_from_too_few_runs_and_a_budget_cut_from_enough() {
 #[test]
 fn unbuilt_or_unknown_proposers_and_a_title_are_clear_errors() {
     let s = Swarm::new("");
-    let memory = s.run(&["propose", "--from", "memory"]).code(2);
-    assert!(memory.stderr.contains("not built yet"), "{}", memory.stderr);
+    let lint = s.run(&["propose", "--from", "lint"]).code(2);
+    assert!(lint.stderr.contains("not built yet"), "{}", lint.stderr);
     let nope = s.run(&["propose", "--from", "nope"]).code(2);
     assert!(nope.stderr.contains("no such proposer"), "{}", nope.stderr);
     let titled = s
@@ -338,4 +338,81 @@ fn unbuilt_or_unknown_proposers_and_a_title_are_clear_errors() {
         "{}",
         both.stderr
     );
+}
+
+#[test]
+fn memory_turns_an_error_recurring_across_tasks_and_runs_into_a_reviewed_lesson() {
+    let s = Swarm::new("failure_budget = 1");
+    let check = "echo 'error: the widget is not frobnicated at src/w.rs:3'; exit 1";
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["src/a.rs"], &[], check),
+                task("B", &["src/b.rs"], &[], check),
+                task("C", &["src/c.rs"], &[], check),
+            ],
+        ),
+    );
+    s.run(&["run", &p]).code(1);
+    let one = s.run(&["propose", "--from", "memory"]).code(1);
+    assert!(
+        one.stdout
+            .contains("0 error(s) failed 3+ tasks over 2+ runs"),
+        "one run is not enough: {}",
+        one.stdout
+    );
+    s.run(&["run", &p]).code(1);
+    let dry = s.run(&["propose", "--from", "memory", "--dry-run"]).ok();
+    let line = "`[check 1] error: the widget is not frobnicated at …` failed 3 tasks over 2 runs (r1, r2): check for it before you finish.";
+    assert!(dry.stdout.contains(line), "{}", dry.stdout);
+
+    let done = s
+        .run(&["propose", "--from", "memory", "--json"])
+        .ok()
+        .json();
+    let id = done["proposal"]["id"]
+        .as_str()
+        .expect("a proposal")
+        .to_string();
+    let shown = s.run(&["show", &id]).ok().stdout;
+    assert!(
+        shown.contains("+# Lessons for workers") && shown.contains(line),
+        "{shown}"
+    );
+    let record = s.run(&["audit", "show", &id, "--json"]).ok().stdout;
+    assert!(record.contains("agent atelier-memory"), "{record}");
+
+    // Prompts carry only what the protected branch holds: not the open proposal, not an
+    // uncommitted edit of the working tree.
+    s.env.write("prompts/lessons.md", "- WORKTREE LESSON\n");
+    s.scenario("q:D", "echo ok > src/d.rs");
+    let q = s.plan(
+        "q.toml",
+        &plan("q", &[task("D", &["src/d.rs"], &[], "grep -q ok src/d.rs")]),
+    );
+    s.run(&["run", &q]).ok();
+    let before = s.prompt("q:D", 1);
+    assert!(!before.contains("Lessons from earlier runs"), "{before}");
+    // Once on the branch (as a merge would leave it), every prompt carries it.
+    let merged = s.env.git(&[
+        "show",
+        &format!("atelier/proposals/{id}:prompts/lessons.md"),
+    ]);
+    s.env.write("prompts/lessons.md", &merged);
+    s.env.git(&["add", "prompts/lessons.md"]);
+    s.env.git(&["commit", "-qm", "Lessons"]);
+    std::fs::remove_file(s.fake.join("prompt-q-D-1.txt")).expect("rm");
+    s.run(&["run", &q]).ok();
+    let after = s.prompt("q:D", 1);
+    assert!(
+        after.contains("## Lessons from earlier runs (prompts/lessons.md, reviewed)")
+            && after.contains(&format!("- {line}"))
+            && !after.contains("atelier-lesson"),
+        "{after}"
+    );
+    // A lesson already in the file is not proposed again.
+    let again = s.run(&["propose", "--from", "memory"]).code(1);
+    assert!(again.stdout.contains("0 error(s)"), "{}", again.stdout);
 }

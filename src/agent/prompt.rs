@@ -26,6 +26,9 @@ These commands must exit 0 when you are done:
 {% endfor %}{% endif %}{% if do_not_retry %}
 ## Do not retry: these failed in earlier attempts
 {% for d in do_not_retry %}- {{ d }}
+{% endfor %}{% endif %}{% if lessons %}
+## Lessons from earlier runs (prompts/lessons.md, reviewed)
+{% for l in lessons %}- {{ l }}
 {% endfor %}{% endif %}{% if examples %}
 ## A worked example (an earlier task of your role that passed on its first attempt)
 {% for e in examples %}{{ e }}
@@ -61,6 +64,8 @@ pub struct PromptInput {
     pub do_not_retry: Vec<String>,
     /// Golden paths of the same role, trimmed.
     pub examples: Vec<String>,
+    /// The bullet lines of `prompts/lessons.md` on the protected branch (`swarm::lessons`).
+    pub lessons: Vec<String>,
     pub context: Vec<ContextFile>,
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{json, now, out};
-use crate::swarm::{stats, tune};
+use crate::swarm::{lessons, stats, tune};
 use crate::workflow::{self, ProposeOptions, Workspace};
 
 #[derive(Args, Debug)]
@@ -18,8 +18,8 @@ pub struct ProposeArgs {
     #[arg(long, required_unless_present = "from")]
     title: Option<String>,
     /// Let one of atelier's proposers write the change: `tune` (atelier.toml's [conductor]
-    /// settings from what the runs measured). Exit 1, proposing nothing, when the data do not
-    /// support a change.
+    /// settings from what the runs measured) or `memory` (recurring errors become lessons in
+    /// prompts/lessons.md). Exit 1, proposing nothing, when the data do not support a change.
     #[arg(long, value_name = "PROPOSER", conflicts_with = "agent")]
     from: Option<String>,
     /// With --from: print what would be proposed, and why, without proposing it.
@@ -43,12 +43,13 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
     if let Some(from) = &args.from {
         return match from.as_str() {
             "tune" => tune(&ws, &args),
-            "memory" | "lint" | "agent" => Err(workflow::Error::Input(format!(
-                "--from {from}: this proposer is not built yet (issue 12); `--from tune` is"
+            "memory" => memory(&ws, &args),
+            "lint" | "agent" => Err(workflow::Error::Input(format!(
+                "--from {from}: this proposer is not built yet (issue 12); `--from tune` and `--from memory` are"
             ))
             .into()),
             other => Err(workflow::Error::Input(format!(
-                "--from {other}: no such proposer; atelier has `tune` (and, not built yet, `memory`, `lint`, `agent`)"
+                "--from {other}: no such proposer; atelier has `tune` and `memory` (and, not built yet, `lint`, `agent`)"
             ))
             .into()),
         };
@@ -167,9 +168,6 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("dry run: nothing proposed");
         return Ok(ExitCode::SUCCESS);
     }
-    let patch = crate::git::patch_for(repo, &base_tree, &[("atelier.toml", &edited)])?;
-    let file = tempfile::NamedTempFile::new()?;
-    std::fs::write(file.path(), &patch)?;
     let title = format!(
         "tune: {}",
         tuning
@@ -190,6 +188,33 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
     for u in &tuning.unchanged {
         rationale.push_str(&format!("\n- kept {u}."));
     }
+    let p = open_from(
+        ws,
+        "tune",
+        &base_tree,
+        "atelier.toml",
+        &edited,
+        title,
+        rationale,
+    )?;
+    report(Some(p))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the proposal a proposer wrote: one file of the protected branch's tree replaced,
+/// recorded as an agent's (`agent atelier-NAME`) that declared only that file.
+fn open_from(
+    ws: &Workspace,
+    proposer: &str,
+    base_tree: &git2::Tree<'_>,
+    path: &str,
+    text: &str,
+    title: String,
+    rationale: String,
+) -> anyhow::Result<workflow::Proposed> {
+    let patch = crate::git::patch_for(&ws.repo, base_tree, &[(path, text)])?;
+    let file = tempfile::NamedTempFile::new()?;
+    std::fs::write(file.path(), &patch)?;
     let p = workflow::propose(
         ws,
         ProposeOptions {
@@ -197,8 +222,8 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
             title,
             rationale: Some(rationale),
             proposer: None,
-            origin: Some("agent atelier-tune".into()),
-            declared: Some(vec!["atelier.toml".into()]),
+            origin: Some(format!("agent atelier-{proposer}")),
+            declared: Some(vec![path.to_string()]),
         },
         now()?,
     )?;
@@ -206,7 +231,102 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         "proposal {} opened on branch {} (head {}, base {})",
         p.id, p.branch, p.head, p.base
     );
-    report(Some(p))?;
+    Ok(p)
+}
+
+/// What `propose --from memory --json` prints.
+#[derive(serde::Serialize)]
+struct MemoryOutput {
+    lessons: Vec<lessons::Recurring>,
+    min_tasks: usize,
+    min_runs: usize,
+    proposal: Option<workflow::Proposed>,
+}
+
+/// `propose --from memory`: errors that recurred across tasks and runs, added to the protected
+/// branch's `prompts/lessons.md`.
+fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
+    if args.title.is_some() {
+        return Err(workflow::Error::Input(
+            "--title: a proposer writes its own title; leave --title out with --from".into(),
+        )
+        .into());
+    }
+    let repo = &ws.repo;
+    let branch = ws.branch().to_string();
+    let base = repo.find_commit(crate::git::branch_tip(repo, &branch)?)?;
+    let base_tree = base.tree()?;
+    let existing = match crate::git::read_file(repo, &base_tree, lessons::PATH)? {
+        Some(b) => String::from_utf8(b).map_err(|_| {
+            workflow::Error::Input(format!("{} on {branch}: not UTF-8", lessons::PATH))
+        })?,
+        None => String::new(),
+    };
+    let logs = stats::load(&ws.atelier_dir().join("runs"), None)?;
+    let found = lessons::recurring(&logs, &existing);
+    let report = |proposal: Option<workflow::Proposed>, found: Vec<lessons::Recurring>| {
+        if args.json {
+            return json(&MemoryOutput {
+                lessons: found,
+                min_tasks: lessons::MIN_TASKS,
+                min_runs: lessons::MIN_RUNS,
+                proposal,
+            });
+        }
+        let mut t = format!(
+            "memory read {} run(s): {} error(s) failed {}+ tasks over {}+ runs and are not yet lessons\n",
+            logs.len(),
+            found.len(),
+            lessons::MIN_TASKS,
+            lessons::MIN_RUNS
+        );
+        for r in &found {
+            t.push_str(&format!("lesson {}\n", r.line()));
+        }
+        if let Some(p) = &proposal {
+            t.push_str(&format!("{}\n", p.id));
+        }
+        out(&t)
+    };
+    if found.is_empty() {
+        report(None, found)?;
+        eprintln!("nothing proposed: no error recurred enough to become a lesson");
+        return Ok(ExitCode::from(1));
+    }
+    if args.dry_run {
+        report(None, found)?;
+        eprintln!("dry run: nothing proposed");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let text = lessons::append(&existing, &found);
+    let title = format!(
+        "memory: {} lesson(s) from errors that recurred",
+        found.len()
+    );
+    let mut rationale = format!(
+        "Proposed by atelier's `memory` proposer from {} run(s): each error below failed attempts of at least {} distinct tasks over at least {} runs. Every worker prompt will carry these lines; reword or drop any before approving.\n",
+        logs.len(),
+        lessons::MIN_TASKS,
+        lessons::MIN_RUNS
+    );
+    for r in &found {
+        rationale.push_str(&format!(
+            "\n- `{}`: {} tasks, runs {}.",
+            r.error,
+            r.tasks,
+            r.runs.join(", ")
+        ));
+    }
+    let p = open_from(
+        ws,
+        "memory",
+        &base_tree,
+        lessons::PATH,
+        &text,
+        title,
+        rationale,
+    )?;
+    report(Some(p), found)?;
     Ok(ExitCode::SUCCESS)
 }
 

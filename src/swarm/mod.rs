@@ -1,11 +1,13 @@
 //! The core swarm: plans of tasks (a DAG with exclusive file claims and validation contracts),
 //! their scheduling, and running them: `plan` (parsing, the contract validator), `schedule`
 //! (waves, critical path, claims), `runtime` (the conductor), `events` (a run's log and its
-//! fold, the run's state), `memory` (error digests carried between attempts) and `stats` (what
+//! fold, the run's state), `memory` (error digests carried between attempts), `lessons` (the reviewed
+//! `prompts/lessons.md` every prompt carries, and the `memory` proposer's recurring errors) and `stats` (what
 //! the runs measured, across runs) and `tune` (the proposer of `[conductor]` changes those
 //! measurements justify).
 
 pub mod events;
+pub mod lessons;
 pub mod memory;
 pub mod plan;
 pub mod runtime;

@@ -685,6 +685,9 @@ struct Conductor<'a> {
     backends: BTreeMap<String, agent::Backend>,
     max_parallel: usize,
     limits: Arc<Limits>,
+    /// `prompts/lessons.md` on the protected branch, as prompts carry it (read when the
+    /// conductor opens the run: reviewed text only, never the working tree's).
+    lessons: Vec<String>,
     events: PathBuf,
     sink: Sink,
     state: RunState,
@@ -851,6 +854,12 @@ impl<'a> Conductor<'a> {
         let keys: Vec<String> = tasks.keys().cloned().collect();
         let state = RunState::fold(&events::read(&events)?, &keys);
         let (tx, rx) = mpsc::unbounded_channel();
+        let tip = ws
+            .repo
+            .find_commit(git::branch_tip(&ws.repo, ws.branch())?)?;
+        let lessons = git::read_file(&ws.repo, &tip.tree()?, super::lessons::PATH)?
+            .map(|b| super::lessons::for_prompt(&String::from_utf8_lossy(&b)))
+            .unwrap_or_default();
         Ok(Conductor {
             ws,
             clock,
@@ -861,6 +870,7 @@ impl<'a> Conductor<'a> {
             backends,
             max_parallel,
             limits: Arc::new(Limits::from(&ws.config, &ws.root, sandboxes)),
+            lessons,
             events,
             sink,
             state,
@@ -1198,6 +1208,7 @@ impl<'a> Conductor<'a> {
                 .into_iter()
                 .collect(),
             context: agent::prompt::slice(context_files(worktree, task), self.limits.context),
+            lessons: self.lessons.clone(),
         };
         let template = std::fs::read_to_string(self.ws.root.join("prompts/worker.j2"))
             .unwrap_or_else(|_| agent::prompt::DEFAULT_TEMPLATE.to_string());
