@@ -25,6 +25,37 @@ pub struct Config {
     pub swarm: SwarmConfig,
     #[serde(default)]
     pub review: ReviewConfig,
+    /// Atelier's own proposers (`atelier propose --from NAME`) that need settings.
+    #[serde(default)]
+    pub proposers: ProposersConfig,
+}
+
+/// `[proposers]`: settings of the proposers that need them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProposersConfig {
+    #[serde(default)]
+    pub lint: Option<LintConfig>,
+}
+
+/// `[proposers.lint]`: the fix command `propose --from lint --family F` runs in a worktree of
+/// the protected branch, contained like a gauntlet step (read from the branch's atelier.toml).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LintConfig {
+    /// The program and its arguments; `{family}` in an argument becomes the family asked for,
+    /// e.g. `["cargo", "clippy", "--fix", "--allow-dirty", "--", "-W", "clippy::{family}"]`.
+    pub command: Vec<String>,
+    /// The families `--family` may name; empty: any name of letters, digits, `_`, `-`, `:`.
+    #[serde(default)]
+    pub families: Vec<String>,
+    /// The longest the fix command may run.
+    #[serde(default = "default_lint_timeout")]
+    pub timeout: String,
+}
+
+fn default_lint_timeout() -> String {
+    "30m".into()
 }
 
 /// How agent reviewers run on this machine (what the panel holds a change to is the policy's
@@ -452,6 +483,14 @@ impl Config {
                 &config.conductor.attempt_timeout,
             ),
             ("review.timeout", &config.review.timeout),
+            (
+                "proposers.lint.timeout",
+                &config
+                    .proposers
+                    .lint
+                    .as_ref()
+                    .map_or_else(default_lint_timeout, |l| l.timeout.clone()),
+            ),
         ] {
             crate::governance::time::parse_duration(v)
                 .map_err(|e| invalid(format!("{field}: {e}")))?;
@@ -480,6 +519,13 @@ impl Config {
             return Err(invalid(
                 "swarm.max_parallel and conductor.failure_budget must be at least 1".into(),
             ));
+        }
+        if let Some(lint) = &config.proposers.lint {
+            if lint.command.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(invalid(
+                    "proposers.lint.command: name the fix command, e.g. [\"cargo\", \"clippy\", \"--fix\", \"--allow-dirty\", \"--\", \"-W\", \"clippy::{family}\"]".into(),
+                ));
+            }
         }
         for (name, role) in &config.roles {
             let bad = |reason: String| ConfigError::Invalid {

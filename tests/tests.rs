@@ -21,6 +21,7 @@ mod hardening;
 mod merge;
 mod one_loop;
 mod plans;
+mod proposers;
 mod review;
 mod review_adversary;
 mod review_fixes;

@@ -59,6 +59,21 @@ pub fn never_passed(name: &str) -> bool {
     NEVER_PASSED.iter().any(|v| v.eq_ignore_ascii_case(name))
 }
 
+/// A monotonic stopwatch, for the durations telemetry records (monotonic time is read here
+/// only: limits on running programs, and how long things took).
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch(Instant);
+
+impl Stopwatch {
+    pub fn start() -> Stopwatch {
+        Stopwatch(Instant::now())
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
 /// Silence thresholds (the conductor's nudge and restart).
 #[derive(Debug, Clone, Copy)]
 pub struct Silence {

@@ -22,6 +22,9 @@ pub struct ProposeArgs {
     /// prompts/lessons.md). Exit 1, proposing nothing, when the data do not support a change.
     #[arg(long, value_name = "PROPOSER", conflicts_with = "agent")]
     from: Option<String>,
+    /// With --from lint: the lint family to fix (one family per proposal).
+    #[arg(long, value_name = "FAMILY")]
+    family: Option<String>,
     /// With --from: print what would be proposed, and why, without proposing it.
     #[arg(long, requires = "from")]
     dry_run: bool,
@@ -44,12 +47,13 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
         return match from.as_str() {
             "tune" => tune(&ws, &args),
             "memory" => memory(&ws, &args),
-            "lint" | "agent" => Err(workflow::Error::Input(format!(
-                "--from {from}: this proposer is not built yet (issue 12); `--from tune` and `--from memory` are"
-            ))
+            "lint" => lint(&ws, &args),
+            "agent" => Err(workflow::Error::Input(
+                "--from agent: this proposer is not built yet (issue 12); `--from tune`, `--from memory` and `--from lint` are".into()
+            )
             .into()),
             other => Err(workflow::Error::Input(format!(
-                "--from {other}: no such proposer; atelier has `tune` and `memory` (and, not built yet, `lint`, `agent`)"
+                "--from {other}: no such proposer; atelier has `tune`, `memory` and `lint` (and, not built yet, `agent`)"
             ))
             .into()),
         };
@@ -327,6 +331,127 @@ fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         rationale,
     )?;
     report(Some(p), found)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `propose --from lint --json` prints.
+#[derive(serde::Serialize)]
+struct LintOutput {
+    lint: crate::swarm::lint::Linted,
+    proposal: Option<workflow::Proposed>,
+}
+
+/// `propose --from lint --family F`: the protected branch's fix command for one family, kept
+/// only when it changed something and the gauntlet still passes.
+fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
+    if args.title.is_some() {
+        return Err(workflow::Error::Input(
+            "--title: a proposer writes its own title; leave --title out with --from".into(),
+        )
+        .into());
+    }
+    let family = args.family.as_deref().ok_or_else(|| {
+        workflow::Error::Input(
+            "--from lint needs --family NAME: one lint family per proposal (e.g. --family style)"
+                .into(),
+        )
+    })?;
+    let linted = crate::swarm::lint::run(ws, family, now()?)?;
+    if !linted.contained {
+        eprintln!("WARNING: the fix command and the gauntlet ran uncontained ([swarm] containment = \"none\", merged)");
+    }
+    let report = |linted: crate::swarm::lint::Linted, proposal: Option<workflow::Proposed>| {
+        if args.json {
+            return json(&LintOutput {
+                lint: linted,
+                proposal,
+            });
+        }
+        let mut t = format!(
+            "lint ran `{}` on {} ({}): {} file(s) changed\n",
+            linted.command.join(" "),
+            ws.branch(),
+            &linted.base[..12.min(linted.base.len())],
+            linted.changed.len()
+        );
+        for f in &linted.changed {
+            t.push_str(&format!("  {f}\n"));
+        }
+        for s in &linted.steps {
+            t.push_str(&format!(
+                "gauntlet {}: {} ({} ms)\n",
+                s.name,
+                if s.passed { "passed" } else { "FAILED" },
+                s.ms
+            ));
+        }
+        if let Some(p) = &proposal {
+            t.push_str(&format!("{}\n", p.id));
+        }
+        out(&t)
+    };
+    if linted.changed.is_empty() {
+        report(linted, None)?;
+        eprintln!("nothing proposed: the fix command changed nothing for family {family}");
+        return Ok(ExitCode::from(1));
+    }
+    if let Some(why) = linted.failed.clone() {
+        report(linted, None)?;
+        eprintln!("nothing proposed: with the fixes, the gauntlet fails ({why})");
+        return Ok(ExitCode::from(1));
+    }
+    if args.dry_run {
+        report(linted, None)?;
+        eprintln!("dry run: nothing proposed");
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The gauntlet's verdict holds for the tip it ran on; a branch that moved meanwhile would
+    // make the proposal's base another commit.
+    let tip = crate::git::branch_tip(&ws.repo, ws.branch())?.to_string();
+    if tip != linted.base {
+        return Err(workflow::Error::Input(format!(
+            "{} moved while lint ran (expected: {}; found: {tip}); nothing proposed: run it again",
+            ws.branch(),
+            linted.base
+        ))
+        .into());
+    }
+    let file = tempfile::NamedTempFile::new()?;
+    std::fs::write(file.path(), &linted.patch)?;
+    let title = format!("lint: {family} fixes in {} file(s)", linted.changed.len());
+    let rationale = format!(
+        "Proposed by atelier's `lint` proposer: `{}` (from [proposers.lint] on {}) run on {} in a fresh worktree, one family ({family}); the gauntlet passed on the fixed tree: {}.",
+        linted.command.join(" "),
+        ws.branch(),
+        linted.base,
+        if linted.steps.is_empty() {
+            "(no gauntlet steps are configured)".to_string()
+        } else {
+            linted
+                .steps
+                .iter()
+                .map(|s| format!("{} ({} ms)", s.name, s.ms))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    let p = workflow::propose(
+        ws,
+        ProposeOptions {
+            patch: file.path().to_path_buf(),
+            title,
+            rationale: Some(rationale),
+            proposer: None,
+            origin: Some("agent atelier-lint".into()),
+            declared: Some(linted.changed.clone()),
+        },
+        now()?,
+    )?;
+    eprintln!(
+        "proposal {} opened on branch {} (head {}, base {})",
+        p.id, p.branch, p.head, p.base
+    );
+    report(linted, Some(p))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -25,7 +25,7 @@ pub const MIN_TASKS: usize = 3;
 pub const MIN_RUNS: usize = 2;
 /// The most lessons a prompt carries (the first ones in the file), and their bytes.
 pub const MAX_IN_PROMPT: usize = 20;
-pub const MAX_PROMPT_BYTES: usize = 4096;
+pub const MAX_PROMPT_BYTES: usize = 4 * 1024;
 
 const MARK: &str = "<!-- atelier-lesson ";
 

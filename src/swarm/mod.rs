@@ -3,11 +3,13 @@
 //! (waves, critical path, claims), `runtime` (the conductor), `events` (a run's log and its
 //! fold, the run's state), `memory` (error digests carried between attempts), `lessons` (the reviewed
 //! `prompts/lessons.md` every prompt carries, and the `memory` proposer's recurring errors) and `stats` (what
-//! the runs measured, across runs) and `tune` (the proposer of `[conductor]` changes those
-//! measurements justify).
+//! the runs measured, across runs) `tune` (the proposer of `[conductor]` changes those
+//! measurements justify) and `lint` (the `lint` proposer's fix command and gauntlet, in a
+//! worktree).
 
 pub mod events;
 pub mod lessons;
+pub mod lint;
 pub mod memory;
 pub mod plan;
 pub mod runtime;

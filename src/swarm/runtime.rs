@@ -75,9 +75,9 @@ struct Limits {
     sandboxes: Option<Sandboxes>,
 }
 
-struct Sandboxes {
+pub(super) struct Sandboxes {
     roles: BTreeMap<String, Sandbox>,
-    gauntlet: Sandbox,
+    pub(super) gauntlet: Sandbox,
 }
 
 impl Limits {
@@ -107,7 +107,7 @@ impl Limits {
 /// The sandboxes of a run (`None`: uncontained), each prepared once so a kernel without
 /// Landlock, a rule it cannot enforce or a listed path that does not exist refuses the run
 /// before any worker starts.
-fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Option<Sandboxes>> {
+pub(super) fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Option<Sandboxes>> {
     if ws.containment()? == crate::config::Containment::None {
         return Ok(None);
     }
@@ -171,7 +171,7 @@ fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Option<Sandboxe
 }
 
 /// `[swarm] shared_target_dir`: `~/…` under the home directory, a relative path under `root`.
-fn shared_target(config: &Config, root: &Path) -> Option<PathBuf> {
+pub(super) fn shared_target(config: &Config, root: &Path) -> Option<PathBuf> {
     let d = config.swarm.shared_target_dir.as_ref()?;
     let text = d.to_string_lossy();
     Some(match text.strip_prefix("~/") {
@@ -294,7 +294,7 @@ async fn http_worker(
         job.prompt.clone(),
         limits.attempt,
     );
-    let started = std::time::Instant::now();
+    let started = process::Stopwatch::start();
     let reply = tokio::task::spawn_blocking(move || {
         agent::http::chat(&url, &model, key.as_deref(), &prompt, timeout)
     })
@@ -1171,7 +1171,7 @@ impl<'a> Conductor<'a> {
         self.attempts.spawn(async move {
             let key = job.task.key.clone();
             let attempt = job.attempt;
-            let started = std::time::Instant::now();
+            let started = process::Stopwatch::start();
             let result = run_attempt(job, &limits, tx).await;
             (key, attempt, result, millis(started.elapsed()))
         });

@@ -80,6 +80,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         conductor: Default::default(),
         swarm: Default::default(),
         review: Default::default(),
+        proposers: Default::default(),
     };
     write_if_missing(
         &root,

@@ -1,0 +1,229 @@
+//! The `lint` proposer's work: the fix command of `[proposers.lint]` (read from the protected
+//! branch's atelier.toml, never the working tree's) runs for one lint family in a fresh
+//! worktree of the protected branch's tip, contained like a gauntlet step; then the gauntlet
+//! runs there on the fixed tree. What it produced becomes a patch only when something changed
+//! and every step passed; the worktree and its branch are removed either way.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::runtime;
+use crate::agent::process;
+use crate::config::{Config, LintConfig};
+use crate::git;
+use crate::governance::time::parse_duration;
+use crate::workflow::error::{Context, Result};
+use crate::workflow::Workspace;
+
+/// A gauntlet step as it ran on the fixed tree.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRun {
+    pub name: String,
+    pub passed: bool,
+    pub ms: u64,
+}
+
+/// What the fix command and the gauntlet did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Linted {
+    pub family: String,
+    /// The command as run (after `{family}` was replaced).
+    pub command: Vec<String>,
+    pub base: String,
+    /// The files the fixes changed, and the patch (empty when nothing changed).
+    pub changed: Vec<String>,
+    #[serde(skip)]
+    pub patch: Vec<u8>,
+    pub steps: Vec<StepRun>,
+    /// The first step that failed, with the last lines of its output.
+    pub failed: Option<String>,
+    pub contained: bool,
+}
+
+fn bad(what: String) -> crate::workflow::Error {
+    crate::workflow::Error::Input(what)
+}
+
+/// The protected branch's atelier.toml, parsed.
+pub fn branch_config(ws: &Workspace) -> Result<Config> {
+    let tip = git::branch_tip(&ws.repo, ws.branch())?;
+    let tree = ws.repo.find_commit(tip)?.tree()?;
+    let label = format!("{} at {}", crate::config::FILE, ws.branch());
+    let bytes = git::read_file(&ws.repo, &tree, crate::config::FILE)?.ok_or_else(|| {
+        bad(format!(
+            "{label}: not found; `propose --from lint` runs the fix command the protected branch's atelier.toml names"
+        ))
+    })?;
+    Ok(Config::parse(&label, &String::from_utf8_lossy(&bytes))?)
+}
+
+/// The command for `family`, checked against the configured families.
+pub fn command_for(lint: &LintConfig, family: &str, branch: &str) -> Result<Vec<String>> {
+    let ok_chars = !family.is_empty()
+        && family
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':'));
+    if !ok_chars {
+        return Err(bad(format!(
+            "--family {family:?}: a lint family is letters, digits, `_`, `-` and `:` (e.g. style)"
+        )));
+    }
+    if !lint.families.is_empty() && !lint.families.iter().any(|f| f == family) {
+        return Err(bad(format!(
+            "--family {family}: not one of [proposers.lint] families on {branch} ({}); add it there through a proposal",
+            lint.families.join(", ")
+        )));
+    }
+    Ok(lint
+        .command
+        .iter()
+        .map(|a| a.replace("{family}", family))
+        .collect())
+}
+
+/// Runs the fix command for `family` and then the gauntlet, in a worktree of the protected
+/// branch's tip that is removed afterwards.
+pub fn run(ws: &Workspace, family: &str, clock_now: i64) -> Result<Linted> {
+    let config = branch_config(ws)?;
+    let lint = config.proposers.lint.as_ref().ok_or_else(|| {
+        bad(format!(
+            "{} at {} has no [proposers.lint]: add one through a proposal, e.g. command = [\"cargo\", \"clippy\", \"--fix\", \"--allow-dirty\", \"--\", \"-W\", \"clippy::{{family}}\"] (README, \"propose --from lint\")",
+            crate::config::FILE,
+            ws.branch()
+        ))
+    })?;
+    let command = command_for(lint, family, ws.branch())?;
+    // The containment decision and the gauntlet's grants are the merged ones (as for a run).
+    let sandboxes = runtime::sandboxes(ws, &BTreeSet::new())?;
+    let repo = &ws.repo;
+    let base = git::branch_tip(repo, ws.branch())?;
+    let name = format!("lint-{}-{clock_now}", std::process::id());
+    let dir = ws.atelier_dir().join("proposers").join(&name);
+    std::fs::create_dir_all(dir.parent().expect("a parent"))
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let branch = format!("atelier/proposers/{name}");
+    git::add_worktree(repo, &name, &dir, &branch, base)?;
+    let result = fix_and_check(ws, &config, lint, sandboxes, &dir, base, family, command);
+    let _ = git::remove_worktree(repo, &name, &dir);
+    if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
+        let _ = b.delete();
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fix_and_check(
+    ws: &Workspace,
+    config: &Config,
+    lint: &LintConfig,
+    sandboxes: Option<runtime::Sandboxes>,
+    dir: &Path,
+    base: git2::Oid,
+    family: &str,
+    command: Vec<String>,
+) -> Result<Linted> {
+    let common = ws.repo.commondir().to_path_buf();
+    let target = runtime::shared_target(config, &ws.root);
+    let sandbox = sandboxes.as_ref().map(|s| {
+        let mut b = s.gauntlet.clone().write(dir).read(&common);
+        if let Some(t) = &target {
+            b = b.write(t);
+        }
+        b
+    });
+    let mut env_extra = vec![("ATELIER_LINT_FAMILY".to_string(), family.to_string())];
+    if let Some(t) = &target {
+        env_extra.push(("CARGO_TARGET_DIR".into(), t.display().to_string()));
+    }
+    let spawn = |program: String, args: Vec<String>, timeout: Duration| process::Spawn {
+        program,
+        args,
+        cwd: dir.to_path_buf(),
+        env: process::scrubbed_env(&[], &env_extra),
+        stdin: Vec::new(),
+        timeout,
+        silence: None,
+        max_output: config.swarm.max_output,
+        sandbox: sandbox.clone(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let secs = |t: &str| Duration::from_secs(parse_duration(t).unwrap_or(0).max(0) as u64);
+    let fix = spawn(
+        command[0].clone(),
+        command[1..].to_vec(),
+        secs(&lint.timeout),
+    );
+    let o = rt
+        .block_on(process::run(&fix, |_| {}))
+        .with_context(|| format!("starting the fix command `{}`", command[0]))?;
+    if !o.success() {
+        return Err(bad(format!(
+            "the fix command `{}` {}; nothing proposed. Its last output:\n{}",
+            command.join(" "),
+            if o.timed_out {
+                format!("ran past {}", lint.timeout)
+            } else {
+                format!(
+                    "exited with {}",
+                    o.code.map_or("a signal".into(), |c| c.to_string())
+                )
+            },
+            tail(&o.output)
+        )));
+    }
+    let (tree, changed) = git::snapshot(&common, dir, base)?;
+    let mut out = Linted {
+        family: family.to_string(),
+        command,
+        base: base.to_string(),
+        changed,
+        patch: Vec::new(),
+        steps: Vec::new(),
+        failed: None,
+        contained: sandbox.is_some(),
+    };
+    if out.changed.is_empty() {
+        return Ok(out);
+    }
+    for step in &config.gauntlet.steps {
+        let s = spawn(
+            "sh".into(),
+            vec!["-c".into(), step.run.clone()],
+            secs(&step.timeout),
+        );
+        let o = rt
+            .block_on(process::run(&s, |_| {}))
+            .with_context(|| format!("starting gauntlet step {}", step.name))?;
+        let passed = o.success();
+        out.steps.push(StepRun {
+            name: step.name.clone(),
+            passed,
+            ms: u64::try_from(o.elapsed.as_millis()).unwrap_or(u64::MAX),
+        });
+        if !passed {
+            out.failed = Some(format!("{}: {}", step.name, tail(&o.output)));
+            return Ok(out);
+        }
+    }
+    // The gauntlet judges the fixed tree; it must not have changed it.
+    let (after, _) = git::snapshot(&common, dir, base)?;
+    if after != tree {
+        out.failed = Some("the gauntlet changed the fixed files while it ran".into());
+        return Ok(out);
+    }
+    let base_tree = ws.repo.find_commit(base)?.tree()?;
+    out.patch = git::diff_text(&ws.repo, &base_tree, &ws.repo.find_tree(tree)?)?;
+    Ok(out)
+}
+
+/// The last lines of a program's output.
+fn tail(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    lines[lines.len().saturating_sub(10)..].join("\n")
+}
