@@ -186,3 +186,170 @@ fn without_a_lint_section_on_the_branch_lint_says_what_to_add() {
         r.stderr
     );
 }
+
+/// A swarm with a `proposer` role: a scripted model that saves its prompt and prints
+/// `proposer-reply.txt`, after trying to write into the main working tree.
+fn with_proposer() -> Swarm {
+    let s = Swarm::configured("", "");
+    let script = s.fake.join("proposer.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/proposer-prompt.txt\"\necho pwned > '{}/pwned-by-proposer.txt' 2>/dev/null\ncat \"$FAKE_AGENT_DIR/proposer-reply.txt\"\n",
+            s.env.repo.display()
+        ),
+    )
+    .expect("write proposer");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let config = s.env.read("atelier.toml");
+    s.env.write(
+        "atelier.toml",
+        &format!(
+            "{config}\n[roles.proposer]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\"]\nwritable = [\"{}\"]\n",
+            script.display(),
+            s.fake.display()
+        ),
+    );
+    s.env.git(&["commit", "-qam", "A proposer role"]);
+    s
+}
+
+fn reply(s: &Swarm, text: &str) {
+    std::fs::write(s.fake.join("proposer-reply.txt"), text).expect("write reply");
+}
+
+#[test]
+fn the_agent_proposer_plans_the_swarm_runs_it_and_the_run_becomes_the_proposal() {
+    let s = with_proposer();
+    reply(
+        &s,
+        &format!(
+            "Here is my plan.\n```toml\n{}```\n",
+            crate::swarm::plan(
+                "hello",
+                &[crate::swarm::task(
+                    "A",
+                    &["src/a.rs"],
+                    &[],
+                    "grep -q 'pub fn a' src/a.rs"
+                )]
+            )
+        ),
+    );
+    s.scenario("hello:A", "echo 'pub fn a() {}' > src/a.rs");
+    let done = s
+        .run(&[
+            "propose",
+            "--from",
+            "agent",
+            "--goal",
+            "Add a function a",
+            "--json",
+        ])
+        .ok()
+        .json();
+    let id = done["proposal"]["id"]
+        .as_str()
+        .expect("a proposal")
+        .to_string();
+    assert_eq!(done["run"]["run"], "r1");
+    let prompt = std::fs::read_to_string(s.fake.join("proposer-prompt.txt")).expect("prompt");
+    assert!(
+        prompt.contains("# The goal\nAdd a function a")
+            && prompt.contains("atelier.toml")
+            && prompt.contains("one of: implementer"),
+        "{prompt}"
+    );
+    let shown = s.run(&["show", &id]).ok().stdout;
+    assert!(
+        shown.contains("+pub fn a() {}") && shown.contains("toward the goal: Add a function a"),
+        "{shown}"
+    );
+    let record = s.run(&["audit", "show", &id, "--json"]).ok().stdout;
+    assert!(
+        record.contains("agent atelier-agent, swarm run r1"),
+        "{record}"
+    );
+    assert!(
+        !s.env.repo.join("pwned-by-proposer.txt").exists(),
+        "the proposer wrote the main working tree"
+    );
+    nothing_left_behind_but_plans(&s);
+}
+
+/// The proposer's worktrees are gone; only the kept plans remain.
+fn nothing_left_behind_but_plans(s: &Swarm) {
+    let left: Vec<String> = std::fs::read_dir(s.env.repo.join(".atelier/proposers"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !(n.starts_with("plan-") && n.ends_with(".toml")))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_plan_the_contract_validator_refuses_never_runs() {
+    let s = with_proposer();
+    // A check that cannot fail: the contract validator refuses it.
+    reply(
+        &s,
+        &crate::swarm::plan(
+            "vague",
+            &[crate::swarm::task("A", &["src/a.rs"], &[], "true")],
+        ),
+    );
+    let r = s
+        .run(&["propose", "--from", "agent", "--goal", "Anything"])
+        .code(1);
+    assert!(
+        r.stdout.contains("refused: E_CONTRACT_VAGUE"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stderr.contains("no worker ran"), "{}", r.stderr);
+    assert!(!s.env.repo.join(".atelier/runs").exists(), "a run started");
+    reply(&s, "I would rather not.");
+    let r = s
+        .run(&["propose", "--from", "agent", "--goal", "Anything"])
+        .code(1);
+    assert!(r.stdout.contains("not a plan"), "{}", r.stdout);
+    assert!(!s.env.repo.join(".atelier/runs").exists(), "a run started");
+    let dry_plan = crate::swarm::plan(
+        "ok",
+        &[crate::swarm::task(
+            "A",
+            &["src/a.rs"],
+            &[],
+            "grep -q a src/a.rs",
+        )],
+    );
+    reply(&s, &dry_plan);
+    let dry = s
+        .run(&[
+            "propose",
+            "--from",
+            "agent",
+            "--goal",
+            "Anything",
+            "--dry-run",
+        ])
+        .ok();
+    assert!(dry.stdout.contains("[plan]"), "{}", dry.stdout);
+    assert!(!s.env.repo.join(".atelier/runs").exists(), "a dry run ran");
+    nothing_left_behind_but_plans(&s);
+}
+
+#[test]
+fn the_agent_proposer_needs_its_role_and_a_goal() {
+    let s = Swarm::new("");
+    let r = s
+        .run(&["propose", "--from", "agent", "--goal", "x"])
+        .code(2);
+    assert!(r.stderr.contains("has no [roles.proposer]"), "{}", r.stderr);
+    let r = s.run(&["propose", "--from", "agent"]).code(2);
+    assert!(r.stderr.contains("needs --goal"), "{}", r.stderr);
+}

@@ -22,6 +22,9 @@ pub struct ProposeArgs {
     /// prompts/lessons.md). Exit 1, proposing nothing, when the data do not support a change.
     #[arg(long, value_name = "PROPOSER", conflicts_with = "agent")]
     from: Option<String>,
+    /// With --from agent: what the change should achieve (the `proposer` role plans toward it).
+    #[arg(long, value_name = "TEXT")]
+    goal: Option<String>,
     /// With --from lint: the lint family to fix (one family per proposal).
     #[arg(long, value_name = "FAMILY")]
     family: Option<String>,
@@ -48,12 +51,9 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
             "tune" => tune(&ws, &args),
             "memory" => memory(&ws, &args),
             "lint" => lint(&ws, &args),
-            "agent" => Err(workflow::Error::Input(
-                "--from agent: this proposer is not built yet (issue 12); `--from tune`, `--from memory` and `--from lint` are".into()
-            )
-            .into()),
+            "agent" => agent(&ws, &args),
             other => Err(workflow::Error::Input(format!(
-                "--from {other}: no such proposer; atelier has `tune`, `memory` and `lint` (and, not built yet, `agent`)"
+                "--from {other}: no such proposer; atelier has `tune`, `memory`, `lint` and `agent`"
             ))
             .into()),
         };
@@ -331,6 +331,123 @@ fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         rationale,
     )?;
     report(Some(p), found)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `propose --from agent --json` prints.
+#[derive(serde::Serialize)]
+struct AgentOutput {
+    goal: String,
+    plan_file: String,
+    planned: crate::swarm::planner::Planned,
+    run: Option<crate::swarm::runtime::RunSummary>,
+    proposal: Option<workflow::Proposed>,
+}
+
+/// `propose --from agent --goal TEXT`: the `proposer` role writes a plan, the contract
+/// validator checks it, the swarm runs it, and a fully successful run becomes the proposal.
+fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
+    if args.title.is_some() {
+        return Err(workflow::Error::Input(
+            "--title: a proposer writes its own title; leave --title out with --from".into(),
+        )
+        .into());
+    }
+    let goal = args.goal.as_deref().ok_or_else(|| {
+        workflow::Error::Input(
+            "--from agent needs --goal TEXT: what the change should achieve".into(),
+        )
+    })?;
+    let now = now()?;
+    let planned = crate::swarm::planner::plan(ws, goal, now)?;
+    // Kept whatever becomes of it, so a refused plan can be read.
+    let dir = ws.atelier_dir().join("proposers");
+    std::fs::create_dir_all(&dir)?;
+    let plan_file = dir.join(format!("plan-{now}-{}.toml", std::process::id()));
+    crate::fsutil::atomic_write(&plan_file, planned.plan.as_bytes())?;
+    let mut output = AgentOutput {
+        goal: goal.to_string(),
+        plan_file: plan_file.display().to_string(),
+        planned,
+        run: None,
+        proposal: None,
+    };
+    let report = |o: &AgentOutput| -> anyhow::Result<()> {
+        if args.json {
+            return json(o);
+        }
+        let mut t = format!("the proposer's plan: {}\n", o.plan_file);
+        if let Some(why) = &o.planned.unreadable {
+            t.push_str(&format!("  not a plan: {why}\n"));
+        }
+        for r in &o.planned.refusals {
+            t.push_str(&format!("  refused: {} {}\n", r.code, r.message));
+        }
+        if let Some(run) = &o.run {
+            t.push_str(&format!(
+                "run {}: {} succeeded, {} failed, {} blocked (events: {})\n",
+                run.run,
+                run.succeeded.len(),
+                run.failed.len(),
+                run.blocked.len(),
+                run.events
+            ));
+        }
+        if let Some(p) = &o.proposal {
+            t.push_str(&format!("{}\n", p.id));
+        }
+        out(&t)
+    };
+    if output.planned.unreadable.is_some() || !output.planned.refusals.is_empty() {
+        report(&output)?;
+        eprintln!(
+            "nothing proposed: the contract validator refused the proposer's plan; no worker ran"
+        );
+        return Ok(ExitCode::from(1));
+    }
+    if args.dry_run {
+        if !args.json {
+            out(&output.planned.plan)?;
+        }
+        report(&output)?;
+        eprintln!("dry run: the plan passed the contract validator; nothing ran, nothing proposed");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
+    let summary = crate::swarm::runtime::run(
+        ws,
+        crate::swarm::runtime::RunOptions {
+            plan_files: vec![(plan_file.display().to_string(), output.planned.plan.clone())],
+            max_parallel: None,
+            resume: None,
+        },
+        &clock,
+    )?;
+    if !summary.ok() {
+        output.run = Some(summary);
+        report(&output)?;
+        eprintln!("nothing proposed: the run did not succeed entirely");
+        return Ok(ExitCode::from(1));
+    }
+    let p = crate::swarm::runtime::propose_run_as(
+        ws,
+        &summary,
+        clock(),
+        Some(crate::swarm::runtime::Authored {
+            origin: "agent atelier-agent".into(),
+            preface: format!(
+                "Proposed by atelier's `agent` proposer toward the goal: {goal}\nThe `{}` role wrote the plan; it passed the contract validator before any worker ran.",
+                crate::swarm::planner::ROLE
+            ),
+        }),
+    )?;
+    eprintln!(
+        "proposal {} opened on branch {} (head {}, base {})",
+        p.id, p.branch, p.head, p.base
+    );
+    output.run = Some(summary);
+    output.proposal = Some(p);
+    report(&output)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,14 +4,15 @@
 //! fold, the run's state), `memory` (error digests carried between attempts), `lessons` (the reviewed
 //! `prompts/lessons.md` every prompt carries, and the `memory` proposer's recurring errors) and `stats` (what
 //! the runs measured, across runs) `tune` (the proposer of `[conductor]` changes those
-//! measurements justify) and `lint` (the `lint` proposer's fix command and gauntlet, in a
-//! worktree).
+//! measurements justify) `lint` (the `lint` proposer's fix command and gauntlet, in a
+//! worktree) and `planner` (the `agent` proposer's `proposer` role writing a plan).
 
 pub mod events;
 pub mod lessons;
 pub mod lint;
 pub mod memory;
 pub mod plan;
+pub mod planner;
 pub mod runtime;
 pub mod schedule;
 pub mod stats;

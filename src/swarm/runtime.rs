@@ -80,6 +80,13 @@ pub(super) struct Sandboxes {
     pub(super) gauntlet: Sandbox,
 }
 
+impl Sandboxes {
+    /// The grants of `role`'s programs.
+    pub(super) fn role(&self, role: &str) -> Option<Sandbox> {
+        self.roles.get(role).cloned()
+    }
+}
+
 impl Limits {
     /// The sandbox of a program in `job`'s worktree: `base` (its role's or the gauntlet's
     /// grants), the worktree, the repository's git objects and refs (read), the shared cache.
@@ -1620,6 +1627,23 @@ pub fn propose_run(
     summary: &RunSummary,
     now: Timestamp,
 ) -> Result<crate::workflow::Proposed> {
+    propose_run_as(ws, summary, now, None)
+}
+
+/// Who asked for a run's proposal when it was not a person's `run --propose`: the origin the
+/// ledger records, and the text that opens the rationale.
+pub struct Authored {
+    pub origin: String,
+    pub preface: String,
+}
+
+/// [`propose_run`], recording `by` (one of atelier's proposers) as the proposal's origin.
+pub fn propose_run_as(
+    ws: &Workspace,
+    summary: &RunSummary,
+    now: Timestamp,
+    by: Option<Authored>,
+) -> Result<crate::workflow::Proposed> {
     if !summary.ok() {
         return Err(crate::workflow::Error::Input(format!(
             "run {} did not succeed entirely; only a fully successful run becomes a proposal",
@@ -1672,7 +1696,8 @@ pub fn propose_run(
         )?);
     }
     let mut rationale = format!(
-        "Produced by swarm run {} (plans {}); every task passed the gauntlet and its contract checks. Evidence: {}.\n",
+        "{}Produced by swarm run {} (plans {}); every task passed the gauntlet and its contract checks. Evidence: {}.\n",
+        by.as_ref().map(|b| format!("{}\n\n", b.preface)).unwrap_or_default(),
         summary.run,
         plans.join(", "),
         summary.events
@@ -1700,7 +1725,10 @@ pub fn propose_run(
             title,
             rationale: Some(rationale),
             proposer: None,
-            origin: Some(format!("swarm run {}", summary.run)),
+            origin: Some(match &by {
+                Some(b) => format!("{}, swarm run {}", b.origin, summary.run),
+                None => format!("swarm run {}", summary.run),
+            }),
             // The tasks' claims: the `scope` reviewer flags any change outside them.
             declared: Some(
                 plan_files
