@@ -353,3 +353,81 @@ fn the_agent_proposer_needs_its_role_and_a_goal() {
     let r = s.run(&["propose", "--from", "agent"]).code(2);
     assert!(r.stderr.contains("needs --goal"), "{}", r.stderr);
 }
+
+/// A swarm with a `validator` role: a scripted model that saves its prompt and prints
+/// `validator-answer.txt`.
+fn with_validator() -> Swarm {
+    let s = Swarm::configured("", "");
+    let script = s.fake.join("validator.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/validator-prompt.txt\"\ncat \"$FAKE_AGENT_DIR/validator-answer.txt\"\n",
+    )
+    .expect("write validator");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let config = s.env.read("atelier.toml");
+    s.env.write(
+        "atelier.toml",
+        &format!(
+            "{config}\n[roles.validator]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\"]\nwritable = [\"{}\"]\n",
+            script.display(),
+            s.fake.display()
+        ),
+    );
+    s.env.git(&["commit", "-qam", "A validator role"]);
+    s
+}
+
+#[test]
+fn the_validator_reads_the_contracts_and_a_plan_it_rejects_never_runs() {
+    let s = with_validator();
+    s.scenario("p:A", "echo 'pub fn a() {}' > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &crate::swarm::plan(
+            "p",
+            &[crate::swarm::task(
+                "A",
+                &["src/a.rs"],
+                &[],
+                "grep -q 'pub fn a' src/a.rs",
+            )],
+        ),
+    );
+    std::fs::write(
+        s.fake.join("validator-answer.txt"),
+        r#"{"verdict": "revise", "findings": [{"severity": "major", "category": "weak-check", "message": "the grep passes on a comment", "hint": "call a()"}]}"#,
+    )
+    .expect("answer");
+    let r = s.run(&["run", &p]).code(1);
+    assert!(
+        r.stderr.contains("E_CONTRACT_REJECTED")
+            && r.stderr.contains("is revise (expected: approve)")
+            && r.stderr
+                .contains("major weak-check: the grep passes on a comment (call a())"),
+        "{}",
+        r.stderr
+    );
+    assert!(!s.env.repo.join(".atelier/runs").exists(), "a run started");
+    let prompt = std::fs::read_to_string(s.fake.join("validator-prompt.txt")).expect("prompt");
+    assert!(
+        prompt.contains("grep -q 'pub fn a' src/a.rs") && prompt.contains("\"verdict\""),
+        "the validator sees the contracts: {prompt}"
+    );
+    // An answer that cannot be read fails closed.
+    std::fs::write(s.fake.join("validator-answer.txt"), "LGTM!").expect("answer");
+    let r = s.run(&["run", &p]).code(1);
+    assert!(r.stderr.contains("unreadable-answer"), "{}", r.stderr);
+    // Approved: the run starts and records the verdict.
+    std::fs::write(
+        s.fake.join("validator-answer.txt"),
+        r#"{"verdict": "approve", "findings": []}"#,
+    )
+    .expect("answer");
+    s.run(&["run", &p]).ok();
+    assert!(s.events("r1").iter().any(|e| matches!(
+        e,
+        atelier::swarm::events::RunEvent::ContractValidated { verdict, .. } if verdict == "approve"
+    )));
+}

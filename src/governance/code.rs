@@ -136,6 +136,7 @@ codes! {
     ContractVague = "E_CONTRACT_VAGUE",
     BadGlob = "E_BAD_GLOB",
     PlanRefused = "E_PLAN_REFUSED",
+    ContractRejected = "E_CONTRACT_REJECTED",
     RunBranchMoved = "E_RUN_BRANCH_MOVED",
 
     // Containment of workers (`agent::contain`, `swarm::runtime`).

@@ -49,6 +49,13 @@ pub enum RunEvent {
         /// Each role of the run's tasks, with its backend (`command`, `http`, a preset name).
         roles: BTreeMap<String, String>,
     },
+    /// The `validator` role approved the run's contracts before it started (a run it does not
+    /// approve never starts); its findings, if any, kept as evidence.
+    ContractValidated {
+        validator: String,
+        verdict: String,
+        findings: Vec<String>,
+    },
     /// A resumed run: attempts that were in flight at the crash are abandoned and restarted.
     RunResumed {
         abandoned: Vec<String>,
@@ -532,7 +539,10 @@ impl RunState {
                 }
             }
             RunEvent::RunFinished { .. } => self.finished = true,
-            RunEvent::WorkerExited { .. } | RunEvent::Settings { .. } | RunEvent::Quiet { .. } => {}
+            RunEvent::WorkerExited { .. }
+            | RunEvent::Settings { .. }
+            | RunEvent::Quiet { .. }
+            | RunEvent::ContractValidated { .. } => {}
         }
     }
 

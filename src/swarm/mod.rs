@@ -5,7 +5,8 @@
 //! `prompts/lessons.md` every prompt carries, and the `memory` proposer's recurring errors) and `stats` (what
 //! the runs measured, across runs) `tune` (the proposer of `[conductor]` changes those
 //! measurements justify) `lint` (the `lint` proposer's fix command and gauntlet, in a
-//! worktree) and `planner` (the `agent` proposer's `proposer` role writing a plan).
+//! worktree) `planner` (the `agent` proposer's `proposer` role writing a plan) and
+//! `validator` (the `validator` role's adversarial read of the contracts before a run).
 
 pub mod events;
 pub mod lessons;
@@ -17,6 +18,7 @@ pub mod runtime;
 pub mod schedule;
 pub mod stats;
 pub mod tune;
+pub mod validator;
 
 use std::collections::BTreeSet;
 

@@ -211,30 +211,7 @@ pub fn plan(ws: &Workspace, goal: &str, now: i64) -> Result<Planned> {
             .unwrap_or(0)
             .max(0) as u64,
     );
-    let reply = match &backend {
-        agent::Backend::Command { argv, pass_env } => {
-            run_command(ws, base, argv, pass_env, &text, timeout, now)?
-        }
-        agent::Backend::Http {
-            base_url,
-            model,
-            api_key_env,
-        } => {
-            let key = match api_key_env {
-                None => None,
-                Some(name) if process::never_passed(name) => {
-                    return Err(bad(format!(
-                        "[roles.{ROLE}] api_key_env = \"{name}\" names a secret atelier never gives to agents"
-                    )))
-                }
-                Some(name) => Some(std::env::var(name).map_err(|_| {
-                    bad(format!("the API key variable {name} is not set in atelier's environment"))
-                })?),
-            };
-            agent::http::chat(base_url, model, key.as_deref(), &text, timeout)
-                .map_err(|e| bad(format!("the {ROLE} endpoint: {e}")))?
-        }
-    };
+    let reply = ask(ws, ROLE, &backend, &text, timeout, now, Some(base))?;
     let plan = extract_plan(&reply);
     let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();
     Ok(
@@ -253,26 +230,77 @@ pub fn plan(ws: &Workspace, goal: &str, now: i64) -> Result<Planned> {
     )
 }
 
-/// Runs the proposer's command in a fresh worktree of `base` (removed afterwards), contained
-/// by its role's grants; its standard output is the reply.
+/// Asks `role` (one of atelier's own roles: the proposer, the validator) with `prompt` and
+/// returns its answer: an endpoint's reply, or a command's standard output. A command runs
+/// contained by its role's grants, in a fresh worktree of `worktree` when given (removed
+/// afterwards; what it writes there is discarded), else in an empty temporary directory.
+pub fn ask(
+    ws: &Workspace,
+    role: &str,
+    backend: &agent::Backend,
+    prompt: &str,
+    timeout: Duration,
+    now: i64,
+    worktree: Option<git2::Oid>,
+) -> Result<String> {
+    match backend {
+        agent::Backend::Command { argv, pass_env } => {
+            run_command(ws, role, worktree, argv, pass_env, prompt, timeout, now)
+        }
+        agent::Backend::Http {
+            base_url,
+            model,
+            api_key_env,
+        } => {
+            let key = match api_key_env {
+                None => None,
+                Some(name) if process::never_passed(name) => {
+                    return Err(bad(format!(
+                        "[roles.{role}] api_key_env = \"{name}\" names a secret atelier never gives to agents"
+                    )))
+                }
+                Some(name) => Some(std::env::var(name).map_err(|_| {
+                    bad(format!(
+                        "the API key variable {name} is not set in atelier's environment"
+                    ))
+                })?),
+            };
+            agent::http::chat(base_url, model, key.as_deref(), prompt, timeout)
+                .map_err(|e| bad(format!("the {role} endpoint: {e}")))
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_command(
     ws: &Workspace,
-    base: git2::Oid,
+    role: &str,
+    base: Option<git2::Oid>,
     argv: &[String],
     pass_env: &[String],
     prompt: &str,
     timeout: Duration,
     now: i64,
 ) -> Result<String> {
-    let roles: BTreeSet<String> = [ROLE.to_string()].into();
+    let roles: BTreeSet<String> = [role.to_string()].into();
     let sandboxes = runtime::sandboxes(ws, &roles)?;
-    let name = format!("proposer-{}-{now}", std::process::id());
-    let dir = ws.atelier_dir().join("proposers").join(&name);
-    std::fs::create_dir_all(dir.parent().expect("a parent"))
-        .with_context(|| format!("creating {}", dir.display()))?;
-    let branch = format!("atelier/proposers/{name}");
     let repo = &ws.repo;
-    git::add_worktree(repo, &name, &dir, &branch, base)?;
+    let name = format!("{role}-{}-{now}", std::process::id());
+    let branch = format!("atelier/proposers/{name}");
+    let scratch;
+    let dir = match base {
+        Some(base) => {
+            let dir = ws.atelier_dir().join("proposers").join(&name);
+            std::fs::create_dir_all(dir.parent().expect("a parent"))
+                .with_context(|| format!("creating {}", dir.display()))?;
+            git::add_worktree(repo, &name, &dir, &branch, base)?;
+            dir
+        }
+        None => {
+            scratch = tempfile::tempdir().context("creating a temporary directory")?;
+            scratch.path().to_path_buf()
+        }
+    };
     let common = repo.commondir().to_path_buf();
     let pass: Vec<String> = pass_env
         .iter()
@@ -288,10 +316,20 @@ fn run_command(
         timeout,
         silence: None,
         max_output: ws.config.swarm.max_output,
-        sandbox: sandboxes
-            .as_ref()
-            .and_then(|s| s.role(ROLE))
-            .map(|s| s.write(&dir).read(&common)),
+        sandbox: sandboxes.as_ref().map(|s| {
+            let grants = s
+                .role(role)
+                .unwrap_or_else(|| {
+                    crate::agent::contain::Sandbox::new(crate::config::Network::None)
+                })
+                .write(&dir);
+            // Only a worktree needs the repository's objects.
+            if base.is_some() {
+                grants.read(&common)
+            } else {
+                grants
+            }
+        }),
     };
     let ran = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -299,17 +337,19 @@ fn run_command(
         .context("starting the runtime")
         .and_then(|rt| {
             rt.block_on(process::run(&spawn, |_| {}))
-                .with_context(|| format!("starting the {ROLE} `{}`", argv[0]))
+                .with_context(|| format!("starting the {role} `{}`", argv[0]))
         });
-    let _ = git::remove_worktree(repo, &name, &dir);
-    if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
-        let _ = b.delete();
+    if base.is_some() {
+        let _ = git::remove_worktree(repo, &name, &dir);
+        if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
+            let _ = b.delete();
+        }
     }
     let o = ran?;
     if !o.success() {
         let lines: Vec<&str> = o.output.lines().collect();
         return Err(bad(format!(
-            "the {ROLE} `{}` {}; no plan. Its last output:\n{}",
+            "the {role} `{}` {}; no answer. Its last output:\n{}",
             argv[0],
             if o.timed_out {
                 "ran past the attempt timeout".to_string()

@@ -661,11 +661,31 @@ pub fn run(ws: &Workspace, opts: RunOptions, clock: &dyn Fn() -> Timestamp) -> R
     // Containment is settled before anything exists: a run that cannot be contained never
     // starts, and never leaves a run directory behind.
     let sandboxes = sandboxes(ws, &role_names(ws))?;
+    // The contract validator's adversarial read, when a `validator` role is configured: a
+    // new run whose contracts it does not approve never starts.
+    let validated = match &opts.resume {
+        Some(_) => None,
+        None => {
+            refuse_unchecked(&opts.plan_files, &role_names(ws))?;
+            let v = super::validator::validate(ws, &opts.plan_files, clock())?;
+            if let Some(v) = v.as_ref().filter(|v| !v.accepted()) {
+                return Err(crate::workflow::refuse(
+                    Code::ContractRejected,
+                    format!(
+                        "the validator's verdict on the plans' contracts is {} (expected: approve); no run was started:\n  {}\nstrengthen the criteria and checks it names, then run again",
+                        v.verdict.as_str(),
+                        v.findings.join("\n  ")
+                    ),
+                ));
+            }
+            v
+        }
+    };
     tokio_rt.block_on(async {
         let stop = interrupted()?;
         let conductor = match &opts.resume {
             Some(id) => Conductor::resume(ws, id, opts.max_parallel, clock, sandboxes)?,
-            None => Conductor::start(ws, &opts, clock, sandboxes)?,
+            None => Conductor::start(ws, &opts, clock, sandboxes, validated)?,
         };
         conductor.conduct(stop).await
     })
@@ -771,6 +791,7 @@ impl<'a> Conductor<'a> {
         opts: &RunOptions,
         clock: &'a dyn Fn() -> Timestamp,
         sandboxes: Option<Sandboxes>,
+        validated: Option<super::validator::Validated>,
     ) -> Result<Conductor<'a>> {
         refuse_unchecked(&opts.plan_files, &role_names(ws))?;
         let run = new_run(ws, &opts.plan_files)?;
@@ -797,6 +818,13 @@ impl<'a> Conductor<'a> {
             tasks: c.tasks.keys().cloned().collect(),
             waves: schedule::waves(&c.plans),
         })?;
+        if let Some(v) = validated {
+            c.emit(RunEvent::ContractValidated {
+                validator: super::validator::ROLE.into(),
+                verdict: v.verdict.as_str().into(),
+                findings: v.findings,
+            })?;
+        }
         Ok(c)
     }
 

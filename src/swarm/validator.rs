@@ -1,0 +1,185 @@
+//! The contract validator's adversarial read: when `[roles.validator]` is configured, before a
+//! new run starts, the validator (a model) reads the plans — the contracts only, never a
+//! worker's prompt or transcript — and is asked which criterion could pass without the goal
+//! being met, and which check could exit 0 without its criterion holding. It answers like an
+//! agent reviewer (`governance::review::answer`); `approve` lets the run start, anything else
+//! refuses it (`E_CONTRACT_REJECTED`), and so does an answer that cannot be read (fail closed).
+//! The prompt is `prompts/validator.j2` as the protected branch holds it, else
+//! [`DEFAULT_TEMPLATE`].
+
+use std::time::Duration;
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+
+use crate::agent;
+use crate::git;
+use crate::governance::review::answer::{self, Answer};
+use crate::governance::review::{Severity, Verdict};
+use crate::governance::time::parse_duration;
+use crate::workflow::error::Result;
+use crate::workflow::Workspace;
+
+/// The role that validates contracts.
+pub const ROLE: &str = "validator";
+
+/// The default validator prompt.
+pub const DEFAULT_TEMPLATE: &str = r#"You are the contract validator of a swarm of coding agents. Below are the plans a run is about
+to execute: each task's goal, the files it may change, and its contract (criteria, and the
+shell checks that must exit 0). Workers are paid to make the checks pass; assume they will take
+any shortcut a check allows.
+
+Attack the contracts, not the code:
+- which criterion could be met without the task's goal being achieved?
+- which check could exit 0 without its criterion holding (it greps for a word, it tests
+  something the worker writes itself, it passes on an empty file, it never runs the code)?
+- which goal has no criterion at all?
+
+Approve only if every task's checks would catch a worker who did not achieve the goal.
+
+{% for p in plans %}--- {{ p.name }}
+{{ p.text }}
+{% endfor %}
+{{ schema }}
+"#;
+
+#[derive(Serialize)]
+struct PlanText<'a> {
+    name: &'a str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct Input<'a> {
+    plans: Vec<PlanText<'a>>,
+    schema: &'a str,
+}
+
+/// What the validator said about the contracts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Validated {
+    pub verdict: Verdict,
+    /// One line per finding: `severity category: message (hint)`.
+    pub findings: Vec<String>,
+}
+
+impl Validated {
+    pub fn accepted(&self) -> bool {
+        self.verdict == Verdict::Approve
+    }
+}
+
+fn bad(what: String) -> crate::workflow::Error {
+    crate::workflow::Error::Input(what)
+}
+
+/// Renders the validator's prompt for `plan_files` (`(name, text)` pairs).
+pub fn prompt(template: &str, plan_files: &[(String, String)]) -> Result<String> {
+    let input = Input {
+        plans: plan_files
+            .iter()
+            .map(|(n, t)| PlanText { name: n, text: t })
+            .collect(),
+        schema: answer::SCHEMA,
+    };
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.add_template("validator", template)
+        .map_err(|e| bad(format!("prompts/validator.j2: {e}")))?;
+    env.get_template("validator")
+        .and_then(|t| t.render(minijinja::value::Serde(&input)))
+        .map_err(|e| bad(format!("prompts/validator.j2: {e}")))
+}
+
+/// Reads the validator's answer; one that cannot be read rejects the contracts.
+pub fn judge(text: &str) -> Validated {
+    match answer::parse_answer(ROLE, text) {
+        Ok(Answer { verdict, findings }) => Validated {
+            verdict,
+            findings: findings
+                .iter()
+                .map(|f| {
+                    let severity = match f.severity {
+                        Severity::Blocking => "blocking",
+                        Severity::Major => "major",
+                        Severity::Minor => "minor",
+                    };
+                    format!("{severity} {}: {} ({})", f.category, f.message, f.hint)
+                })
+                .collect(),
+        },
+        Err(why) => Validated {
+            verdict: Verdict::Block,
+            findings: vec![format!(
+                "blocking unreadable-answer: the validator's answer could not be read ({why})"
+            )],
+        },
+    }
+}
+
+/// Asks the validator about `plan_files`; `None` when no `[roles.validator]` is configured.
+pub fn validate(
+    ws: &Workspace,
+    plan_files: &[(String, String)],
+    now: i64,
+) -> Result<Option<Validated>> {
+    let Some(role) = ws.config.roles.get(ROLE) else {
+        return Ok(None);
+    };
+    let backend = agent::backend(ROLE, role).map_err(|e| bad(e.to_string()))?;
+    let repo = &ws.repo;
+    let tip = git::branch_tip(repo, ws.branch())?;
+    let tree = repo.find_commit(tip)?.tree()?;
+    let template = git::read_file(repo, &tree, "prompts/validator.j2")?
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_else(|| DEFAULT_TEMPLATE.to_string());
+    let text = prompt(&template, plan_files)?;
+    let timeout = Duration::from_secs(
+        parse_duration(&ws.config.review.timeout)
+            .unwrap_or(0)
+            .max(0) as u64,
+    );
+    // The validator sees the contracts only: no worktree, an empty directory.
+    Ok(Some(
+        match super::planner::ask(ws, ROLE, &backend, &text, timeout, now, None) {
+            Ok(reply) => judge(&reply),
+            Err(e) => Validated {
+                verdict: Verdict::Block,
+                findings: vec![format!(
+                    "blocking validator-failed: the validator did not answer ({e})"
+                )],
+            },
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approve_accepts_anything_else_or_an_unreadable_answer_rejects() {
+        assert!(judge(r#"{"verdict": "approve", "findings": []}"#).accepted());
+        let r = judge(
+            r#"{"verdict": "revise", "findings": [{"severity": "major", "category": "weak-check", "message": "grep passes on a comment", "hint": "run the function"}]}"#,
+        );
+        assert!(!r.accepted());
+        assert_eq!(
+            r.findings,
+            ["major weak-check: grep passes on a comment (run the function)"]
+        );
+        let u = judge("looks fine to me");
+        assert!(!u.accepted() && u.findings[0].contains("unreadable-answer"));
+    }
+
+    #[test]
+    fn the_prompt_holds_the_contracts_and_the_answer_format() {
+        let p = prompt(
+            DEFAULT_TEMPLATE,
+            &[("p.toml".into(), "[plan]\nid = \"p\"\n".into())],
+        )
+        .expect("renders");
+        assert!(p.contains("--- p.toml\n[plan]") && p.contains("\"verdict\""));
+    }
+}
