@@ -431,3 +431,79 @@ fn the_validator_reads_the_contracts_and_a_plan_it_rejects_never_runs() {
         atelier::swarm::events::RunEvent::ContractValidated { verdict, .. } if verdict == "approve"
     )));
 }
+
+#[test]
+fn the_scrutiny_validator_refuses_a_run_whose_worker_edited_its_own_check() {
+    let s = Swarm::new("");
+    s.env
+        .write("tests/check.sh", "grep -q 'pub fn a' src/a.rs\n");
+    s.env.git(&["add", "tests/check.sh"]);
+    s.env.git(&["commit", "-qm", "A check script"]);
+    // The worker does no work and rewrites the check to pass.
+    s.scenario(
+        "p:A",
+        "echo 'exit 0' > tests/check.sh; echo nothing > src/a.rs",
+    );
+    let p = s.plan(
+        "p.toml",
+        &crate::swarm::plan(
+            "p",
+            &[crate::swarm::task(
+                "A",
+                &["src/a.rs", "tests/check.sh"],
+                &[],
+                "sh tests/check.sh",
+            )],
+        ),
+    );
+    let r = s.run(&["run", &p, "--propose"]).code(1);
+    assert!(
+        r.stderr.contains("E_SCRUTINY_FAILED")
+            && r.stderr.contains("check-edited")
+            && r.stderr
+                .contains("executes tests/check.sh, which the run changed"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(proposals(&s), 0);
+    let v = s.run(&["validate", "r1", "--json"]).code(1).json();
+    assert_eq!(v["verdict"], "block");
+    assert!(s.env.repo.join(".atelier/runs/r1/scrutiny.json").exists());
+}
+
+#[test]
+fn the_scrutiny_validator_finds_a_criterion_without_a_passing_record() {
+    let s = Swarm::new("");
+    s.scenario("p:A", "echo 'pub fn a() {}' > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &crate::swarm::plan(
+            "p",
+            &[crate::swarm::task(
+                "A",
+                &["src/a.rs"],
+                &[],
+                "grep -q 'pub fn a' src/a.rs",
+            )],
+        ),
+    );
+    s.run(&["run", &p]).ok();
+    let ok = s.run(&["validate"]).ok().stdout;
+    assert!(
+        ok.contains("run r1: scrutiny approve") && ok.contains("passed at attempt 1"),
+        "{ok}"
+    );
+    // The record of the check's pass removed from the log: the criterion has no evidence.
+    let log = s.env.repo.join(".atelier/runs/r1/events.jsonl");
+    let text = std::fs::read_to_string(&log).expect("log");
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !(l.contains("\"step-finished\"") && l.contains("\"check 1\"")))
+        .collect();
+    std::fs::write(&log, kept.join("\n") + "\n").expect("write");
+    let bad = s.run(&["validate", "r1"]).code(1).stdout;
+    assert!(
+        bad.contains("NO passing record") && bad.contains("criterion-unchecked"),
+        "{bad}"
+    );
+}

@@ -84,6 +84,9 @@ enum Command {
     /// What the runs measured, per role: the attempt-success curve, silences, step times, wasted
     /// attempts, prompt sizes.
     Stats(run::StatsArgs),
+    /// The scrutiny validator on a finished run: every criterion's check on record, no check
+    /// edited, the built-in reviewers (exit 0 pass, 1 blocked).
+    Validate(run::ValidateArgs),
     /// Remove the worktrees and attempt branches that finished runs kept for inspection.
     Clean(run::CleanArgs),
     /// Run the whole governed loop in a temporary repository, offline, narrated.
@@ -179,6 +182,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Watch(a) => run::watch(&dir, a),
         Command::Clean(a) => run::clean(&dir, a),
         Command::Stats(a) => run::stats(&dir, a),
+        Command::Validate(a) => run::validate(&dir, a),
         Command::Demo(a) => demo::demo(a),
     }
 }

@@ -402,3 +402,57 @@ fn render_stats(s: &stats::Stats) -> String {
     }
     t
 }
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// The run (default: the latest).
+    run: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+/// The scrutiny validator on a finished run: exit 0 when nothing blocks it, 1 otherwise.
+pub fn validate(dir: &Path, args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    let run = match args.run {
+        Some(r) => r,
+        None => latest(&ws)?,
+    };
+    let s = crate::swarm::scrutiny::scrutinize(&ws, &run)?;
+    let code = if s.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    super::verdict(code, || {
+        if args.json {
+            return json(&s);
+        }
+        let mut t = format!("run {}: scrutiny {}\n", s.run, s.verdict.as_str());
+        for e in &s.evidence {
+            t.push_str(&format!(
+                "  {} `{}`: {}\n",
+                e.task,
+                e.check,
+                e.passed_at
+                    .map_or("NO passing record".to_string(), |a| format!(
+                        "passed at attempt {a}"
+                    ))
+            ));
+        }
+        for f in &s.findings {
+            t.push_str(&format!(
+                "  {:?} {} {}{}: {}\n",
+                f.severity,
+                f.reviewer,
+                f.category,
+                f.file
+                    .as_deref()
+                    .map(|p| format!(" ({p})"))
+                    .unwrap_or_default(),
+                f.message
+            ));
+        }
+        out(&t)
+    })
+}

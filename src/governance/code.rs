@@ -137,6 +137,7 @@ codes! {
     BadGlob = "E_BAD_GLOB",
     PlanRefused = "E_PLAN_REFUSED",
     ContractRejected = "E_CONTRACT_REJECTED",
+    ScrutinyFailed = "E_SCRUTINY_FAILED",
     RunBranchMoved = "E_RUN_BRANCH_MOVED",
 
     // Containment of workers (`agent::contain`, `swarm::runtime`).

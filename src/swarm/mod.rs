@@ -5,8 +5,9 @@
 //! `prompts/lessons.md` every prompt carries, and the `memory` proposer's recurring errors) and `stats` (what
 //! the runs measured, across runs) `tune` (the proposer of `[conductor]` changes those
 //! measurements justify) `lint` (the `lint` proposer's fix command and gauntlet, in a
-//! worktree) `planner` (the `agent` proposer's `proposer` role writing a plan) and
-//! `validator` (the `validator` role's adversarial read of the contracts before a run).
+//! worktree) `planner` (the `agent` proposer's `proposer` role writing a plan)
+//! `validator` (the `validator` role's adversarial read of the contracts before a run) and
+//! `scrutiny` (the scrutiny validator of a finished run, before it becomes a proposal).
 
 pub mod events;
 pub mod lessons;
@@ -16,6 +17,7 @@ pub mod plan;
 pub mod planner;
 pub mod runtime;
 pub mod schedule;
+pub mod scrutiny;
 pub mod stats;
 pub mod tune;
 pub mod validator;

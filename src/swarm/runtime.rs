@@ -1679,6 +1679,31 @@ pub fn propose_run_as(
         )));
     }
     let dir = run_dir(ws, &summary.run);
+    // The scrutiny validator first: a run whose evidence does not hold is not proposed.
+    let scrutiny = super::scrutiny::scrutinize(ws, &summary.run)?;
+    crate::fsutil::atomic_write(
+        &dir.join("scrutiny.json"),
+        serde_json::to_string_pretty(&scrutiny)
+            .expect("a scrutiny always serializes")
+            .as_bytes(),
+    )?;
+    if !scrutiny.passed() {
+        return Err(crate::workflow::refuse(
+            Code::ScrutinyFailed,
+            format!(
+                "the scrutiny validator's verdict on run {} is block (expected: approve or revise); nothing was proposed:\n  {}\n`atelier validate {}` shows the evidence",
+                summary.run,
+                scrutiny
+                    .findings
+                    .iter()
+                    .filter(|f| f.severity == crate::governance::review::Severity::Blocking)
+                    .map(|f| format!("{} {}: {}", f.reviewer, f.category, f.message))
+                    .collect::<Vec<_>>()
+                    .join("\n  "),
+                summary.run
+            ),
+        ));
+    }
     let records = events::read(&dir.join("events.jsonl"))?;
     let (base, plans) = records
         .iter()
@@ -1730,6 +1755,13 @@ pub fn propose_run_as(
         plans.join(", "),
         summary.events
     );
+    rationale.push_str(&format!(
+        "Scrutiny validator: {} ({} of {} checks with a passing record at the attempt that passed; {} finding(s)).\n",
+        scrutiny.verdict.as_str(),
+        scrutiny.evidence.iter().filter(|e| e.passed_at.is_some()).count(),
+        scrutiny.evidence.len(),
+        scrutiny.findings.len()
+    ));
     for p in &plan_files {
         for t in &p.tasks {
             rationale.push_str(&format!(
