@@ -507,3 +507,69 @@ fn the_scrutiny_validator_finds_a_criterion_without_a_passing_record() {
         "{bad}"
     );
 }
+
+#[test]
+fn bench_replay_measures_false_kills_with_a_paired_interval() {
+    let s = Swarm::new("");
+    s.env.write(
+        "base.toml",
+        "[conductor]\nnudge_after = \"1s\"\nrestart_after = \"1s\"\nfailure_budget = 2\n",
+    );
+    s.env.write(
+        "cand.toml",
+        "[conductor]\nnudge_after = \"1s\"\nrestart_after = \"3s\"\nfailure_budget = 2\n",
+    );
+    let base = s.env.repo.join("base.toml").display().to_string();
+    let cand = s.env.repo.join("cand.toml").display().to_string();
+    let v = s
+        .run(&[
+            "bench",
+            "replay",
+            "--baseline-config",
+            &base,
+            "--candidate-config",
+            &cand,
+            "--seeds",
+            "2",
+            "--mission",
+            "silent",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(v["samples"].as_array().map(Vec::len), Some(4));
+    // Interleaved: seed 0 runs the baseline first, seed 1 the candidate.
+    assert_eq!(v["samples"][0]["side"], "baseline");
+    assert_eq!(v["samples"][2]["side"], "candidate");
+    let kills = v["deltas"]
+        .as_array()
+        .expect("deltas")
+        .iter()
+        .find(|d| d["metric"] == "false_kills")
+        .expect("false_kills")
+        .clone();
+    // Both silent tasks are quiet for 1.2 s (seed 0) or 1.8 s (seed 1) before they deliver:
+    // a 1 s restart kills both, every seed; a 3 s one never does.
+    assert_eq!(kills["baseline_mean"], 2.0, "{kills:#}");
+    assert_eq!(kills["candidate_mean"], 0.0, "{kills:#}");
+    assert_eq!(kills["verdict"], "improved", "{kills:#}");
+    let bad = s.run(&["bench", "replay", "--baseline", "HEAD~1"]).code(2);
+    assert!(bad.stderr.contains("not built yet"), "{}", bad.stderr);
+    let unknown = s
+        .run(&[
+            "bench",
+            "replay",
+            "--baseline-config",
+            &base,
+            "--mission",
+            "nope",
+        ])
+        .code(2);
+    assert!(
+        unknown
+            .stderr
+            .contains("no such mission (built in: silent, flaky)"),
+        "{}",
+        unknown.stderr
+    );
+}

@@ -6,6 +6,7 @@
 
 mod approve;
 mod audit;
+mod bench;
 mod demo;
 mod gate;
 mod github;
@@ -87,6 +88,9 @@ enum Command {
     /// The scrutiny validator on a finished run: every criterion's check on record, no check
     /// edited, the built-in reviewers (exit 0 pass, 1 blocked).
     Validate(run::ValidateArgs),
+    /// Benchmarks: `bench replay` compares two conductor configurations on the built-in missions.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Remove the worktrees and attempt branches that finished runs kept for inspection.
     Clean(run::CleanArgs),
     /// Run the whole governed loop in a temporary repository, offline, narrated.
@@ -182,6 +186,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Watch(a) => run::watch(&dir, a),
         Command::Clean(a) => run::clean(&dir, a),
         Command::Stats(a) => run::stats(&dir, a),
+        Command::Bench(a) => bench::bench(&dir, a),
         Command::Validate(a) => run::validate(&dir, a),
         Command::Demo(a) => demo::demo(a),
     }

@@ -9,6 +9,7 @@
 //! `validator` (the `validator` role's adversarial read of the contracts before a run) and
 //! `scrutiny` (the scrutiny validator of a finished run, before it becomes a proposal).
 
+pub mod bench;
 pub mod events;
 pub mod lessons;
 pub mod lint;

@@ -1,0 +1,124 @@
+//! `atelier bench replay`: the replay benchmark (`swarm::bench`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use super::{json, out};
+use crate::swarm::bench::{self, Conductor};
+use crate::workflow::{self, Workspace};
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Run the built-in missions under a baseline and a candidate configuration, interleaved,
+    /// and report each metric's delta with a 95 % interval across seeds.
+    Replay(ReplayArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The baseline: an atelier.toml (or any TOML file) whose [conductor] is compared against
+    /// (default: the protected branch's atelier.toml).
+    #[arg(long, value_name = "FILE", conflicts_with = "baseline")]
+    baseline_config: Option<PathBuf>,
+    /// Another revision of atelier as the baseline (not built yet: use --baseline-config).
+    #[arg(long, value_name = "REV")]
+    baseline: Option<String>,
+    /// The candidate's [conductor] (default: the working tree's atelier.toml).
+    #[arg(long, value_name = "FILE")]
+    candidate_config: Option<PathBuf>,
+    /// Seeds: each runs every mission once per side (at least 2 for an interval).
+    #[arg(long, default_value_t = 5)]
+    seeds: u64,
+    /// Only this mission.
+    #[arg(long, value_name = "ID")]
+    mission: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+/// The [conductor] of a TOML file (an atelier.toml, or just a [conductor] table).
+fn conductor_of(path: &Path) -> anyhow::Result<Conductor> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| workflow::Error::Input(format!("reading {}: {e}", path.display())))?;
+    #[derive(serde::Deserialize)]
+    struct Only {
+        #[serde(default)]
+        conductor: crate::config::ConductorConfig,
+    }
+    let only: Only = toml::from_str(&text).map_err(|e| {
+        workflow::Error::Input(format!("{}: {}", path.display(), e.to_string().trim_end()))
+    })?;
+    let c = &only.conductor;
+    for (field, v) in [
+        ("conductor.nudge_after", &c.nudge_after),
+        ("conductor.restart_after", &c.restart_after),
+        ("conductor.attempt_timeout", &c.attempt_timeout),
+    ] {
+        crate::governance::time::parse_duration(v)
+            .map_err(|e| workflow::Error::Input(format!("{}: {field}: {e}", path.display())))?;
+    }
+    Ok(Conductor::of(c))
+}
+
+pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
+    let BenchCommand::Replay(args) = cmd;
+    if let Some(rev) = &args.baseline {
+        return Err(workflow::Error::Input(format!(
+            "--baseline {rev}: building another revision of atelier side by side is not built yet; compare configurations with --baseline-config FILE"
+        ))
+        .into());
+    }
+    let baseline = match &args.baseline_config {
+        Some(p) => conductor_of(p)?,
+        None => {
+            let ws = Workspace::open(dir)?;
+            Conductor::of(&crate::swarm::lint::branch_config(&ws)?.conductor)
+        }
+    };
+    let candidate = match &args.candidate_config {
+        Some(p) => conductor_of(p)?,
+        None => Conductor::of(&Workspace::open(dir)?.config.conductor),
+    };
+    let report = bench::replay(&baseline, &candidate, args.seeds, args.mission.as_deref())?;
+    if args.json {
+        json(&report)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let side = |c: &Conductor| {
+        format!(
+            "nudge_after {}, restart_after {}, attempt_timeout {}, failure_budget {}",
+            c.nudge_after, c.restart_after, c.attempt_timeout, c.failure_budget
+        )
+    };
+    let mut t = format!(
+        "replay: missions {}, {} seed(s), interleaved\n  baseline:  {}\n  candidate: {}\n  interval:  {}\n\n",
+        report.missions.join(", "),
+        report.seeds,
+        side(&report.baseline),
+        side(&report.candidate),
+        report.interval
+    );
+    t.push_str(&format!(
+        "{:<16} {:>10} {:>10} {:>10} {:>22}  {}\n",
+        "METRIC", "BASELINE", "CANDIDATE", "DELTA", "95% INTERVAL", "VERDICT"
+    ));
+    for d in &report.deltas {
+        t.push_str(&format!(
+            "{:<16} {:>10.1} {:>10.1} {:>10.1} {:>22}  {}\n",
+            d.metric,
+            d.baseline_mean,
+            d.candidate_mean,
+            d.delta,
+            if d.low.is_finite() {
+                format!("[{:.1}, {:.1}]", d.low, d.high)
+            } else {
+                "(one seed: none)".into()
+            },
+            d.verdict
+        ));
+    }
+    out(&t)?;
+    Ok(ExitCode::SUCCESS)
+}

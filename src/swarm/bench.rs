@@ -1,0 +1,475 @@
+//! The replay benchmark: `atelier bench replay`. A frozen set of missions (`missions/*.toml`,
+//! built into the binary) — tasks run by a scripted agent with seeded misbehaviour (silence,
+//! flakiness, crashes, wrong answers) — is run under a baseline and a candidate conductor
+//! configuration, interleaved seed by seed, each run in a fresh temporary repository with the
+//! real conductor; the metrics come from each run's events. Every delta (candidate − baseline)
+//! gets a 95 % confidence interval across seeds: Student's t on the per-seed differences
+//! (paired; the same seed runs the same misbehaviour under both).
+//!
+//! The missions and their agents are judge paths (Atelier's `reviewers/judge-tamper.toml`): a
+//! proposal from the cycle cannot change what measures it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::events::{self, RunEvent};
+use crate::agent::process::Stopwatch;
+use crate::workflow::error::{Context, Result};
+
+/// The built-in missions, as `(file, text)`.
+pub const MISSIONS: &[(&str, &str)] = &[
+    (
+        "missions/silent.toml",
+        include_str!("../../missions/silent.toml"),
+    ),
+    (
+        "missions/flaky.toml",
+        include_str!("../../missions/flaky.toml"),
+    ),
+];
+
+/// The metrics, all "lower is better".
+pub const METRICS: &[&str] = &[
+    "wall_ms",
+    "attempts",
+    "wasted_attempts",
+    "nudges",
+    "restarts",
+    "false_kills",
+    "failed_tasks",
+];
+
+/// The `[conductor]` settings a side of the comparison runs with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conductor {
+    pub nudge_after: String,
+    pub restart_after: String,
+    pub attempt_timeout: String,
+    pub failure_budget: u32,
+}
+
+impl Conductor {
+    pub fn of(c: &crate::config::ConductorConfig) -> Conductor {
+        Conductor {
+            nudge_after: c.nudge_after.clone(),
+            restart_after: c.restart_after.clone(),
+            attempt_timeout: c.attempt_timeout.clone(),
+            failure_budget: c.failure_budget,
+        }
+    }
+
+    fn toml(&self) -> String {
+        format!(
+            "[conductor]\nnudge_after = \"{}\"\nrestart_after = \"{}\"\nattempt_timeout = \"{}\"\nfailure_budget = {}\n",
+            self.nudge_after, self.restart_after, self.attempt_timeout, self.failure_budget
+        )
+    }
+}
+
+/// A mission: tasks with the behaviour of their scripted agent.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mission {
+    pub mission: MissionHead,
+    #[serde(rename = "task")]
+    pub tasks: Vec<MissionTask>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MissionHead {
+    pub id: String,
+    pub title: String,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MissionTask {
+    pub id: String,
+    pub behaviour: String,
+}
+
+/// The built-in missions, parsed (a mission that does not parse is a bug: tests parse them all).
+pub fn missions() -> Result<Vec<Mission>> {
+    MISSIONS
+        .iter()
+        .map(|(f, t)| {
+            toml::from_str(t).map_err(|e| crate::workflow::Error::Input(format!("{f}: {e}")))
+        })
+        .collect()
+}
+
+/// The scripted agent's shell code for one task's behaviour under `seed`: what it does at each
+/// attempt. `$D` is the bench's directory; a `would-pass` marker says the attempt would have
+/// passed had it not been stopped (so a restart of it is a false kill).
+pub fn behaviour(task: &str, behaviour: &str, seed: u64) -> Result<String> {
+    let out = format!("out/{task}.txt");
+    let done = format!("mkdir -p out; echo done > {out}");
+    let marker = format!("touch \"$D/would-pass-{task}-$ATELIER_ATTEMPT\"");
+    Ok(match behaviour {
+        // Quiet for 1.2, 1.8 or 2.4 s on its first attempt, then delivers.
+        "silent" => {
+            let tenths = 12 + 6 * (seed % 3);
+            format!(
+                "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo thinking; {marker}; sleep {}.{}; fi; {done}",
+                tenths / 10,
+                tenths % 10
+            )
+        }
+        "steady" => format!("echo working; {done}"),
+        // Fails its first 0, 1 or 2 attempts with the same error, then passes.
+        "flaky" => format!(
+            "if [ \"$ATELIER_ATTEMPT\" -le {} ]; then echo 'error: flaky failure at {out}:1'; exit 1; fi; {done}",
+            seed % 3
+        ),
+        // Killed by a signal on its first attempt for even seeds.
+        "crash" => {
+            if seed.is_multiple_of(2) {
+                format!("if [ \"$ATELIER_ATTEMPT\" = 1 ]; then kill -9 $$; fi; {done}")
+            } else {
+                done
+            }
+        }
+        // A wrong answer on the first attempt (the check fails), right afterwards.
+        "wrong" => format!(
+            "mkdir -p out; if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo wrong > {out}; else echo done > {out}; fi"
+        ),
+        other => {
+            return Err(crate::workflow::Error::Input(format!(
+                "mission task {task}: unknown behaviour `{other}` (silent, steady, flaky, crash, wrong)"
+            )))
+        }
+    })
+}
+
+/// One run's metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Sample {
+    pub mission: String,
+    pub seed: u64,
+    pub side: String,
+    pub metrics: BTreeMap<String, u64>,
+}
+
+/// The metrics of a run's events (`wall_ms` is measured by the caller).
+pub fn measure(
+    records: &[events::Record],
+    would_pass: &dyn Fn(&str, u32) -> bool,
+) -> BTreeMap<String, u64> {
+    let mut m: BTreeMap<String, u64> = METRICS.iter().map(|k| (k.to_string(), 0)).collect();
+    let mut bump = |k: &str| *m.get_mut(k).expect("a metric") += 1;
+    for r in records {
+        match &r.event {
+            RunEvent::AttemptStarted { .. } => bump("attempts"),
+            RunEvent::AttemptFailed { .. } => bump("wasted_attempts"),
+            RunEvent::Nudged { .. } => bump("nudges"),
+            RunEvent::Restarted { task, attempt, .. } => {
+                bump("restarts");
+                if would_pass(task, *attempt) {
+                    bump("false_kills");
+                }
+            }
+            RunEvent::TaskFailed { .. } => bump("failed_tasks"),
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Student's t critical value, two-sided 95 %, for `df` degrees of freedom.
+pub fn t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        _ => 1.960,
+    }
+}
+
+/// A metric's comparison across seeds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Delta {
+    pub metric: String,
+    pub baseline_mean: f64,
+    pub candidate_mean: f64,
+    /// Mean of the per-seed differences (candidate − baseline), and its 95 % interval.
+    pub delta: f64,
+    pub low: f64,
+    pub high: f64,
+    /// `improved` (the interval is below 0), `regressed` (above 0), or `no significant change`.
+    pub verdict: String,
+}
+
+/// Paired comparison of per-seed values (`pairs`: (baseline, candidate) per seed).
+pub fn compare(metric: &str, pairs: &[(f64, f64)]) -> Delta {
+    let n = pairs.len();
+    let mean = |v: &mut dyn Iterator<Item = f64>| {
+        let (s, c) = v.fold((0.0, 0usize), |(s, c), x| (s + x, c + 1));
+        if c == 0 {
+            0.0
+        } else {
+            s / c as f64
+        }
+    };
+    let d: Vec<f64> = pairs.iter().map(|(b, c)| c - b).collect();
+    let dm = mean(&mut d.iter().copied());
+    let half = if n < 2 {
+        f64::INFINITY
+    } else {
+        let var = d.iter().map(|x| (x - dm).powi(2)).sum::<f64>() / (n - 1) as f64;
+        t95(n - 1) * (var / n as f64).sqrt()
+    };
+    let (low, high) = (dm - half, dm + half);
+    let verdict = if high < 0.0 {
+        "improved"
+    } else if low > 0.0 {
+        "regressed"
+    } else {
+        "no significant change"
+    };
+    Delta {
+        metric: metric.to_string(),
+        baseline_mean: mean(&mut pairs.iter().map(|p| p.0)),
+        candidate_mean: mean(&mut pairs.iter().map(|p| p.1)),
+        delta: dm,
+        low,
+        high,
+        verdict: verdict.into(),
+    }
+}
+
+/// What `bench replay` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub baseline: Conductor,
+    pub candidate: Conductor,
+    pub seeds: u64,
+    pub missions: Vec<String>,
+    pub interval: &'static str,
+    pub samples: Vec<Sample>,
+    pub deltas: Vec<Delta>,
+}
+
+fn commit_all(repo: &git2::Repository, message: &str) -> Result<()> {
+    let mut index = repo.index()?;
+    index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let sig = repo.signature()?;
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?;
+    Ok(())
+}
+
+/// Runs one mission under `conductor` with `seed` in a fresh repository under `dir`.
+fn run_one(
+    dir: &Path,
+    mission: &Mission,
+    conductor: &Conductor,
+    seed: u64,
+) -> Result<BTreeMap<String, u64>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let root = dir.join("repo");
+    let work = dir.join("agent");
+    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&work)?;
+    let repo = git2::Repository::init_opts(
+        &root,
+        git2::RepositoryInitOptions::new().initial_head("main"),
+    )?;
+    let mut cfg = repo.config()?;
+    cfg.set_str("user.name", "bench")?;
+    cfg.set_str("user.email", "bench@atelier.invalid")?;
+    // The agent: one script, a case per task, the seed baked in.
+    let mut cases = String::new();
+    for t in &mission.tasks {
+        cases.push_str(&format!(
+            "  *:{}) {} ;;\n",
+            t.id,
+            behaviour(&t.id, &t.behaviour, seed)?
+        ));
+    }
+    let agent = work.join("agent.sh");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\nD='{}'\ncat > /dev/null\ncase \"$ATELIER_TASK_ID\" in\n{cases}esac\n",
+            work.display()
+        ),
+    )?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755))?;
+    }
+    let config = format!(
+        "[forge]\nkind = \"local\"\nrepository = \"bench/{}\"\nbranch = \"main\"\n\n[gate]\nkey = {}\n\n[roles.implementer]\nbackend = \"command\"\ncommand = [{}]\nwritable = [{}]\n\n{}",
+        mission.mission.id,
+        toml::Value::String(dir.join("gate").join("gate_key").display().to_string()),
+        toml::Value::String(agent.display().to_string()),
+        toml::Value::String(work.display().to_string()),
+        conductor.toml()
+    );
+    std::fs::write(root.join("atelier.toml"), config)?;
+    std::fs::write(
+        root.join("README.md"),
+        format!("# {}\n", mission.mission.title),
+    )?;
+    commit_all(&repo, "The mission's repository")?;
+    crate::workflow::init(&root, Some(format!("bench/{}", mission.mission.id)), None)?;
+    commit_all(&repo, "Adopt atelier")?;
+    let mut plan = format!(
+        "[plan]\nid = \"{}\"\ntitle = \"{}\"\n\n",
+        mission.mission.id, mission.mission.title
+    );
+    for t in &mission.tasks {
+        plan.push_str(&format!(
+            "[[task]]\nid = \"{0}\"\ntitle = \"Task {0}\"\nrole = \"implementer\"\ngoal = \"Write done to out/{0}.txt\"\nfiles = [\"out/{0}.txt\"]\n[task.contract]\ncriteria = [\"out/{0}.txt contains exactly the line done\"]\nchecks = [\"grep -qx done out/{0}.txt\"]\n\n",
+            t.id
+        ));
+    }
+    let ws = crate::workflow::Workspace::open(&root)?;
+    let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
+    let watch = Stopwatch::start();
+    let summary = super::runtime::run(
+        &ws,
+        super::runtime::RunOptions {
+            plan_files: vec![("mission.toml".into(), plan)],
+            max_parallel: None,
+            resume: None,
+        },
+        &clock,
+    )?;
+    let wall = u64::try_from(watch.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let records = events::read(Path::new(&summary.events))?;
+    let marks = work.clone();
+    let would = move |task: &str, attempt: u32| {
+        let id = task.rsplit(':').next().unwrap_or(task);
+        marks.join(format!("would-pass-{id}-{attempt}")).exists()
+    };
+    let mut m = measure(&records, &would);
+    m.insert("wall_ms".into(), wall);
+    Ok(m)
+}
+
+/// Runs every mission (or `only`) under both sides for `seeds` seeds, interleaved (even seeds
+/// run the baseline first, odd seeds the candidate), in temporary directories removed after.
+pub fn replay(
+    baseline: &Conductor,
+    candidate: &Conductor,
+    seeds: u64,
+    only: Option<&str>,
+) -> Result<Report> {
+    if seeds == 0 {
+        return Err(crate::workflow::Error::Input(
+            "--seeds: at least 1 (at least 2 for an interval)".into(),
+        ));
+    }
+    let all = missions()?;
+    let chosen: Vec<&Mission> = all
+        .iter()
+        .filter(|m| only.is_none_or(|o| o == m.mission.id))
+        .collect();
+    if chosen.is_empty() {
+        return Err(crate::workflow::Error::Input(format!(
+            "--mission {}: no such mission (built in: {})",
+            only.unwrap_or_default(),
+            all.iter()
+                .map(|m| m.mission.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("atelier-bench-")
+        .tempdir()
+        .context("creating a temporary directory")?;
+    let mut samples = Vec::new();
+    for seed in 0..seeds {
+        for m in &chosen {
+            let order: [(&str, &Conductor); 2] = if seed.is_multiple_of(2) {
+                [("baseline", baseline), ("candidate", candidate)]
+            } else {
+                [("candidate", candidate), ("baseline", baseline)]
+            };
+            for (side, c) in order {
+                let dir = tmp.path().join(format!("{}-{seed}-{side}", m.mission.id));
+                let metrics = run_one(&dir, m, c, seed)?;
+                samples.push(Sample {
+                    mission: m.mission.id.clone(),
+                    seed,
+                    side: side.into(),
+                    metrics,
+                });
+            }
+        }
+    }
+    // Per seed, the sum over missions of each metric, baseline vs candidate.
+    let per_seed = |side: &str, seed: u64, k: &str| -> f64 {
+        samples
+            .iter()
+            .filter(|s| s.side == side && s.seed == seed)
+            .map(|s| s.metrics.get(k).copied().unwrap_or(0) as f64)
+            .sum()
+    };
+    let deltas = METRICS
+        .iter()
+        .map(|k| {
+            let pairs: Vec<(f64, f64)> = (0..seeds)
+                .map(|s| (per_seed("baseline", s, k), per_seed("candidate", s, k)))
+                .collect();
+            compare(k, &pairs)
+        })
+        .collect();
+    Ok(Report {
+        baseline: baseline.clone(),
+        candidate: candidate.clone(),
+        seeds,
+        missions: chosen.iter().map(|m| m.mission.id.clone()).collect(),
+        interval: "95% Student's t interval of the paired per-seed differences (candidate - baseline), summed over missions",
+        samples,
+        deltas,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_missions_parse_and_every_behaviour_is_known() {
+        for m in missions().expect("missions parse") {
+            for t in &m.tasks {
+                for seed in 0..3 {
+                    behaviour(&t.id, &t.behaviour, seed).expect("known behaviour");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn paired_intervals_use_t_and_say_which_way() {
+        // Differences -2, -2.5, -1.5: mean -2, sd 0.5, n 3 → half = 4.303 × 0.5 / √3.
+        let d = compare("x", &[(10.0, 8.0), (10.0, 7.5), (10.0, 8.5)]);
+        assert!((d.delta + 2.0).abs() < 1e-9);
+        let half = 4.303 * 0.5 / 3f64.sqrt();
+        assert!((d.high - (-2.0 + half)).abs() < 1e-9);
+        assert_eq!(d.verdict, "improved");
+        let same = compare("x", &[(1.0, 2.0), (2.0, 1.0)]);
+        assert_eq!(same.verdict, "no significant change");
+        let one = compare("x", &[(1.0, 5.0)]);
+        assert_eq!(
+            one.verdict, "no significant change",
+            "one seed has no interval"
+        );
+        assert_eq!(compare("x", &[(1.0, 3.0), (1.0, 3.0)]).verdict, "regressed");
+        assert_eq!(t95(1), 12.706);
+        assert_eq!(t95(100), 1.960);
+    }
+}
