@@ -23,6 +23,7 @@ mod one_loop;
 mod plans;
 mod proposers;
 mod review;
+mod review12;
 mod review_adversary;
 mod review_fixes;
 mod review_gate;

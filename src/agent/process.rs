@@ -74,6 +74,37 @@ impl Stopwatch {
     }
 }
 
+/// SIGINT and SIGTERM, caught, for a command that must clean up after the programs it runs
+/// (a proposer's worktree): installed before it creates anything to clean.
+pub struct Interrupts {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    /// Installs the handlers; must be called inside a tokio runtime.
+    pub fn install() -> std::io::Result<Interrupts> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Interrupts {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+}
+
+/// Runs `spawn` like [`run`] unless SIGINT or SIGTERM arrives first: then every program atelier
+/// started is killed and `None` is returned, so the caller cleans up and stops.
+pub async fn run_or_interrupted(
+    spawn: &Spawn,
+    stop: &mut Interrupts,
+) -> std::io::Result<Option<Outcome>> {
+    tokio::select! {
+        o = run(spawn, |_| {}) => o.map(Some),
+        _ = stop.int.recv() => { kill_all(); Ok(None) }
+        _ = stop.term.recv() => { kill_all(); Ok(None) }
+    }
+}
+
 /// Silence thresholds (the conductor's nudge and restart).
 #[derive(Debug, Clone, Copy)]
 pub struct Silence {

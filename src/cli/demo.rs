@@ -103,6 +103,7 @@ fn propose_by(
             title: title.into(),
             rationale: Some(rationale.into()),
             proposer: None,
+            expect_base: None,
         },
         now,
     )?;

@@ -68,6 +68,7 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
             proposer: None,
             origin: args.agent.map(|a| format!("agent {a}")),
             declared: None,
+            expect_base: None,
         },
         now,
     )?;
@@ -195,6 +196,7 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
     let p = open_from(
         ws,
         "tune",
+        base.id(),
         &base_tree,
         "atelier.toml",
         &edited,
@@ -207,9 +209,11 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
 
 /// Opens the proposal a proposer wrote: one file of the protected branch's tree replaced,
 /// recorded as an agent's (`agent atelier-NAME`) that declared only that file.
+#[allow(clippy::too_many_arguments)]
 fn open_from(
     ws: &Workspace,
     proposer: &str,
+    base: git2::Oid,
     base_tree: &git2::Tree<'_>,
     path: &str,
     text: &str,
@@ -228,6 +232,7 @@ fn open_from(
             proposer: None,
             origin: Some(format!("agent atelier-{proposer}")),
             declared: Some(vec![path.to_string()]),
+            expect_base: Some(base),
         },
         now()?,
     )?;
@@ -324,6 +329,7 @@ fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
     let p = open_from(
         ws,
         "memory",
+        base.id(),
         &base_tree,
         lessons::PATH,
         &text,
@@ -522,17 +528,6 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("dry run: nothing proposed");
         return Ok(ExitCode::SUCCESS);
     }
-    // The gauntlet's verdict holds for the tip it ran on; a branch that moved meanwhile would
-    // make the proposal's base another commit.
-    let tip = crate::git::branch_tip(&ws.repo, ws.branch())?.to_string();
-    if tip != linted.base {
-        return Err(workflow::Error::Input(format!(
-            "{} moved while lint ran (expected: {}; found: {tip}); nothing proposed: run it again",
-            ws.branch(),
-            linted.base
-        ))
-        .into());
-    }
     let file = tempfile::NamedTempFile::new()?;
     std::fs::write(file.path(), &linted.patch)?;
     let title = format!("lint: {family} fixes in {} file(s)", linted.changed.len());
@@ -561,6 +556,7 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
             proposer: None,
             origin: Some("agent atelier-lint".into()),
             declared: Some(linted.changed.clone()),
+            expect_base: git2::Oid::from_str(&linted.base).ok(),
         },
         now()?,
     )?;

@@ -102,22 +102,8 @@ pub struct StatusArgs {
 }
 
 fn latest(ws: &Workspace) -> anyhow::Result<String> {
-    let runs = ws.atelier_dir().join("runs");
-    let mut ids: Vec<u64> = std::fs::read_dir(&runs)
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| {
-                    e.file_name()
-                        .to_string_lossy()
-                        .strip_prefix('r')
-                        .and_then(|n| n.parse().ok())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    ids.sort_unstable();
-    ids.last()
-        .map(|n| format!("r{n}"))
+    stats::run_ids(&ws.atelier_dir().join("runs"))
+        .pop()
         .ok_or_else(|| anyhow::anyhow!("there are no runs yet: `atelier run PLAN.toml` starts one"))
 }
 

@@ -76,6 +76,12 @@ pub fn normalise(entry: &str) -> Option<String> {
         Some((step, rest)) => (step, rest),
         None => return None,
     };
+    // The conductor's own line about a failed step (`[build] `cargo build` exited with 101`).
+    if rest.starts_with('`')
+        && (rest.contains("` exited with ") || rest.contains("` timed out after "))
+    {
+        return None;
+    }
     // Without the location the digest put first, and any other file:line in the line.
     let rest = match memory::location(rest) {
         Some(loc) => rest.strip_prefix(&format!("{loc}: ")).unwrap_or(rest),
@@ -91,7 +97,15 @@ pub fn normalise(entry: &str) -> Option<String> {
             }
         })
         .collect();
-    let text: String = words.join(" ").chars().take(200).collect();
+    // No comment markers: a lesson's line ends with the one atelier writes, and nothing in the
+    // error may forge, hide or cut it.
+    let text: String = words
+        .join(" ")
+        .replace("<!--", "< !--")
+        .replace("-->", "-- >")
+        .chars()
+        .take(200)
+        .collect();
     if text.is_empty() || text == "failed with no output" {
         return None;
     }
@@ -106,7 +120,7 @@ fn key(error: &str) -> String {
 pub fn known(text: &str) -> BTreeSet<String> {
     text.lines()
         .filter_map(|l| {
-            let at = l.find(MARK)?;
+            let at = l.rfind(MARK)?;
             let rest = &l[at + MARK.len()..];
             Some(rest.split_whitespace().next()?.to_string())
         })
@@ -142,9 +156,30 @@ pub fn recurring(runs: &[RunLog], existing: &str) -> Vec<Recurring> {
             error,
         })
         .filter(|r| !known.contains(&r.key))
+        .filter(|r| !holds_a_credential(&r.line()))
         .collect();
     out.sort_by(|a, b| b.tasks.cmp(&a.tasks).then(a.error.cmp(&b.error)));
     out
+}
+
+/// Whether the `secrets` built-in reviewer sees a credential in `line`: such an error never
+/// becomes a lesson (it would be published in a proposal and reach every prompt).
+fn holds_a_credential(line: &str) -> bool {
+    use crate::governance::review::{secrets, ChangeView, FileChange};
+    let files = [FileChange {
+        path: PATH.to_string(),
+        base: None,
+        head: Some(format!("{line}\n")),
+    }];
+    !secrets::check(
+        "secrets",
+        &ChangeView {
+            files: &files,
+            agent_origin: true,
+            declared: None,
+        },
+    )
+    .is_empty()
 }
 
 /// The lessons file with `new` lessons added at its end (created with [`HEADER`] when empty).
@@ -169,11 +204,29 @@ pub fn append(existing: &str, new: &[Recurring]) -> String {
 pub fn for_prompt(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut bytes = 0;
+    let (mut fenced, mut commented) = (false, false);
     for line in text.lines() {
+        let t = line.trim_start();
+        // What Markdown does not show is not a lesson: fenced code, HTML comments.
+        if t.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if commented {
+            commented = !line.contains("-->");
+            continue;
+        }
+        if t.starts_with("<!--") {
+            commented = !line.contains("-->");
+            continue;
+        }
+        if fenced {
+            continue;
+        }
         let Some(item) = line.strip_prefix("- ") else {
             continue;
         };
-        let item = match item.find(MARK) {
+        let item = match item.rfind(MARK) {
             Some(at) => item[..at].trim_end(),
             None => item.trim_end(),
         };
@@ -275,6 +328,22 @@ mod tests {
             for_prompt(&file),
             ["`[build] error[E0432]: unresolved import 'crate::y'` failed 3 tasks over 2 runs (r1, r2): check for it before you finish."]
         );
+    }
+
+    #[test]
+    fn an_error_holding_a_credential_never_becomes_a_lesson() {
+        let e = "[worker] error: token ghp_abcdefghijklmnopqrstuvwxyz0123456789 was rejected";
+        let runs = [
+            failed("r1", &[("a", &[e]), ("b", &[e])]),
+            failed("r2", &[("c", &[e])]),
+        ];
+        assert!(recurring(&runs, "").is_empty());
+    }
+
+    #[test]
+    fn markdown_that_is_not_shown_is_not_a_lesson() {
+        let text = "- shown\n```\n- in a fence\n```\n<!--\n- in a comment\n-->\n<!-- - inline -->\n- also shown\n";
+        assert_eq!(for_prompt(text), ["shown", "also shown"]);
     }
 
     #[test]

@@ -49,8 +49,12 @@ fn bad(what: String) -> crate::workflow::Error {
 
 /// The protected branch's atelier.toml, parsed.
 pub fn branch_config(ws: &Workspace) -> Result<Config> {
-    let tip = git::branch_tip(&ws.repo, ws.branch())?;
-    let tree = ws.repo.find_commit(tip)?.tree()?;
+    config_at(ws, git::branch_tip(&ws.repo, ws.branch())?)
+}
+
+/// The atelier.toml of commit `at` of the protected branch, parsed.
+fn config_at(ws: &Workspace, at: git2::Oid) -> Result<Config> {
+    let tree = ws.repo.find_commit(at)?.tree()?;
     let label = format!("{} at {}", crate::config::FILE, ws.branch());
     let bytes = git::read_file(&ws.repo, &tree, crate::config::FILE)?.ok_or_else(|| {
         bad(format!(
@@ -87,7 +91,9 @@ pub fn command_for(lint: &LintConfig, family: &str, branch: &str) -> Result<Vec<
 /// Runs the fix command for `family` and then the gauntlet, in a worktree of the protected
 /// branch's tip that is removed afterwards.
 pub fn run(ws: &Workspace, family: &str, clock_now: i64) -> Result<Linted> {
-    let config = branch_config(ws)?;
+    // One commit for everything: the fix command, the gauntlet and the tree they run on.
+    let base = git::branch_tip(&ws.repo, ws.branch())?;
+    let config = config_at(ws, base)?;
     let lint = config.proposers.lint.as_ref().ok_or_else(|| {
         bad(format!(
             "{} at {} has no [proposers.lint]: add one through a proposal, e.g. command = [\"cargo\", \"clippy\", \"--fix\", \"--allow-dirty\", \"--\", \"-W\", \"clippy::{{family}}\"] (README, \"propose --from lint\")",
@@ -99,14 +105,24 @@ pub fn run(ws: &Workspace, family: &str, clock_now: i64) -> Result<Linted> {
     // The containment decision and the gauntlet's grants are the merged ones (as for a run).
     let sandboxes = runtime::sandboxes(ws, &BTreeSet::new())?;
     let repo = &ws.repo;
-    let base = git::branch_tip(repo, ws.branch())?;
+    // Interrupts are caught before the worktree exists, so it is always removed.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let mut stop = {
+        let _in = rt.enter();
+        process::Interrupts::install().context("installing the signal handlers")?
+    };
     let name = format!("lint-{}-{clock_now}", std::process::id());
     let dir = ws.atelier_dir().join("proposers").join(&name);
     std::fs::create_dir_all(dir.parent().expect("a parent"))
         .with_context(|| format!("creating {}", dir.display()))?;
     let branch = format!("atelier/proposers/{name}");
     git::add_worktree(repo, &name, &dir, &branch, base)?;
-    let result = fix_and_check(ws, &config, lint, sandboxes, &dir, base, family, command);
+    let result = fix_and_check(
+        ws, &config, lint, sandboxes, &dir, base, family, command, &rt, &mut stop,
+    );
     let _ = git::remove_worktree(repo, &name, &dir);
     if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
         let _ = b.delete();
@@ -124,6 +140,8 @@ fn fix_and_check(
     base: git2::Oid,
     family: &str,
     command: Vec<String>,
+    rt: &tokio::runtime::Runtime,
+    stop: &mut process::Interrupts,
 ) -> Result<Linted> {
     let common = ws.repo.commondir().to_path_buf();
     let target = runtime::shared_target(config, &ws.root);
@@ -149,10 +167,8 @@ fn fix_and_check(
         max_output: config.swarm.max_output,
         sandbox: sandbox.clone(),
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
+    let interrupted =
+        || bad("interrupted: every program it started was stopped; nothing proposed".into());
     let secs = |t: &str| Duration::from_secs(parse_duration(t).unwrap_or(0).max(0) as u64);
     let fix = spawn(
         command[0].clone(),
@@ -160,8 +176,9 @@ fn fix_and_check(
         secs(&lint.timeout),
     );
     let o = rt
-        .block_on(process::run(&fix, |_| {}))
-        .with_context(|| format!("starting the fix command `{}`", command[0]))?;
+        .block_on(process::run_or_interrupted(&fix, stop))
+        .with_context(|| format!("starting the fix command `{}`", command[0]))?
+        .ok_or_else(interrupted)?;
     if !o.success() {
         return Err(bad(format!(
             "the fix command `{}` {}; nothing proposed. Its last output:\n{}",
@@ -198,8 +215,9 @@ fn fix_and_check(
             secs(&step.timeout),
         );
         let o = rt
-            .block_on(process::run(&s, |_| {}))
-            .with_context(|| format!("starting gauntlet step {}", step.name))?;
+            .block_on(process::run_or_interrupted(&s, stop))
+            .with_context(|| format!("starting gauntlet step {}", step.name))?
+            .ok_or_else(interrupted)?;
         let passed = o.success();
         out.steps.push(StepRun {
             name: step.name.clone(),

@@ -285,6 +285,15 @@ fn run_command(
     let roles: BTreeSet<String> = [role.to_string()].into();
     let sandboxes = runtime::sandboxes(ws, &roles)?;
     let repo = &ws.repo;
+    // Interrupts are caught before the worktree exists, so it is always removed.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let mut stop = {
+        let _in = rt.enter();
+        process::Interrupts::install().context("installing the signal handlers")?
+    };
     let name = format!("{role}-{}-{now}", std::process::id());
     let branch = format!("atelier/proposers/{name}");
     let scratch;
@@ -331,21 +340,20 @@ fn run_command(
             }
         }),
     };
-    let ran = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")
-        .and_then(|rt| {
-            rt.block_on(process::run(&spawn, |_| {}))
-                .with_context(|| format!("starting the {role} `{}`", argv[0]))
-        });
+    let ran = rt
+        .block_on(process::run_or_interrupted(&spawn, &mut stop))
+        .with_context(|| format!("starting the {role} `{}`", argv[0]));
     if base.is_some() {
         let _ = git::remove_worktree(repo, &name, &dir);
         if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
             let _ = b.delete();
         }
     }
-    let o = ran?;
+    let o = ran?.ok_or_else(|| {
+        bad(format!(
+            "interrupted: the {role} was stopped; nothing proposed"
+        ))
+    })?;
     if !o.success() {
         let lines: Vec<&str> = o.output.lines().collect();
         return Err(bad(format!(

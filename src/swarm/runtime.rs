@@ -190,6 +190,20 @@ pub(super) fn shared_target(config: &Config, root: &Path) -> Option<PathBuf> {
     })
 }
 
+/// `text` with the values (8 bytes or more) of the variables in `names`, as atelier's own
+/// environment holds them, replaced by `[redacted]`.
+fn redact_passed(text: &str, names: &[String]) -> String {
+    let mut out = text.to_string();
+    for name in names {
+        if let Ok(value) = std::env::var(name) {
+            if value.len() >= 8 {
+                out = out.replace(&value, "[redacted]");
+            }
+        }
+    }
+    out
+}
+
 /// A duration in whole milliseconds, as events record it.
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -436,7 +450,9 @@ async fn command_worker(
                 "the worker exited with {}",
                 outcome.code.map_or("a signal".into(), |c| c.to_string())
             ),
-            digest: memory::digest("worker", &outcome.output),
+            // The values of the variables the role passes (API keys) never reach the log, the
+            // next prompt or a lesson, whatever the worker printed.
+            digest: memory::digest("worker", &redact_passed(&outcome.output, &pass)),
         });
     }
     None
@@ -1798,6 +1814,7 @@ pub fn propose_run_as(
                     .into_iter()
                     .collect(),
             ),
+            expect_base: None,
         },
         now,
     )

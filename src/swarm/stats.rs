@@ -56,7 +56,7 @@ impl Dist {
             p50: percentile(&v, 50),
             p90: percentile(&v, 90),
             max: *v.last().expect("not empty"),
-            total: v.iter().sum(),
+            total: v.iter().fold(0u64, |a, b| a.saturating_add(*b)),
         }
     }
 }
@@ -83,6 +83,8 @@ pub struct Silences {
     pub output: Dist,
     pub output_then_passed: Dist,
     pub restart: Dist,
+    /// Silences the worker's exit ended, in attempts that then passed: it needed that long.
+    pub exit_then_passed: Dist,
     pub exit: Dist,
     pub timeout: Dist,
     /// How many reached the nudge threshold.
@@ -320,7 +322,7 @@ pub fn compute(runs: &[RunLog]) -> Stats {
             rs.restarts += a.restarts;
             if !passed {
                 rs.wasted_attempts += 1;
-                rs.wasted_ms += a.ms.unwrap_or(0);
+                rs.wasted_ms = rs.wasted_ms.saturating_add(a.ms.unwrap_or(0));
             }
             if let Some(ms) = a.ms {
                 ac.attempt_ms.push(ms);
@@ -334,6 +336,9 @@ pub fn compute(runs: &[RunLog]) -> Stats {
                 ac.quiet.entry(ended.as_str()).or_default().push(*ms);
                 if *ended == QuietEnd::Output && passed {
                     ac.quiet.entry("output_then_passed").or_default().push(*ms);
+                }
+                if *ended == QuietEnd::Exit && passed {
+                    ac.quiet.entry("exit_then_passed").or_default().push(*ms);
                 }
                 if *nudged {
                     rs.silences.nudged += 1;
@@ -358,6 +363,7 @@ pub fn compute(runs: &[RunLog]) -> Stats {
         rs.silences.output = q("output");
         rs.silences.output_then_passed = q("output_then_passed");
         rs.silences.restart = q("restart");
+        rs.silences.exit_then_passed = q("exit_then_passed");
         rs.silences.exit = q("exit");
         rs.silences.timeout = q("timeout");
         rs.tasks = ac.tasks.len();
@@ -416,7 +422,9 @@ pub fn run_ids(runs_dir: &Path) -> Vec<String> {
                     e.file_name()
                         .to_string_lossy()
                         .strip_prefix('r')
-                        .and_then(|n| n.parse().ok())
+                        .and_then(|n| n.parse::<u64>().ok())
+                        // Only the name atelier gives a run: `r01` or `r+1` is not run r1 again.
+                        .filter(|n| e.file_name().to_str() == Some(&format!("r{n}")))
                 })
                 .collect()
         })

@@ -92,22 +92,33 @@ fn secs_text(ms: u64) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
 }
 
-/// The settings a run recorded last, in the units of [`Current`].
-fn recorded(run: &RunLog) -> Option<Current> {
-    run.records.iter().rev().find_map(|r| match &r.event {
-        RunEvent::Settings {
-            nudge_after_ms,
-            restart_after_ms,
-            attempt_timeout_ms,
-            failure_budget,
-            ..
-        } => Some(Current {
-            nudge_after: nudge_after_ms / 1000,
-            restart_after: restart_after_ms / 1000,
-            attempt_timeout: attempt_timeout_ms / 1000,
-            failure_budget: *failure_budget,
-        }),
-        _ => None,
+/// The settings a run recorded, in the units of [`Current`]: `Some(Err(()))` when they changed
+/// during the run (a resume under other settings).
+fn recorded(run: &RunLog) -> Option<Result<Current, ()>> {
+    let all: Vec<Current> = run
+        .records
+        .iter()
+        .filter_map(|r| match &r.event {
+            RunEvent::Settings {
+                nudge_after_ms,
+                restart_after_ms,
+                attempt_timeout_ms,
+                failure_budget,
+                ..
+            } => Some(Current {
+                nudge_after: nudge_after_ms / 1000,
+                restart_after: restart_after_ms / 1000,
+                attempt_timeout: attempt_timeout_ms / 1000,
+                failure_budget: *failure_budget,
+            }),
+            _ => None,
+        })
+        .collect();
+    let first = *all.first()?;
+    Some(if all.iter().all(|c| *c == first) {
+        Ok(first)
+    } else {
+        Err(())
     })
 }
 
@@ -143,13 +154,17 @@ pub fn tune(runs: &[RunLog], current: Current) -> Tuning {
     let mut used = Vec::new();
     for run in runs {
         match recorded(run) {
-            Some(c) if c == current => {
+            Some(Ok(c)) if c == current => {
                 t.runs.push(run.id.clone());
                 used.push(run);
             }
-            Some(_) => t
+            Some(Ok(_)) => t
                 .excluded
                 .push((run.id.clone(), "recorded with other settings".into())),
+            Some(Err(())) => t.excluded.push((
+                run.id.clone(),
+                "its settings changed when it was resumed".into(),
+            )),
             None => t
                 .excluded
                 .push((run.id.clone(), "an older log, without its settings".into())),
@@ -171,22 +186,33 @@ pub fn tune(runs: &[RunLog], current: Current) -> Tuning {
 }
 
 fn restart_after(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
-    let r_ms = t.current.restart_after * 1000;
+    let r_ms = t.current.restart_after.saturating_mul(1000);
     let si = &s.silences;
-    let comeback = &si.output_then_passed;
+    // A comeback: a silence an attempt that then passed needed, ended by its output or by its
+    // successful exit.
+    let comeback = stats::Dist {
+        count: si.output_then_passed.count + si.exit_then_passed.count,
+        max: si.output_then_passed.max.max(si.exit_then_passed.max),
+        ..stats::Dist::default()
+    };
+    // The longest silence anything came back from, passed or not.
+    let longest = si.output.max.max(si.exit.max);
     let recorded = si.output.count + si.restart.count + si.exit.count + si.timeout.count;
-    if si.restart.count >= 1 && comeback.count >= MIN_COMEBACKS && comeback.max * 10 >= r_ms * 8 {
-        let to = ceil_secs(comeback.max * 3 / 2).max(t.current.restart_after + 1);
+    if si.restart.count >= 1
+        && comeback.count >= MIN_COMEBACKS
+        && comeback.max.saturating_mul(10) >= r_ms.saturating_mul(8)
+    {
+        let to = ceil_secs(comeback.max.saturating_mul(3) / 2).max(t.current.restart_after + 1);
         t.changes.push(Change {
             key: "restart_after".into(),
             from: dur(t.current.restart_after),
             to: dur(to),
             toml: format!("\"{}\"", dur(to)),
             why: format!(
-                "over {n} runs, workers came back from {} silences in attempts that then passed, the longest {} ({}% of restart_after = {}), and {} attempt(s) were restarted: the threshold may be killing attempts that would have succeeded; {} is 1.5 × the longest comeback",
+                "over {n} runs, workers came back (by output or by exiting) from {} silences in attempts that then passed, the longest {} ({}% of restart_after = {}), and {} attempt(s) were restarted: the threshold may be killing attempts that would have succeeded; {} is 1.5 × the longest comeback",
                 comeback.count,
                 secs_text(comeback.max),
-                comeback.max * 100 / r_ms.max(1),
+                comeback.max.saturating_mul(100) / r_ms.max(1),
                 dur(t.current.restart_after),
                 si.restart.count,
                 dur(to)
@@ -194,9 +220,11 @@ fn restart_after(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
         });
         return;
     }
-    if recorded >= MIN_SILENCES && si.restart.count >= MIN_RESTARTS && si.output.max * 10 < r_ms * 4
+    if recorded >= MIN_SILENCES
+        && si.restart.count >= MIN_RESTARTS
+        && longest.saturating_mul(10) < r_ms.saturating_mul(4)
     {
-        let to = ceil_secs(si.output.max * 2)
+        let to = ceil_secs(longest.saturating_mul(2))
             .max(t.current.nudge_after)
             .max(1);
         if to < t.current.restart_after {
@@ -206,8 +234,8 @@ fn restart_after(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
                 to: dur(to),
                 toml: format!("\"{}\"", dur(to)),
                 why: format!(
-                    "over {n} runs, {recorded} silences were recorded and no worker came back after more than {} (under 40% of restart_after = {}), while {} restarts each waited the full {}: {} keeps twice the longest comeback (and is at least nudge_after)",
-                    secs_text(si.output.max),
+                    "over {n} runs, {recorded} silences were recorded and no worker came back (by output or by exiting) after more than {} (under 40% of restart_after = {}), while {} restarts each waited the full {}: {} keeps twice the longest comeback (and is at least nudge_after)",
+                    secs_text(longest),
                     dur(t.current.restart_after),
                     si.restart.count,
                     dur(t.current.restart_after),
@@ -218,7 +246,7 @@ fn restart_after(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
         }
     }
     t.unchanged.push(format!(
-        "restart_after {}: {recorded} silence(s) recorded, {} ended by output (longest {}; {} in attempts that passed, longest {}), {} by a restart; neither rule's evidence is there (raise: a comeback past 80% of the threshold, {MIN_COMEBACKS}+ comebacks and a restart; lower: {MIN_SILENCES}+ silences, {MIN_RESTARTS}+ restarts, no comeback past 40%)",
+        "restart_after {}: {recorded} silence(s) recorded, {} ended by output (longest {}; comebacks in attempts that passed: {}, longest {}), {} by a restart; neither rule's evidence is there (raise: a comeback past 80% of the threshold, {MIN_COMEBACKS}+ comebacks and a restart; lower: {MIN_SILENCES}+ silences, {MIN_RESTARTS}+ restarts, no comeback past 40%)",
         dur(t.current.restart_after),
         si.output.count,
         secs_text(si.output.max),
@@ -242,6 +270,13 @@ fn failure_budget(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
         if finished >= MIN_TASKS {
             lower = Some((k, finished));
         }
+    }
+    let any_passed = s.curve.iter().any(|p| p.passed > 0);
+    if !any_passed && !s.curve.is_empty() {
+        t.unchanged.push(format!(
+            "failure_budget {b}: no attempt passed at all over {n} runs; fewer attempts would not help, and the curve says nothing about which attempt succeeds"
+        ));
+        return;
     }
     if let Some((k, finished)) = lower {
         t.changes.push(Change {
@@ -287,10 +322,10 @@ fn failure_budget(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
 }
 
 fn attempt_timeout(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
-    let timeout_ms = t.current.attempt_timeout * 1000;
+    let timeout_ms = t.current.attempt_timeout.saturating_mul(1000);
     let passed = &s.passed_attempt_ms;
-    if passed.count >= MIN_PASSED && passed.max * 6 < timeout_ms {
-        let to = ceil_secs(passed.max * 3).div_ceil(60) * 60;
+    if passed.count >= MIN_PASSED && passed.max.saturating_mul(6) < timeout_ms {
+        let to = ceil_secs(passed.max.saturating_mul(3)).div_ceil(60) * 60;
         let to = to.max(t.current.restart_after).max(60);
         if to < t.current.attempt_timeout {
             t.changes.push(Change {
@@ -322,16 +357,17 @@ fn attempt_timeout(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
 /// line is replaced (its comment kept), a missing key is added at the end of the table, a
 /// missing table is appended. The caller checks the result parses to the intended values.
 pub fn edit_conductor(text: &str, changes: &[Change]) -> String {
+    let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     let header = lines.iter().position(|l| l.trim() == "[conductor]");
     let Some(h) = header else {
         let mut out = text.to_string();
         if !out.is_empty() && !out.ends_with('\n') {
-            out.push('\n');
+            out.push_str(eol);
         }
-        out.push_str("\n[conductor]\n");
+        out.push_str(&format!("{eol}[conductor]{eol}"));
         for c in changes {
-            out.push_str(&format!("{} = {}\n", c.key, c.toml));
+            out.push_str(&format!("{} = {}{eol}", c.key, c.toml));
         }
         return out;
     };
@@ -366,9 +402,9 @@ pub fn edit_conductor(text: &str, changes: &[Change]) -> String {
             }
         }
     }
-    let mut out = lines.join("\n");
+    let mut out = lines.join(eol);
     if text.ends_with('\n') {
-        out.push('\n');
+        out.push_str(eol);
     }
     out
 }

@@ -341,6 +341,7 @@ pub fn recover_and_propose(
             proposer: None,
             origin: None,
             declared: None,
+            expect_base: None,
         },
         now,
     )?;

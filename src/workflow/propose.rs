@@ -23,6 +23,9 @@ pub struct ProposeOptions {
     /// The files (globs) it declared it would change, for the `scope` reviewer (a swarm run's
     /// claims); `None` when it declared none.
     pub declared: Option<Vec<String>>,
+    /// The commit the patch was made against (one of atelier's proposers): refused, under the
+    /// lock, when the protected branch is no longer there.
+    pub expect_base: Option<git2::Oid>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -73,6 +76,11 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
     let repo = &ws.repo;
     let branch = ws.branch().to_string();
     let base = git::branch_tip(repo, &branch)?;
+    if let Some(expected) = opts.expect_base.filter(|e| *e != base) {
+        return Err(crate::workflow::Error::Input(format!(
+            "{branch} moved while the proposal was being prepared (expected: {expected}; found: {base}); nothing proposed: run it again"
+        )));
+    }
     let base_commit = repo.find_commit(base)?;
     let patched = git::apply_patch(
         repo,
