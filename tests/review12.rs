@@ -471,8 +471,7 @@ fn a_proposers_patch_is_refused_when_the_branch_moved_under_it() {
         },
         0,
     )
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(
         err.to_string()
             .contains("moved while the proposal was being prepared"),
