@@ -517,7 +517,7 @@ fn bench_replay_measures_false_kills_with_a_paired_interval() {
     );
     s.env.write(
         "cand.toml",
-        "[conductor]\nnudge_after = \"1s\"\nrestart_after = \"3s\"\nfailure_budget = 2\n",
+        "[conductor]\nnudge_after = \"1s\"\nrestart_after = \"4s\"\nfailure_budget = 2\n",
     );
     let base = s.env.repo.join("base.toml").display().to_string();
     let cand = s.env.repo.join("cand.toml").display().to_string();
@@ -548,8 +548,8 @@ fn bench_replay_measures_false_kills_with_a_paired_interval() {
         .find(|d| d["metric"] == "false_kills")
         .expect("false_kills")
         .clone();
-    // Both silent tasks are quiet for 1.2 s (seed 0) or 1.8 s (seed 1) before they deliver:
-    // a 1 s restart kills both, every seed; a 3 s one never does.
+    // Both silent tasks are quiet for 1.5 s (seed 0) or 2.5 s (seed 1) before they deliver:
+    // a 1 s restart kills both, every seed; a 4 s one never does.
     assert_eq!(kills["baseline_mean"], 2.0, "{kills:#}");
     assert_eq!(kills["candidate_mean"], 0.0, "{kills:#}");
     assert_eq!(kills["verdict"], "improved", "{kills:#}");

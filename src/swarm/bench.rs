@@ -109,9 +109,9 @@ pub fn behaviour(task: &str, behaviour: &str, seed: u64) -> Result<String> {
     let done = format!("mkdir -p out; echo done > {out}");
     let marker = format!("touch \"$D/would-pass-{task}-$ATELIER_ATTEMPT\"");
     Ok(match behaviour {
-        // Quiet for 1.2, 1.8 or 2.4 s on its first attempt, then delivers.
+        // Quiet for 1.5, 2.5 or 3.5 s on its first attempt, then delivers.
         "silent" => {
-            let tenths = 12 + 6 * (seed % 3);
+            let tenths = 15 + 10 * (seed % 3);
             format!(
                 "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo thinking; {marker}; sleep {}.{}; fi; {done}",
                 tenths / 10,
