@@ -24,6 +24,7 @@ mod plans;
 mod proposers;
 mod review;
 mod review12;
+mod review12b;
 mod review_adversary;
 mod review_fixes;
 mod review_gate;

@@ -495,6 +495,7 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
             plan_files: vec![(plan_path.display().to_string(), plan_text.to_string())],
             max_parallel: None,
             resume: None,
+            goal: None,
         },
         &clock,
     )?;

@@ -426,6 +426,7 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
             plan_files: vec![(plan_file.display().to_string(), output.planned.plan.clone())],
             max_parallel: None,
             resume: None,
+            goal: Some(goal.to_string()),
         },
         &clock,
     )?;

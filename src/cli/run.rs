@@ -46,6 +46,7 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
             plan_files,
             max_parallel: args.max_parallel,
             resume: args.resume,
+            goal: None,
         },
         &clock,
     )?;

@@ -219,13 +219,33 @@ pub fn vague_check(cmd: &str) -> Option<&'static str> {
     if t.is_empty() {
         return Some("it is empty");
     }
+    // Comments dropped, whitespace collapsed: `exit  0` is `exit 0`, `true # x` is `true`.
+    let uncommented = t.split(" #").next().unwrap_or(t);
+    let norm = uncommented.split_whitespace().collect::<Vec<_>>().join(" ");
+    let t = norm.as_str();
     let first = t.split_whitespace().next().unwrap_or("");
     let compound = ["&&", "||", ";", "|", "\n"].iter().any(|op| t.contains(op));
-    if matches!(t, "true" | ":" | "exit 0" | "/bin/true" | "/usr/bin/true")
-        || (!compound && matches!(first, "echo" | "printf" | "true" | ":"))
-        || t.ends_with("|| true")
-        || t.ends_with("; true")
-        || t.ends_with("|| :")
+    let squeezed: String = t.chars().filter(|c| !c.is_whitespace()).collect();
+    if matches!(
+        t,
+        "true"
+            | ":"
+            | "exit 0"
+            | "/bin/true"
+            | "/usr/bin/true"
+            | "test 1"
+            | "[ 1 ]"
+            | "! false"
+            | "sh -c true"
+            | "bash -c true"
+            | "sh -c :"
+            | "exit"
+    ) || (!compound && matches!(first, "echo" | "printf" | "true" | ":"))
+        || squeezed.ends_with("||true")
+        || squeezed.ends_with(";true")
+        || squeezed.ends_with("||:")
+        || squeezed.ends_with("||exit0")
+        || squeezed.ends_with("||exit")
     {
         return Some("it cannot fail, so it proves nothing");
     }
@@ -326,8 +346,24 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
                     "the goal is empty: say what the worker must do".into(),
                 );
             }
-            if !roles.contains(&t.role) {
-                let known: Vec<&str> = roles.iter().map(String::as_str).collect();
+            if matches!(t.role.as_str(), "proposer" | "validator") {
+                refuse(
+                    Code::UnknownRole,
+                    &p.file,
+                    task,
+                    Some("role"),
+                    format!(
+                        "role `{}` is atelier's own (it {}), never a worker's: give the task a worker role",
+                        t.role,
+                        if t.role == "proposer" { "writes plans" } else { "judges contracts" }
+                    ),
+                );
+            } else if !roles.contains(&t.role) {
+                let known: Vec<&str> = roles
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|r| !matches!(*r, "proposer" | "validator"))
+                    .collect();
                 refuse(
                     Code::UnknownRole,
                     &p.file,

@@ -666,6 +666,8 @@ pub struct RunOptions {
     pub max_parallel: Option<usize>,
     /// Continue this run instead of starting a new one.
     pub resume: Option<String>,
+    /// The goal a person gave for these plans (`propose --from agent`): shown to the validator.
+    pub goal: Option<String>,
 }
 
 /// Runs (or resumes) plans to the end. `clock` gives the time for events.
@@ -683,7 +685,8 @@ pub fn run(ws: &Workspace, opts: RunOptions, clock: &dyn Fn() -> Timestamp) -> R
         Some(_) => None,
         None => {
             refuse_unchecked(&opts.plan_files, &role_names(ws))?;
-            let v = super::validator::validate(ws, &opts.plan_files, clock())?;
+            let v =
+                super::validator::validate(ws, &opts.plan_files, opts.goal.as_deref(), clock())?;
             if let Some(v) = v.as_ref().filter(|v| !v.accepted()) {
                 return Err(crate::workflow::refuse(
                     Code::ContractRejected,

@@ -60,52 +60,116 @@ fn blocking(category: &str, file: Option<&str>, message: String, hint: &str) -> 
     }
 }
 
-const INTERPRETERS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "python", "python3", "node", "ruby", "perl", "php", "source", ".",
+/// File names a build or test runner reads as its recipe.
+const RECIPES: &[&str] = &[
+    "Makefile",
+    "makefile",
+    "GNUmakefile",
+    "justfile",
+    "Justfile",
+    "Rakefile",
+    "package.json",
+    "tox.ini",
+    "noxfile.py",
+    "conftest.py",
+    "pytest.ini",
+    "setup.cfg",
+    "pyproject.toml",
+    "build.rs",
+    "Cargo.toml",
+    "CMakeLists.txt",
+    "meson.build",
+    "Taskfile.yml",
 ];
 
-/// The files a shell command executes: each segment's program, or the script an interpreter
-/// is given (`sh tests/check.sh`, `python3 -u verify.py`), without a leading `./`.
-pub fn executed(command: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let segments = command.split([';', '|', '&', '\n', '(', ')', '`']);
-    for seg in segments {
-        let words: Vec<&str> = seg
-            .split_whitespace()
-            .map(|w| w.trim_matches(['"', '\'']))
-            .filter(|w| !w.contains('=') || w.starts_with('-'))
-            .collect();
-        let Some(first) = words.iter().position(|w| !w.is_empty()) else {
-            continue;
-        };
-        let mut prog = words[first];
-        let mut rest = &words[first + 1..];
-        for wrapper in ["exec", "env", "command", "timeout", "nice"] {
-            if prog == wrapper {
-                let next = rest
-                    .iter()
-                    .position(|w| !w.starts_with('-') && !w.chars().all(|c| c.is_ascii_digit()));
-                if let Some(i) = next {
-                    prog = rest[i];
-                    rest = &rest[i + 1..];
-                }
-            }
-        }
-        let name = prog.rsplit('/').next().unwrap_or(prog);
-        let script = if INTERPRETERS.contains(&name) {
-            rest.iter().find(|w| !w.starts_with('-')).copied()
-        } else {
-            Some(prog)
-        };
-        if let Some(s) = script {
-            out.push(s.trim_start_matches("./").to_string());
-        }
-    }
-    out
+/// Extensions of files a check runs rather than reads.
+const SCRIPTS: &[&str] = &[
+    "sh", "bash", "zsh", "ksh", "fish", "py", "js", "mjs", "cjs", "ts", "rb", "pl", "php", "lua",
+    "mk", "tcl", "awk", "sed",
+];
+
+/// A path as a check names it, normalised: quotes, `./`, `$PWD/`, `//` and `/./` removed.
+fn normalise(word: &str) -> String {
+    let w = word.trim_matches(|c| matches!(c, '"' | '\'' | '{' | '}' | '<' | '>'));
+    let w = ["$PWD/", "${PWD}/", "\"$PWD\"/"]
+        .iter()
+        .fold(w.to_string(), |w, p| {
+            w.strip_prefix(p).map(String::from).unwrap_or(w)
+        });
+    let parts: Vec<&str> = w
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    parts.join("/")
 }
 
-/// Judges a run from its records, its tasks and what it changed (the built-in reviewers'
-/// findings are added by the caller).
+/// The words of a shell command, however quoted or nested (`bash -c 'sh x'` gives `x`).
+fn words(command: &str) -> Vec<String> {
+    command
+        .split(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    ';' | '|' | '&' | '(' | ')' | '`' | '<' | '>' | '"' | '\'' | '='
+                )
+        })
+        .map(normalise)
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Whether running `command` may execute `file` (a path in the repository): the command names
+/// it and it is a script or a program's recipe, or the command names a module it is
+/// (`python3 -c 'import verify'` runs `verify.py`), or a runner whose recipe it is.
+pub fn may_execute(command: &str, file: &str) -> bool {
+    let ws = words(command);
+    let name = file.rsplit('/').next().unwrap_or(file);
+    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    let scripty = SCRIPTS.contains(&ext) || RECIPES.contains(&name) || !name.contains('.');
+    if scripty && ws.iter().any(|w| w == file) {
+        return true;
+    }
+    // A module by name (`import verify`, `-m verify`, `require('verify')`).
+    if let Some(stem) = name
+        .strip_suffix(".py")
+        .or_else(|| name.strip_suffix(".js"))
+    {
+        let module = file
+            .trim_end_matches(".py")
+            .trim_end_matches(".js")
+            .replace('/', ".");
+        if ws.iter().any(|w| w == stem || *w == module) {
+            return true;
+        }
+    }
+    // A runner reads its recipe wherever the command runs it.
+    RECIPES.contains(&name)
+        && ws.iter().any(|w| {
+            matches!(
+                w.rsplit('/').next().unwrap_or(w),
+                "make"
+                    | "gmake"
+                    | "just"
+                    | "rake"
+                    | "npm"
+                    | "yarn"
+                    | "pnpm"
+                    | "npx"
+                    | "tox"
+                    | "nox"
+                    | "pytest"
+                    | "cargo"
+                    | "cmake"
+                    | "meson"
+                    | "ninja"
+                    | "task"
+            ) || w == "pytest"
+        })
+}
+
+/// Judges a run from its records, its tasks and the files it changed that existed at its
+/// base (a file a task adds is its deliverable, and a check running it runs the work; a file
+/// it modifies may be what judges it). The built-in reviewers' findings are added by the caller.
 pub fn judge(
     records: &[Record],
     tasks: &BTreeMap<String, Task>,
@@ -187,15 +251,13 @@ pub fn judge(
                 .map(|(n, r)| (format!("gauntlet step {n}"), r.clone())),
         );
     for (what, command) in commands {
-        for file in executed(&command) {
-            if changed.contains(&file) {
-                findings.push(blocking(
-                    "check-edited",
-                    Some(&file),
-                    format!("{what} `{command}` executes {file}, which the run changed: a check a worker can edit can be made to pass"),
-                    "keep check scripts out of the tasks' claims (or change them in a proposal of their own)",
-                ));
-            }
+        for file in changed.iter().filter(|f| may_execute(&command, f)) {
+            findings.push(blocking(
+                "check-edited",
+                Some(file),
+                format!("{what} `{command}` may execute {file}, which the run changed: a check a worker can edit can be made to pass"),
+                "keep what checks run out of the tasks' claims (or change it in a proposal of its own)",
+            ));
         }
     }
     (evidence, findings)
@@ -267,8 +329,12 @@ pub fn scrutinize(ws: &Workspace, run: &str) -> Result<Scrutiny> {
         .unwrap_or(base);
     let base_tree = repo.find_commit(base)?.tree()?;
     let files = crate::panel::changed_files(repo, &base_tree, &repo.find_commit(tip)?.tree()?)?;
-    let changed: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
-    let (evidence, mut findings) = judge(&records, &tasks, &gauntlet, &changed);
+    let modified: BTreeSet<String> = files
+        .iter()
+        .filter(|f| f.base.is_some())
+        .map(|f| f.path.clone())
+        .collect();
+    let (evidence, mut findings) = judge(&records, &tasks, &gauntlet, &modified);
     let claims: Vec<String> = tasks
         .values()
         .flat_map(|t| t.files.iter().cloned())
@@ -299,12 +365,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn what_a_check_executes() {
-        assert_eq!(executed("sh tests/check.sh"), ["tests/check.sh"]);
-        assert_eq!(executed("./verify && grep -q x a.rs"), ["verify", "grep"]);
-        assert_eq!(executed("python3 -u tools/v.py --fast"), ["tools/v.py"]);
-        assert_eq!(executed("FOO=1 bash ./t.sh"), ["t.sh"]);
-        assert_eq!(executed("timeout 30 ./run.sh"), ["run.sh"]);
-        assert_eq!(executed("cargo test"), ["cargo"]);
+    fn what_a_check_may_execute() {
+        assert!(may_execute("bash -c 'sh tests/check.sh'", "tests/check.sh"));
+        assert!(may_execute(
+            "sh \"$PWD/tests//./check.sh\"",
+            "tests/check.sh"
+        ));
+        assert!(may_execute("./verify && grep -q x a.rs", "verify"));
+        assert!(may_execute("make check", "Makefile"));
+        assert!(may_execute(
+            "python3 -c 'import tools.verify'",
+            "tools/verify.py"
+        ));
+        // Reading a file the task changes is what checks are for.
+        assert!(!may_execute("grep -q ok src/a.rs", "src/a.rs"));
+        assert!(!may_execute("grep -q ok src/a.rs", "tests/check.sh"));
     }
 }

@@ -36,6 +36,10 @@ Attack the contracts, not the code:
 - which goal has no criterion at all?
 
 Approve only if every task's checks would catch a worker who did not achieve the goal.
+{% if goal %}
+# The goal the plans were written for (by a person; the plans' own goals were written by a model)
+{{ goal }}
+{% endif %}
 
 {% for p in plans %}--- {{ p.name }}
 {{ p.text }}
@@ -51,6 +55,7 @@ struct PlanText<'a> {
 
 #[derive(Serialize)]
 struct Input<'a> {
+    goal: &'a str,
     plans: Vec<PlanText<'a>>,
     schema: &'a str,
 }
@@ -73,12 +78,17 @@ fn bad(what: String) -> crate::workflow::Error {
     crate::workflow::Error::Input(what)
 }
 
-/// Renders the validator's prompt for `plan_files` (`(name, text)` pairs).
-pub fn prompt(template: &str, plan_files: &[(String, String)]) -> Result<String> {
+/// Renders the validator's prompt for `plan_files` (`(name, text)` pairs; each shown by its
+/// file name) and the goal they serve, when a person gave one (`""` otherwise).
+pub fn prompt(template: &str, plan_files: &[(String, String)], goal: &str) -> Result<String> {
     let input = Input {
+        goal,
         plans: plan_files
             .iter()
-            .map(|(n, t)| PlanText { name: n, text: t })
+            .map(|(n, t)| PlanText {
+                name: n.rsplit('/').next().unwrap_or(n),
+                text: t,
+            })
             .collect(),
         schema: answer::SCHEMA,
     };
@@ -94,6 +104,17 @@ pub fn prompt(template: &str, plan_files: &[(String, String)]) -> Result<String>
 
 /// Reads the validator's answer; one that cannot be read rejects the contracts.
 pub fn judge(text: &str) -> Validated {
+    // An answer that states a verdict twice (quoting the plan it judges, say) is ambiguous:
+    // the reader would take the last one, which the plan's author may have written.
+    if text.matches("\"verdict\"").count() > 1 {
+        return Validated {
+            verdict: Verdict::Block,
+            findings: vec![
+                "blocking ambiguous-answer: the validator's answer holds more than one verdict"
+                    .into(),
+            ],
+        };
+    }
     match answer::parse_answer(ROLE, text) {
         Ok(Answer { verdict, findings }) => Validated {
             verdict,
@@ -122,6 +143,7 @@ pub fn judge(text: &str) -> Validated {
 pub fn validate(
     ws: &Workspace,
     plan_files: &[(String, String)],
+    goal: Option<&str>,
     now: i64,
 ) -> Result<Option<Validated>> {
     let Some(role) = ws.config.roles.get(ROLE) else {
@@ -134,7 +156,7 @@ pub fn validate(
     let template = git::read_file(repo, &tree, "prompts/validator.j2")?
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_else(|| DEFAULT_TEMPLATE.to_string());
-    let text = prompt(&template, plan_files)?;
+    let text = prompt(&template, plan_files, goal.unwrap_or(""))?;
     let timeout = Duration::from_secs(
         parse_duration(&ws.config.review.timeout)
             .unwrap_or(0)
@@ -177,9 +199,11 @@ mod tests {
     fn the_prompt_holds_the_contracts_and_the_answer_format() {
         let p = prompt(
             DEFAULT_TEMPLATE,
-            &[("p.toml".into(), "[plan]\nid = \"p\"\n".into())],
+            &[("/x/p.toml".into(), "[plan]\nid = \"p\"\n".into())],
+            "Make it fast",
         )
         .expect("renders");
         assert!(p.contains("--- p.toml\n[plan]") && p.contains("\"verdict\""));
+        assert!(p.contains("Make it fast") && !p.contains("/x/"));
     }
 }
