@@ -47,6 +47,12 @@ pub struct ProposeArgs {
 pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
     if let Some(from) = &args.from {
+        if args.title.is_some() {
+            return Err(workflow::Error::Input(
+                "--title: a proposer writes its own title; leave --title out with --from".into(),
+            )
+            .into());
+        }
         return match from.as_str() {
             "tune" => tune(&ws, &args),
             "memory" => memory(&ws, &args),
@@ -91,16 +97,8 @@ struct TuneOutput<'a> {
 /// `propose --from tune`: `[conductor]` changes the runs' measurements justify, from the
 /// protected branch's atelier.toml and every run under `.atelier/runs/`.
 fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
-    if args.title.is_some() {
-        return Err(workflow::Error::Input(
-            "--title: a proposer writes its own title; leave --title out with --from".into(),
-        )
-        .into());
-    }
-    let repo = &ws.repo;
-    let branch = ws.branch().to_string();
-    let base = repo.find_commit(crate::git::branch_tip(repo, &branch)?)?;
-    let base_tree = base.tree()?;
+    let (repo, branch) = (&ws.repo, ws.branch().to_string());
+    let (base, base_tree) = tip_of(ws)?;
     let where_ = format!("atelier.toml on {branch}");
     let text = crate::git::read_file(repo, &base_tree, "atelier.toml")?.ok_or_else(|| {
         workflow::Error::Input(format!(
@@ -255,16 +253,8 @@ struct MemoryOutput {
 /// `propose --from memory`: errors that recurred across tasks and runs, added to the protected
 /// branch's `prompts/lessons.md`.
 fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
-    if args.title.is_some() {
-        return Err(workflow::Error::Input(
-            "--title: a proposer writes its own title; leave --title out with --from".into(),
-        )
-        .into());
-    }
-    let repo = &ws.repo;
-    let branch = ws.branch().to_string();
-    let base = repo.find_commit(crate::git::branch_tip(repo, &branch)?)?;
-    let base_tree = base.tree()?;
+    let (repo, branch) = (&ws.repo, ws.branch().to_string());
+    let (base, base_tree) = tip_of(ws)?;
     let existing = match crate::git::read_file(repo, &base_tree, lessons::PATH)? {
         Some(b) => String::from_utf8(b).map_err(|_| {
             workflow::Error::Input(format!("{} on {branch}: not UTF-8", lessons::PATH))
@@ -353,12 +343,6 @@ struct AgentOutput {
 /// `propose --from agent --goal TEXT`: the `proposer` role writes a plan, the contract
 /// validator checks it, the swarm runs it, and a fully successful run becomes the proposal.
 fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
-    if args.title.is_some() {
-        return Err(workflow::Error::Input(
-            "--title: a proposer writes its own title; leave --title out with --from".into(),
-        )
-        .into());
-    }
     let goal = args.goal.as_deref().ok_or_else(|| {
         workflow::Error::Input(
             "--from agent needs --goal TEXT: what the change should achieve".into(),
@@ -468,12 +452,6 @@ struct LintOutput {
 /// `propose --from lint --family F`: the protected branch's fix command for one family, kept
 /// only when it changed something and the gauntlet still passes.
 fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
-    if args.title.is_some() {
-        return Err(workflow::Error::Input(
-            "--title: a proposer writes its own title; leave --title out with --from".into(),
-        )
-        .into());
-    }
     let family = args.family.as_deref().ok_or_else(|| {
         workflow::Error::Input(
             "--from lint needs --family NAME: one lint family per proposal (e.g. --family style)"
@@ -567,6 +545,15 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
     );
     report(linted, Some(p))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The protected branch's tip and its tree: what a proposer reads and patches.
+fn tip_of(ws: &Workspace) -> anyhow::Result<(git2::Commit<'_>, git2::Tree<'_>)> {
+    let base = ws
+        .repo
+        .find_commit(crate::git::branch_tip(&ws.repo, ws.branch())?)?;
+    let tree = base.tree()?;
+    Ok((base, tree))
 }
 
 /// The settings `tune` compares runs by, in seconds.
