@@ -187,31 +187,37 @@ fn without_a_lint_section_on_the_branch_lint_says_what_to_add() {
     );
 }
 
-/// A swarm with a `proposer` role: a scripted model that saves its prompt and prints
-/// `proposer-reply.txt`, after trying to write into the main working tree.
-fn with_proposer() -> Swarm {
-    let s = Swarm::configured("", "");
-    let script = s.fake.join("proposer.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/proposer-prompt.txt\"\necho pwned > '{}/pwned-by-proposer.txt' 2>/dev/null\ncat \"$FAKE_AGENT_DIR/proposer-reply.txt\"\n",
-            s.env.repo.display()
-        ),
-    )
-    .expect("write proposer");
+/// Gives `s` a command role `role` run by the script `text` (in the fake agent's directory,
+/// which the role may write), committed on the branch.
+pub(crate) fn add_role(s: &Swarm, role: &str, text: &str) {
+    let script = s.fake.join(format!("{role}.sh"));
+    std::fs::write(&script, text).expect("write script");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let config = s.env.read("atelier.toml");
     s.env.write(
         "atelier.toml",
         &format!(
-            "{config}\n[roles.proposer]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\"]\nwritable = [\"{}\"]\n",
+            "{config}\n[roles.{role}]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\"]\nwritable = [\"{}\"]\n",
             script.display(),
             s.fake.display()
         ),
     );
-    s.env.git(&["commit", "-qam", "A proposer role"]);
+    s.env.git(&["commit", "-qam", &format!("A {role} role")]);
+}
+
+/// The scripted validator: saves its prompt, prints `validator-answer.txt`.
+pub(crate) const VALIDATOR: &str = "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/validator-prompt.txt\"\ncat \"$FAKE_AGENT_DIR/validator-answer.txt\"\n";
+
+/// A swarm with a `proposer` role: a scripted model that saves its prompt and prints
+/// `proposer-reply.txt`, after trying to write into the main working tree.
+fn with_proposer() -> Swarm {
+    let s = Swarm::configured("", "");
+    let text = format!(
+        "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/proposer-prompt.txt\"\necho pwned > '{}/pwned-by-proposer.txt' 2>/dev/null\ncat \"$FAKE_AGENT_DIR/proposer-reply.txt\"\n",
+        s.env.repo.display()
+    );
+    add_role(&s, "proposer", &text);
     s
 }
 
@@ -354,28 +360,10 @@ fn the_agent_proposer_needs_its_role_and_a_goal() {
     assert!(r.stderr.contains("needs --goal"), "{}", r.stderr);
 }
 
-/// A swarm with a `validator` role: a scripted model that saves its prompt and prints
-/// `validator-answer.txt`.
+/// A swarm with a `validator` role ([`VALIDATOR`]).
 fn with_validator() -> Swarm {
     let s = Swarm::configured("", "");
-    let script = s.fake.join("validator.sh");
-    std::fs::write(
-        &script,
-        "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/validator-prompt.txt\"\ncat \"$FAKE_AGENT_DIR/validator-answer.txt\"\n",
-    )
-    .expect("write validator");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let config = s.env.read("atelier.toml");
-    s.env.write(
-        "atelier.toml",
-        &format!(
-            "{config}\n[roles.validator]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\"]\nwritable = [\"{}\"]\n",
-            script.display(),
-            s.fake.display()
-        ),
-    );
-    s.env.git(&["commit", "-qam", "A validator role"]);
+    add_role(&s, "validator", VALIDATOR);
     s
 }
 

@@ -114,35 +114,14 @@ fn a_worker_that_edits_its_check_behind_bash_c_gets_a_proposal() {
 /// `validator` (saves its prompt, prints validator-answer.txt).
 fn with_models(validator: bool) -> Swarm {
     let s = Swarm::configured("", "");
-    use std::os::unix::fs::PermissionsExt;
-    let p = s.fake.join("proposer.sh");
-    std::fs::write(
-        &p,
+    crate::proposers::add_role(
+        &s,
+        "proposer",
         "#!/bin/sh\ncat > /dev/null\ncat \"$FAKE_AGENT_DIR/proposer-reply.txt\"\n",
-    )
-    .expect("write");
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let v = s.fake.join("validator.sh");
-    std::fs::write(
-        &v,
-        "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/validator-prompt.txt\"\ncat \"$FAKE_AGENT_DIR/validator-answer.txt\"\n",
-    )
-    .expect("write");
-    std::fs::set_permissions(&v, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let mut config = s.env.read("atelier.toml");
-    let role = |name: &str, script: &std::path::Path| {
-        format!(
-            "\n[roles.{name}]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\"]\nwritable = [\"{}\"]\n",
-            script.display(),
-            s.fake.display()
-        )
-    };
-    config.push_str(&role("proposer", &p));
+    );
     if validator {
-        config.push_str(&role("validator", &v));
+        crate::proposers::add_role(&s, "validator", crate::proposers::VALIDATOR);
     }
-    s.env.write("atelier.toml", &config);
-    s.env.git(&["commit", "-qam", "Model roles"]);
     std::fs::write(
         s.fake.join("validator-answer.txt"),
         r#"{"verdict": "approve", "findings": []}"#,
