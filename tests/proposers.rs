@@ -561,3 +561,42 @@ fn bench_replay_measures_false_kills_with_a_paired_interval() {
         unknown.stderr
     );
 }
+
+#[test]
+fn clean_removes_what_a_killed_proposer_left() {
+    let s = Swarm::new("");
+    // A proposer's worktree whose process (pid 999999999) is gone, as a SIGKILL leaves it.
+    let name = "lint-999999999-1";
+    let dir = s.env.repo.join(".atelier/proposers").join(name);
+    s.env.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        &format!("atelier/proposers/{name}"),
+        &dir.display().to_string(),
+    ]);
+    s.env.write(".atelier/proposers/plan-1-1.toml", "[plan]\n");
+    let v = s.run(&["clean", "--json"]).ok().json();
+    assert_eq!(v["worktrees"], serde_json::json!([name]), "{v:#}");
+    assert!(!dir.exists());
+    let branches = s.env.git(&["branch", "--list", "atelier/proposers/*"]);
+    assert!(branches.trim().is_empty(), "{branches}");
+    assert!(
+        s.env.repo.join(".atelier/proposers/plan-1-1.toml").exists(),
+        "plans are kept"
+    );
+    // One in use (this test's own pid) is left alone.
+    let live = format!("agent-{}-2", std::process::id());
+    let live_dir = s.env.repo.join(".atelier/proposers").join(&live);
+    s.env.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        &format!("atelier/proposers/{live}"),
+        &live_dir.display().to_string(),
+    ]);
+    s.run(&["clean"]).ok();
+    assert!(live_dir.exists());
+}

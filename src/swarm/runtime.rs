@@ -1618,6 +1618,39 @@ pub struct Cleaned {
     pub skipped_runs: Vec<String>,
 }
 
+/// Removes the worktrees (and their branches) a proposer left when it was killed outright:
+/// `.atelier/proposers/<kind>-<pid>-<time>` whose process is gone. The kept plans stay.
+fn clean_proposers(ws: &Workspace, out: &mut Cleaned) -> Result<()> {
+    let dir = ws.atelier_dir().join("proposers");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !e.path().is_dir() {
+            continue;
+        }
+        let mut parts = name.rsplit('-');
+        let (Some(_time), Some(pid)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        git::remove_worktree(&ws.repo, &name, &e.path())?;
+        out.worktrees.push(name.clone());
+        let branch = format!("atelier/proposers/{name}");
+        if let Ok(mut b) = ws.repo.find_branch(&branch, git2::BranchType::Local) {
+            b.delete()?;
+            out.branches.push(branch);
+        }
+    }
+    Ok(())
+}
+
 /// Removes the worktrees and attempt branches that finished runs kept for inspection. Runs that
 /// have not finished (in progress, or interrupted and waiting for `--resume`) are left alone.
 pub fn clean(ws: &Workspace) -> Result<Cleaned> {
@@ -1626,6 +1659,7 @@ pub fn clean(ws: &Workspace) -> Result<Cleaned> {
         branches: Vec::new(),
         skipped_runs: Vec::new(),
     };
+    clean_proposers(ws, &mut out)?;
     let runs = ws.atelier_dir().join("runs");
     let Ok(entries) = std::fs::read_dir(&runs) else {
         return Ok(out);
