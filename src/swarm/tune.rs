@@ -506,6 +506,14 @@ mod tests {
         }
     }
 
+    /// The change `t` proposes to `key`, which the test expects.
+    fn change_of<'t>(t: &'t Tuning, key: &str) -> &'t Change {
+        t.changes
+            .iter()
+            .find(|c| c.key == key)
+            .unwrap_or_else(|| panic!("no change to {key}: {:?}", t.unchanged))
+    }
+
     fn ok(task: &str, ms: u64) -> A<'_> {
         A {
             task,
@@ -569,11 +577,7 @@ mod tests {
             })
             .collect();
         let t = tune(&runs, CURRENT);
-        let c = t
-            .changes
-            .iter()
-            .find(|c| c.key == "restart_after")
-            .expect("a change");
+        let c = change_of(&t, "restart_after");
         assert_eq!((c.from.as_str(), c.to.as_str()), ("10s", "14s"));
         assert!(
             c.why.contains("5 silences") && c.why.contains("9.0s"),
@@ -609,12 +613,8 @@ mod tests {
             })
             .collect();
         let t = tune(&runs, CURRENT);
-        let c = t
-            .changes
-            .iter()
-            .find(|c| c.key == "restart_after")
-            .expect("a change");
-        // twice 1.2 s is 3 s rounded up; nudge_after is 2 s.
+        let c = change_of(&t, "restart_after");
+        // twice the longest comeback (1.5 s, ended by the worker's exit) is 3 s; nudge_after is 2 s.
         assert_eq!(c.to, "3s");
         assert!(c.why.contains("15 silences"), "{}", c.why);
     }
@@ -638,11 +638,7 @@ mod tests {
             })
             .collect();
         let t = tune(&never, CURRENT);
-        let c = t
-            .changes
-            .iter()
-            .find(|c| c.key == "failure_budget")
-            .expect("lower");
+        let c = change_of(&t, "failure_budget");
         assert_eq!((c.from.as_str(), c.to.as_str()), ("3", "1"));
 
         // Every task passes only at attempt 3, and one more fails: raise.
@@ -664,11 +660,7 @@ mod tests {
             })
             .collect();
         let t = tune(&late, CURRENT);
-        let c = t
-            .changes
-            .iter()
-            .find(|c| c.key == "failure_budget")
-            .expect("raise");
+        let c = change_of(&t, "failure_budget");
         assert_eq!(c.to, "4");
         assert!(c.why.contains("passed 5 of 10"), "{}", c.why);
     }
@@ -685,11 +677,7 @@ mod tests {
             })
             .collect();
         let t = tune(&runs, CURRENT);
-        let c = t
-            .changes
-            .iter()
-            .find(|c| c.key == "attempt_timeout")
-            .expect("lower");
+        let c = change_of(&t, "attempt_timeout");
         assert_eq!(c.to, "4m");
         assert!(t.changes.iter().all(|c| c.key != "restart_after"));
         assert!(t
