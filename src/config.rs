@@ -28,6 +28,37 @@ pub struct Config {
     /// Atelier's own proposers (`atelier propose --from NAME`) that need settings.
     #[serde(default)]
     pub proposers: ProposersConfig,
+    /// The validators `atelier cycle` runs that need settings.
+    #[serde(default)]
+    pub validators: ValidatorsConfig,
+}
+
+/// `[validators]`: settings of the cycle's validators.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ValidatorsConfig {
+    #[serde(default)]
+    pub user_testing: Option<UserTestingConfig>,
+}
+
+/// `[validators.user_testing]`: the end-to-end scenario `atelier cycle` runs as a user would,
+/// on the patched tree (a fresh worktree of the proposal's head), contained like a gauntlet
+/// step, in a scrubbed environment with an empty HOME. Read from the protected branch.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct UserTestingConfig {
+    /// Shell commands that build the patched program first (e.g. `cargo build --release`).
+    #[serde(default)]
+    pub build: Vec<String>,
+    /// The scenario: shell commands run in order; each must exit 0.
+    pub scenario: Vec<String>,
+    /// The longest one command may run.
+    #[serde(default = "default_user_testing_timeout")]
+    pub timeout: String,
+}
+
+fn default_user_testing_timeout() -> String {
+    "30m".into()
 }
 
 /// `[proposers]`: settings of the proposers that need them.
@@ -484,6 +515,14 @@ impl Config {
             ),
             ("review.timeout", &config.review.timeout),
             (
+                "validators.user_testing.timeout",
+                &config
+                    .validators
+                    .user_testing
+                    .as_ref()
+                    .map_or_else(default_user_testing_timeout, |u| u.timeout.clone()),
+            ),
+            (
                 "proposers.lint.timeout",
                 &config
                     .proposers
@@ -524,6 +563,18 @@ impl Config {
             if lint.command.first().is_none_or(|p| p.trim().is_empty()) {
                 return Err(invalid(
                     "proposers.lint.command: name the fix command, e.g. [\"cargo\", \"clippy\", \"--fix\", \"--allow-dirty\", \"--\", \"-W\", \"clippy::{family}\"]".into(),
+                ));
+            }
+        }
+        if let Some(u) = &config.validators.user_testing {
+            if u.scenario.is_empty()
+                || u.scenario
+                    .iter()
+                    .chain(&u.build)
+                    .any(|c| c.trim().is_empty())
+            {
+                return Err(invalid(
+                    "validators.user_testing.scenario: at least one command, none empty, e.g. [\"target/release/atelier demo\"]".into(),
                 ));
             }
         }

@@ -233,7 +233,7 @@ fn since_limits_the_runs_and_an_unknown_run_or_a_broken_log_is_a_clear_error() {
 }
 
 /// `runs` runs of a plan where `p:A` passes at once and `p:B` fails every attempt.
-fn runs_with_a_hopeless_task(s: &Swarm, runs: usize) {
+pub(crate) fn runs_with_a_hopeless_task(s: &Swarm, runs: usize) {
     s.scenario("p:A", "echo ok > src/a.rs");
     s.scenario("p:B", "echo nope > src/b.rs");
     let p = s.plan(

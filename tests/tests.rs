@@ -12,6 +12,7 @@ mod constitution;
 mod containment;
 mod containment_review;
 mod containment_review2;
+mod cycle;
 mod gate_table;
 mod github;
 mod github_emulator;

@@ -404,6 +404,8 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             | Event::Merged(_)
             | Event::MergeStarted(_)
             | Event::ReviewRecorded { .. }
+            | Event::MetricRegistered { .. }
+            | Event::EvidenceRecorded { .. }
     ) && !entry.event.is_approvals_only()
     {
         if let Some(p) = entry.event.proposal() {

@@ -131,6 +131,39 @@ pub enum Event {
         /// What people read (markdown, size-capped).
         summary: String,
     },
+    /// `atelier cycle` named the metric the proposal's evidence is judged by, before the
+    /// replay benchmark ran (pre-registration): `metric` is one of the benchmark's metrics, or
+    /// none when the benchmark does not measure this change (`reason` says why).
+    MetricRegistered {
+        proposal: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metric: Option<String>,
+        reason: String,
+        /// The head the benchmark measures (the proposer's change).
+        head: String,
+        seeds: u64,
+        missions: Vec<String>,
+    },
+    /// `atelier cycle` committed the proposal's evidence (`evidence.json`, `evidence.md` in its
+    /// record) as `head`; `digest` is the SHA-256 of that evidence.json.
+    EvidenceRecorded {
+        proposal: String,
+        head: String,
+        digest: String,
+        /// For the registered metric: `improved`, `no significant change`, `regressed`, or
+        /// `not measured`.
+        outcome: String,
+        /// The registered metric's delta (candidate - baseline) and its 95 % interval, as
+        /// written in the evidence (`-1.20 [-2.00, -0.40]`), when measured.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta: Option<String>,
+        /// Other metrics that regressed significantly.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        regressions: Vec<String>,
+        /// Each validator's result (`user-testing: passed`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        validators: Vec<String>,
+    },
     /// Something that must not happen did: a merge landed other than approved. Never cleared.
     Alarm {
         proposal: String,
@@ -164,6 +197,8 @@ impl Event {
             | Event::Submitted { proposal, .. }
             | Event::MergeRequested { proposal, .. }
             | Event::ReviewRecorded { proposal, .. }
+            | Event::MetricRegistered { proposal, .. }
+            | Event::EvidenceRecorded { proposal, .. }
             | Event::Alarm { proposal, .. } => Some(proposal),
             Event::MergeStarted(m) | Event::Merged(m) => Some(&m.proposal),
         }

@@ -138,6 +138,30 @@ impl LedgerView {
         })
     }
 
+    /// The metric `atelier cycle` registered for the proposal (the first registration counts:
+    /// a later one cannot replace what was named before the benchmark ran).
+    pub fn registered(&self, proposal: &str) -> Option<&Event> {
+        self.events
+            .iter()
+            .find(|e| matches!(e, Event::MetricRegistered { proposal: p, .. } if p == proposal))
+    }
+
+    /// The evidence `atelier cycle` last recorded for the proposal.
+    pub fn evidence(&self, proposal: &str) -> Option<&Event> {
+        self.events
+            .iter()
+            .rev()
+            .find(|e| matches!(e, Event::EvidenceRecorded { proposal: p, .. } if p == proposal))
+    }
+
+    /// Every merged proposal with its merge, in ledger order.
+    pub fn merges(&self) -> impl Iterator<Item = &crate::audit::ledger::MergeRecord> {
+        self.events.iter().filter_map(|e| match e {
+            Event::Merged(m) => Some(m),
+            _ => None,
+        })
+    }
+
     /// The next pull request number no `proposal-opened` entry has used.
     pub fn next_opened_number(&self) -> u64 {
         self.events
@@ -266,7 +290,12 @@ impl LedgerView {
             // A verdict of the review panel recorded after the request changes nothing either.
             if event.proposal() != Some(proposal)
                 || event.is_approvals_only()
-                || matches!(event, Event::ReviewRecorded { .. })
+                || matches!(
+                    event,
+                    Event::ReviewRecorded { .. }
+                        | Event::MetricRegistered { .. }
+                        | Event::EvidenceRecorded { .. }
+                )
             {
                 continue;
             }

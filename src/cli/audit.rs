@@ -105,6 +105,35 @@ fn summary(e: &Event) -> String {
             review.head.get(..12).unwrap_or(&review.head)
         ),
         Event::Alarm { code, detail, .. } => format!("ALARM {code}: {detail}"),
+        Event::MetricRegistered {
+            metric,
+            reason,
+            head,
+            seeds,
+            ..
+        } => match metric {
+            Some(m) => format!(
+                "metric pre-registered: {m} ({seeds} seed(s)) for head {}: {reason}",
+                head.get(..12).unwrap_or(head)
+            ),
+            None => format!(
+                "no metric registered for head {}: {reason}",
+                head.get(..12).unwrap_or(head)
+            ),
+        },
+        Event::EvidenceRecorded {
+            head,
+            outcome,
+            delta,
+            ..
+        } => format!(
+            "evidence recorded at {}: {outcome}{}",
+            head.get(..12).unwrap_or(head),
+            delta
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        ),
         Event::GateKeyRotated {
             proposal,
             commit,
@@ -137,6 +166,8 @@ fn kind(e: &Event) -> &'static str {
         Event::MergeRequested { .. } => "merge-requested",
         Event::ReviewRecorded { .. } => "review-recorded",
         Event::Alarm { .. } => "alarm",
+        Event::MetricRegistered { .. } => "metric-registered",
+        Event::EvidenceRecorded { .. } => "evidence-recorded",
         Event::GateKeyRotated { .. } => "gate-key-rotated",
     }
 }

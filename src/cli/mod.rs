@@ -7,6 +7,7 @@
 mod approve;
 mod audit;
 mod bench;
+mod cycle;
 mod demo;
 mod gate;
 mod github;
@@ -48,8 +49,10 @@ enum Command {
     Keygen(init::KeygenArgs),
     /// Propose a change: a patch becomes a proposal branch and a pull request.
     Propose(propose::ProposeArgs),
-    /// List proposals with their state and approvals.
+    /// List proposals with their state and approvals (`--improvements`: merged cycle proposals with their measured deltas).
     Proposals(propose::ProposalsArgs),
+    /// One self-improvement proposal end to end: propose, register its metric, benchmark, validate, record the evidence, review, submit; stops at "awaiting approval".
+    Cycle(cycle::CycleArgs),
     /// Show what a proposal changes (its record and a unified diff).
     Show(show::ShowArgs),
     /// Sign and record an approval (or rejection) token for a proposal.
@@ -187,6 +190,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Clean(a) => run::clean(&dir, a),
         Command::Stats(a) => run::stats(&dir, a),
         Command::Bench(a) => bench::bench(&dir, a),
+        Command::Cycle(a) => cycle::cycle(&dir, a),
         Command::Validate(a) => run::validate(&dir, a),
         Command::Demo(a) => demo::demo(a),
     }

@@ -11,37 +11,40 @@ use crate::workflow::{self, ProposeOptions, Workspace};
 
 #[derive(Args, Debug)]
 pub struct ProposeArgs {
+    /// Set by `atelier cycle`: the proposer's report goes to stderr, no JSON.
+    #[arg(skip)]
+    pub(super) for_cycle: bool,
     /// A patch in `git diff` format, against the protected branch's tip.
     #[arg(long, required_unless_present = "from", conflicts_with = "from")]
-    patch: Option<PathBuf>,
+    pub(super) patch: Option<PathBuf>,
     /// A one-line title.
     #[arg(long, required_unless_present = "from")]
-    title: Option<String>,
+    pub(super) title: Option<String>,
     /// Let one of atelier's proposers write the change: `tune` (atelier.toml's [conductor]
     /// settings from what the runs measured) or `memory` (recurring errors become lessons in
     /// prompts/lessons.md). Exit 1, proposing nothing, when the data do not support a change.
     #[arg(long, value_name = "PROPOSER", conflicts_with = "agent")]
-    from: Option<String>,
+    pub(super) from: Option<String>,
     /// With --from agent: what the change should achieve (the `proposer` role plans toward it).
     #[arg(long, value_name = "TEXT")]
-    goal: Option<String>,
+    pub(super) goal: Option<String>,
     /// With --from lint: the lint family to fix (one family per proposal).
     #[arg(long, value_name = "FAMILY")]
-    family: Option<String>,
+    pub(super) family: Option<String>,
     /// With --from: print what would be proposed, and why, without proposing it.
     #[arg(long, requires = "from")]
-    dry_run: bool,
+    pub(super) dry_run: bool,
     /// With --from: print the proposer's decision as JSON.
     #[arg(long, requires = "from")]
-    json: bool,
+    pub(super) json: bool,
     /// Why this change.
     #[arg(long)]
-    rationale: Option<String>,
+    pub(super) rationale: Option<String>,
     /// The agent that wrote the patch (e.g. `claude-code`): recorded in the ledger, it only adds
     /// scrutiny (the review panel's judge-tamper reviewer blocks an agent's change to what
     /// judges it).
     #[arg(long, value_name = "NAME")]
-    agent: Option<String>,
+    pub(super) agent: Option<String>,
 }
 
 pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
@@ -53,16 +56,7 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
             )
             .into());
         }
-        return match from.as_str() {
-            "tune" => tune(&ws, &args),
-            "memory" => memory(&ws, &args),
-            "lint" => lint(&ws, &args),
-            "agent" => agent(&ws, &args),
-            other => Err(workflow::Error::Input(format!(
-                "--from {other}: no such proposer; atelier has `tune`, `memory`, `lint` and `agent`"
-            ))
-            .into()),
-        };
+        return Ok(run_proposer(&ws, from, &args)?.code);
     }
     let now = now()?;
     let p = workflow::propose(
@@ -86,6 +80,55 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What one of atelier's proposers did: its exit code, and the proposal if it opened one.
+pub(super) struct Proposer {
+    pub code: ExitCode,
+    pub proposed: Option<workflow::Proposed>,
+}
+
+impl Proposer {
+    fn nothing(code: u8) -> anyhow::Result<Proposer> {
+        Ok(Proposer {
+            code: ExitCode::from(code),
+            proposed: None,
+        })
+    }
+    fn opened(p: workflow::Proposed) -> anyhow::Result<Proposer> {
+        Ok(Proposer {
+            code: ExitCode::SUCCESS,
+            proposed: Some(p),
+        })
+    }
+}
+
+/// Runs the proposer `from` (`tune`, `memory`, `lint`, `agent`).
+pub(super) fn run_proposer(
+    ws: &Workspace,
+    from: &str,
+    args: &ProposeArgs,
+) -> anyhow::Result<Proposer> {
+    match from {
+        "tune" => tune(ws, args),
+        "memory" => memory(ws, args),
+        "lint" => lint(ws, args),
+        "agent" => agent(ws, args),
+        other => Err(workflow::Error::Input(format!(
+            "--from {other}: no such proposer; atelier has `tune`, `memory`, `lint` and `agent`"
+        ))
+        .into()),
+    }
+}
+
+/// A proposer's human report: stdout, or stderr within `atelier cycle`.
+fn say(args: &ProposeArgs, text: &str) -> anyhow::Result<()> {
+    if args.for_cycle {
+        eprint!("{text}");
+        Ok(())
+    } else {
+        out(text)
+    }
+}
+
 /// What `propose --from tune` prints with `--json`: the decision, and the proposal if one was
 /// opened.
 #[derive(serde::Serialize)]
@@ -96,7 +139,7 @@ struct TuneOutput<'a> {
 
 /// `propose --from tune`: `[conductor]` changes the runs' measurements justify, from the
 /// protected branch's atelier.toml and every run under `.atelier/runs/`.
-fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
+fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     let (repo, branch) = (&ws.repo, ws.branch().to_string());
     let (base, base_tree) = tip_of(ws)?;
     let where_ = format!("atelier.toml on {branch}");
@@ -112,7 +155,7 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
     let logs = stats::load(&ws.atelier_dir().join("runs"), None)?;
     let tuning = tune::tune(&logs, current);
     let report = |proposal: Option<workflow::Proposed>| -> anyhow::Result<()> {
-        if args.json {
+        if args.json && !args.for_cycle {
             return json(&TuneOutput {
                 tuning: &tuning,
                 proposal,
@@ -157,19 +200,19 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
                 p.id
             ));
         }
-        out(&t)
+        say(args, &t)
     };
     if tuning.changes.is_empty() {
         report(None)?;
         eprintln!("nothing proposed: the measurements do not support a change (above)");
-        return Ok(ExitCode::from(1));
+        return Proposer::nothing(1);
     }
     let edited = tune::edit_conductor(&text, &tuning.changes);
     check_edit(&where_, &edited, &tuning.changes)?;
     if args.dry_run {
         report(None)?;
         eprintln!("dry run: nothing proposed");
-        return Ok(ExitCode::SUCCESS);
+        return Proposer::nothing(0);
     }
     let title = format!(
         "tune: {}",
@@ -201,8 +244,8 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         title,
         rationale,
     )?;
-    report(Some(p))?;
-    Ok(ExitCode::SUCCESS)
+    report(Some(p.clone()))?;
+    Proposer::opened(p)
 }
 
 /// Opens the proposal a proposer wrote: one file of the protected branch's tree replaced,
@@ -252,7 +295,7 @@ struct MemoryOutput {
 
 /// `propose --from memory`: errors that recurred across tasks and runs, added to the protected
 /// branch's `prompts/lessons.md`.
-fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
+fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     let (repo, branch) = (&ws.repo, ws.branch().to_string());
     let (base, base_tree) = tip_of(ws)?;
     let existing = match crate::git::read_file(repo, &base_tree, lessons::PATH)? {
@@ -264,7 +307,7 @@ fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
     let logs = stats::load(&ws.atelier_dir().join("runs"), None)?;
     let found = lessons::recurring(&logs, &existing);
     let report = |proposal: Option<workflow::Proposed>, found: Vec<lessons::Recurring>| {
-        if args.json {
+        if args.json && !args.for_cycle {
             return json(&MemoryOutput {
                 lessons: found,
                 min_tasks: lessons::MIN_TASKS,
@@ -285,17 +328,17 @@ fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         if let Some(p) = &proposal {
             t.push_str(&format!("{}\n", p.id));
         }
-        out(&t)
+        say(args, &t)
     };
     if found.is_empty() {
         report(None, found)?;
         eprintln!("nothing proposed: no error recurred enough to become a lesson");
-        return Ok(ExitCode::from(1));
+        return Proposer::nothing(1);
     }
     if args.dry_run {
         report(None, found)?;
         eprintln!("dry run: nothing proposed");
-        return Ok(ExitCode::SUCCESS);
+        return Proposer::nothing(0);
     }
     let text = lessons::append(&existing, &found);
     let title = format!(
@@ -326,8 +369,8 @@ fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         title,
         rationale,
     )?;
-    report(Some(p), found)?;
-    Ok(ExitCode::SUCCESS)
+    report(Some(p.clone()), found)?;
+    Proposer::opened(p)
 }
 
 /// What `propose --from agent --json` prints.
@@ -342,7 +385,7 @@ struct AgentOutput {
 
 /// `propose --from agent --goal TEXT`: the `proposer` role writes a plan, the contract
 /// validator checks it, the swarm runs it, and a fully successful run becomes the proposal.
-fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
+fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     let goal = args.goal.as_deref().ok_or_else(|| {
         workflow::Error::Input(
             "--from agent needs --goal TEXT: what the change should achieve".into(),
@@ -363,7 +406,7 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         proposal: None,
     };
     let report = |o: &AgentOutput| -> anyhow::Result<()> {
-        if args.json {
+        if args.json && !args.for_cycle {
             return json(o);
         }
         let mut t = format!("the proposer's plan: {}\n", o.plan_file);
@@ -386,22 +429,22 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         if let Some(p) = &o.proposal {
             t.push_str(&format!("{}\n", p.id));
         }
-        out(&t)
+        say(args, &t)
     };
     if output.planned.unreadable.is_some() || !output.planned.refusals.is_empty() {
         report(&output)?;
         eprintln!(
             "nothing proposed: the contract validator refused the proposer's plan; no worker ran"
         );
-        return Ok(ExitCode::from(1));
+        return Proposer::nothing(1);
     }
     if args.dry_run {
         if !args.json {
-            out(&output.planned.plan)?;
+            say(args, &output.planned.plan)?;
         }
         report(&output)?;
         eprintln!("dry run: the plan passed the contract validator; nothing ran, nothing proposed");
-        return Ok(ExitCode::SUCCESS);
+        return Proposer::nothing(0);
     }
     let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
     let summary = crate::swarm::runtime::run(
@@ -418,7 +461,7 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         output.run = Some(summary);
         report(&output)?;
         eprintln!("nothing proposed: the run did not succeed entirely");
-        return Ok(ExitCode::from(1));
+        return Proposer::nothing(1);
     }
     let p = crate::swarm::runtime::propose_run_as(
         ws,
@@ -437,9 +480,9 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         p.id, p.branch, p.head, p.base
     );
     output.run = Some(summary);
-    output.proposal = Some(p);
+    output.proposal = Some(p.clone());
     report(&output)?;
-    Ok(ExitCode::SUCCESS)
+    Proposer::opened(p)
 }
 
 /// What `propose --from lint --json` prints.
@@ -451,7 +494,7 @@ struct LintOutput {
 
 /// `propose --from lint --family F`: the protected branch's fix command for one family, kept
 /// only when it changed something and the gauntlet still passes.
-fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
+fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     let family = args.family.as_deref().ok_or_else(|| {
         workflow::Error::Input(
             "--from lint needs --family NAME: one lint family per proposal (e.g. --family style)"
@@ -463,7 +506,7 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("WARNING: the fix command and the gauntlet ran uncontained ([swarm] containment = \"none\", merged)");
     }
     let report = |linted: crate::swarm::lint::Linted, proposal: Option<workflow::Proposed>| {
-        if args.json {
+        if args.json && !args.for_cycle {
             return json(&LintOutput {
                 lint: linted,
                 proposal,
@@ -490,22 +533,22 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         if let Some(p) = &proposal {
             t.push_str(&format!("{}\n", p.id));
         }
-        out(&t)
+        say(args, &t)
     };
     if linted.changed.is_empty() {
         report(linted, None)?;
         eprintln!("nothing proposed: the fix command changed nothing for family {family}");
-        return Ok(ExitCode::from(1));
+        return Proposer::nothing(1);
     }
     if let Some(why) = linted.failed.clone() {
         report(linted, None)?;
         eprintln!("nothing proposed: with the fixes, the gauntlet fails ({why})");
-        return Ok(ExitCode::from(1));
+        return Proposer::nothing(1);
     }
     if args.dry_run {
         report(linted, None)?;
         eprintln!("dry run: nothing proposed");
-        return Ok(ExitCode::SUCCESS);
+        return Proposer::nothing(0);
     }
     let file = tempfile::NamedTempFile::new()?;
     std::fs::write(file.path(), &linted.patch)?;
@@ -543,8 +586,8 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<ExitCode> {
         "proposal {} opened on branch {} (head {}, base {})",
         p.id, p.branch, p.head, p.base
     );
-    report(linted, Some(p))?;
-    Ok(ExitCode::SUCCESS)
+    report(linted, Some(p.clone()))?;
+    Proposer::opened(p)
 }
 
 /// The protected branch's tip and its tree: what a proposer reads and patches.
@@ -611,10 +654,17 @@ pub struct ProposalsArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// The improvement curve: merged proposals of `atelier cycle`, oldest first, each with the
+    /// metric registered before its benchmark and the delta its merged evidence measured.
+    #[arg(long)]
+    improvements: bool,
 }
 
 pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
+    if args.improvements {
+        return improvements(&ws, args.json);
+    }
     let list = workflow::list(&ws, now()?)?;
     if args.json {
         json(&list)?;
@@ -653,5 +703,43 @@ pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
         );
     }
     out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn improvements(ws: &Workspace, as_json: bool) -> anyhow::Result<ExitCode> {
+    let list = workflow::cycle::improvements(ws)?;
+    if as_json {
+        json(&list)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = format!(
+        "{:<4} {:<20} {:<16} {:<24} {:<22} {}\n",
+        "ID", "MERGED", "METRIC", "DELTA [95% INTERVAL]", "OUTCOME", "TITLE"
+    );
+    for i in &list {
+        let delta = i.delta.as_ref().map_or("-".to_string(), |d| {
+            if d.low.is_finite() {
+                format!("{:+.2} [{:+.2}, {:+.2}]", d.delta, d.low, d.high)
+            } else {
+                format!("{:+.2}", d.delta)
+            }
+        });
+        t.push_str(&format!(
+            "{:<4} {:<20} {:<16} {:<24} {:<22} {}\n",
+            i.proposal,
+            i.merged_at.as_deref().unwrap_or("-"),
+            i.metric.as_deref().unwrap_or("(none)"),
+            delta,
+            i.outcome,
+            i.title
+        ));
+        if let Some(w) = &i.warning {
+            t.push_str(&format!("     WARNING: {w}\n"));
+        }
+    }
+    if list.is_empty() {
+        t.push_str("(no merged proposals from `atelier cycle` yet)\n");
+    }
+    out(&t)?;
     Ok(ExitCode::SUCCESS)
 }

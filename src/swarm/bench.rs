@@ -42,7 +42,7 @@ pub const METRICS: &[&str] = &[
 ];
 
 /// The `[conductor]` settings a side of the comparison runs with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Conductor {
     pub nudge_after: String,
     pub restart_after: String,
@@ -200,7 +200,7 @@ pub fn t95(df: usize) -> f64 {
 }
 
 /// A metric's comparison across seeds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Delta {
     pub metric: String,
     pub baseline_mean: f64,

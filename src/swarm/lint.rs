@@ -102,10 +102,31 @@ pub fn run(ws: &Workspace, family: &str, clock_now: i64) -> Result<Linted> {
         ))
     })?;
     let command = command_for(lint, family, ws.branch())?;
+    in_worktree(ws, "lint", base, clock_now, |dir, rt, stop, sandboxes| {
+        fix_and_check(
+            ws, &config, lint, sandboxes, dir, base, family, command, rt, stop,
+        )
+    })
+}
+
+/// Runs `work` in a fresh worktree of commit `at` under `.atelier/proposers/`, with a runtime,
+/// the interrupt handlers (installed before the worktree exists, so it is always removed) and
+/// the merged containment grants; the worktree and its branch are removed afterwards.
+pub(super) fn in_worktree<T>(
+    ws: &Workspace,
+    kind: &str,
+    at: git2::Oid,
+    clock_now: i64,
+    work: impl FnOnce(
+        &Path,
+        &tokio::runtime::Runtime,
+        &mut process::Interrupts,
+        Option<runtime::Sandboxes>,
+    ) -> Result<T>,
+) -> Result<T> {
     // The containment decision and the gauntlet's grants are the merged ones (as for a run).
     let sandboxes = runtime::sandboxes(ws, &BTreeSet::new())?;
     let repo = &ws.repo;
-    // Interrupts are caught before the worktree exists, so it is always removed.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -114,15 +135,13 @@ pub fn run(ws: &Workspace, family: &str, clock_now: i64) -> Result<Linted> {
         let _in = rt.enter();
         process::Interrupts::install().context("installing the signal handlers")?
     };
-    let name = format!("lint-{}-{clock_now}", std::process::id());
+    let name = format!("{kind}-{}-{clock_now}", std::process::id());
     let dir = ws.atelier_dir().join("proposers").join(&name);
     std::fs::create_dir_all(dir.parent().expect("a parent"))
         .with_context(|| format!("creating {}", dir.display()))?;
     let branch = format!("atelier/proposers/{name}");
-    git::add_worktree(repo, &name, &dir, &branch, base)?;
-    let result = fix_and_check(
-        ws, &config, lint, sandboxes, &dir, base, family, command, &rt, &mut stop,
-    );
+    git::add_worktree(repo, &name, &dir, &branch, at)?;
+    let result = work(&dir, &rt, &mut stop, sandboxes);
     let _ = git::remove_worktree(repo, &name, &dir);
     if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
         let _ = b.delete();
@@ -241,7 +260,7 @@ fn fix_and_check(
 }
 
 /// The last lines of a program's output.
-fn tail(output: &str) -> String {
+pub(super) fn tail(output: &str) -> String {
     let lines: Vec<&str> = output.lines().collect();
     lines[lines.len().saturating_sub(10)..].join("\n")
 }

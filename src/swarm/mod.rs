@@ -11,6 +11,7 @@
 
 pub mod bench;
 pub mod events;
+pub mod evidence;
 pub mod lessons;
 pub mod lint;
 pub mod memory;
@@ -21,6 +22,7 @@ pub mod schedule;
 pub mod scrutiny;
 pub mod stats;
 pub mod tune;
+pub mod usertest;
 pub mod validator;
 
 use std::collections::BTreeSet;

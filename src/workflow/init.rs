@@ -81,6 +81,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         swarm: Default::default(),
         review: Default::default(),
         proposers: Default::default(),
+        validators: Default::default(),
     };
     write_if_missing(
         &root,

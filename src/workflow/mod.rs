@@ -3,6 +3,7 @@
 //! the pure gate in `governance`, and records every step in the ledger. It never prints.
 
 mod approve;
+pub mod cycle;
 pub mod error;
 pub mod gate;
 mod init;

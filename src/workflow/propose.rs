@@ -28,7 +28,7 @@ pub struct ProposeOptions {
     pub expect_base: Option<git2::Oid>,
 }
 
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Proposed {
     pub id: String,
     pub branch: String,

@@ -10,8 +10,8 @@ use crate::agent::reviewer::{
     self, CheckResult, Handoff, ReviewJob, ReviewerOutcome, TaskContract,
 };
 use crate::audit::ledger::Event;
-use crate::forge::Addr;
 use crate::forge::PullRequest;
+use crate::forge::{Addr, Carried};
 use crate::git;
 use crate::governance::policy::Policy;
 use crate::governance::review::answer::Family;
@@ -51,17 +51,43 @@ pub struct Review {
 /// Runs the panel on the proposal `addr` names, as it would merge now, and records its verdict
 /// (when this clone holds the gate key and the proposal is still open).
 pub fn review(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Review> {
+    review_as(ws, addr, false, now)
+}
+
+/// Runs the panel on proposal `id` as its branches are in this clone — before it is submitted
+/// to a forge (`atelier cycle`: a proposal the panel blocks is not submitted) — and records the
+/// verdict, bound to base, head and tree like any other: once submitted unchanged, it is the
+/// verdict for the pull request too.
+pub fn review_branch(ws: &Workspace, id: &str, now: Timestamp) -> Result<Review> {
+    review_as(ws, &Addr::Proposal(id.to_string()), true, now)
+}
+
+fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result<Review> {
     let mut notes = Vec::new();
     // Read the change under the lock; the agent reviewers (minutes, perhaps) run without it.
     let (mut r, pull, open, prepared) = {
         let _lock = ws.lock()?;
         notes.extend(ws.forge.sync(ws, false)?);
         let view = ws.view()?;
-        let n = ws.pull_for(&view, addr)?;
-        let carried = ws
-            .forge
-            .carried(ws, &view, n, Publish::Nothing, Vec::new())?;
-        check_addressed(addr, &carried)?;
+        let carried = match addr {
+            Addr::Proposal(id) if local => {
+                let (pull, base, head) = super::checked_record(ws, &view, ws.pull(id)?)?;
+                Carried {
+                    pull,
+                    base,
+                    head,
+                    editable: Vec::new(),
+                }
+            }
+            _ => {
+                let n = ws.pull_for(&view, addr)?;
+                let carried = ws
+                    .forge
+                    .carried(ws, &view, n, Publish::Nothing, Vec::new())?;
+                check_addressed(addr, &carried)?;
+                carried
+            }
+        };
         let eval = evaluate_at(
             ws,
             &view,

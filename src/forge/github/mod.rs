@@ -44,7 +44,9 @@ pub const DEFAULT_BODY_TEMPLATE: &str = r#"<!-- atelier:proposal {{ proposal.id 
 **Atelier proposal {{ proposal.id }}**{% if proposal.proposer %}, proposed by {{ proposal.proposer }}{% endif %}.
 Base `{{ base }}`, head `{{ head }}`. Record: `{{ record_path }}`.
 
-{% if proposal.rationale %}### Rationale, contract and evidence
+{% if caveat %}> **Warning:** {{ caveat }}
+
+{% endif %}{% if proposal.rationale %}### Rationale, contract and evidence
 
 {{ proposal.rationale }}
 {% endif %}
@@ -52,7 +54,10 @@ Base `{{ base }}`, head `{{ head }}`. Record: `{{ record_path }}`.
 {% for f in files %}
 - `{{ f }}`{% endfor %}
 
-### Review panel
+{% if evidence %}### Evidence (`atelier cycle`)
+
+{{ evidence }}
+{% endif %}### Review panel
 {{ verdict }}
 
 ### Approving
@@ -996,9 +1001,52 @@ fn render_body(
             "head": head.to_string(),
             "files": files,
             "verdict": review_section(view, &pull.proposal, head),
+            "evidence": git::read_file(repo, &head_tree, &format!("{}/{}", pull.record, crate::swarm::evidence::MARKDOWN))?
+                .map(|b| String::from_utf8_lossy(&b).into_owned()),
+            "caveat": caveat(view, &pull.proposal, head),
         })))
         .context("rendering the pull request body")?;
     Ok(clip_body(body))
+}
+
+/// What the body must say first about a proposal submitted although the panel blocks it (its
+/// verdict recorded for this head) or although its evidence, as the ledger recorded it for
+/// this head, shows a regression or a failed validator (`atelier cycle --submit-anyway`).
+fn caveat(view: &LedgerView, proposal: &str, head: Oid) -> Option<String> {
+    let head = head.to_string();
+    let mut why = Vec::new();
+    if let Some((r, _)) = view.recorded_summary(proposal) {
+        if r.head == head && r.verdict == crate::governance::review::Verdict::Block {
+            why.push("the review panel BLOCKS it".to_string());
+        }
+    }
+    if let Some(crate::audit::ledger::Event::EvidenceRecorded {
+        head: h,
+        outcome,
+        regressions,
+        validators,
+        ..
+    }) = view.evidence(proposal)
+    {
+        if *h == head {
+            if outcome == "regressed" {
+                why.push("its registered metric regressed".into());
+            }
+            why.extend(regressions.iter().map(|r| format!("{r} regressed")));
+            why.extend(
+                validators
+                    .iter()
+                    .filter(|v| v.ends_with(": failed"))
+                    .map(|v| format!("validator {v}")),
+            );
+        }
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "submitted although {} (see below). The gate still needs every approval it needs; a blocking panel verdict needs the constitution quorum.",
+            why.join(", ")
+        )
+    })
 }
 
 /// The body's "Review panel" text: the verdict the ledger recorded for this head, or what to do.

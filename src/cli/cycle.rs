@@ -1,0 +1,417 @@
+//! `atelier cycle`: one self-improvement proposal end to end. A proposer writes the change, the
+//! metric it is judged by is registered in the ledger, the replay benchmark measures it, the
+//! validators check it, the evidence is committed into its record, the review panel judges it
+//! as it now is, and it is submitted — then the cycle stops at "awaiting approval". A proposal
+//! the panel blocks, or whose evidence shows a regression or a failed validator, is recorded but
+//! not submitted (unless `--submit-anyway`). A step that fails closes the proposal, saying why.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde::Serialize;
+
+use super::propose::{run_proposer, ProposeArgs};
+use super::{json, now};
+use crate::governance::review::Verdict;
+use crate::swarm::bench::{self, Conductor};
+use crate::swarm::evidence::{self, Evidence, Validated};
+use crate::workflow::{self, Workspace};
+
+#[derive(Args, Debug)]
+pub struct CycleArgs {
+    /// The proposer: `tune`, `memory`, `lint` (with --family) or `agent` (with --goal).
+    #[arg(long, value_name = "PROPOSER", default_value = "tune")]
+    from: String,
+    /// With --from agent: what the change should achieve.
+    #[arg(long, value_name = "TEXT")]
+    goal: Option<String>,
+    /// With --from lint: the lint family.
+    #[arg(long, value_name = "FAMILY")]
+    family: Option<String>,
+    /// The replay metric the evidence is judged by (default: the one the change is meant to
+    /// move, e.g. false_kills for a longer restart_after). Registered in the ledger before the
+    /// benchmark runs.
+    #[arg(long, value_name = "METRIC")]
+    metric: Option<String>,
+    /// Seeds for the replay benchmark (at least 2: an interval needs two).
+    #[arg(long, default_value_t = 5)]
+    seeds: u64,
+    /// Only this built-in mission (default: all).
+    #[arg(long, value_name = "ID")]
+    mission: Option<String>,
+    /// Submit even when the panel blocks or the evidence shows a regression or a failed
+    /// validator (the pull request body and `show` say so).
+    #[arg(long)]
+    submit_anyway: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+/// What the cycle did, step by step (`--json`).
+#[derive(Debug, Default, Serialize)]
+struct Cycle {
+    /// The last step reached: propose, register, benchmark, validate, evidence, review,
+    /// submit, awaiting-approval.
+    stage: &'static str,
+    proposal: Option<String>,
+    registered: Option<Registered>,
+    evidence: Option<Evidence>,
+    evidence_head: Option<String>,
+    review: Option<ReviewOut>,
+    objections: Vec<String>,
+    submitted: bool,
+    url: Option<String>,
+    approvals: Option<usize>,
+    required: Option<u32>,
+    approve_command: Option<String>,
+    /// Why the cycle stopped short of awaiting approval.
+    stopped: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Registered {
+    metric: Option<String>,
+    reason: String,
+    entry: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct ReviewOut {
+    verdict: Verdict,
+    findings: usize,
+    recorded: Option<u64>,
+}
+
+fn progress(c: &mut Cycle, stage: &'static str, text: &str) {
+    c.stage = stage;
+    eprintln!("cycle [{stage}] {text}");
+}
+
+pub fn cycle(dir: &Path, args: CycleArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    if let Some(m) = &args.metric {
+        evidence::check_metric(m).map_err(workflow::Error::Input)?;
+    }
+    if args.seeds < 2 {
+        return Err(workflow::Error::Input(format!(
+            "--seeds {}: at least 2 (the evidence reports a 95 % interval across seeds)",
+            args.seeds
+        ))
+        .into());
+    }
+    if let Some(m) = &args.mission {
+        if !bench::missions()?.iter().any(|x| &x.mission.id == m) {
+            return Err(workflow::Error::Input(format!(
+                "--mission {m}: no such mission (built in: {})",
+                bench::missions()?
+                    .iter()
+                    .map(|x| x.mission.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .into());
+        }
+    }
+    let mut c = Cycle::default();
+    progress(
+        &mut c,
+        "propose",
+        &format!("asking the `{}` proposer", args.from),
+    );
+    let proposer = run_proposer(
+        &ws,
+        &args.from,
+        &ProposeArgs {
+            for_cycle: true,
+            patch: None,
+            title: None,
+            from: Some(args.from.clone()),
+            goal: args.goal.clone(),
+            family: args.family.clone(),
+            dry_run: false,
+            json: false,
+            rationale: None,
+            agent: None,
+        },
+    )?;
+    let Some(p) = proposer.proposed else {
+        c.stopped = Some(format!(
+            "the `{}` proposer proposed nothing (its report is above)",
+            args.from
+        ));
+        return finish(&args, &c, ExitCode::from(1));
+    };
+    c.proposal = Some(p.id.clone());
+    match steps(&ws, &args, &p, &mut c) {
+        Ok(code) => finish(&args, &c, code),
+        Err(e) => {
+            // Nothing half-recorded: the proposal is closed with the reason, in the ledger.
+            let reason = format!(
+                "atelier cycle stopped at {}: {}",
+                c.stage,
+                e.chain()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(": ")
+            );
+            match workflow::close(&ws, &p.id, Some(reason.clone()), now()?) {
+                Ok(_) => eprintln!("cycle: proposal {} closed: {reason}", p.id),
+                Err(x) => eprintln!(
+                    "cycle: proposal {} could not be closed ({}); close it with `atelier close {}`",
+                    p.id,
+                    crate::errors::chain(&x),
+                    p.id
+                ),
+            }
+            Err(e)
+        }
+    }
+}
+
+fn finish(args: &CycleArgs, c: &Cycle, code: ExitCode) -> anyhow::Result<ExitCode> {
+    if args.json {
+        json(c)?;
+    } else if let Some(why) = &c.stopped {
+        eprintln!("cycle stopped at {}: {why}", c.stage);
+    }
+    Ok(code)
+}
+
+/// The [conductor] of atelier.toml in commit `at`.
+fn conductor_at(ws: &Workspace, at: git2::Oid) -> anyhow::Result<Conductor> {
+    let tree = ws.repo.find_commit(at)?.tree()?;
+    let label = format!("{} at {at}", crate::config::FILE);
+    let text = crate::git::read_file(&ws.repo, &tree, crate::config::FILE)?
+        .ok_or_else(|| workflow::Error::Input(format!("{label}: not found")))?;
+    let config = crate::config::Config::parse(&label, &String::from_utf8_lossy(&text))?;
+    Ok(Conductor::of(&config.conductor))
+}
+
+fn steps(
+    ws: &Workspace,
+    args: &CycleArgs,
+    p: &workflow::Proposed,
+    c: &mut Cycle,
+) -> anyhow::Result<ExitCode> {
+    let head = git2::Oid::from_str(&p.head)?;
+    let base = git2::Oid::from_str(&p.base)?;
+    let (baseline, candidate) = (conductor_at(ws, base)?, conductor_at(ws, head)?);
+    let all: Vec<String> = bench::missions()?
+        .into_iter()
+        .map(|m| m.mission.id)
+        .filter(|id| args.mission.as_ref().is_none_or(|m| m == id))
+        .collect();
+    let (metric, reason) = match evidence::metric_for(&baseline, &candidate) {
+        Some((m, why)) => match &args.metric {
+            Some(asked) => (Some(asked.clone()), format!("named with --metric ({why})")),
+            None => (Some(m), why),
+        },
+        None => (
+            None,
+            "the change leaves atelier.toml's [conductor] as it is, and the replay benchmark compares conductor settings (comparing two revisions of atelier, `bench replay --baseline REV`, is not built yet)".to_string(),
+        ),
+    };
+    if metric.is_none() && args.metric.is_some() {
+        eprintln!("cycle: --metric is not used: {reason}; the evidence says it was not measured");
+    }
+    progress(
+        c,
+        "register",
+        &match &metric {
+            Some(m) => format!("metric {m} named in the ledger before the benchmark: {reason}"),
+            None => format!("no metric: {reason}"),
+        },
+    );
+    let entry = workflow::cycle::register(
+        ws,
+        &p.id,
+        head,
+        metric.clone(),
+        reason.clone(),
+        args.seeds,
+        if metric.is_some() { all } else { Vec::new() },
+        now()?,
+    )?;
+    c.registered = Some(Registered {
+        metric: metric.clone(),
+        reason: reason.clone(),
+        entry,
+    });
+    let benchmark = match &metric {
+        Some(_) => {
+            progress(
+                c,
+                "benchmark",
+                &format!(
+                    "replaying the missions under the base's and the change's [conductor], {} seeds, interleaved",
+                    args.seeds
+                ),
+            );
+            let r = bench::replay(&baseline, &candidate, args.seeds, args.mission.as_deref())?;
+            Some(evidence::Benchmark {
+                seeds: r.seeds,
+                missions: r.missions,
+                interval: r.interval.to_string(),
+                baseline: r.baseline,
+                candidate: r.candidate,
+                deltas: r.deltas,
+            })
+        }
+        None => None,
+    };
+    progress(c, "validate", "running the validators");
+    let mut validators = earlier_validators(&args.from);
+    let user = crate::swarm::usertest::validate(ws, head, now()?)?;
+    eprintln!("cycle [validate] {}: {}", user.name, user.result);
+    validators.push(user);
+    let (outcome, regressions) = evidence::outcome(metric.as_deref(), benchmark.as_ref());
+    let e = Evidence {
+        proposal: p.id.clone(),
+        proposer: args.from.clone(),
+        base: p.base.clone(),
+        measured_head: p.head.clone(),
+        metric,
+        metric_reason: reason,
+        registered_entry: Some(entry),
+        benchmark,
+        outcome,
+        regressions,
+        validators,
+    };
+    progress(c, "evidence", &e.headline());
+    let evidence_head = workflow::cycle::attach(ws, &e, head, now()?)?;
+    c.evidence_head = Some(evidence_head.to_string());
+    c.objections = e.objections();
+    c.evidence = Some(e);
+    progress(
+        c,
+        "review",
+        "the review panel judges the change as it now is",
+    );
+    let review = workflow::review::review_branch(ws, &p.id, now()?)?;
+    for n in &review.notes {
+        eprintln!("cycle [review] note: {n}");
+    }
+    eprintln!(
+        "cycle [review] {} ({} finding(s))",
+        review.verdict.as_str(),
+        review.findings.len()
+    );
+    if review.verdict == Verdict::Block {
+        c.objections
+            .insert(0, "the review panel blocks it".to_string());
+    }
+    c.review = Some(ReviewOut {
+        verdict: review.verdict,
+        findings: review.findings.len(),
+        recorded: review.recorded,
+    });
+    if !c.objections.is_empty() && !args.submit_anyway {
+        // Recorded, with its evidence, and closed: on the local forge an open proposal is
+        // already approvable, so "not submitted" means closed there and on GitHub alike.
+        let why = c.objections.join("; ");
+        workflow::close(
+            ws,
+            &p.id,
+            Some(format!("not submitted by atelier cycle: {why}")),
+            now()?,
+        )?;
+        c.stopped = Some(format!(
+            "proposal {} is recorded with its evidence and closed, not submitted: {why}. `atelier show {}` and `atelier audit show {}` have the details; `atelier cycle --submit-anyway` submits such a proposal, saying so.",
+            p.id, p.id, p.id
+        ));
+        return Ok(ExitCode::from(1));
+    }
+    progress(c, "submit", "submitting");
+    let github = ws.config.forge.kind == "github";
+    if github {
+        let published = workflow::submit(ws, &p.id, now()?)?;
+        c.url = Some(published.url.clone());
+        eprintln!(
+            "cycle [submit] pull request #{} ({})",
+            published.pull, published.url
+        );
+    } else {
+        eprintln!(
+            "cycle [submit] the local forge holds proposal {} already; nothing to push",
+            p.id
+        );
+    }
+    c.submitted = true;
+    if !c.objections.is_empty() {
+        eprintln!(
+            "cycle [submit] WARNING: submitted anyway (--submit-anyway) despite: {}",
+            c.objections.join("; ")
+        );
+    }
+    let view = ws.view()?;
+    let eval = workflow::evaluate(ws, &view, ws.pull(&p.id)?, now()?)?;
+    let required = eval
+        .decision
+        .requirements
+        .iter()
+        .filter_map(|r| r.required)
+        .max();
+    c.approvals = Some(eval.decision.approvers.len());
+    c.required = required;
+    let command = if github {
+        format!(
+            "atelier approve --pr {} --key <your ed25519 key> --post",
+            view.submitted_pulls(&p.id).last().copied().unwrap_or(0)
+        )
+    } else {
+        format!("atelier approve {} --key <your ed25519 key>", p.id)
+    };
+    c.approve_command = Some(command.clone());
+    progress(
+        c,
+        "awaiting-approval",
+        &format!(
+            "proposal {}: awaiting approval: {} of {}",
+            p.id,
+            eval.decision.approvers.len(),
+            required.map_or("?".to_string(), |r| r.to_string())
+        ),
+    );
+    if !args.json {
+        super::out(&format!(
+            "proposal {}\nawaiting approval: {} of {}\nto approve: {command}\n",
+            p.id,
+            eval.decision.approvers.len(),
+            required.map_or("?".to_string(), |r| r.to_string())
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The contract and scrutiny validators' results, which ran (or could not) inside the
+/// proposer: `agent` goes through both (it refuses to propose otherwise); the others write
+/// one change themselves, with no plan and no swarm run to check.
+fn earlier_validators(from: &str) -> Vec<Validated> {
+    if from == "agent" {
+        vec![
+            Validated {
+                name: "contract".into(),
+                result: "passed".into(),
+                detail: "the proposer's plan passed `plan check` and the validator role (if configured) before any worker ran".into(),
+            },
+            Validated {
+                name: "scrutiny".into(),
+                result: "passed".into(),
+                detail: "every criterion has a passing check on record, no check executes a file the run changed, the built-in reviewers found nothing blocking (scrutiny.json in the run)".into(),
+            },
+        ]
+    } else {
+        ["contract", "scrutiny"]
+            .into_iter()
+            .map(|n| Validated {
+                name: n.into(),
+                result: "not run".into(),
+                detail: format!(
+                    "the `{from}` proposer writes its change itself: there is no plan or swarm run to check"
+                ),
+            })
+            .collect()
+    }
+}

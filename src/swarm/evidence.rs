@@ -1,0 +1,427 @@
+//! The evidence `atelier cycle` writes into a proposal's record (`evidence.json`, and
+//! `evidence.md` for people): the metric named before the replay benchmark ran, the benchmark's
+//! deltas with their intervals, and each validator's result. Pure: the cycle (src/cli/cycle.rs)
+//! gathers, this module decides and renders.
+
+use serde::{Deserialize, Serialize};
+
+use super::bench::{Conductor, Delta, METRICS};
+
+/// The files in the record folder.
+pub const JSON: &str = "evidence.json";
+pub const MARKDOWN: &str = "evidence.md";
+
+/// What the replay benchmark measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Benchmark {
+    pub seeds: u64,
+    pub missions: Vec<String>,
+    pub interval: String,
+    pub baseline: Conductor,
+    pub candidate: Conductor,
+    pub deltas: Vec<Delta>,
+}
+
+/// One validator's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Validated {
+    pub name: String,
+    /// `passed`, `failed`, or `not run` (with why in `detail`).
+    pub result: String,
+    pub detail: String,
+}
+
+impl Validated {
+    pub fn failed(&self) -> bool {
+        self.result == "failed"
+    }
+    pub fn line(&self) -> String {
+        format!("{}: {}", self.name, self.result)
+    }
+}
+
+/// A proposal's evidence, as committed in its record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub proposal: String,
+    /// The proposer that wrote the change (`tune`, `memory`, `lint`, `agent`).
+    pub proposer: String,
+    pub base: String,
+    /// The proposer's change, as measured (the evidence commit is its child).
+    pub measured_head: String,
+    /// The metric named before the benchmark ran (the ledger's `metric-registered`), or none.
+    pub metric: Option<String>,
+    pub metric_reason: String,
+    /// The ledger entry that registered it.
+    pub registered_entry: Option<u64>,
+    pub benchmark: Option<Benchmark>,
+    /// For the registered metric: `improved`, `no significant change`, `regressed`, or
+    /// `not measured`.
+    pub outcome: String,
+    /// Metrics other than the registered one that regressed significantly.
+    pub regressions: Vec<String>,
+    pub validators: Vec<Validated>,
+}
+
+impl Evidence {
+    /// The registered metric's delta.
+    pub fn delta(&self) -> Option<&Delta> {
+        let m = self.metric.as_deref()?;
+        self.benchmark
+            .as_ref()?
+            .deltas
+            .iter()
+            .find(|d| d.metric == m)
+    }
+
+    /// `-1.20 [-2.00, -0.40]`.
+    pub fn delta_text(&self) -> Option<String> {
+        self.delta().map(delta_text)
+    }
+
+    /// Why the cycle must not submit this proposal without `--submit-anyway`: a regression, a
+    /// failed validator.
+    pub fn objections(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.outcome == "regressed" {
+            out.push(format!(
+                "the registered metric {} regressed ({})",
+                self.metric.as_deref().unwrap_or_default(),
+                self.delta_text().unwrap_or_default()
+            ));
+        }
+        for r in &self.regressions {
+            out.push(format!("{r} regressed"));
+        }
+        for v in self.validators.iter().filter(|v| v.failed()) {
+            out.push(format!("the {} validator failed: {}", v.name, v.detail));
+        }
+        out
+    }
+
+    /// What a reviewer reads.
+    pub fn markdown(&self) -> String {
+        let mut env = minijinja::Environment::new();
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        env.add_template("evidence", TEMPLATE)
+            .expect("the evidence template parses");
+        let deltas: Vec<serde_json::Value> = self
+            .benchmark
+            .iter()
+            .flat_map(|b| &b.deltas)
+            .map(|d| {
+                serde_json::json!({
+                    "metric": d.metric,
+                    "registered": Some(d.metric.as_str()) == self.metric.as_deref(),
+                    "baseline": format!("{:.1}", d.baseline_mean),
+                    "candidate": format!("{:.1}", d.candidate_mean),
+                    "delta": delta_text(d),
+                    "verdict": d.verdict,
+                })
+            })
+            .collect();
+        env.get_template("evidence")
+            .expect("added above")
+            .render(minijinja::value::Serde(serde_json::json!({
+                "e": self,
+                "deltas": deltas,
+                "headline": self.headline(),
+                "objections": self.objections(),
+            })))
+            .expect("the evidence template renders")
+    }
+
+    /// One sentence: what the registered metric did.
+    pub fn headline(&self) -> String {
+        match (&self.metric, self.delta_text()) {
+            (Some(m), Some(d)) => match self.outcome.as_str() {
+                "improved" => format!("{m} improved significantly: {d}."),
+                "regressed" => format!("{m} REGRESSED significantly: {d}."),
+                _ => format!("{m} did not change significantly: {d} (the interval includes 0)."),
+            },
+            _ => format!(
+                "Not measured by the replay benchmark: {}",
+                self.metric_reason
+            ),
+        }
+    }
+}
+
+fn delta_text(d: &Delta) -> String {
+    if d.low.is_finite() {
+        format!("{:+.2} [{:+.2}, {:+.2}]", d.delta, d.low, d.high)
+    } else {
+        format!("{:+.2} (one seed: no interval)", d.delta)
+    }
+}
+
+const TEMPLATE: &str = r#"# Evidence for proposal {{ e.proposal }}
+
+Written by `atelier cycle` (proposer `{{ e.proposer }}`) for the change at `{{ e.measured_head }}`
+on base `{{ e.base }}`. The machine-readable twin is `evidence.json`; `atelier audit show {{ e.proposal }}`
+shows the ledger's record of the metric registration and of this evidence.
+
+## The registered metric
+
+{% if e.metric %}`{{ e.metric }}` (lower is better), named in the ledger{% if e.registered_entry is not none %} (entry {{ e.registered_entry }}){% endif %} before the benchmark ran: {{ e.metric_reason }}{% else %}None: {{ e.metric_reason }}{% endif %}
+
+**{{ headline }}**
+{% if objections %}
+## Why the cycle would not submit it
+
+{% for o in objections %}- {{ o }}
+{% endfor %}{% endif %}
+{% if e.benchmark %}## The replay benchmark
+
+Missions {{ e.benchmark.missions | join(", ") }}, {{ e.benchmark.seeds }} seeds, baseline and candidate interleaved.
+Interval: {{ e.benchmark.interval }}.
+
+- baseline (the base's `[conductor]`): nudge_after {{ e.benchmark.baseline.nudge_after }}, restart_after {{ e.benchmark.baseline.restart_after }}, attempt_timeout {{ e.benchmark.baseline.attempt_timeout }}, failure_budget {{ e.benchmark.baseline.failure_budget }}
+- candidate (this change): nudge_after {{ e.benchmark.candidate.nudge_after }}, restart_after {{ e.benchmark.candidate.restart_after }}, attempt_timeout {{ e.benchmark.candidate.attempt_timeout }}, failure_budget {{ e.benchmark.candidate.failure_budget }}
+
+| metric | baseline | candidate | delta [95 % interval] | verdict |
+|---|---|---|---|---|
+{% for d in deltas %}| {% if d.registered %}**{{ d.metric }}** (registered){% else %}{{ d.metric }}{% endif %} | {{ d.baseline }} | {{ d.candidate }} | {{ d.delta }} | {{ d.verdict }} |
+{% endfor %}
+Means per seed, summed over the missions; every metric counts something where lower is better.
+{% endif %}
+## Validators
+
+{% for v in e.validators %}- **{{ v.name }}**: {{ v.result }}. {{ v.detail }}
+{% endfor %}
+The review panel's verdict is recorded in the ledger for the change as it is (`atelier show {{ e.proposal }}`), not here: it judges this file too.
+"#;
+
+/// The metric a change to `[conductor]` is judged by, and why: the effect the change is meant
+/// to have. `None` when `[conductor]` is unchanged (the benchmark would compare a configuration
+/// with itself).
+pub fn metric_for(base: &Conductor, candidate: &Conductor) -> Option<(String, String)> {
+    let secs = |t: &str| crate::governance::time::parse_duration(t).unwrap_or(0);
+    let (b, c) = (secs(&base.restart_after), secs(&candidate.restart_after));
+    if c > b {
+        return Some(("false_kills".into(), format!("restart_after raised from {} to {}: meant to stop killing workers that were about to deliver", base.restart_after, candidate.restart_after)));
+    }
+    if c < b {
+        return Some((
+            "wall_ms".into(),
+            format!(
+                "restart_after lowered from {} to {}: meant to restart stuck workers sooner",
+                base.restart_after, candidate.restart_after
+            ),
+        ));
+    }
+    if candidate.failure_budget > base.failure_budget {
+        return Some((
+            "failed_tasks".into(),
+            format!(
+                "failure_budget raised from {} to {}: meant to let tasks that pass late pass",
+                base.failure_budget, candidate.failure_budget
+            ),
+        ));
+    }
+    if candidate.failure_budget < base.failure_budget {
+        return Some(("wasted_attempts".into(), format!("failure_budget lowered from {} to {}: meant to stop retrying tasks that do not pass", base.failure_budget, candidate.failure_budget)));
+    }
+    let (b, c) = (
+        secs(&base.attempt_timeout),
+        secs(&candidate.attempt_timeout),
+    );
+    if c != b {
+        return Some(if c < b {
+            (
+                "wall_ms".into(),
+                format!(
+                    "attempt_timeout lowered from {} to {}: meant to end hopeless attempts sooner",
+                    base.attempt_timeout, candidate.attempt_timeout
+                ),
+            )
+        } else {
+            (
+                "failed_tasks".into(),
+                format!(
+                    "attempt_timeout raised from {} to {}: meant to let slow attempts finish",
+                    base.attempt_timeout, candidate.attempt_timeout
+                ),
+            )
+        });
+    }
+    let (b, c) = (secs(&base.nudge_after), secs(&candidate.nudge_after));
+    if c != b {
+        return Some(if c < b {
+            (
+                "wall_ms".into(),
+                format!(
+                    "nudge_after lowered from {} to {}: meant to wake quiet workers sooner",
+                    base.nudge_after, candidate.nudge_after
+                ),
+            )
+        } else {
+            (
+                "nudges".into(),
+                format!(
+                    "nudge_after raised from {} to {}: meant to nudge less",
+                    base.nudge_after, candidate.nudge_after
+                ),
+            )
+        });
+    }
+    None
+}
+
+/// `--metric NAME` checked against the benchmark's metrics.
+pub fn check_metric(name: &str) -> Result<(), String> {
+    if METRICS.contains(&name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--metric {name}: not a replay metric (one of {})",
+            METRICS.join(", ")
+        ))
+    }
+}
+
+/// The registered metric's outcome and the other metrics that regressed.
+pub fn outcome(metric: Option<&str>, benchmark: Option<&Benchmark>) -> (String, Vec<String>) {
+    let Some(b) = benchmark else {
+        return ("not measured".into(), Vec::new());
+    };
+    let outcome = metric
+        .and_then(|m| b.deltas.iter().find(|d| d.metric == m))
+        .map_or("not measured".to_string(), |d| d.verdict.clone());
+    let regressions = b
+        .deltas
+        .iter()
+        .filter(|d| Some(d.metric.as_str()) != metric && d.verdict == "regressed")
+        .map(|d| d.metric.clone())
+        .collect();
+    (outcome, regressions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conductor(restart: &str, budget: u32) -> Conductor {
+        Conductor {
+            nudge_after: "300s".into(),
+            restart_after: restart.into(),
+            attempt_timeout: "60m".into(),
+            failure_budget: budget,
+        }
+    }
+
+    #[test]
+    fn the_metric_follows_what_the_change_is_meant_to_do() {
+        let cases = [
+            (conductor("600s", 3), conductor("600s", 3), None),
+            (conductor("60s", 3), conductor("2m", 3), Some("false_kills")),
+            (conductor("600s", 3), conductor("5m", 3), Some("wall_ms")),
+            (
+                conductor("600s", 3),
+                conductor("600s", 1),
+                Some("wasted_attempts"),
+            ),
+            (
+                conductor("600s", 1),
+                conductor("600s", 3),
+                Some("failed_tasks"),
+            ),
+            // restart_after comes first when both change.
+            (
+                conductor("60s", 3),
+                conductor("120s", 1),
+                Some("false_kills"),
+            ),
+            // The same duration written differently is no change.
+            (conductor("600s", 3), conductor("10m", 3), None),
+        ];
+        for (b, c, want) in cases {
+            assert_eq!(
+                metric_for(&b, &c).map(|(m, _)| m).as_deref(),
+                want,
+                "{b:?} -> {c:?}"
+            );
+        }
+    }
+
+    fn delta(metric: &str, delta: f64, verdict: &str) -> Delta {
+        Delta {
+            metric: metric.into(),
+            baseline_mean: 5.0,
+            candidate_mean: 5.0 + delta,
+            delta,
+            low: delta - 0.5,
+            high: delta + 0.5,
+            verdict: verdict.into(),
+        }
+    }
+
+    #[test]
+    fn outcomes_objections_and_the_page_say_plainly_what_happened() {
+        let b = Benchmark {
+            seeds: 5,
+            missions: vec!["flaky".into()],
+            interval: "t".into(),
+            baseline: conductor("600s", 3),
+            candidate: conductor("600s", 1),
+            deltas: vec![
+                delta("wasted_attempts", -1.4, "improved"),
+                delta("failed_tasks", 1.0, "regressed"),
+                delta("nudges", 0.0, "no significant change"),
+            ],
+        };
+        let (o, r) = outcome(Some("wasted_attempts"), Some(&b));
+        assert_eq!(
+            (o.as_str(), r.clone()),
+            ("improved", vec!["failed_tasks".to_string()])
+        );
+        let e = Evidence {
+            proposal: "3".into(),
+            proposer: "tune".into(),
+            base: "b".into(),
+            measured_head: "h".into(),
+            metric: Some("wasted_attempts".into()),
+            metric_reason: "because".into(),
+            registered_entry: Some(7),
+            benchmark: Some(b),
+            outcome: o,
+            regressions: r,
+            validators: vec![Validated {
+                name: "user-testing".into(),
+                result: "failed".into(),
+                detail: "`./demo` exited with 3".into(),
+            }],
+        };
+        assert_eq!(e.delta_text().as_deref(), Some("-1.40 [-1.90, -0.90]"));
+        assert_eq!(
+            e.objections(),
+            [
+                "failed_tasks regressed",
+                "the user-testing validator failed: `./demo` exited with 3"
+            ]
+        );
+        let md = e.markdown();
+        for want in [
+            "**wasted_attempts improved significantly: -1.40 [-1.90, -0.90].**",
+            "| **wasted_attempts** (registered) | 5.0 | 3.6 | -1.40 [-1.90, -0.90] | improved |",
+            "- failed_tasks regressed",
+            "(entry 7)",
+            "- **user-testing**: failed.",
+        ] {
+            assert!(md.contains(want), "missing {want:?} in\n{md}");
+        }
+        assert_eq!(outcome(None, None).0, "not measured");
+        let none = Evidence {
+            metric: None,
+            benchmark: None,
+            outcome: "not measured".into(),
+            regressions: vec![],
+            validators: vec![],
+            ..e
+        };
+        assert!(none.objections().is_empty());
+        assert!(none
+            .markdown()
+            .contains("Not measured by the replay benchmark: because"));
+    }
+}

@@ -1,0 +1,135 @@
+//! The user-testing validator of `atelier cycle`: the scenario of `[validators.user_testing]`
+//! (read from the protected branch, never from the proposal) run as a user would, on the
+//! patched tree — a fresh worktree of the proposal's head — after its build commands. Every
+//! command is contained like a gauntlet step and runs in a scrubbed environment (PATH and LANG,
+//! an empty HOME of its own, no forge token or key), and must exit 0. It sees only the change,
+//! never a worker's prompt or transcript.
+
+use std::time::Duration;
+
+use super::evidence::Validated;
+use super::lint::{branch_config, in_worktree, tail};
+use crate::agent::process;
+use crate::governance::time::parse_duration;
+use crate::workflow::error::{Context, Result};
+use crate::workflow::Workspace;
+
+pub const NAME: &str = "user-testing";
+
+/// Runs the scenario on commit `head`; `not run` (with why) when none is configured.
+pub fn validate(ws: &Workspace, head: git2::Oid, clock_now: i64) -> Result<Validated> {
+    let config = branch_config(ws)?;
+    let Some(u) = config.validators.user_testing.clone() else {
+        return Ok(Validated {
+            name: NAME.into(),
+            result: "not run".into(),
+            detail: format!(
+                "{} on {} has no [validators.user_testing]: no scenario a user would run is configured (README, \"The cycle\")",
+                crate::config::FILE,
+                ws.branch()
+            ),
+        });
+    };
+    let timeout = Duration::from_secs(parse_duration(&u.timeout).unwrap_or(0).max(1) as u64);
+    in_worktree(
+        ws,
+        "usertest",
+        head,
+        clock_now,
+        |dir, rt, stop, sandboxes| {
+            let home = tempfile::Builder::new()
+                .prefix("atelier-user-home-")
+                .tempdir()
+                .context("creating the scenario's HOME")?;
+            let common = ws.repo.commondir().to_path_buf();
+            let target = super::runtime::shared_target(&config, &ws.root);
+            let sandbox = sandboxes.as_ref().map(|s| {
+                let mut b = s
+                    .gauntlet
+                    .clone()
+                    .write(dir)
+                    .read(&common)
+                    .write(home.path());
+                if let Some(t) = &target {
+                    b = b.write(t);
+                }
+                b
+            });
+            let mut env: Vec<(String, String)> = process::scrubbed_env(&[], &[])
+                .into_iter()
+                .filter(|(k, _)| k != "HOME")
+                .collect();
+            env.push(("HOME".into(), home.path().display().to_string()));
+            if let Some(t) = &target {
+                env.push(("CARGO_TARGET_DIR".into(), t.display().to_string()));
+            }
+            let mut done = Vec::new();
+            for (what, command) in u
+                .build
+                .iter()
+                .map(|c| ("build", c))
+                .chain(u.scenario.iter().map(|c| ("scenario", c)))
+            {
+                let spawn = process::Spawn {
+                    program: "sh".into(),
+                    args: vec!["-c".into(), command.clone()],
+                    cwd: dir.to_path_buf(),
+                    env: env.clone(),
+                    stdin: Vec::new(),
+                    timeout,
+                    silence: None,
+                    max_output: config.swarm.max_output,
+                    sandbox: sandbox.clone(),
+                };
+                let o = rt
+                .block_on(process::run_or_interrupted(&spawn, stop))
+                .with_context(|| format!("starting `{command}`"))?
+                .ok_or_else(|| {
+                    crate::workflow::Error::Input(
+                        "interrupted during the user-testing validator: every program it started was stopped".into(),
+                    )
+                })?;
+                let secs = o.elapsed.as_secs_f64();
+                if !o.success() {
+                    let how = if o.timed_out {
+                        format!("ran past {}", u.timeout)
+                    } else {
+                        format!(
+                            "exited with {}",
+                            o.code.map_or("a signal".into(), |c| c.to_string())
+                        )
+                    };
+                    done.push(format!("{what} `{command}` {how} after {secs:.1} s"));
+                    return Ok(Validated {
+                        name: NAME.into(),
+                        result: "failed".into(),
+                        detail: format!(
+                            "{}{}. Its last output:\n\n```\n{}\n```",
+                            done.join("; "),
+                            if sandbox.is_some() {
+                                ""
+                            } else {
+                                " (uncontained)"
+                            },
+                            tail(&o.output)
+                        ),
+                    });
+                }
+                done.push(format!("{what} `{command}` passed ({secs:.1} s)"));
+            }
+            Ok(Validated {
+                name: NAME.into(),
+                result: "passed".into(),
+                detail: format!(
+                    "on the patched tree, {}, with an empty HOME: {}.",
+                    if sandbox.is_some() {
+                        "contained"
+                    } else {
+                        "UNCONTAINED ([swarm] containment = \"none\")"
+                    },
+                    done.join("; ")
+                ),
+            })
+        },
+    )
+}

@@ -1,0 +1,316 @@
+//! `atelier cycle`: a proposer's change, its metric registered in the ledger before the replay
+//! benchmark runs, the validators, the evidence committed into the record, the panel, and
+//! submission — or a clear stop — driven through the CLI with scripted agents.
+
+use serde_json::Value;
+
+use crate::stats::runs_with_a_hopeless_task;
+use crate::swarm::Swarm;
+
+/// The user-testing scenario: runs in the patched tree, with an empty HOME and no forge token.
+const SCENARIO: &str = "set -e\ngrep -q '^failure_budget' atelier.toml\ntest -z \"$GITHUB_TOKEN\"\ntest -z \"$(ls -A \"$HOME\")\"\necho scenario ok\n";
+
+/// A swarm with five recorded runs where one task never passes (so `tune` proposes cutting
+/// failure_budget 3 -> 1) and a user-testing scenario.
+fn tuned(scenario: &str) -> Swarm {
+    let s = Swarm::configured(
+        "failure_budget = 3",
+        "\n[validators.user_testing]\nscenario = [\"sh scenario.sh\"]\ntimeout = \"60s\"\n",
+    );
+    s.env.write("scenario.sh", scenario);
+    s.env.git(&["add", "scenario.sh"]);
+    s.env.git(&["commit", "-qm", "The user-testing scenario"]);
+    runs_with_a_hopeless_task(&s, 5);
+    s
+}
+
+fn ledger(s: &Swarm) -> Vec<Value> {
+    let v = s.run(&["audit", "log", "--json"]).ok().json();
+    v.as_array().cloned().unwrap_or_default()
+}
+
+fn kinds_of(s: &Swarm, id: &str) -> Vec<String> {
+    ledger(s)
+        .iter()
+        .filter(|e| e["proposal"] == id)
+        .map(|e| e["kind"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn on_branch(s: &Swarm, id: &str, file: &str) -> String {
+    let listing = s.env.git(&[
+        "ls-tree",
+        "-r",
+        "--name-only",
+        &format!("atelier/proposals/{id}"),
+        "proposals/",
+    ]);
+    let path = listing
+        .lines()
+        .find(|l| l.starts_with(&format!("proposals/{id}-")) && l.ends_with(file))
+        .unwrap_or_else(|| panic!("no {file} in the record of {id}: {listing}"))
+        .to_string();
+    s.env
+        .git(&["show", &format!("atelier/proposals/{id}:{path}")])
+}
+
+#[test]
+fn a_tune_cycle_registers_its_metric_first_and_a_regression_is_recorded_not_submitted() {
+    let s = tuned(SCENARIO);
+    let r = s.run(&["cycle", "--seeds", "2", "--mission", "flaky", "--json"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let c = r.json();
+    let id = c["proposal"].as_str().expect("a proposal").to_string();
+    // Budget 1 instead of 3: the flaky mission's late passers now fail, every seed.
+    assert_eq!(c["registered"]["metric"], "wasted_attempts", "{c}");
+    assert_eq!(c["submitted"], false);
+    let stopped = c["stopped"].as_str().expect("why it stopped");
+    assert!(
+        stopped.contains("not submitted: failed_tasks regressed"),
+        "{stopped}"
+    );
+    let e = &c["evidence"];
+    assert_eq!(e["outcome"], "no significant change", "{e}");
+    assert_eq!(e["regressions"][0], "failed_tasks");
+    let user = e["validators"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == "user-testing"))
+        .expect("the user-testing validator");
+    assert_eq!(user["result"], "passed", "{user}");
+    assert!(
+        r.stderr.contains("cycle [register]") && r.stderr.contains("cycle [benchmark]"),
+        "{}",
+        r.stderr
+    );
+
+    // The ledger: registered before the evidence, for the head that was measured, then the
+    // panel's verdict on the change as it now is, then closed.
+    let kinds = kinds_of(&s, &id);
+    assert_eq!(
+        kinds,
+        [
+            "proposal-opened",
+            "metric-registered",
+            "evidence-recorded",
+            "review-recorded",
+            "gate-decision",
+            "closed"
+        ],
+        "{kinds:?}"
+    );
+    let entries = ledger(&s);
+    let reg = entries
+        .iter()
+        .find(|x| x["kind"] == "metric-registered")
+        .expect("registered");
+    assert_eq!(reg["head"], e["measured_head"]);
+    assert_eq!(reg["seq"], e["registered_entry"]);
+    assert_eq!(reg["missions"][0], "flaky");
+    let evidence_head = c["evidence_head"].as_str().expect("evidence head");
+    assert_eq!(
+        s.env
+            .git(&["rev-parse", &format!("atelier/proposals/{id}")])
+            .trim(),
+        evidence_head
+    );
+    assert_eq!(
+        s.env
+            .git(&["rev-parse", &format!("{evidence_head}^")])
+            .trim(),
+        e["measured_head"].as_str().expect("measured")
+    );
+
+    // The record people read, committed on the branch.
+    let md = on_branch(&s, &id, "evidence.md");
+    for want in [
+        "wasted_attempts did not change significantly",
+        "- failed_tasks regressed",
+        "| **wasted_attempts** (registered)",
+        "**user-testing**: passed",
+    ] {
+        assert!(md.contains(want), "missing {want:?}:\n{md}");
+    }
+    let json: Value = serde_json::from_str(&on_branch(&s, &id, "evidence.json")).expect("json");
+    assert_eq!(json["metric"], "wasted_attempts");
+    let listed = s.run(&["proposals", "--json"]).ok().json();
+    assert_eq!(listed[0]["state"], "closed", "{listed}");
+}
+
+#[test]
+fn submit_anyway_submits_and_the_improvement_curve_shows_what_merged() {
+    let s = tuned(SCENARIO);
+    let r = s.run(&[
+        "cycle",
+        "--seeds",
+        "2",
+        "--mission",
+        "flaky",
+        "--submit-anyway",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let id = r
+        .stdout
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("proposal "))
+        .expect("id")
+        .to_string();
+    // atelier.toml is in the constitution: two approvals.
+    assert!(
+        r.stdout.contains("awaiting approval: 0 of 2")
+            && r.stdout
+                .contains(&format!("to approve: atelier approve {id} --key")),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr
+            .contains("submitted anyway (--submit-anyway) despite: failed_tasks regressed"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        s.run(&["proposals", "--improvements"])
+            .ok()
+            .stdout
+            .lines()
+            .nth(1),
+        Some("(no merged proposals from `atelier cycle` yet)")
+    );
+    s.env.approve(&id, "alice").ok();
+    s.env.approve(&id, "bob").ok();
+    s.run(&["merge", &id]).ok();
+    let curve = s
+        .run(&["proposals", "--improvements", "--json"])
+        .ok()
+        .json();
+    let row = &curve[0];
+    assert_eq!(row["proposal"], id.as_str(), "{curve}");
+    assert_eq!(row["metric"], "wasted_attempts");
+    assert_eq!(row["outcome"], "no significant change");
+    assert!(row["delta"]["low"].is_number(), "{row}");
+    assert!(row["warning"].is_null(), "{row}");
+    let text = s.run(&["proposals", "--improvements"]).ok().stdout;
+    assert!(
+        text.contains("wasted_attempts") && text.contains("no significant change"),
+        "{text}"
+    );
+}
+
+#[test]
+fn evidence_edited_after_the_cycle_wrote_it_is_caught_by_the_curve() {
+    let s = tuned(SCENARIO);
+    let r = s.run(&[
+        "cycle",
+        "--seeds",
+        "2",
+        "--mission",
+        "flaky",
+        "--submit-anyway",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let id = r.json()["proposal"].as_str().expect("id").to_string();
+    // Someone with push access rewrites the evidence on the branch to claim an improvement.
+    let branch = format!("atelier/proposals/{id}");
+    s.env.git(&["checkout", "-q", &branch]);
+    let listing = s
+        .env
+        .git(&["ls-tree", "-r", "--name-only", "HEAD", "proposals/"]);
+    let path = listing
+        .lines()
+        .find(|l| l.ends_with("evidence.json"))
+        .expect("evidence")
+        .to_string();
+    let text = s.env.read(&path).replace(
+        "\"outcome\": \"no significant change\"",
+        "\"outcome\": \"improved\"",
+    );
+    s.env.write(&path, &text);
+    s.env.git(&["commit", "-qam", "Better evidence"]);
+    s.env.git(&["checkout", "-q", "main"]);
+    s.env.approve(&id, "alice").ok();
+    s.env.approve(&id, "bob").ok();
+    s.run(&["merge", &id]).ok();
+    let curve = s
+        .run(&["proposals", "--improvements", "--json"])
+        .ok()
+        .json();
+    assert_eq!(curve[0]["outcome"], "no significant change", "{curve}");
+    assert!(
+        curve[0]["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("not the one the cycle recorded")),
+        "{curve}"
+    );
+}
+
+#[test]
+fn a_failing_user_scenario_or_nothing_to_propose_stops_the_cycle_clearly() {
+    // Nothing recorded yet: tune proposes nothing and the cycle says so, recording nothing.
+    let s = Swarm::configured(
+        "failure_budget = 3",
+        "\n[validators.user_testing]\nscenario = [\"sh scenario.sh\"]\n",
+    );
+    let r = s.run(&["cycle", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let c = r.json();
+    assert_eq!(c["stage"], "propose");
+    assert!(c["proposal"].is_null());
+    assert!(
+        r.stderr.contains("tune proposes nothing from fewer than 5"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        s.run(&["proposals", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(0)
+    );
+    for (args, want) in [
+        (&["cycle", "--seeds", "1"][..], "--seeds 1: at least 2"),
+        (
+            &["cycle", "--metric", "speed"][..],
+            "--metric speed: not a replay metric",
+        ),
+        (
+            &["cycle", "--mission", "nope"][..],
+            "--mission nope: no such mission",
+        ),
+    ] {
+        let bad = s.run(args);
+        assert_eq!(bad.code, 2, "{args:?}: {}", bad.stderr);
+        assert!(bad.stderr.contains(want), "{args:?}: {}", bad.stderr);
+    }
+
+    // The scenario fails on the patched tree: recorded with its evidence, not submitted.
+    let s = tuned("echo 'the demo broke' >&2\nexit 3\n");
+    let r = s.run(&[
+        "cycle",
+        "--seeds",
+        "2",
+        "--mission",
+        "flaky",
+        "--metric",
+        "failed_tasks",
+        "--json",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let c = r.json();
+    assert_eq!(c["registered"]["metric"], "failed_tasks");
+    assert_eq!(c["evidence"]["outcome"], "regressed");
+    let stopped = c["stopped"].as_str().expect("stopped");
+    assert!(
+        stopped.contains("the registered metric failed_tasks regressed")
+            && stopped.contains(
+                "the user-testing validator failed: scenario `sh scenario.sh` exited with 3"
+            ),
+        "{stopped}"
+    );
+    let md = on_branch(&s, c["proposal"].as_str().expect("id"), "evidence.md");
+    assert!(md.contains("the demo broke"), "{md}");
+    assert!(md.contains("failed_tasks REGRESSED significantly"), "{md}");
+}
