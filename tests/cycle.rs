@@ -93,7 +93,6 @@ fn a_tune_cycle_registers_its_metric_first_and_a_regression_is_recorded_not_subm
             "metric-registered",
             "evidence-recorded",
             "review-recorded",
-            "gate-decision",
             "closed"
         ],
         "{kinds:?}"
@@ -313,4 +312,117 @@ fn a_failing_user_scenario_or_nothing_to_propose_stops_the_cycle_clearly() {
     let md = on_branch(&s, c["proposal"].as_str().expect("id"), "evidence.md");
     assert!(md.contains("the demo broke"), "{md}");
     assert!(md.contains("failed_tasks REGRESSED significantly"), "{md}");
+}
+
+#[test]
+fn a_proposer_whose_change_edits_the_replay_missions_is_blocked_by_the_panel() {
+    // A repository that keeps its missions (as Atelier's own does) and names them judge paths.
+    let s = crate::proposers::with_proposer();
+    s.env.write(
+        "missions/flaky.toml",
+        "[mission]\nid = \"flaky\"\ntitle = \"t\"\n\n[[task]]\nid = \"A\"\nbehaviour = \"flaky\"\n",
+    );
+    s.env.write(
+        "reviewers/judge-tamper.toml",
+        "name = \"judge-tamper\"\nflavour = \"An agent must never change what judges it.\"\nkind = \"builtin:judge-tamper\"\njudges = [\"missions/**\"]\n",
+    );
+    s.env.git(&["add", "-A"]);
+    s.env.git(&["commit", "-qm", "Missions are judge paths"]);
+    crate::proposers::reply(
+        &s,
+        &format!(
+            "```toml\n{}```\n",
+            crate::swarm::plan(
+                "easier",
+                &[crate::swarm::task(
+                    "A",
+                    &["missions/flaky.toml"],
+                    &[],
+                    "grep -q steady missions/flaky.toml"
+                )]
+            )
+        ),
+    );
+    // The worker makes the benchmark easy: no more flaky task.
+    s.scenario(
+        "easier:A",
+        "sed -i 's/behaviour = \"flaky\"/behaviour = \"steady\"/' missions/flaky.toml",
+    );
+    let r = s.run(&["cycle", "--from", "agent", "--goal", "Do better on the replay benchmark"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("E_SCRUTINY_FAILED") && r.stderr.contains("missions/flaky.toml"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        s.run(&["proposals", "--json"]).ok().json().as_array().map(Vec::len),
+        Some(0),
+        "nothing proposed, nothing to approve"
+    );
+    assert!(
+        s.env.read("missions/flaky.toml").contains("behaviour = \"flaky\""),
+        "the main tree's missions are untouched"
+    );
+}
+
+#[test]
+fn on_github_the_pull_request_body_shows_the_evidence_and_what_was_submitted_anyway() {
+    let s = tuned(SCENARIO);
+    // The same repository, now on GitHub (the emulator over a bare remote).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let remote = dir.path().join("remote.git");
+    s.env.git(&["init", "-q", "--bare", "-b", "main", remote.to_str().expect("utf8")]);
+    let emu = crate::support::github::Emulator::start(
+        "local/repo",
+        &remote,
+        &[("ghp_secret", "atelier-bot"), ("ghp_secret2", "atelier-bot")],
+    );
+    let config = s.env.read("atelier.toml").replacen(
+        "kind = \"local\"",
+        &format!(
+            "kind = \"github\"\napi_url = \"{}\"\nremote = \"origin\"\nmerge = \"manual\"",
+            emu.url
+        ),
+        1,
+    );
+    s.env.write("atelier.toml", &config);
+    s.env.git(&["commit", "-qam", "On GitHub"]);
+    s.env.git(&["remote", "add", "origin", remote.to_str().expect("utf8")]);
+    s.env.git(&["push", "-q", "origin", "main"]);
+
+    let r = s.run(&[
+        "cycle",
+        "--seeds",
+        "2",
+        "--mission",
+        "flaky",
+        "--submit-anyway",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let c = r.json();
+    assert_eq!(c["submitted"], true);
+    assert!(
+        c["approve_command"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("atelier approve --pr 1 --key")),
+        "{c}"
+    );
+    let body = emu.pull(1)["body"].as_str().expect("a body").to_string();
+    for want in [
+        "> **Warning:** submitted although failed_tasks regressed",
+        "### Evidence (`atelier cycle`)",
+        "| **wasted_attempts** (registered)",
+        "**user-testing**: passed",
+    ] {
+        assert!(body.contains(want), "missing {want:?} in\n{body}");
+    }
+    // The pull request's head is the evidence commit the ledger recorded.
+    assert_eq!(
+        emu.pull(1)["head"]["sha"],
+        c["evidence_head"],
+        "{}",
+        emu.pull(1)
+    );
 }

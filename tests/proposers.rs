@@ -211,7 +211,7 @@ pub(crate) const VALIDATOR: &str = "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/validator
 
 /// A swarm with a `proposer` role: a scripted model that saves its prompt and prints
 /// `proposer-reply.txt`, after trying to write into the main working tree.
-fn with_proposer() -> Swarm {
+pub(crate) fn with_proposer() -> Swarm {
     let s = Swarm::configured("", "");
     let text = format!(
         "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/proposer-prompt.txt\"\necho pwned > '{}/pwned-by-proposer.txt' 2>/dev/null\ncat \"$FAKE_AGENT_DIR/proposer-reply.txt\"\n",
@@ -221,7 +221,7 @@ fn with_proposer() -> Swarm {
     s
 }
 
-fn reply(s: &Swarm, text: &str) {
+pub(crate) fn reply(s: &Swarm, text: &str) {
     std::fs::write(s.fake.join("proposer-reply.txt"), text).expect("write reply");
 }
 

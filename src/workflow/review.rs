@@ -211,8 +211,13 @@ fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result
                 crate::errors::chain(&e)
             ));
         }
-        // Show it where the forge shows the proposal, and the gate's verdict that weighs it.
+        // Show it where the forge shows the proposal, and the gate's verdict that weighs it
+        // (not for a proposal reviewed before it is submitted: submitting shows it).
         let view = ws.view()?;
+        if local {
+            r.notes = notes;
+            return Ok(r);
+        }
         if let Ok(record) = ws.pull(&r.proposal) {
             if let Err(e) = ws.forge.publish_review(ws, &view, &record) {
                 notes.push(format!(
