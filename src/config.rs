@@ -55,6 +55,15 @@ pub struct UserTestingConfig {
     /// The longest one command may run.
     #[serde(default = "default_user_testing_timeout")]
     pub timeout: String,
+    /// Variables passed through besides PATH and LANG (HOME is a fresh empty directory), e.g.
+    /// `["RUSTUP_HOME", "CARGO_HOME"]` for a rustup toolchain; forge tokens and the SSH agent
+    /// never are.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Paths the commands may read besides the system and the patched tree (e.g. the
+    /// toolchain's directories when containment is on).
+    #[serde(default)]
+    pub readable: Vec<std::path::PathBuf>,
 }
 
 fn default_user_testing_timeout() -> String {

@@ -303,6 +303,11 @@ fn the_demo_runs_the_whole_loop_and_says_where_it_is() {
         "E_LEDGER_ROLLBACK: merge commit",
         "became proposal 6",
         "audit verify: 4 merges verified, findings: none",
+        "The self-improvement cycle",
+        "opened proposal 7 (tune: failure_budget 1 -> 2); the metric failed_tasks was registered in the ledger before the replay benchmark ran; failed_tasks improved significantly",
+        "the review panel: approve",
+        "`atelier proposals --improvements`: proposal 7 failed_tasks: improved",
+        "audit verify: 5 merges verified, no findings",
         "The demo repository is",
     ] {
         assert!(
@@ -322,7 +327,15 @@ fn the_demo_runs_the_whole_loop_and_says_where_it_is() {
         .collect();
     assert_eq!(
         states,
-        ["merged", "merged", "closed", "closed", "merged", "merged"]
+        ["merged", "merged", "closed", "closed", "merged", "merged", "merged"]
+    );
+    // The cycle's record, as merged: the evidence people read.
+    let evidence =
+        std::fs::read_to_string(repo.join("proposals/7-tune-failure-budget-1-2/evidence.md"))
+            .expect("evidence.md merged");
+    assert!(
+        evidence.contains("| **failed_tasks** (registered)"),
+        "{evidence}"
     );
     assert!(
         std::fs::read_to_string(repo.join("src/lib.rs"))

@@ -348,7 +348,13 @@ fn a_proposer_whose_change_edits_the_replay_missions_is_blocked_by_the_panel() {
         "easier:A",
         "sed -i 's/behaviour = \"flaky\"/behaviour = \"steady\"/' missions/flaky.toml",
     );
-    let r = s.run(&["cycle", "--from", "agent", "--goal", "Do better on the replay benchmark"]);
+    let r = s.run(&[
+        "cycle",
+        "--from",
+        "agent",
+        "--goal",
+        "Do better on the replay benchmark",
+    ]);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("E_SCRUTINY_FAILED") && r.stderr.contains("missions/flaky.toml"),
@@ -356,12 +362,18 @@ fn a_proposer_whose_change_edits_the_replay_missions_is_blocked_by_the_panel() {
         r.stderr
     );
     assert_eq!(
-        s.run(&["proposals", "--json"]).ok().json().as_array().map(Vec::len),
+        s.run(&["proposals", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
         Some(0),
         "nothing proposed, nothing to approve"
     );
     assert!(
-        s.env.read("missions/flaky.toml").contains("behaviour = \"flaky\""),
+        s.env
+            .read("missions/flaky.toml")
+            .contains("behaviour = \"flaky\""),
         "the main tree's missions are untouched"
     );
 }
@@ -372,11 +384,21 @@ fn on_github_the_pull_request_body_shows_the_evidence_and_what_was_submitted_any
     // The same repository, now on GitHub (the emulator over a bare remote).
     let dir = tempfile::tempdir().expect("temp dir");
     let remote = dir.path().join("remote.git");
-    s.env.git(&["init", "-q", "--bare", "-b", "main", remote.to_str().expect("utf8")]);
+    s.env.git(&[
+        "init",
+        "-q",
+        "--bare",
+        "-b",
+        "main",
+        remote.to_str().expect("utf8"),
+    ]);
     let emu = crate::support::github::Emulator::start(
         "local/repo",
         &remote,
-        &[("ghp_secret", "atelier-bot"), ("ghp_secret2", "atelier-bot")],
+        &[
+            ("ghp_secret", "atelier-bot"),
+            ("ghp_secret2", "atelier-bot"),
+        ],
     );
     let config = s.env.read("atelier.toml").replacen(
         "kind = \"local\"",
@@ -388,7 +410,8 @@ fn on_github_the_pull_request_body_shows_the_evidence_and_what_was_submitted_any
     );
     s.env.write("atelier.toml", &config);
     s.env.git(&["commit", "-qam", "On GitHub"]);
-    s.env.git(&["remote", "add", "origin", remote.to_str().expect("utf8")]);
+    s.env
+        .git(&["remote", "add", "origin", remote.to_str().expect("utf8")]);
     s.env.git(&["push", "-q", "origin", "main"]);
 
     let r = s.run(&[

@@ -22,63 +22,63 @@ use crate::workflow::{self, Workspace};
 pub struct CycleArgs {
     /// The proposer: `tune`, `memory`, `lint` (with --family) or `agent` (with --goal).
     #[arg(long, value_name = "PROPOSER", default_value = "tune")]
-    from: String,
+    pub(super) from: String,
     /// With --from agent: what the change should achieve.
     #[arg(long, value_name = "TEXT")]
-    goal: Option<String>,
+    pub(super) goal: Option<String>,
     /// With --from lint: the lint family.
     #[arg(long, value_name = "FAMILY")]
-    family: Option<String>,
+    pub(super) family: Option<String>,
     /// The replay metric the evidence is judged by (default: the one the change is meant to
     /// move, e.g. false_kills for a longer restart_after). Registered in the ledger before the
     /// benchmark runs.
     #[arg(long, value_name = "METRIC")]
-    metric: Option<String>,
+    pub(super) metric: Option<String>,
     /// Seeds for the replay benchmark (at least 2: an interval needs two).
     #[arg(long, default_value_t = 5)]
-    seeds: u64,
+    pub(super) seeds: u64,
     /// Only this built-in mission (default: all).
     #[arg(long, value_name = "ID")]
-    mission: Option<String>,
+    pub(super) mission: Option<String>,
     /// Submit even when the panel blocks or the evidence shows a regression or a failed
     /// validator (the pull request body and `show` say so).
     #[arg(long)]
-    submit_anyway: bool,
+    pub(super) submit_anyway: bool,
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
 }
 
 /// What the cycle did, step by step (`--json`).
 #[derive(Debug, Default, Serialize)]
-struct Cycle {
+pub(super) struct Cycle {
     /// The last step reached: propose, register, benchmark, validate, evidence, review,
     /// submit, awaiting-approval.
-    stage: &'static str,
-    proposal: Option<String>,
-    registered: Option<Registered>,
-    evidence: Option<Evidence>,
-    evidence_head: Option<String>,
-    review: Option<ReviewOut>,
-    objections: Vec<String>,
-    submitted: bool,
-    url: Option<String>,
-    approvals: Option<usize>,
-    required: Option<u32>,
-    approve_command: Option<String>,
+    pub(super) stage: &'static str,
+    pub(super) proposal: Option<String>,
+    pub(super) registered: Option<Registered>,
+    pub(super) evidence: Option<Evidence>,
+    pub(super) evidence_head: Option<String>,
+    pub(super) review: Option<ReviewOut>,
+    pub(super) objections: Vec<String>,
+    pub(super) submitted: bool,
+    pub(super) url: Option<String>,
+    pub(super) approvals: Option<usize>,
+    pub(super) required: Option<u32>,
+    pub(super) approve_command: Option<String>,
     /// Why the cycle stopped short of awaiting approval.
-    stopped: Option<String>,
+    pub(super) stopped: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
-struct Registered {
+pub(super) struct Registered {
     metric: Option<String>,
     reason: String,
     entry: u64,
 }
 
 #[derive(Debug, Serialize)]
-struct ReviewOut {
-    verdict: Verdict,
+pub(super) struct ReviewOut {
+    pub(super) verdict: Verdict,
     findings: usize,
     recorded: Option<u64>,
 }
@@ -90,6 +90,17 @@ fn progress(c: &mut Cycle, stage: &'static str, text: &str) {
 
 pub fn cycle(dir: &Path, args: CycleArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
+    let (code, c) = run(&ws, &args)?;
+    if args.json {
+        json(&c)?;
+    } else if let Some(why) = &c.stopped {
+        eprintln!("cycle stopped at {}: {why}", c.stage);
+    }
+    Ok(code)
+}
+
+/// The whole cycle in `ws` (progress on stderr): its exit code and what it did.
+pub(super) fn run(ws: &Workspace, args: &CycleArgs) -> anyhow::Result<(ExitCode, Cycle)> {
     if let Some(m) = &args.metric {
         evidence::check_metric(m).map_err(workflow::Error::Input)?;
     }
@@ -120,7 +131,7 @@ pub fn cycle(dir: &Path, args: CycleArgs) -> anyhow::Result<ExitCode> {
         &format!("asking the `{}` proposer", args.from),
     );
     let proposer = run_proposer(
-        &ws,
+        ws,
         &args.from,
         &ProposeArgs {
             for_cycle: true,
@@ -140,11 +151,11 @@ pub fn cycle(dir: &Path, args: CycleArgs) -> anyhow::Result<ExitCode> {
             "the `{}` proposer proposed nothing (its report is above)",
             args.from
         ));
-        return finish(&args, &c, ExitCode::from(1));
+        return Ok((ExitCode::from(1), c));
     };
     c.proposal = Some(p.id.clone());
-    match steps(&ws, &args, &p, &mut c) {
-        Ok(code) => finish(&args, &c, code),
+    match steps(ws, args, &p, &mut c) {
+        Ok(code) => Ok((code, c)),
         Err(e) => {
             // Nothing half-recorded: the proposal is closed with the reason, in the ledger.
             let reason = format!(
@@ -155,7 +166,7 @@ pub fn cycle(dir: &Path, args: CycleArgs) -> anyhow::Result<ExitCode> {
                     .collect::<Vec<_>>()
                     .join(": ")
             );
-            match workflow::close(&ws, &p.id, Some(reason.clone()), now()?) {
+            match workflow::close(ws, &p.id, Some(reason.clone()), now()?) {
                 Ok(_) => eprintln!("cycle: proposal {} closed: {reason}", p.id),
                 Err(x) => eprintln!(
                     "cycle: proposal {} could not be closed ({}); close it with `atelier close {}`",
@@ -167,15 +178,6 @@ pub fn cycle(dir: &Path, args: CycleArgs) -> anyhow::Result<ExitCode> {
             Err(e)
         }
     }
-}
-
-fn finish(args: &CycleArgs, c: &Cycle, code: ExitCode) -> anyhow::Result<ExitCode> {
-    if args.json {
-        json(c)?;
-    } else if let Some(why) = &c.stopped {
-        eprintln!("cycle stopped at {}: {why}", c.stage);
-    }
-    Ok(code)
 }
 
 /// The [conductor] of atelier.toml in commit `at`.

@@ -448,14 +448,14 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     let agent = base_dir.join("agent.sh");
     std::fs::write(
         &agent,
-        "#!/bin/sh\n# A stand-in agent: reads its prompt, then does the task.\ncat > /dev/null\nprintf 'pub fn add(a: i32, b: i32) -> i32 {\\n    a + b\\n}\\n\\npub fn sub(a: i32, b: i32) -> i32 {\\n    a - b\\n}\\n' > src/lib.rs\n",
+        "#!/bin/sh\n# A stand-in agent: reads its prompt, then does the task.\ncat > /dev/null\ncase \"$ATELIER_TASK_ID\" in\n  calc-1:*) printf 'pub fn add(a: i32, b: i32) -> i32 {\\n    a + b\\n}\\n\\npub fn sub(a: i32, b: i32) -> i32 {\\n    a - b\\n}\\n' > src/lib.rs ;;\n  # The routine work of step 13: B gets it wrong at its first attempt, right at its second.\n  routine:A) mkdir -p out; echo done > out/a.txt ;;\n  routine:B) mkdir -p out; if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo wrong > out/b.txt; else echo done > out/b.txt; fi ;;\nesac\n",
     )?;
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755))?;
     }
     let config = format!(
-        "{}\n[roles.implementer]\nbackend = \"command\"\ncommand = [{}]\n",
+        "{}\n[roles.implementer]\nbackend = \"command\"\ncommand = [{}]\n\n[conductor]\n# One attempt per task (step 13 measures whether that is enough).\nfailure_budget = 1\n",
         std::fs::read_to_string(root.join("atelier.toml"))?,
         toml::Value::String(agent.display().to_string())
     );
@@ -562,6 +562,113 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     if !report.findings.is_empty() {
         anyhow::bail!("demo: audit verify found problems after the swarm's merge");
     }
+
+    n.step(
+        "The self-improvement cycle: telemetry, a tuning proposal, its evidence, two approvers",
+    )?;
+    // Routine work, five times: task B needs a second attempt the configuration never gives it.
+    let routine = "[plan]\nid = \"routine\"\ntitle = \"Routine work\"\n\n[[task]]\nid = \"A\"\ntitle = \"A\"\nrole = \"implementer\"\ngoal = \"Write done to out/a.txt\"\nfiles = [\"out/a.txt\"]\n[task.contract]\ncriteria = [\"out/a.txt holds the line done\"]\nchecks = [\"grep -qx done out/a.txt\"]\n\n[[task]]\nid = \"B\"\ntitle = \"B\"\nrole = \"implementer\"\ngoal = \"Write done to out/b.txt\"\nfiles = [\"out/b.txt\"]\n[task.contract]\ncriteria = [\"out/b.txt holds the line done\"]\nchecks = [\"grep -qx done out/b.txt\"]\n";
+    let routine_path = base_dir.join("routine.toml");
+    std::fs::write(&routine_path, routine)?;
+    for _ in 0..crate::swarm::tune::MIN_RUNS {
+        crate::swarm::runtime::run(
+            &ws,
+            crate::swarm::runtime::RunOptions {
+                plan_files: vec![(routine_path.display().to_string(), routine.to_string())],
+                max_parallel: None,
+                resume: None,
+                goal: None,
+            },
+            &|| crate::clock::now().map(|(t, _)| t).unwrap_or(now),
+        )?;
+    }
+    n.say(&format!(
+        "the swarm ran {} five times with failure_budget = 1: task B failed every time at its only attempt (`atelier stats` shows the attempt-success curve)",
+        routine_path.display()
+    ))?;
+    let (_, c) = super::cycle::run(
+        &ws,
+        &super::cycle::CycleArgs {
+            from: "tune".into(),
+            goal: None,
+            family: None,
+            metric: None,
+            seeds: 3,
+            mission: Some("flaky".into()),
+            submit_anyway: false,
+            json: true,
+        },
+    )?;
+    let (Some(id), Some(e)) = (c.proposal.clone(), c.evidence.as_ref()) else {
+        anyhow::bail!(
+            "demo: the cycle proposed nothing: {}",
+            c.stopped.unwrap_or_default()
+        );
+    };
+    if !c.submitted {
+        anyhow::bail!(
+            "demo: the cycle did not submit proposal {id}: {}",
+            c.stopped.unwrap_or_default()
+        );
+    }
+    n.say(&format!(
+        "`atelier cycle`: the tune proposer read the telemetry and opened proposal {id} ({}); the metric {} was registered in the ledger before the replay benchmark ran; {}\nthe review panel: {}; validators: {}; evidence committed in the record ({}/evidence.md)",
+        ws.pull(&id)?.title,
+        e.metric.as_deref().unwrap_or("(none)"),
+        e.headline(),
+        c.review.as_ref().map_or("-".to_string(), |r| r.verdict.as_str().to_string()),
+        e.validators.iter().map(|v| v.line()).collect::<Vec<_>>().join(", "),
+        workflow::cycle::record_of(&ws, &id)?,
+    ))?;
+    if !e.trade_offs().is_empty() {
+        n.say(&format!(
+            "trade-offs it shows: {} regressed",
+            e.trade_offs().join(", ")
+        ))?;
+    }
+    let later = super::now()?;
+    for who in ["alice", "bob"] {
+        workflow::approve(
+            &ws,
+            &Addr::Proposal(id.clone()),
+            Sign::Key(workflow::read_signing_key(&keys.join(who))?),
+            &week,
+            true,
+            later,
+        )?;
+    }
+    match workflow::merge(&ws, &Addr::Proposal(id.clone()), later)? {
+        MergeOutcome::Merged(m) => n.say(&format!(
+            "awaiting approval: 0 of 2 — alice and bob signed (atelier.toml is constitutional); merged as {}",
+            m.commit
+        ))?,
+        MergeOutcome::Refused(e) => {
+            anyhow::bail!("demo: the cycle's proposal was refused:\n{}", render(&e.eval))
+        }
+    }
+    let curve = workflow::cycle::improvements(&ws)?;
+    n.say(&format!(
+        "`atelier proposals --improvements`: {}",
+        curve
+            .iter()
+            .map(|i| format!(
+                "proposal {} {}: {}",
+                i.proposal,
+                i.metric.as_deref().unwrap_or("(none)"),
+                i.outcome
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))?;
+    let report =
+        crate::audit::history::verify(&ws.repo, &ws.config.forge.repository, ws.branch(), 2)?;
+    if !report.findings.is_empty() {
+        anyhow::bail!("demo: audit verify found problems after the cycle's merge");
+    }
+    n.say(&format!(
+        "audit verify: {} merges verified, no findings",
+        report.merges_verified
+    ))?;
 
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())

@@ -11,6 +11,10 @@ use super::bench::{Conductor, Delta, METRICS};
 pub const JSON: &str = "evidence.json";
 pub const MARKDOWN: &str = "evidence.md";
 
+/// The metric no change may make worse without stopping the cycle, whatever it registered: a
+/// change that makes more tasks fail is never a mere trade-off.
+pub const GUARDED: &str = "failed_tasks";
+
 /// What the replay benchmark measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Benchmark {
@@ -79,8 +83,9 @@ impl Evidence {
         self.delta().map(delta_text)
     }
 
-    /// Why the cycle must not submit this proposal without `--submit-anyway`: a regression, a
-    /// failed validator.
+    /// Why the cycle must not submit this proposal without `--submit-anyway`: the registered
+    /// metric regressed, more tasks failed (never a mere trade-off), a validator failed. Other
+    /// metrics that regressed are trade-offs the evidence shows ([`Evidence::trade_offs`]).
     pub fn objections(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.outcome == "regressed" {
@@ -90,13 +95,23 @@ impl Evidence {
                 self.delta_text().unwrap_or_default()
             ));
         }
-        for r in &self.regressions {
+        for r in self.regressions.iter().filter(|r| *r == GUARDED) {
             out.push(format!("{r} regressed"));
         }
         for v in self.validators.iter().filter(|v| v.failed()) {
             out.push(format!("the {} validator failed: {}", v.name, v.detail));
         }
         out
+    }
+
+    /// Metrics other than the registered one that regressed significantly but do not stop the
+    /// cycle (more attempts for a larger failure budget, say): shown, not hidden.
+    pub fn trade_offs(&self) -> Vec<String> {
+        self.regressions
+            .iter()
+            .filter(|r| *r != GUARDED)
+            .cloned()
+            .collect()
     }
 
     /// What a reviewer reads.
@@ -127,6 +142,7 @@ impl Evidence {
                 "deltas": deltas,
                 "headline": self.headline(),
                 "objections": self.objections(),
+                "trade_offs": self.trade_offs(),
             })))
             .expect("the evidence template renders")
     }
@@ -170,6 +186,11 @@ shows the ledger's record of the metric registration and of this evidence.
 ## Why the cycle would not submit it
 
 {% for o in objections %}- {{ o }}
+{% endfor %}{% endif %}{% if trade_offs %}
+## Trade-offs
+
+Besides the registered metric, these regressed significantly (they do not stop the cycle; weigh them):
+{% for t in trade_offs %}- {{ t }}
 {% endfor %}{% endif %}
 {% if e.benchmark %}## The replay benchmark
 
@@ -367,13 +388,14 @@ mod tests {
             deltas: vec![
                 delta("wasted_attempts", -1.4, "improved"),
                 delta("failed_tasks", 1.0, "regressed"),
+                delta("attempts", 2.0, "regressed"),
                 delta("nudges", 0.0, "no significant change"),
             ],
         };
         let (o, r) = outcome(Some("wasted_attempts"), Some(&b));
         assert_eq!(
             (o.as_str(), r.clone()),
-            ("improved", vec!["failed_tasks".to_string()])
+            ("improved", vec!["failed_tasks".into(), "attempts".into()])
         );
         let e = Evidence {
             proposal: "3".into(),
@@ -407,6 +429,8 @@ mod tests {
             "- failed_tasks regressed",
             "(entry 7)",
             "- **user-testing**: failed.",
+            "## Trade-offs",
+            "- attempts\n",
         ] {
             assert!(md.contains(want), "missing {want:?} in\n{md}");
         }
@@ -420,6 +444,14 @@ mod tests {
             ..e
         };
         assert!(none.objections().is_empty());
+        let traded = Evidence {
+            regressions: vec!["attempts".into()],
+            ..none.clone()
+        };
+        assert!(
+            traded.objections().is_empty(),
+            "a trade-off does not stop the cycle"
+        );
         assert!(none
             .markdown()
             .contains("Not measured by the replay benchmark: because"));

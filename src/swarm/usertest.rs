@@ -50,12 +50,15 @@ pub fn validate(ws: &Workspace, head: git2::Oid, clock_now: i64) -> Result<Valid
                     .write(dir)
                     .read(&common)
                     .write(home.path());
+                for r in &u.readable {
+                    b = b.read(r);
+                }
                 if let Some(t) = &target {
                     b = b.write(t);
                 }
                 b
             });
-            let mut env: Vec<(String, String)> = process::scrubbed_env(&[], &[])
+            let mut env: Vec<(String, String)> = process::scrubbed_env(&u.env, &[])
                 .into_iter()
                 .filter(|(k, _)| k != "HOME")
                 .collect();

@@ -139,6 +139,11 @@ pub fn attach(ws: &Workspace, e: &Evidence, measured: Oid, now: Timestamp) -> Re
     Ok(head)
 }
 
+/// The record folder of proposal `id` (`proposals/<id>-<slug>`).
+pub fn record_of(ws: &Workspace, id: &str) -> Result<String> {
+    Ok(ws.pull(id)?.record)
+}
+
 /// A merged proposal of the cycle: what it registered and what its evidence, as merged,
 /// measured.
 #[derive(Debug, serde::Serialize)]

@@ -1032,7 +1032,12 @@ fn caveat(view: &LedgerView, proposal: &str, head: Oid) -> Option<String> {
             if outcome == "regressed" {
                 why.push("its registered metric regressed".into());
             }
-            why.extend(regressions.iter().map(|r| format!("{r} regressed")));
+            why.extend(
+                regressions
+                    .iter()
+                    .filter(|r| *r == crate::swarm::evidence::GUARDED)
+                    .map(|r| format!("{r} regressed")),
+            );
             why.extend(
                 validators
                     .iter()
