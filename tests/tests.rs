@@ -27,6 +27,7 @@ mod review;
 mod review12;
 mod review12b;
 mod review_adversary;
+mod review_cycle;
 mod review_fixes;
 mod review_gate;
 mod review_one_loop;
