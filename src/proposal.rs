@@ -28,6 +28,8 @@ pub struct View {
     pub base: String,
     pub head: String,
     pub files: Vec<FileChange>,
+    /// What its `atelier cycle` evidence is worth (the ledger's, with every warning), if any.
+    pub evidence: Option<crate::workflow::cycle::Status>,
 }
 
 fn blob_text(
@@ -89,7 +91,10 @@ pub fn view(ws: &Workspace, id: &str) -> Result<View> {
         .filter(|e| e.kind() == Some(ObjectType::Blob))
         .and_then(|e| repo.find_blob(e.id()).ok())
         .map(|b| String::from_utf8_lossy(b.content()).into_owned());
+    let evidence =
+        crate::workflow::cycle::status(ws, &ws.view()?, &pull.proposal, &pull.record, head)?;
     Ok(View {
+        evidence,
         id: pull.proposal.clone(),
         title: pull.title.clone(),
         state: pull.state.as_str(),

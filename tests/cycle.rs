@@ -197,7 +197,7 @@ fn submit_anyway_submits_and_the_improvement_curve_shows_what_merged() {
 }
 
 #[test]
-fn evidence_edited_after_the_cycle_wrote_it_is_caught_by_the_curve() {
+fn evidence_edited_after_the_cycle_wrote_it_is_shown_as_such_and_cannot_merge() {
     let s = tuned(SCENARIO);
     let r = s.run(&[
         "cycle",
@@ -228,20 +228,29 @@ fn evidence_edited_after_the_cycle_wrote_it_is_caught_by_the_curve() {
     s.env.write(&path, &text);
     s.env.git(&["commit", "-qam", "Better evidence"]);
     s.env.git(&["checkout", "-q", "main"]);
+    // Approvers read the ledger's evidence, and are told the file is not it.
+    let shown = s.run(&["show", &id]).ok().stdout;
+    assert!(
+        shown.contains("evidence.json edited after the cycle wrote them")
+            && shown.contains("wasted_attempts did not change significantly"),
+        "{shown}"
+    );
     s.env.approve(&id, "alice").ok();
     s.env.approve(&id, "bob").ok();
-    s.run(&["merge", &id]).ok();
+    // The gate: a cycle proposal merges only as the change its evidence was recorded for.
+    let merged = s.run(&["merge", &id]);
+    assert_eq!(merged.code, 1, "{}\n{}", merged.stdout, merged.stderr);
+    assert!(
+        merged.stdout.contains("E_EVIDENCE_MISSING")
+            && merged.stdout.contains("changed after it was measured"),
+        "{}",
+        merged.stdout
+    );
     let curve = s
         .run(&["proposals", "--improvements", "--json"])
         .ok()
         .json();
-    assert_eq!(curve[0]["outcome"], "no significant change", "{curve}");
-    assert!(
-        curve[0]["warning"]
-            .as_str()
-            .is_some_and(|w| w.contains("not the one the cycle recorded")),
-        "{curve}"
-    );
+    assert_eq!(curve.as_array().map(Vec::len), Some(0), "{curve}");
 }
 
 #[test]

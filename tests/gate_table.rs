@@ -118,6 +118,7 @@ impl Scenario {
             tokens: &self.tokens,
             ledger_roots: &roots,
             panel: &atelier::governance::review::PanelInput::quiet(),
+            evidence: &atelier::governance::decision::Evidence::NotACycle,
             now: self.now,
         });
         (

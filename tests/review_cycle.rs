@@ -113,19 +113,21 @@ fn a_change_pushed_after_its_evidence_is_credited_with_the_old_measurement() {
     push_onto(&s.env, &id, "atelier.toml", &toml);
     s.env.approve(&id, "alice").ok();
     s.env.approve(&id, "bob").ok();
-    s.run(&["merge", &id]).ok();
-    verifies_but_for_the_setup(&s.env);
-    let curve = improvements(&s);
-    let row = &curve[0];
-    assert_eq!(row["proposal"], id.as_str(), "{curve}");
+    // Fixed at the gate: the change merges only as the commit its evidence was recorded for.
+    let merged = s.run(&["merge", &id]);
+    assert_eq!(merged.code, 1, "{}\n{}", merged.stdout, merged.stderr);
     assert!(
-        row["warning"]
-            .as_str()
-            .is_some_and(|w| w.contains("measured")
-                || w.contains("changed after")
-                || w.contains("not the change")),
-        "the curve credits a change the benchmark never measured with its evidence: {row:#}"
+        merged.stdout.contains("E_EVIDENCE_MISSING"),
+        "{}",
+        merged.stdout
     );
+    verifies_but_for_the_setup(&s.env);
+    let shown = s.run(&["show", &id]).ok().stdout;
+    assert!(
+        shown.contains("the change was modified after it was measured (atelier.toml)"),
+        "{shown}"
+    );
+    assert_eq!(improvements(&s).as_array().map(Vec::len), Some(0));
 }
 
 /// Promise 2 (what people read). The digest in the ledger covers evidence.json only; the
@@ -243,7 +245,13 @@ fn an_agent_neutering_the_user_testing_scenario_is_not_judge_tamper() {
 /// nothing is reviewed like any other code.
 #[test]
 fn an_agent_changing_the_cycles_own_judging_code_is_not_judge_tamper() {
+    // Atelier's own panel (reviewers/judge-tamper.toml of this repository).
     let env = Env::new();
+    env.write(
+        "reviewers/judge-tamper.toml",
+        include_str!("../reviewers/judge-tamper.toml"),
+    );
+    env.git(&["commit", "-qam", "Atelier's own judge-tamper reviewer"]);
     for path in [
         "src/swarm/evidence.rs",
         "src/swarm/usertest.rs",

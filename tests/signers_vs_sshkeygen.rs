@@ -569,6 +569,7 @@ impl Material {
             tokens: std::slice::from_ref(token),
             ledger_roots: &BTreeMap::new(),
             panel: &atelier::governance::review::PanelInput::quiet(),
+            evidence: &atelier::governance::decision::Evidence::NotACycle,
             now: NOW,
         });
         if let Err(e) = &policy {

@@ -113,6 +113,10 @@ struct ProposalFacts {
     provenance: crate::panel::Provenance,
     /// The review panel's verdicts recorded for it, with their ledger positions.
     reviews: Vec<(u64, crate::governance::review::RecordedReview)>,
+    /// Where `atelier cycle` first registered a metric for it.
+    registered: Option<u64>,
+    /// The heads its evidence was recorded for, with their positions.
+    evidence: Vec<(u64, String)>,
 }
 
 /// A merge request's identity: proposal, pull, base, head, tree.
@@ -454,6 +458,18 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                 .reviews
                 .push((seq, review));
         }
+        Event::MetricRegistered { proposal, .. } => {
+            let facts = index.proposals.entry(proposal).or_default();
+            facts.registered = facts.registered.or(Some(seq));
+        }
+        Event::EvidenceRecorded { proposal, head, .. } => {
+            index
+                .proposals
+                .entry(proposal)
+                .or_default()
+                .evidence
+                .push((seq, head));
+        }
         Event::Submitted {
             proposal,
             pull,
@@ -649,6 +665,7 @@ struct MergeCheck {
     new_policy: PolicyResult,
     tokens: Vec<RawToken>,
     panel: crate::governance::review::PanelInput,
+    evidence: crate::governance::decision::Evidence,
     now: i64,
 }
 
@@ -1192,6 +1209,17 @@ fn examine_merge(
         new_policy: cache.policy(repo, &tree)?,
         tokens,
         panel,
+        evidence: match facts.and_then(|f| f.registered.filter(|r| *r < rec.seq).map(|_| f)) {
+            None => crate::governance::decision::Evidence::NotACycle,
+            Some(f) => crate::governance::decision::Evidence::Registered {
+                recorded_head: f
+                    .evidence
+                    .iter()
+                    .rev()
+                    .find(|(at, _)| *at < rec.seq)
+                    .map(|(_, h)| h.clone()),
+            },
+        },
         now: rec.at,
     };
     let (finding, signatures) = check_merge(&check, roots);
@@ -1228,6 +1256,7 @@ fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, usize) {
         tokens: &m.tokens,
         ledger_roots: &ledger_roots,
         panel: &m.panel,
+        evidence: &m.evidence,
         now: m.now,
     });
     let sigs = d.tokens.iter().filter(|t| t.fingerprint.is_some()).count();

@@ -263,8 +263,8 @@ fn steps(
         None => None,
     };
     progress(c, "validate", "running the validators");
-    let mut validators = earlier_validators(&args.from);
-    let user = crate::swarm::usertest::validate(ws, head, now()?)?;
+    let mut validators = earlier_validators(ws, &args.from, &p.id)?;
+    let user = crate::swarm::usertest::validate(ws, base, head, now()?)?;
     eprintln!("cycle [validate] {}: {}", user.name, user.result);
     validators.push(user);
     let (outcome, regressions) = evidence::outcome(metric.as_deref(), benchmark.as_ref());
@@ -300,9 +300,17 @@ fn steps(
         review.verdict.as_str(),
         review.findings.len()
     );
-    if review.verdict == Verdict::Block {
-        c.objections
-            .insert(0, "the review panel blocks it".to_string());
+    // As the gate weighs the verdict (the policy's `block_on`), before any approval.
+    let eval = workflow::evaluate(ws, &ws.view()?, ws.pull(&p.id)?, now()?)?;
+    if eval
+        .decision
+        .unmet()
+        .any(|r| r.code == crate::governance::Code::ReviewBlocked)
+    {
+        c.objections.insert(
+            0,
+            format!("the review panel refuses it ({})", review.verdict.as_str()),
+        );
     }
     c.review = Some(ReviewOut {
         verdict: review.verdict,
@@ -388,24 +396,12 @@ fn steps(
 }
 
 /// The contract and scrutiny validators' results, which ran (or could not) inside the
-/// proposer: `agent` goes through both (it refuses to propose otherwise); the others write
-/// one change themselves, with no plan and no swarm run to check.
-fn earlier_validators(from: &str) -> Vec<Validated> {
-    if from == "agent" {
-        vec![
-            Validated {
-                name: "contract".into(),
-                result: "passed".into(),
-                detail: "the proposer's plan passed `plan check` and the validator role (if configured) before any worker ran".into(),
-            },
-            Validated {
-                name: "scrutiny".into(),
-                result: "passed".into(),
-                detail: "every criterion has a passing check on record, no check executes a file the run changed, the built-in reviewers found nothing blocking (scrutiny.json in the run)".into(),
-            },
-        ]
-    } else {
-        ["contract", "scrutiny"]
+/// proposer: `agent` goes through both (it proposes nothing otherwise), and the scrutiny
+/// validator's record (`scrutiny.json` in its run) says what it found; the others write one
+/// change themselves, with no plan and no swarm run to check.
+fn earlier_validators(ws: &Workspace, from: &str, id: &str) -> anyhow::Result<Vec<Validated>> {
+    if from != "agent" {
+        return Ok(["contract", "scrutiny"]
             .into_iter()
             .map(|n| Validated {
                 name: n.into(),
@@ -414,6 +410,46 @@ fn earlier_validators(from: &str) -> Vec<Validated> {
                     "the `{from}` proposer writes its change itself: there is no plan or swarm run to check"
                 ),
             })
-            .collect()
+            .collect());
     }
+    let origin = ws.view()?.provenance(id).origin.unwrap_or_default();
+    let run = origin
+        .rsplit("swarm run ")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let path = crate::swarm::runtime::run_dir(ws, &run).join("scrutiny.json");
+    let scrutiny = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let scrutiny = match scrutiny {
+        Some(v) if v["verdict"] != "block" => Validated {
+            name: "scrutiny".into(),
+            result: "passed".into(),
+            detail: format!(
+                "run {run}: {} criterion check(s) passed on record, {} finding(s), none blocking; no check executes a file the run changed ({})",
+                v["evidence"].as_array().map_or(0, Vec::len),
+                v["findings"].as_array().map_or(0, Vec::len),
+                path.display()
+            ),
+        },
+        Some(_) => Validated {
+            name: "scrutiny".into(),
+            result: "failed".into(),
+            detail: format!("run {run}: see {}", path.display()),
+        },
+        None => Validated {
+            name: "scrutiny".into(),
+            result: "failed".into(),
+            detail: format!("run {run}: no readable record at {}", path.display()),
+        },
+    };
+    Ok(vec![
+        Validated {
+            name: "contract".into(),
+            result: "passed".into(),
+            detail: "the proposer's plan passed `plan check` and, where a validator role is configured, its adversarial read, before any worker ran".into(),
+        },
+        scrutiny,
+    ])
 }

@@ -33,6 +33,20 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
         v.head,
         v.base
     );
+    if let Some(st) = &v.evidence {
+        t.push_str("evidence (atelier cycle, as the ledger recorded it):\n");
+        match &st.evidence {
+            Some(e) => t.push_str(&format!("  {}\n", e.headline())),
+            None => t.push_str("  none the ledger recorded can be shown\n"),
+        }
+        for o in &st.objections {
+            t.push_str(&format!("  would not have been submitted: {o}\n"));
+        }
+        for w in &st.warnings {
+            t.push_str(&format!("  WARNING: {w}\n"));
+        }
+        t.push('\n');
+    }
     t.push_str(&format!("{} file(s) changed:\n", v.files.len()));
     for f in &v.files {
         t.push_str(&format!("  {:<9} {}\n", f.status, f.path));

@@ -48,6 +48,7 @@ codes! {
     ReviewInvalid = "E_REVIEW_INVALID",
     ReviewBlocked = "E_REVIEW_BLOCKED",
     ReviewMissing = "E_REVIEW_MISSING",
+    EvidenceMissing = "E_EVIDENCE_MISSING",
     ReviewStale = "E_REVIEW_STALE",
 
     // Why a token does not count (`governance::token`, `governance::decision`).

@@ -51,7 +51,20 @@ pub struct GateInput<'a> {
     pub ledger_roots: &'a BTreeMap<u64, String>,
     /// The review panel: its definitions at base, the built-in findings, the recorded verdict.
     pub panel: &'a PanelInput,
+    /// What the ledger holds of the proposal's `atelier cycle` evidence.
+    pub evidence: &'a Evidence,
     pub now: Timestamp,
+}
+
+/// What the ledger holds of a proposal's `atelier cycle` evidence, as of the evaluation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Evidence {
+    /// No metric was registered for it: not a cycle proposal; nothing required.
+    #[default]
+    NotACycle,
+    /// A metric was registered (`metric-registered`): the change may merge only as the commit
+    /// its evidence was recorded for (`evidence-recorded`'s head), if any was.
+    Registered { recorded_head: Option<String> },
 }
 
 /// One requirement of the gate, met or not.
@@ -755,6 +768,22 @@ pub fn requirements(
         }
     }
     let report = review_requirements(input, policy, &judged.approvers, &mut out);
+    if let Evidence::Registered { recorded_head } = input.evidence {
+        out.push(req(
+            Code::EvidenceMissing,
+            recorded_head.as_deref() == Some(c.head.as_str()),
+            "a cycle proposal merges only as the change its evidence was recorded for".into(),
+            "the head `atelier cycle` recorded evidence for".into(),
+            match recorded_head {
+                Some(h) if *h != c.head => format!(
+                    "evidence recorded for {h}, but the head is {} (changed after it was measured: run the cycle again)",
+                    c.head
+                ),
+                Some(h) => h.clone(),
+                None => "a registered metric and no evidence (the cycle did not finish: run it again)".into(),
+            },
+        ));
+    }
     (
         out,
         judged.reports,
@@ -1130,6 +1159,7 @@ mod tests {
                 tokens: &[],
                 ledger_roots: &BTreeMap::new(),
                 panel: &panel,
+                evidence: &Evidence::NotACycle,
                 now: 0,
             };
             let approvers: BTreeSet<String> = approvers.iter().map(|s| s.to_string()).collect();
@@ -1162,6 +1192,7 @@ mod tests {
             tokens: &[],
             ledger_roots: &BTreeMap::new(),
             panel: &panel,
+            evidence: &Evidence::NotACycle,
             now: 0,
         });
         assert!(!d.allowed);
@@ -1169,5 +1200,61 @@ mod tests {
             .unmet()
             .any(|r| r.code == Code::ReviewInvalid && r.found.contains("reviewers/x.toml")));
         assert_eq!(d.review.verdict, None);
+    }
+
+    #[test]
+    fn a_cycle_proposal_merges_only_as_the_change_its_evidence_was_recorded_for() {
+        let policy = Policy::load(&PolicyFiles {
+            governance: Some(DEFAULT_GOVERNANCE_TOML.as_bytes().to_vec()),
+            allowed_signers: Some(Vec::new()),
+            gate_key: None,
+        })
+        .expect("policy");
+        let c = change();
+        let base = Ok(policy);
+        let cases = [
+            (Evidence::NotACycle, None),
+            (
+                Evidence::Registered {
+                    recorded_head: None,
+                },
+                Some("no evidence"),
+            ),
+            (
+                Evidence::Registered {
+                    recorded_head: Some("other".into()),
+                },
+                Some("changed after it was measured"),
+            ),
+            (
+                Evidence::Registered {
+                    recorded_head: Some("h".into()),
+                },
+                None,
+            ),
+        ];
+        for (evidence, unmet) in cases {
+            let d = decide(&GateInput {
+                change: &c,
+                base_policy: &base,
+                new_policy: &base,
+                tokens: &[],
+                ledger_roots: &BTreeMap::new(),
+                panel: &PanelInput::quiet(),
+                evidence: &evidence,
+                now: 0,
+            });
+            let found = d
+                .unmet()
+                .find(|r| r.code == Code::EvidenceMissing)
+                .map(|r| r.found.clone());
+            match unmet {
+                None => assert_eq!(found, None, "{evidence:?}"),
+                Some(why) => assert!(
+                    found.as_deref().is_some_and(|f| f.contains(why)),
+                    "{evidence:?}: {found:?}"
+                ),
+            }
+        }
     }
 }

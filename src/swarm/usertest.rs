@@ -16,8 +16,15 @@ use crate::workflow::Workspace;
 
 pub const NAME: &str = "user-testing";
 
-/// Runs the scenario on commit `head`; `not run` (with why) when none is configured.
-pub fn validate(ws: &Workspace, head: git2::Oid, clock_now: i64) -> Result<Validated> {
+/// Runs the scenario on commit `head` (the change made on `base`); `not run` (with why) when
+/// none is configured, `failed` without running anything when the change modifies a file the
+/// scenario or its build runs (the change would be tested by itself).
+pub fn validate(
+    ws: &Workspace,
+    base: git2::Oid,
+    head: git2::Oid,
+    clock_now: i64,
+) -> Result<Validated> {
     let config = branch_config(ws)?;
     let Some(u) = config.validators.user_testing.clone() else {
         return Ok(Validated {
@@ -30,6 +37,33 @@ pub fn validate(ws: &Workspace, head: git2::Oid, clock_now: i64) -> Result<Valid
             ),
         });
     };
+    let repo = &ws.repo;
+    let changed = crate::git::changed_paths(
+        repo,
+        &repo.find_commit(base)?.tree()?,
+        &repo.find_commit(head)?.tree()?,
+    )?;
+    let steered: Vec<String> = u
+        .build
+        .iter()
+        .chain(&u.scenario)
+        .flat_map(|c| {
+            changed
+                .iter()
+                .filter(|f| super::scrutiny::may_execute(c, f))
+                .map(move |f| format!("`{f}` (run by `{c}`)"))
+        })
+        .collect();
+    if !steered.is_empty() {
+        return Ok(Validated {
+            name: NAME.into(),
+            result: "failed".into(),
+            detail: format!(
+                "not run: the change modifies {}: the scenario would test the change with the change's own script; propose that file on its own, as a person",
+                steered.join(", ")
+            ),
+        });
+    }
     let timeout = Duration::from_secs(parse_duration(&u.timeout).unwrap_or(0).max(1) as u64);
     in_worktree(
         ws,

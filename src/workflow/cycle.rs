@@ -213,6 +213,19 @@ pub fn improvements(ws: &Workspace) -> Result<Vec<Improvement>> {
                 }
             }
         }
+        let mut warnings: Vec<String> = warning.into_iter().collect();
+        if let Some(Event::EvidenceRecorded { head, .. }) = recorded {
+            if *head != m.head {
+                warnings.push(format!(
+                    "the merged head {} is not the change the evidence was measured on ({head}): no delta is credited to it",
+                    m.head
+                ));
+                delta = None;
+                outcome = "changed after it was measured".into();
+            }
+        }
+        warnings.extend(same_change(ws, &view, &m.proposal)?);
+        let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
         out.push(Improvement {
             proposal: m.proposal.clone(),
             title,
@@ -253,4 +266,195 @@ fn merged_evidence(
         }
     }
     None
+}
+
+/// What a proposal's cycle evidence is worth now, for the people asked to approve it: the
+/// evidence the ledger bound (read from the commit it was recorded for, never from the
+/// proposal's tree as it is now), why it would not have been submitted, and every reason to
+/// distrust it — a registration with no evidence, a change modified after it was measured,
+/// evidence files edited or written by someone other than the cycle, the same change
+/// registered before under another proposal.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Status {
+    pub evidence: Option<Evidence>,
+    pub recorded_head: Option<String>,
+    pub objections: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// The status of proposal `id`'s evidence with its branch at `head`; `None` for a proposal the
+/// cycle never touched whose record holds no evidence files.
+pub fn status(
+    ws: &Workspace,
+    view: &crate::audit::view::LedgerView,
+    id: &str,
+    record: &str,
+    head: Oid,
+) -> Result<Option<Status>> {
+    let repo = &ws.repo;
+    let head_tree = repo.find_commit(head)?.tree()?;
+    let files_here = [evidence::JSON, evidence::MARKDOWN].iter().any(|f| {
+        head_tree
+            .get_path(std::path::Path::new(&format!("{record}/{f}")))
+            .is_ok()
+    });
+    let registered = view.registered(id);
+    let recorded = view.evidence(id);
+    if registered.is_none() && recorded.is_none() {
+        return Ok(files_here.then(|| Status {
+            warnings: vec![format!(
+                "{record} holds evidence files, but the ledger has no evidence recorded for proposal {id}: they are not the cycle's evidence (anyone can write a file)"
+            )],
+            ..Status::default()
+        }));
+    }
+    let mut s = Status::default();
+    let Some(Event::EvidenceRecorded {
+        head: rh,
+        digest,
+        outcome,
+        regressions,
+        validators,
+        delta,
+        ..
+    }) = recorded
+    else {
+        s.warnings.push(format!(
+            "a metric was registered for proposal {id} but no evidence was recorded (the cycle did not finish): it cannot merge (E_EVIDENCE_MISSING); run the cycle again"
+        ));
+        return Ok(Some(s));
+    };
+    s.recorded_head = Some(rh.clone());
+    if outcome == "regressed" {
+        s.objections.push(format!(
+            "its registered metric regressed ({})",
+            delta.as_deref().unwrap_or_default()
+        ));
+    }
+    s.objections.extend(
+        regressions
+            .iter()
+            .filter(|r| *r == evidence::GUARDED)
+            .map(|r| format!("{r} regressed")),
+    );
+    s.objections.extend(
+        validators
+            .iter()
+            .filter(|v| v.ends_with(": failed"))
+            .map(|v| format!("validator {v}")),
+    );
+    match Oid::from_str(rh)
+        .ok()
+        .and_then(|o| repo.find_commit(o).ok())
+    {
+        None => s.warnings.push(format!(
+            "the commit the evidence was recorded for ({rh}) is not in this clone: fetch the proposal's branch history"
+        )),
+        Some(c) => {
+            let tree = c.tree()?;
+            let path = format!("{record}/{}", evidence::JSON);
+            match git::read_file(repo, &tree, &path)? {
+                Some(bytes) if hex::encode(sha2::Sha256::digest(&bytes)) == *digest => {
+                    match serde_json::from_slice::<Evidence>(&bytes) {
+                        Ok(e) => s.evidence = Some(e),
+                        Err(e) => s.warnings.push(format!("{path}: not evidence ({e})")),
+                    }
+                }
+                _ => s.warnings.push(format!(
+                    "{path} at {rh} is not the one the ledger recorded (digest differs): the evidence cannot be read"
+                )),
+            }
+            if c.id() != head {
+                let changed = git::changed_paths(repo, &tree, &head_tree)?;
+                let (files, change): (Vec<String>, Vec<String>) = changed
+                    .into_iter()
+                    .partition(|p| p.starts_with(&format!("{record}/evidence.")));
+                if !files.is_empty() {
+                    s.warnings.push(format!(
+                        "{} edited after the cycle wrote them (not what the cycle wrote; the evidence shown is the ledger's)",
+                        files.join(", ")
+                    ));
+                }
+                if !change.is_empty() {
+                    s.warnings.push(format!(
+                        "the change was modified after it was measured ({}): the evidence is about {rh}, not head {head}; it cannot merge until the cycle runs again (E_EVIDENCE_MISSING)",
+                        change.join(", ")
+                    ));
+                } else if files.is_empty() {
+                    s.warnings.push(format!(
+                        "the head {head} is not the commit the evidence was recorded for ({rh}), though the trees are the same: it cannot merge as it is (E_EVIDENCE_MISSING)"
+                    ));
+                }
+            }
+        }
+    }
+    s.warnings.extend(same_change(ws, view, id)?);
+    Ok(Some(s))
+}
+
+/// A change's identity for comparing registrations: what it does outside `proposals/` to its
+/// base, as (path, new blob) pairs.
+fn identity(repo: &git2::Repository, base: &str, head: &str) -> Option<Vec<(String, Option<Oid>)>> {
+    let tree = |s: &str| {
+        Oid::from_str(s)
+            .ok()
+            .and_then(|o| repo.find_commit(o).ok())
+            .and_then(|c| c.tree().ok())
+    };
+    let entries = git::changed_entries(repo, &tree(base)?, &tree(head)?).ok()?;
+    Some(
+        entries
+            .into_iter()
+            .filter(|e| !e.path.starts_with("proposals/"))
+            .map(|e| (e.path, e.new))
+            .collect(),
+    )
+}
+
+/// Other proposals that registered a metric for the same change (on the same base): a metric
+/// can be chosen only once per change, and the improvement curve says when it was not.
+fn same_change(
+    ws: &Workspace,
+    view: &crate::audit::view::LedgerView,
+    id: &str,
+) -> Result<Vec<String>> {
+    let repo = &ws.repo;
+    let base_of = |p: &str| {
+        view.events.iter().find_map(|e| match e {
+            Event::ProposalOpened { proposal, base, .. } if proposal == p => Some(base.clone()),
+            _ => None,
+        })
+    };
+    let Some(Event::MetricRegistered { head, .. }) = view.registered(id) else {
+        return Ok(Vec::new());
+    };
+    let Some(mine) = base_of(id).and_then(|b| identity(repo, &b, head)) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for e in &view.events {
+        let Event::MetricRegistered {
+            proposal,
+            metric,
+            head,
+            ..
+        } = e
+        else {
+            continue;
+        };
+        if proposal == id {
+            continue;
+        }
+        if base_of(proposal).and_then(|b| identity(repo, &b, head)) == Some(mine.clone()) {
+            let outcome = match view.evidence(proposal) {
+                Some(Event::EvidenceRecorded { outcome, .. }) => outcome.clone(),
+                _ => "no evidence".into(),
+            };
+            out.push(format!(
+                "the same change was also registered as proposal {proposal}, with metric {} ({outcome}): the metric was not named once",
+                metric.as_deref().unwrap_or("(none)")
+            ));
+        }
+    }
+    Ok(out)
 }

@@ -869,6 +869,15 @@ pub fn evaluate_at(
         policy_digest: digest,
         proposer: pull.proposer.clone(),
     };
+    let evidence = match view.registered(&pull.proposal) {
+        None => decision::Evidence::NotACycle,
+        Some(_) => decision::Evidence::Registered {
+            recorded_head: match view.evidence(&pull.proposal) {
+                Some(Event::EvidenceRecorded { head, .. }) => Some(head.clone()),
+                _ => None,
+            },
+        },
+    };
     let decision = decision::decide(&GateInput {
         change: &change,
         base_policy: &base_policy,
@@ -876,6 +885,7 @@ pub fn evaluate_at(
         tokens: &tokens,
         ledger_roots: &ledger_roots,
         panel: &panel,
+        evidence: &evidence,
         now,
     });
     Ok(Evaluation {

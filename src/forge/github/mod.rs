@@ -982,6 +982,7 @@ fn render_body(
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|t| t.parse().ok())
         .unwrap_or_default();
+    let status = crate::workflow::cycle::status(ws, view, &pull.proposal, &pull.record, head)?;
     let custom = ws.root.join("prompts/pull_request.j2");
     let template = match std::fs::read_to_string(&custom) {
         Ok(t) => t,
@@ -1001,18 +1002,38 @@ fn render_body(
             "head": head.to_string(),
             "files": files,
             "verdict": review_section(view, &pull.proposal, head),
-            "evidence": git::read_file(repo, &head_tree, &format!("{}/{}", pull.record, crate::swarm::evidence::MARKDOWN))?
-                .map(|b| String::from_utf8_lossy(&b).into_owned()),
-            "caveat": caveat(view, &pull.proposal, head),
+            "evidence": evidence_section(status.as_ref()),
+            "caveat": caveat(view, &pull.proposal, head, status.as_ref()),
         })))
         .context("rendering the pull request body")?;
     Ok(clip_body(body))
 }
 
+/// The evidence section: the evidence the ledger bound, rendered from its evidence.json (never
+/// the record's evidence.md as the branch has it now), with every reason to distrust it.
+fn evidence_section(status: Option<&crate::workflow::cycle::Status>) -> Option<String> {
+    let s = status?;
+    let mut t = String::new();
+    for w in &s.warnings {
+        t.push_str(&format!("> **Warning:** {w}\n\n"));
+    }
+    match &s.evidence {
+        Some(e) => t.push_str(&e.markdown()),
+        None => t.push_str("No evidence the ledger recorded can be shown.\n"),
+    }
+    Some(t)
+}
+
 /// What the body must say first about a proposal submitted although the panel blocks it (its
-/// verdict recorded for this head) or although its evidence, as the ledger recorded it for
-/// this head, shows a regression or a failed validator (`atelier cycle --submit-anyway`).
-fn caveat(view: &LedgerView, proposal: &str, head: Oid) -> Option<String> {
+/// verdict recorded for this head), or although its evidence, as the ledger recorded it, shows
+/// a regression or a failed validator (`atelier cycle --submit-anyway`) — whatever was pushed
+/// since.
+fn caveat(
+    view: &LedgerView,
+    proposal: &str,
+    head: Oid,
+    status: Option<&crate::workflow::cycle::Status>,
+) -> Option<String> {
     let head = head.to_string();
     let mut why = Vec::new();
     if let Some((r, _)) = view.recorded_summary(proposal) {
@@ -1020,31 +1041,8 @@ fn caveat(view: &LedgerView, proposal: &str, head: Oid) -> Option<String> {
             why.push("the review panel BLOCKS it".to_string());
         }
     }
-    if let Some(crate::audit::ledger::Event::EvidenceRecorded {
-        head: h,
-        outcome,
-        regressions,
-        validators,
-        ..
-    }) = view.evidence(proposal)
-    {
-        if *h == head {
-            if outcome == "regressed" {
-                why.push("its registered metric regressed".into());
-            }
-            why.extend(
-                regressions
-                    .iter()
-                    .filter(|r| *r == crate::swarm::evidence::GUARDED)
-                    .map(|r| format!("{r} regressed")),
-            );
-            why.extend(
-                validators
-                    .iter()
-                    .filter(|v| v.ends_with(": failed"))
-                    .map(|v| format!("validator {v}")),
-            );
-        }
+    if let Some(s) = status {
+        why.extend(s.objections.iter().cloned());
     }
     (!why.is_empty()).then(|| {
         format!(

@@ -504,9 +504,16 @@ fn finding(
     }
 }
 
-/// The sections of `atelier.toml` that judge (the gauntlet, the forge, the gate); the swarm's
-/// tuning (`[conductor]`, `[swarm]`, roles) does not.
-const JUDGING_SECTIONS: &[&str] = &["gauntlet", "forge", "gate", "review", "governance"];
+/// The sections of `atelier.toml` that judge (the gauntlet, the forge, the gate, the cycle's
+/// validators); the swarm's tuning (`[conductor]`, `[swarm]`, roles) does not.
+const JUDGING_SECTIONS: &[&str] = &[
+    "gauntlet",
+    "forge",
+    "gate",
+    "review",
+    "governance",
+    "validators",
+];
 
 /// `judge-tamper`: a change an agent wrote that touches anything that judges it.
 pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec<Finding> {
