@@ -320,7 +320,8 @@ pub fn status(
     }) = recorded
     else {
         s.warnings.push(format!(
-            "a metric was registered for proposal {id} but no evidence was recorded (the cycle did not finish): it cannot merge (E_EVIDENCE_MISSING); run the cycle again"
+            "a metric was registered for proposal {id} but no evidence was recorded (the cycle did not finish): it cannot merge ({}); run the cycle again",
+            Code::EvidenceMissing
         ));
         return Ok(Some(s));
     };
@@ -377,12 +378,14 @@ pub fn status(
                 }
                 if !change.is_empty() {
                     s.warnings.push(format!(
-                        "the change was modified after it was measured ({}): the evidence is about {rh}, not head {head}; it cannot merge until the cycle runs again (E_EVIDENCE_MISSING)",
-                        change.join(", ")
+                        "the change was modified after it was measured ({}): the evidence is about {rh}, not head {head}; it cannot merge until the cycle runs again ({})",
+                        change.join(", "),
+                        Code::EvidenceMissing
                     ));
                 } else if files.is_empty() {
                     s.warnings.push(format!(
-                        "the head {head} is not the commit the evidence was recorded for ({rh}), though the trees are the same: it cannot merge as it is (E_EVIDENCE_MISSING)"
+                        "the head {head} is not the commit the evidence was recorded for ({rh}), though the trees are the same: it cannot merge as it is ({})",
+                        Code::EvidenceMissing
                     ));
                 }
             }
