@@ -37,7 +37,8 @@ const ADVERSARY: &str = include_str!("../../reviewers/adversary.toml");
 /// This repository's own reviewers/README.md: what the panel is and how to add a reviewer.
 const REVIEWERS_README: &str = include_str!("../../reviewers/README.md");
 
-const PROPOSALS_README: &str = "# Proposals\n\nEach proposal's record lives in `<id>-<slug>/proposal.toml`, committed on its proposal branch\nand merged with the change.\n";
+/// This repository's own proposals/README.md: what a proposal's record holds.
+const PROPOSALS_README: &str = include_str!("../../proposals/README.md");
 
 fn write_if_missing(root: &Path, rel: &str, bytes: &[u8], report: &mut InitReport) -> Result<()> {
     let path = root.join(rel);
