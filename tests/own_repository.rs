@@ -184,11 +184,31 @@ fn atelier_s_own_files_differ_from_the_defaults_only_as_documented() {
             );
         }
     }
-    // The proposer's built-in prompt is Atelier's own.
-    assert_eq!(
-        atelier::swarm::planner::DEFAULT_TEMPLATE,
-        read("prompts/proposer.j2")
-    );
+    // The built-in prompts are Atelier's own.
+    for (builtin, rel) in [
+        (
+            atelier::swarm::planner::DEFAULT_TEMPLATE,
+            "prompts/proposer.j2",
+        ),
+        (
+            atelier::swarm::validator::DEFAULT_TEMPLATE,
+            "prompts/validator.j2",
+        ),
+        (
+            atelier::agent::prompt::DEFAULT_TEMPLATE,
+            "prompts/worker.j2",
+        ),
+        (
+            atelier::forge::github::DEFAULT_BODY_TEMPLATE,
+            "prompts/pull_request.j2",
+        ),
+        (
+            atelier::agent::reviewer::DEFAULT_TEMPLATE,
+            "reviewers/templates/adversary.md.j2",
+        ),
+    ] {
+        assert_eq!(builtin, read(rel), "{rel}");
+    }
 }
 
 #[test]
