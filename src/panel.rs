@@ -10,31 +10,34 @@ use crate::governance::review::{
     self, ChangeView, FileChange, Kind, PanelAtBase, PanelInput, RecordedReview, ReviewerDef,
 };
 
-/// The panel every repository has when its base carries no `reviewers/*.toml`.
+/// The panel every repository has when its base carries no `reviewers/*.toml`, and the files
+/// `atelier init` installs for it: Atelier's own `reviewers/*.toml` where Atelier uses the
+/// default as it is, and `src/defaults/reviewers/` where Atelier's own file adds to it (its
+/// judge paths, an explicit size limit; `tests/own_repository.rs` holds them to that).
 pub const DEFAULT_PANEL: &[(&str, &str)] = &[
     (
         "reviewers/judge-tamper.toml",
-        "name = \"judge-tamper\"\nflavour = \"An agent must never change what judges it.\"\nkind = \"builtin:judge-tamper\"\n",
+        include_str!("defaults/reviewers/judge-tamper.toml"),
     ),
     (
         "reviewers/tests-tamper.toml",
-        "name = \"tests-tamper\"\nflavour = \"Tests are only ever strengthened.\"\nkind = \"builtin:tests-tamper\"\n",
+        include_str!("../reviewers/tests-tamper.toml"),
     ),
     (
         "reviewers/secrets.toml",
-        "name = \"secrets\"\nflavour = \"No key, token or credential enters the repository or leaves the machine.\"\nkind = \"builtin:secrets\"\n",
+        include_str!("../reviewers/secrets.toml"),
     ),
     (
         "reviewers/scope.toml",
-        "name = \"scope\"\nflavour = \"A change stays within the files it declared.\"\nkind = \"builtin:scope\"\n",
+        include_str!("../reviewers/scope.toml"),
     ),
     (
         "reviewers/deps.toml",
-        "name = \"deps\"\nflavour = \"Every new dependency is named and justified.\"\nkind = \"builtin:deps\"\n",
+        include_str!("../reviewers/deps.toml"),
     ),
     (
         "reviewers/size.toml",
-        "name = \"size\"\nflavour = \"A change a person can review in one sitting.\"\nkind = \"builtin:size\"\n",
+        include_str!("defaults/reviewers/size.toml"),
     ),
 ];
 

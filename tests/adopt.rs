@@ -410,3 +410,30 @@ fn a_duration_with_a_multibyte_character_is_a_clear_error() {
     );
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }
+
+#[test]
+fn a_policy_committed_before_the_gate_key_is_not_yet_adoption() {
+    // As Atelier's own repository: the policy first, with no key anyone can run the gate with.
+    let env = Env::bare_repo();
+    env.atelier(&["init"]).ok();
+    env.git(&["add", "policies/governance.toml", "policies/allowed_signers"]);
+    env.git(&["commit", "-qm", "The policy, before any maintainer's key"]);
+    let early = env.atelier(&["audit", "verify", "--json"]);
+    assert_eq!(early.code, 1, "{}", early.stdout);
+    assert!(early.stdout.contains("E_NOT_ADOPTED"), "{}", early.stdout);
+    env.write("README.md", "# demo, edited by hand before adoption\n");
+    env.git(&["commit", "-qam", "A hand-made commit before adoption"]);
+    // The maintainers adopt: the gate key's public half is committed.
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-qm", "Adopt atelier"]);
+    let tip = env.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let v = env.atelier(&["audit", "verify", "--json"]).ok().json();
+    assert_eq!(v["adoption"], tip.as_str(), "{v:#}");
+    assert_eq!(v["findings"].as_array().map(Vec::len), Some(0), "{v:#}");
+    // From then on a hand-made commit is caught.
+    env.write("README.md", "# demo, edited by hand after adoption\n");
+    env.git(&["commit", "-qam", "A hand-made commit after adoption"]);
+    let late = env.atelier(&["audit", "verify", "--json"]);
+    assert_eq!(late.code, 1);
+    assert!(late.stdout.contains("E_UNLEDGERED_COMMIT"), "{}", late.stdout);
+}

@@ -21,6 +21,7 @@ mod hackbench;
 mod hardening;
 mod merge;
 mod one_loop;
+mod own_repository;
 mod plans;
 mod proposers;
 mod review;

@@ -1,42 +1,11 @@
 //! Worker prompts: a minijinja template (strict undefined, no auto-escaping) that users may
-//! replace with `prompts/worker.j2` in the repository; the built-in default is below.
+//! replace with `prompts/worker.j2` in the repository; the built-in default is Atelier's own.
 
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
-/// The default worker prompt.
-pub const DEFAULT_TEMPLATE: &str = r#"You are a worker on one task of a larger change. Work only in the current directory.
-
-# Task {{ task.id }}: {{ task.title }}
-
-{{ task.goal }}
-
-## You may change only these paths
-{% for f in task.files %}- {{ f }}
-{% else %}- (none: this task writes nothing)
-{% endfor %}
-## Done means (the contract)
-{% for c in task.criteria %}- {{ c }}
-{% endfor %}
-These commands must exit 0 when you are done:
-{% for c in task.checks %}- `{{ c }}`
-{% endfor %}{% if completed %}
-## Already done in this run
-{% for line in completed %}- {{ line }}
-{% endfor %}{% endif %}{% if do_not_retry %}
-## Do not retry: these failed in earlier attempts
-{% for d in do_not_retry %}- {{ d }}
-{% endfor %}{% endif %}{% if lessons %}
-## Lessons from earlier runs (prompts/lessons.md, reviewed)
-{% for l in lessons %}- {{ l }}
-{% endfor %}{% endif %}{% if examples %}
-## A worked example (an earlier task of your role that passed on its first attempt)
-{% for e in examples %}{{ e }}
-{% endfor %}{% endif %}{% if context %}
-## Context
-{% for f in context %}--- {{ f.path }}{% if f.truncated %} (truncated){% endif %}
-{{ f.text }}
-{% endfor %}{% endif %}"#;
+/// The default worker prompt: Atelier's own `prompts/worker.j2`.
+pub const DEFAULT_TEMPLATE: &str = include_str!("../../prompts/worker.j2");
 
 /// A file (or its head) shown to the worker.
 #[derive(Debug, Clone, Serialize)]

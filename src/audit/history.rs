@@ -694,7 +694,9 @@ pub fn verify(
         let oid = oid?;
         if adopted_at.is_none() {
             let tree = repo.find_commit(oid)?.tree()?;
-            if git::read_file(repo, &tree, crate::governance::policy::GOVERNANCE_PATH)?.is_some() {
+            if crate::governance::policy::adopts::<crate::git::GitError>(&|p| {
+                Ok(git::read_file(repo, &tree, p)?.is_some())
+            })? {
                 adopted_at = Some(oid);
                 line.push(oid);
             }
@@ -707,8 +709,9 @@ pub fn verify(
             Code::NotAdopted,
             None,
             format!(
-                "no commit on {branch} carries {}: atelier was never adopted here",
-                crate::governance::policy::GOVERNANCE_PATH
+                "no commit on {branch} carries both {} and {}: atelier was never adopted here",
+                crate::governance::policy::GOVERNANCE_PATH,
+                crate::governance::policy::GATE_KEY_PATH
             ),
         ));
         return Ok(report);

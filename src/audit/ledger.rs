@@ -37,7 +37,8 @@ pub struct MergeRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Event {
-    /// The protected branch came under the gate at `commit` (the first commit carrying the policy).
+    /// The protected branch came under the gate at `commit` (the first commit carrying the policy
+    /// and the gate's public key).
     Adopted { branch: String, commit: String },
     ProposalOpened {
         proposal: String,

@@ -443,61 +443,16 @@ impl Policy {
     }
 }
 
-/// The commented default `policies/governance.toml` that `atelier init` writes.
-pub const DEFAULT_GOVERNANCE_TOML: &str = r#"# Atelier governance policy.
-#
-# The gate reads this file from the *base* commit of every change (the protected branch as it is
-# before the merge), never from the change itself. If it does not parse, every merge is refused
-# until it is fixed. See GOVERNANCE.md.
-version = 1
+/// The commented default `policies/governance.toml` that `atelier init` writes. Atelier's own
+/// `policies/governance.toml` is this file with a wider constitution (`tests/own_repository.rs`
+/// holds the two to that one difference).
+/// Whether a commit whose files `has` answers for is adopted: it carries the governance policy
+/// and the gate's public key. Pure: the caller reads the tree.
+pub fn adopts<E>(has: &dyn Fn(&str) -> Result<bool, E>) -> Result<bool, E> {
+    Ok(has(GOVERNANCE_PATH)? && has(GATE_KEY_PATH)?)
+}
 
-# Principals whose approvals never count (CI accounts, bots).
-bots = []
-
-[tokens]
-# The longest an approval token may be valid (expires - issued).
-max_lifetime = "30d"
-# How far in the future a token's `issued` time may be, to allow for clock differences.
-clock_skew = "5m"
-
-# The constitution: changes here need `quorum` approvals under the current policy *and* under
-# the policy the change would install.
-[constitution]
-paths = [
-    "policies/**", "reviewers/**", "GOVERNANCE.md", ".ci/**", ".github/**", "atelier.toml",
-    "prompts/**",
-    # Atelier's own gate: the decision, the ledger and audit, and the code that feeds and enforces them.
-    # (For Atelier's own repository, extend this to all of "src/**": src/lib.rs could swap modules.)
-    "src/governance/**", "src/audit/**", "src/workflow/**", "src/forge/**", "src/git.rs", "src/clock.rs",
-    "Cargo.toml", "Cargo.lock", "build.rs",
-]
-quorum = 2
-
-# Every rule whose paths a change touches must be met. `approvers = ["alice@example.org"]`
-# restricts who counts for a rule.
-[[rule]]
-name = "any change"
-paths = ["**"]
-quorum = 1
-
-# The review panel (reviewers/; README, "The review panel"). The gate refuses a change the panel
-# blocks unless the constitution quorum approved that exact change.
-[review]
-# With agent reviewers in reviewers/, require their verdict, recorded by `atelier review ID`, for
-# the current base, head and tree.
-required = true
-# The verdict that refuses a merge: "block", or the stricter "revise".
-block_on = "block"
-# Require every agent reviewer to differ from the proposer in provider and in model family
-# (declared per role in atelier.toml).
-distinct_family = false
-
-# Revoked keys, by the fingerprint `ssh-keygen -lf KEY.pub` prints. Also delete the key's line
-# from allowed_signers; a revocation here additionally refuses tokens already signed with it.
-# [[revoked]]
-# key = "SHA256:..."
-# reason = "laptop lost"
-"#;
+pub const DEFAULT_GOVERNANCE_TOML: &str = include_str!("../defaults/policies/governance.toml");
 
 #[cfg(test)]
 mod tests {

@@ -27,43 +27,8 @@ pub const ROLE: &str = "proposer";
 /// The most file paths the prompt lists.
 pub const MAX_FILES: usize = 400;
 
-/// The default proposer prompt.
-pub const DEFAULT_TEMPLATE: &str = r#"You plan changes to this repository for a swarm of workers. Do not change any file yourself:
-write a plan, and print it (TOML) on standard output and nothing else.
-
-# The goal
-{{ goal }}
-
-# The repository's files{% if files_cut %} (the first {{ files|length }}){% endif %}
-{% for f in files %}{{ f }}
-{% endfor %}
-# What earlier runs measured
-{% for l in telemetry %}{{ l }}
-{% else %}(no runs yet)
-{% endfor %}
-# The plan format
-One [plan] table (id: lowercase letters, digits, `-`; a title) and one [[task]] table per task.
-Each task: id (letters, digits, `-`, `_`), title, role (one of: {{ roles|join(", ") }}), goal, the
-files it may change (paths or globs; tasks that run at once must not share files),
-depends_on (ids of tasks that must finish first), and a contract: criteria (what done means,
-checkable) and checks (shell commands that exit 0 only when the criteria hold; never `true`
-or a lone `echo`). For example:
-
-[plan]
-id = "greeting"
-title = "A friendlier greeting"
-
-[[task]]
-id = "T1"
-title = "Greet by name"
-role = "{{ roles|first }}"
-goal = "Make greet() take a name and return `Hello, NAME!`."
-files = ["src/greet.rs"]
-depends_on = []
-[task.contract]
-criteria = ["greet(\"Ada\") returns \"Hello, Ada!\""]
-checks = ["grep -q 'Hello, {}!' src/greet.rs"]
-"#;
+/// The default proposer prompt: Atelier's own `prompts/proposer.j2`.
+pub const DEFAULT_TEMPLATE: &str = include_str!("../../prompts/proposer.j2");
 
 /// What the proposer's template sees.
 #[derive(Debug, Serialize)]

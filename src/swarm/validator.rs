@@ -23,29 +23,8 @@ use crate::workflow::Workspace;
 /// The role that validates contracts.
 pub const ROLE: &str = "validator";
 
-/// The default validator prompt.
-pub const DEFAULT_TEMPLATE: &str = r#"You are the contract validator of a swarm of coding agents. Below are the plans a run is about
-to execute: each task's goal, the files it may change, and its contract (criteria, and the
-shell checks that must exit 0). Workers are paid to make the checks pass; assume they will take
-any shortcut a check allows.
-
-Attack the contracts, not the code:
-- which criterion could be met without the task's goal being achieved?
-- which check could exit 0 without its criterion holding (it greps for a word, it tests
-  something the worker writes itself, it passes on an empty file, it never runs the code)?
-- which goal has no criterion at all?
-
-Approve only if every task's checks would catch a worker who did not achieve the goal.
-{% if goal %}
-# The goal the plans were written for (by a person; the plans' own goals were written by a model)
-{{ goal }}
-{% endif %}
-
-{% for p in plans %}--- {{ p.name }}
-{{ p.text }}
-{% endfor %}
-{{ schema }}
-"#;
+/// The default validator prompt: Atelier's own `prompts/validator.j2`.
+pub const DEFAULT_TEMPLATE: &str = include_str!("../../prompts/validator.j2");
 
 #[derive(Serialize)]
 struct PlanText<'a> {

@@ -25,7 +25,9 @@ pub struct InitReport {
     pub to_commit: Vec<String>,
 }
 
-const ALLOWED_SIGNERS_TEMPLATE: &str = "# Approvers' public keys, in OpenSSH allowed_signers format (see `man ssh-keygen`).\n# The gate reads this file from the base commit of each change. One principal per line:\n#\n#   alice@example.org namespaces=\"atelier-approval\" ssh-ed25519 AAAAC3Nz... alice laptop\n#   bob@example.org namespaces=\"atelier-approval\",valid-before=\"20270101Z\" ssh-ed25519 AAAAC3Nz...\n#\n# `atelier keygen KEY --principal NAME` prints a line to paste here. Adding, rotating or\n# removing a line changes the constitution, which needs the constitution quorum.\n";
+/// The default `policies/allowed_signers`: comments only. Atelier's own adds how its
+/// maintainers list their keys (`tests/own_repository.rs` holds it to that).
+const ALLOWED_SIGNERS_TEMPLATE: &str = include_str!("../defaults/policies/allowed_signers");
 
 const GOVERNANCE_MD: &str = include_str!("../../GOVERNANCE.md");
 
@@ -35,7 +37,8 @@ const ADVERSARY: &str = include_str!("../../reviewers/adversary.toml");
 /// This repository's own reviewers/README.md: what the panel is and how to add a reviewer.
 const REVIEWERS_README: &str = include_str!("../../reviewers/README.md");
 
-const PROPOSALS_README: &str = "# Proposals\n\nEach proposal's record lives in `<id>-<slug>/proposal.toml`, committed on its proposal branch\nand merged with the change.\n";
+/// This repository's own proposals/README.md: what a proposal's record holds.
+const PROPOSALS_README: &str = include_str!("../../proposals/README.md");
 
 fn write_if_missing(root: &Path, rel: &str, bytes: &[u8], report: &mut InitReport) -> Result<()> {
     let path = root.join(rel);

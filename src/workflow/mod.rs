@@ -709,7 +709,9 @@ fn changed_grant(committed: &Config, working: &Config) -> Option<String> {
         .map(|name| format!("roles.{name}"))
 }
 
-/// The first commit on `branch`'s first-parent line that carries the governance policy.
+/// The first commit on `branch`'s first-parent line that carries the governance policy and the
+/// gate's public key (`init` writes them together; a repository that keeps its policy before
+/// anyone can run its gate, as Atelier's own does, is adopted when the key is committed).
 pub fn adoption_commit(repo: &Repository, branch: &str) -> Result<Option<Oid>> {
     let tip = git::branch_tip(repo, branch)?;
     let mut walk = repo.revwalk()?;
@@ -719,7 +721,9 @@ pub fn adoption_commit(repo: &Repository, branch: &str) -> Result<Option<Oid>> {
     for oid in walk {
         let oid = oid?;
         let tree = repo.find_commit(oid)?.tree()?;
-        if git::read_file(repo, &tree, crate::governance::policy::GOVERNANCE_PATH)?.is_some() {
+        if crate::governance::policy::adopts::<crate::git::GitError>(&|p| {
+            Ok(git::read_file(repo, &tree, p)?.is_some())
+        })? {
             return Ok(Some(oid));
         }
     }

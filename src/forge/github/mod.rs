@@ -39,35 +39,9 @@ pub const STATUS_CONTEXT: &str = "atelier/governance";
 pub const LABEL: &str = "atelier-proposal";
 /// Marks the one summary comment the gate keeps up to date.
 pub const SUMMARY_MARKER: &str = "<!-- atelier:gate-summary -->";
-/// The pull-request body template; a repository may replace it with `prompts/pull_request.j2`.
-pub const DEFAULT_BODY_TEMPLATE: &str = r#"<!-- atelier:proposal {{ proposal.id }} -->
-**Atelier proposal {{ proposal.id }}**{% if proposal.proposer %}, proposed by {{ proposal.proposer }}{% endif %}.
-Base `{{ base }}`, head `{{ head }}`. Record: `{{ record_path }}`.
-
-{% if caveat %}> **Warning:** {{ caveat }}
-
-{% endif %}{% if proposal.rationale %}### Rationale, contract and evidence
-
-{{ proposal.rationale }}
-{% endif %}
-### Files changed ({{ files | length }})
-{% for f in files %}
-- `{{ f }}`{% endfor %}
-
-{% if evidence %}### Evidence (`atelier cycle`)
-
-{{ evidence }}
-{% endif %}### Review panel
-{{ verdict }}
-
-### Approving
-Only signed tokens count — not GitHub reviews, labels or who comments. To approve this exact change:
-
-    atelier approve --pr <this pull request's number> --key <your ed25519 key> --post
-
-A push to this branch makes every earlier token stale. The `atelier/governance` status and the
-gate's summary comment say what is still missing.
-"#;
+/// The pull-request body template, Atelier's own `prompts/pull_request.j2`; a repository may
+/// replace it with its own.
+pub const DEFAULT_BODY_TEMPLATE: &str = include_str!("../../../prompts/pull_request.j2");
 
 /// A GitHub repository as the governed loop's forge. The records of the proposals this clone
 /// opened stay in the clone (`Workspace::records`, as on the local forge); pull requests,
