@@ -55,15 +55,20 @@ pub struct UserTestingConfig {
     /// The longest one command may run.
     #[serde(default = "default_user_testing_timeout")]
     pub timeout: String,
-    /// Variables passed through besides PATH and LANG (HOME is a fresh empty directory), e.g.
-    /// `["RUSTUP_HOME", "CARGO_HOME"]` for a rustup toolchain; forge tokens and the SSH agent
-    /// never are.
+    /// Variables besides PATH and LANG (HOME is a fresh empty directory): `NAME` passes one
+    /// through, `NAME=value` sets it (`~/` in the value is the real HOME's), e.g.
+    /// `["RUSTUP_HOME=~/.rustup", "CARGO_HOME=~/.cargo"]` for a rustup toolchain; forge tokens
+    /// and the SSH agent never pass.
     #[serde(default)]
     pub env: Vec<String>,
     /// Paths the commands may read besides the system and the patched tree (e.g. the
-    /// toolchain's directories when containment is on).
+    /// toolchain's directories when containment is on); `~/` is the real HOME's.
     #[serde(default)]
     pub readable: Vec<std::path::PathBuf>,
+    /// Paths the commands may write besides the patched tree, their HOME and temporary
+    /// directory (e.g. a toolchain's lock files); `~/` is the real HOME's.
+    #[serde(default)]
+    pub writable: Vec<std::path::PathBuf>,
 }
 
 fn default_user_testing_timeout() -> String {

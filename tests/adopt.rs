@@ -416,7 +416,11 @@ fn a_policy_committed_before_the_gate_key_is_not_yet_adoption() {
     // As Atelier's own repository: the policy first, with no key anyone can run the gate with.
     let env = Env::bare_repo();
     env.atelier(&["init"]).ok();
-    env.git(&["add", "policies/governance.toml", "policies/allowed_signers"]);
+    env.git(&[
+        "add",
+        "policies/governance.toml",
+        "policies/allowed_signers",
+    ]);
     env.git(&["commit", "-qm", "The policy, before any maintainer's key"]);
     let early = env.atelier(&["audit", "verify", "--json"]);
     assert_eq!(early.code, 1, "{}", early.stdout);
@@ -435,5 +439,9 @@ fn a_policy_committed_before_the_gate_key_is_not_yet_adoption() {
     env.git(&["commit", "-qam", "A hand-made commit after adoption"]);
     let late = env.atelier(&["audit", "verify", "--json"]);
     assert_eq!(late.code, 1);
-    assert!(late.stdout.contains("E_UNLEDGERED_COMMIT"), "{}", late.stdout);
+    assert!(
+        late.stdout.contains("E_UNLEDGERED_COMMIT"),
+        "{}",
+        late.stdout
+    );
 }

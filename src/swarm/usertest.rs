@@ -75,6 +75,23 @@ pub fn validate(
                 .prefix("atelier-user-home-")
                 .tempdir()
                 .context("creating the scenario's HOME")?;
+            let real_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let expand = |field: &str, paths: &[std::path::PathBuf]| {
+                paths
+                    .iter()
+                    .map(|r| {
+                        crate::agent::contain::listed(
+                            field,
+                            &r.to_string_lossy(),
+                            &ws.root,
+                            real_home.as_deref(),
+                        )
+                    })
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| crate::workflow::Error::Input(format!("atelier.toml: {e}")))
+            };
+            let readable = expand("validators.user_testing.readable", &u.readable)?;
+            let writable = expand("validators.user_testing.writable", &u.writable)?;
             let common = ws.repo.commondir().to_path_buf();
             let target = super::runtime::shared_target(&config, &ws.root);
             let sandbox = sandboxes.as_ref().map(|s| {
@@ -84,18 +101,39 @@ pub fn validate(
                     .write(dir)
                     .read(&common)
                     .write(home.path());
-                for r in &u.readable {
+                for r in &readable {
                     b = b.read(r);
+                }
+                for w in &writable {
+                    b = b.write(w);
                 }
                 if let Some(t) = &target {
                     b = b.write(t);
                 }
                 b
             });
-            let mut env: Vec<(String, String)> = process::scrubbed_env(&u.env, &[])
+            // `NAME` passes the variable through; `NAME=value` sets it (`~/` is the real HOME's).
+            let (set, pass): (Vec<&String>, Vec<&String>) =
+                u.env.iter().partition(|e| e.contains('='));
+            let pass: Vec<String> = pass.into_iter().cloned().collect();
+            let mut env: Vec<(String, String)> = process::scrubbed_env(&pass, &[])
                 .into_iter()
                 .filter(|(k, _)| k != "HOME")
                 .collect();
+            for e in set {
+                let (k, v) = e.split_once('=').expect("partitioned on =");
+                if process::never_passed(k) || k == "HOME" {
+                    return Err(crate::workflow::Error::Input(format!(
+                        "atelier.toml: validators.user_testing.env: {k} is never set for a validator"
+                    )));
+                }
+                let v = match (v.strip_prefix("~/"), &real_home) {
+                    (Some(rest), Some(h)) => h.join(rest).display().to_string(),
+                    _ => v.to_string(),
+                };
+                env.retain(|(x, _)| x != k);
+                env.push((k.to_string(), v));
+            }
             env.push(("HOME".into(), home.path().display().to_string()));
             if let Some(t) = &target {
                 env.push(("CARGO_TARGET_DIR".into(), t.display().to_string()));
