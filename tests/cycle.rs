@@ -458,3 +458,113 @@ fn on_github_the_pull_request_body_shows_the_evidence_and_what_was_submitted_any
         emu.pull(1)
     );
 }
+
+#[test]
+fn bench_replay_against_another_build_of_atelier() {
+    let s = Swarm::configured("failure_budget = 3", "");
+    let bin = crate::support::bin();
+    // Another build given as a binary: the same code on both sides, so every count is equal.
+    let r = s
+        .run(&[
+            "bench",
+            "replay",
+            "--baseline-bin",
+            bin,
+            "--seeds",
+            "2",
+            "--mission",
+            "flaky",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(r["baseline_build"], bin, "{r}");
+    for d in r["deltas"].as_array().expect("deltas") {
+        if d["metric"] != "wall_ms" {
+            assert_eq!(d["delta"], 0.0, "{d}");
+            assert_eq!(d["verdict"], "no significant change", "{d}");
+        }
+    }
+    // A build that predates `bench sample` says so.
+    let old = s.run(&[
+        "bench",
+        "replay",
+        "--baseline-bin",
+        "/bin/true",
+        "--seeds",
+        "2",
+        "--mission",
+        "flaky",
+    ]);
+    assert_eq!(old.code, 2, "{}", old.stderr);
+    assert!(
+        old.stderr.contains("predates `bench sample`"),
+        "{}",
+        old.stderr
+    );
+
+    // --baseline REV builds the revision (here a stand-in cargo that "builds" by copying this
+    // atelier), once, in a worktree it removes afterwards.
+    let not_atelier = s.run(&["bench", "replay", "--baseline", "HEAD", "--seeds", "2"]);
+    assert_eq!(not_atelier.code, 2);
+    assert!(
+        not_atelier.stderr.contains("not atelier's package"),
+        "{}",
+        not_atelier.stderr
+    );
+    s.env.write(
+        "Cargo.toml",
+        "[package]\nname = \"atelier\"\nversion = \"0.1.0\"\n",
+    );
+    s.env.git(&["add", "Cargo.toml"]);
+    s.env.git(&["commit", "-qm", "Atelier's manifest"]);
+    let cargo = s.env.file(
+        "fake-cargo.sh",
+        &format!(
+            "#!/bin/sh\necho \"built in $(pwd)\" >> \"{}/cargo.log\"\nmkdir -p \"$CARGO_TARGET_DIR/release\"\ncp '{bin}' \"$CARGO_TARGET_DIR/release/atelier\"\n",
+            s.env.tmp.path().display()
+        ),
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    for _ in 0..2 {
+        let out = s
+            .command(&[
+                "bench",
+                "replay",
+                "--baseline",
+                "HEAD",
+                "--seeds",
+                "2",
+                "--mission",
+                "flaky",
+                "--json",
+            ])
+            .env("CARGO", &cargo)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert!(
+            v["baseline_build"]
+                .as_str()
+                .is_some_and(|b| b.starts_with("HEAD (")),
+            "{v}"
+        );
+    }
+    let log = std::fs::read_to_string(s.env.tmp.path().join("cargo.log")).expect("built");
+    assert_eq!(log.lines().count(), 1, "built once, then reused: {log}");
+    assert!(log.contains(".atelier/bench/bench-"), "{log}");
+    let worktrees = s.env.git(&["worktree", "list"]);
+    assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
+    assert!(!s
+        .env
+        .git(&["branch", "--list", "atelier/bench/*"])
+        .contains("bench"));
+}

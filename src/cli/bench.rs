@@ -14,6 +14,21 @@ pub enum BenchCommand {
     /// Run the built-in missions under a baseline and a candidate configuration, interleaved,
     /// and report each metric's delta with a 95 % interval across seeds.
     Replay(ReplayArgs),
+    /// One mission under one configuration, printed as its metrics in JSON: what another build
+    /// of atelier is asked to run for `bench replay --baseline REV`.
+    #[command(hide = true)]
+    Sample(SampleArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SampleArgs {
+    #[arg(long)]
+    mission: String,
+    #[arg(long)]
+    seed: u64,
+    /// A TOML file with the [conductor] to run.
+    #[arg(long)]
+    config: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -22,9 +37,16 @@ pub struct ReplayArgs {
     /// (default: the protected branch's atelier.toml).
     #[arg(long, value_name = "FILE", conflicts_with = "baseline")]
     baseline_config: Option<PathBuf>,
-    /// Another revision of atelier as the baseline (not built yet: use --baseline-config).
-    #[arg(long, value_name = "REV")]
+    /// Another revision of atelier as the baseline: built here (`cargo build --release
+    /// --locked` in a worktree of REV, sharing one target directory, uncontained: name only a
+    /// revision you trust) and asked to run each mission; the candidate is this atelier. The
+    /// configuration on both sides is the baseline's (--baseline-config, else the protected
+    /// branch's), unless --candidate-config is given.
+    #[arg(long, value_name = "REV", conflicts_with = "baseline_bin")]
     baseline: Option<String>,
+    /// An atelier binary already built as the baseline (what --baseline REV builds).
+    #[arg(long, value_name = "PATH")]
+    baseline_bin: Option<PathBuf>,
     /// The candidate's [conductor] (default: the working tree's atelier.toml).
     #[arg(long, value_name = "FILE")]
     candidate_config: Option<PathBuf>,
@@ -63,13 +85,14 @@ fn conductor_of(path: &Path) -> anyhow::Result<Conductor> {
 }
 
 pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
-    let BenchCommand::Replay(args) = cmd;
-    if let Some(rev) = &args.baseline {
-        return Err(workflow::Error::Input(format!(
-            "--baseline {rev}: building another revision of atelier side by side is not built yet; compare configurations with --baseline-config FILE"
-        ))
-        .into());
-    }
+    let args = match cmd {
+        BenchCommand::Replay(a) => a,
+        BenchCommand::Sample(a) => {
+            let metrics = bench::sample(&a.mission, &conductor_of(&a.config)?, a.seed)?;
+            json(&metrics)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let baseline = match &args.baseline_config {
         Some(p) => conductor_of(p)?,
         None => {
@@ -77,11 +100,31 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             Conductor::of(&crate::swarm::lint::branch_config(&ws)?.conductor)
         }
     };
-    let candidate = match &args.candidate_config {
-        Some(p) => conductor_of(p)?,
-        None => Conductor::of(&Workspace::open(dir)?.config.conductor),
+    let other_build = match (&args.baseline, &args.baseline_bin) {
+        (Some(rev), _) => Some(build_revision(&Workspace::open(dir)?, rev)?),
+        (None, Some(p)) => Some((p.clone(), p.display().to_string())),
+        (None, None) => None,
     };
-    let report = bench::replay(&baseline, &candidate, args.seeds, args.mission.as_deref())?;
+    let candidate = match (&args.candidate_config, &other_build) {
+        (Some(p), _) => conductor_of(p)?,
+        // Another build: the same configuration on both sides, unless one is named.
+        (None, Some(_)) => baseline.clone(),
+        (None, None) => Conductor::of(&Workspace::open(dir)?.config.conductor),
+    };
+    let base_side = match other_build {
+        Some((path, label)) => bench::Side::Binary {
+            path,
+            label,
+            conductor: baseline.clone(),
+        },
+        None => bench::Side::Here(baseline.clone()),
+    };
+    let report = bench::replay_sides(
+        &base_side,
+        &bench::Side::Here(candidate),
+        args.seeds,
+        args.mission.as_deref(),
+    )?;
     if args.json {
         json(&report)?;
         return Ok(ExitCode::SUCCESS);
@@ -92,12 +135,19 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             c.nudge_after, c.restart_after, c.attempt_timeout, c.failure_budget
         )
     };
+    let build = |b: &Option<String>| {
+        b.as_ref()
+            .map(|b| format!(" (run by the {b} build)"))
+            .unwrap_or_default()
+    };
     let mut t = format!(
-        "replay: missions {}, {} seed(s), interleaved\n  baseline:  {}\n  candidate: {}\n  interval:  {}\n\n",
+        "replay: missions {}, {} seed(s), interleaved\n  baseline:  {}{}\n  candidate: {}{}\n  interval:  {}\n\n",
         report.missions.join(", "),
         report.seeds,
         side(&report.baseline),
+        build(&report.baseline_build),
         side(&report.candidate),
+        build(&report.candidate_build),
         report.interval
     );
     t.push_str(&format!(
@@ -121,4 +171,95 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     }
     out(&t)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Builds revision `rev` of atelier (this repository must be Atelier's) once, in a worktree,
+/// into `.atelier/bench/builds/<commit>/atelier`, sharing one target directory between
+/// revisions (`[swarm] shared_target_dir`, else `.atelier/bench/target`). Returns the binary and
+/// its label.
+fn build_revision(ws: &Workspace, rev: &str) -> anyhow::Result<(PathBuf, String)> {
+    let repo = &ws.repo;
+    let commit = repo
+        .revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|e| {
+            workflow::Error::Input(format!(
+                "--baseline {rev}: not a commit here ({})",
+                e.message()
+            ))
+        })?;
+    let sha = commit.id().to_string();
+    let label = format!("{rev} ({})", &sha[..12]);
+    let manifest = crate::git::read_file(repo, &commit.tree()?, "Cargo.toml")?
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let is_atelier = manifest
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|t| {
+            t.get("package")?
+                .get("name")?
+                .as_str()
+                .map(|n| n == "atelier")
+        })
+        .unwrap_or(false);
+    if !is_atelier {
+        return Err(workflow::Error::Input(format!(
+            "--baseline {rev}: its Cargo.toml is not atelier's package; --baseline REV builds another revision of atelier itself, from atelier's own repository (compare configurations with --baseline-config)"
+        ))
+        .into());
+    }
+    let bench_dir = ws.atelier_dir().join("bench");
+    let binary = bench_dir.join("builds").join(&sha).join("atelier");
+    if binary.is_file() {
+        eprintln!(
+            "bench: reusing the build of {label} at {}",
+            binary.display()
+        );
+        return Ok((binary, label));
+    }
+    let target = crate::swarm::runtime::shared_target(&ws.config, &ws.root)
+        .unwrap_or_else(|| bench_dir.join("target"));
+    let name = format!("bench-{}", &sha[..12]);
+    let tree = bench_dir.join(&name);
+    let branch = format!("atelier/bench/{name}");
+    std::fs::create_dir_all(&bench_dir)?;
+    crate::git::add_worktree(repo, &name, &tree, &branch, commit.id())?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!(
+        "bench: building {label} with `{cargo} build --release --locked` (target {})",
+        target.display()
+    );
+    let built = std::process::Command::new(&cargo)
+        .args(["build", "--release", "--locked", "--bin", "atelier"])
+        .current_dir(&tree)
+        .env("CARGO_TARGET_DIR", &target)
+        // Its output is progress, never this command's: stdout may be --json.
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status();
+    let result = (|| -> anyhow::Result<()> {
+        let status = built.map_err(|e| {
+            workflow::Error::Input(format!("--baseline {rev}: running `{cargo}`: {e}"))
+        })?;
+        if !status.success() {
+            return Err(workflow::Error::Input(format!(
+                "--baseline {rev}: `{cargo} build --release --locked` failed ({status}); its output is above"
+            ))
+            .into());
+        }
+        let out = target.join("release").join("atelier");
+        std::fs::create_dir_all(binary.parent().expect("a parent"))?;
+        let tmp = binary.with_extension("tmp");
+        std::fs::copy(&out, &tmp).map_err(|e| {
+            workflow::Error::Input(format!("--baseline {rev}: {}: {e}", out.display()))
+        })?;
+        std::fs::rename(&tmp, &binary)?;
+        Ok(())
+    })();
+    let _ = crate::git::remove_worktree(repo, &name, &tree);
+    if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
+        let _ = b.delete();
+    }
+    result?;
+    Ok((binary, label))
 }

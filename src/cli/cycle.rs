@@ -211,7 +211,7 @@ fn steps(
         },
         None => (
             None,
-            "the change leaves atelier.toml's [conductor] as it is, and the replay benchmark compares conductor settings (comparing two revisions of atelier, `bench replay --baseline REV`, is not built yet)".to_string(),
+            "the change leaves atelier.toml's [conductor] as it is, and the replay benchmark compares conductor settings (the cycle does not compare two revisions of atelier: `bench replay --baseline REV` does, by hand)".to_string(),
         ),
     };
     if metric.is_none() && args.metric.is_some() {

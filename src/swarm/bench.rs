@@ -60,7 +60,7 @@ impl Conductor {
         }
     }
 
-    fn toml(&self) -> String {
+    pub fn toml(&self) -> String {
         format!(
             "[conductor]\nnudge_after = \"{}\"\nrestart_after = \"{}\"\nattempt_timeout = \"{}\"\nfailure_budget = {}\n",
             self.nudge_after, self.restart_after, self.attempt_timeout, self.failure_budget
@@ -256,6 +256,11 @@ pub fn compare(metric: &str, pairs: &[(f64, f64)]) -> Delta {
 pub struct Report {
     pub baseline: Conductor,
     pub candidate: Conductor,
+    /// The build that ran the baseline, when not this one (`--baseline REV`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_build: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidate_build: Option<String>,
     pub seeds: u64,
     pub missions: Vec<String>,
     pub interval: &'static str,
@@ -366,11 +371,104 @@ fn run_one(
     Ok(m)
 }
 
+/// One side of a comparison: a configuration run by this atelier, or by another build of it
+/// (`bench replay --baseline REV`), which runs each mission with `bench sample`.
+#[derive(Debug, Clone)]
+pub enum Side {
+    Here(Conductor),
+    Binary {
+        path: std::path::PathBuf,
+        /// What the report calls it (the revision it was built from).
+        label: String,
+        conductor: Conductor,
+    },
+}
+
+impl Side {
+    pub fn conductor(&self) -> &Conductor {
+        match self {
+            Side::Here(c) | Side::Binary { conductor: c, .. } => c,
+        }
+    }
+}
+
+/// One mission under `conductor` with `seed`, run by this atelier in a fresh temporary
+/// directory: its metrics (`bench sample`, what another build runs for `--baseline REV`).
+pub fn sample(mission: &str, conductor: &Conductor, seed: u64) -> Result<BTreeMap<String, u64>> {
+    let all = missions()?;
+    let m = all
+        .iter()
+        .find(|m| m.mission.id == mission)
+        .ok_or_else(|| {
+            crate::workflow::Error::Input(format!(
+                "--mission {mission}: no such mission in this build"
+            ))
+        })?;
+    let tmp = tempfile::Builder::new()
+        .prefix("atelier-bench-")
+        .tempdir()
+        .context("creating a temporary directory")?;
+    run_one(&tmp.path().join("run"), m, conductor, seed)
+}
+
+/// Runs one mission on `side`.
+fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<String, u64>> {
+    match side {
+        Side::Here(c) => run_one(dir, m, c, seed),
+        Side::Binary {
+            path,
+            label,
+            conductor,
+        } => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            let config = dir.join("conductor.toml");
+            std::fs::write(&config, conductor.toml())?;
+            let out = std::process::Command::new(path)
+                .args(["bench", "sample", "--mission", &m.mission.id, "--seed"])
+                .arg(seed.to_string())
+                .arg("--config")
+                .arg(&config)
+                .current_dir(dir)
+                .output()
+                .with_context(|| format!("running {} (the {label} build)", path.display()))?;
+            if !out.status.success() {
+                return Err(crate::workflow::Error::Input(format!(
+                    "the {label} build ({}) could not run mission {} seed {seed}: {}",
+                    path.display(),
+                    m.mission.id,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            serde_json::from_slice(&out.stdout).map_err(|e| {
+                crate::workflow::Error::Input(format!(
+                    "the {label} build ({}) answered `bench sample` with something other than its metrics ({e}): it predates `bench sample`",
+                    path.display()
+                ))
+            })
+        }
+    }
+}
+
 /// Runs every mission (or `only`) under both sides for `seeds` seeds, interleaved (even seeds
 /// run the baseline first, odd seeds the candidate), in temporary directories removed after.
 pub fn replay(
     baseline: &Conductor,
     candidate: &Conductor,
+    seeds: u64,
+    only: Option<&str>,
+) -> Result<Report> {
+    replay_sides(
+        &Side::Here(baseline.clone()),
+        &Side::Here(candidate.clone()),
+        seeds,
+        only,
+    )
+}
+
+/// [`replay`] between any two sides (another build of atelier on either).
+pub fn replay_sides(
+    baseline: &Side,
+    candidate: &Side,
     seeds: u64,
     only: Option<&str>,
 ) -> Result<Report> {
@@ -401,14 +499,14 @@ pub fn replay(
     let mut samples = Vec::new();
     for seed in 0..seeds {
         for m in &chosen {
-            let order: [(&str, &Conductor); 2] = if seed.is_multiple_of(2) {
+            let order: [(&str, &Side); 2] = if seed.is_multiple_of(2) {
                 [("baseline", baseline), ("candidate", candidate)]
             } else {
                 [("candidate", candidate), ("baseline", baseline)]
             };
             for (side, c) in order {
                 let dir = tmp.path().join(format!("{}-{seed}-{side}", m.mission.id));
-                let metrics = run_one(&dir, m, c, seed)?;
+                let metrics = run_side(&dir, m, c, seed)?;
                 samples.push(Sample {
                     mission: m.mission.id.clone(),
                     seed,
@@ -435,9 +533,15 @@ pub fn replay(
             compare(k, &pairs)
         })
         .collect();
+    let build = |s: &Side| match s {
+        Side::Here(_) => None,
+        Side::Binary { label, .. } => Some(label.clone()),
+    };
     Ok(Report {
-        baseline: baseline.clone(),
-        candidate: candidate.clone(),
+        baseline: baseline.conductor().clone(),
+        candidate: candidate.conductor().clone(),
+        baseline_build: build(baseline),
+        candidate_build: build(candidate),
         seeds,
         missions: chosen.iter().map(|m| m.mission.id.clone()).collect(),
         interval: "95% Student's t interval of the paired per-seed differences (candidate - baseline), summed over missions",

@@ -178,7 +178,7 @@ pub(super) fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Opti
 }
 
 /// `[swarm] shared_target_dir`: `~/…` under the home directory, a relative path under `root`.
-pub(super) fn shared_target(config: &Config, root: &Path) -> Option<PathBuf> {
+pub(crate) fn shared_target(config: &Config, root: &Path) -> Option<PathBuf> {
     let d = config.swarm.shared_target_dir.as_ref()?;
     let text = d.to_string_lossy();
     Some(match text.strip_prefix("~/") {
