@@ -568,3 +568,57 @@ fn bench_replay_against_another_build_of_atelier() {
         .git(&["branch", "--list", "atelier/bench/*"])
         .contains("bench"));
 }
+
+#[test]
+fn agent_reviewers_get_the_validators_and_the_benchmark_in_their_handoff() {
+    let s = tuned(SCENARIO);
+    let critic = s.fake.join("critic.sh");
+    std::fs::write(
+        &critic,
+        "#!/bin/sh\ncat > \"$FAKE_AGENT_DIR/critic-prompt.txt\"\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
+    )
+    .expect("critic");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&critic, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let config = s.env.read("atelier.toml");
+    s.env.write(
+        "atelier.toml",
+        &format!(
+            "{config}\n[roles.critic]\nbackend = \"command\"\ncommand = [\"{}\"]\nenv = [\"FAKE_AGENT_DIR\"]\nwritable = [\"{}\"]\n",
+            critic.display(),
+            s.fake.display()
+        ),
+    );
+    s.env.write(
+        "reviewers/adversary.toml",
+        "name = \"adversary\"\nflavour = \"Assume the author is gaming the gate.\"\nkind = \"agent\"\nrole = \"critic\"\ntemplate = \"adversary.md.j2\"\n",
+    );
+    s.env.write(
+        "reviewers/templates/adversary.md.j2",
+        "Review {{ handoff.title }}.\n{% for c in handoff.checks %}CHECK {{ c.name }} {{ c.passed }}: {{ c.detail }}\n{% endfor %}{{ answer_schema }}\n",
+    );
+    s.env.git(&["add", "-A"]);
+    s.env.git(&["commit", "-qm", "An agent reviewer"]);
+    let r = s.run(&[
+        "cycle",
+        "--seeds",
+        "2",
+        "--mission",
+        "flaky",
+        "--submit-anyway",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let prompt = std::fs::read_to_string(s.fake.join("critic-prompt.txt")).expect("the critic ran");
+    for want in [
+        "CHECK validator user-testing True: passed:",
+        "CHECK replay benchmark False: wasted_attempts did not change significantly",
+    ] {
+        assert!(prompt.contains(want), "missing {want:?} in\n{prompt}");
+    }
+    assert!(
+        !prompt.contains("validator scrutiny"),
+        "a validator that did not run is no check: {prompt}"
+    );
+}

@@ -280,14 +280,40 @@ fn handoff(
         None => (git::since_tree(repo, base, head)?, head_tree),
     };
     let diff = String::from_utf8_lossy(&git::diff_text(repo, &from, &to)?).into_owned();
-    let (contracts, checks) = match provenance
+    let (contracts, mut checks) = match provenance
         .origin
         .as_deref()
-        .and_then(|o| o.strip_prefix("swarm run "))
+        .and_then(|o| o.find("swarm run ").map(|i| &o[i + "swarm run ".len()..]))
     {
         Some(run) => run_evidence(ws, run),
         None => (Vec::new(), Vec::new()),
     };
+    // The cycle's validators, as the ledger bound them (`atelier cycle`): part of the handoff.
+    if let Some(st) = super::cycle::status(ws, &ws.view()?, &pull.proposal, &pull.record, head)? {
+        if let Some(e) = &st.evidence {
+            // A validator that did not run is not a check result (evidence.md says why).
+            checks.extend(
+                e.validators
+                    .iter()
+                    .filter(|v| v.result != "not run")
+                    .map(|v| CheckResult {
+                        name: format!("validator {}", v.name),
+                        passed: v.result == "passed",
+                        detail: format!("{}: {}", v.result, v.detail),
+                    }),
+            );
+            checks.push(CheckResult {
+                name: "replay benchmark".into(),
+                passed: e.objections().is_empty(),
+                detail: e.headline(),
+            });
+        }
+        checks.extend(st.warnings.iter().map(|w| CheckResult {
+            name: "evidence".into(),
+            passed: false,
+            detail: w.clone(),
+        }));
+    }
     Ok(Handoff {
         title: pull.title.clone(),
         rationale,
