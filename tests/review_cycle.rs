@@ -12,11 +12,12 @@ use crate::support::Env;
 use crate::swarm::Swarm;
 
 /// As tests/cycle.rs: the scenario runs in the patched tree.
-const SCENARIO: &str = "set -e\ngrep -q '^failure_budget' atelier.toml\necho scenario ok\n";
+pub(crate) const SCENARIO: &str =
+    "set -e\ngrep -q '^failure_budget' atelier.toml\necho scenario ok\n";
 
 /// A swarm with five recorded runs where one task never passes (so `tune` proposes cutting
 /// failure_budget 3 -> 1) and a user-testing scenario, as in tests/cycle.rs.
-fn tuned(scenario: &str) -> Swarm {
+pub(crate) fn tuned(scenario: &str) -> Swarm {
     let s = Swarm::configured(
         "failure_budget = 3",
         "\n[validators.user_testing]\nscenario = [\"sh scenario.sh\"]\ntimeout = \"60s\"\n",
@@ -28,7 +29,7 @@ fn tuned(scenario: &str) -> Swarm {
     s
 }
 
-fn improvements(s: &Swarm) -> Value {
+pub(crate) fn improvements(s: &Swarm) -> Value {
     s.run(&["proposals", "--improvements", "--json"])
         .ok()
         .json()
