@@ -445,3 +445,19 @@ fn a_policy_committed_before_the_gate_key_is_not_yet_adoption() {
         late.stdout
     );
 }
+
+#[test]
+fn a_branch_rewound_to_before_its_adoption_is_a_mismatch_not_just_unadopted() {
+    let env = Env::new();
+    env.propose_code();
+    // The branch moved back by someone with push access; the clone keeps its files.
+    env.git(&["update-ref", "refs/heads/main", "HEAD~1"]);
+    let v = env.atelier(&["audit", "verify", "--json"]).code(1).json();
+    let codes: Vec<&str> = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["E_NOT_ADOPTED", "E_ADOPTION_MISMATCH"], "{v:#}");
+}

@@ -469,3 +469,30 @@ fn multiprocessing_works_in_a_contained_worker() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(v, "ESCAPED\n", "multiprocessing failed in the worker");
 }
+
+/// A seqpacket pair is what Rust's standard library uses to hand a spawned child's pidfd back
+/// (cargo starting rustc): refused, no contained worker or step could build a Rust crate. It is
+/// connected like a stream pair: an address given to `sendto` is ignored (the data goes to the
+/// peer), so it reaches no named socket.
+#[test]
+fn a_worker_may_make_a_seqpacket_pair_but_it_reaches_no_named_socket() {
+    require_landlock!();
+    let s = Swarm::new("");
+    let path = s.env.tmp.path().join("seq.sock");
+    let listener = std::os::unix::net::UnixDatagram::bind(&path).expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let script = format!(
+        "python3 - <<'PY'\nimport os, socket\nout = open(os.environ['FAKE_AGENT_DIR'] + '/verdict', 'w')\na, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\na.send(b'x')\nout.write('pair ' + b.recv(1).decode())\ntry:\n    a.sendto(b'<0>forged', '{}')\nexcept OSError:\n    pass\nPY\necho ok > src/t.rs",
+        path.display()
+    );
+    let p = crate::swarm::one(&s, &script);
+    let run = s.run(&["run", &p]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let v = std::fs::read_to_string(s.fake.join("verdict")).unwrap_or_default();
+    assert_eq!(v, "pair x", "the pair could not be made or used");
+    let mut buf = [0u8; 64];
+    assert!(
+        listener.recv(&mut buf).is_err(),
+        "a message from the worker arrived"
+    );
+}

@@ -55,18 +55,23 @@ fn the_user_testing_lists_grant_the_gate_key_that_role_lists_may_not() {
     runs_with_a_hopeless_task(&s, 5);
     let r = s.run(&["cycle", "--seeds", "2", "--mission", "flaky", "--json"]);
     let everything = format!("{}\n{}", r.stdout, r.stderr);
-    let leaked_in_output = everything.contains(&secret_line);
-    let c = cycle_json(&r);
-    let on_branch = c["evidence_head"]
-        .as_str()
-        .map(|h| s.env.git(&["log", "-p", "-1", h]))
-        .unwrap_or_default();
     assert!(
-        !leaked_in_output && !on_branch.contains(&secret_line),
-        "the user-testing scenario read the gate's private key {} through readable = [\"~/.local/share\"] (a role may not list it: E_CONTAINMENT_PATH); user-testing: {}",
-        key_path.display(),
-        user_testing(&c)
+        !everything.contains(&secret_line),
+        "the gate's private key {} leaked",
+        key_path.display()
     );
+    // Fixed: the list is checked like a role's, and the cycle stops, closing the proposal.
+    assert_eq!(r.code, 1, "{everything}");
+    assert!(
+        r.stderr.contains("E_CONTAINMENT_PATH")
+            && r.stderr.contains("validators.user_testing.readable"),
+        "{}",
+        r.stderr
+    );
+    let all = s.env.git(&["log", "-p", "--all"]);
+    assert!(!all.contains(&secret_line), "the key is in the repository");
+    let listed = s.run(&["proposals", "--json"]).ok().json();
+    assert_eq!(listed[0]["state"], "closed", "{listed}");
 }
 
 /// Finding 2. "A change that edits a file the scenario runs fails the validator" is decided by
@@ -159,30 +164,28 @@ fn evidence_measured_on_one_base_is_credited_to_a_merge_on_another() {
     s.env.approve(&human, "alice").ok();
     s.env.approve(&human, "bob").ok();
     s.run(&["merge", &human]).ok();
-    // The cycle's proposal, at its evidence head, now changes nothing but its record.
+    // The cycle's proposal, at its evidence head, now changes nothing but its record. Fixed:
+    // the evidence holds only on the base it was measured against.
     s.env.approve(&id, "alice").ok();
     s.env.approve(&id, "bob").ok();
-    s.run(&["merge", &id]).ok();
-    let merged = s.env.git(&["rev-parse", "main"]);
-    let changed = s.env.git(&[
-        "diff",
-        "--name-only",
-        &format!("{}^1", merged.trim()),
-        merged.trim(),
-    ]);
+    let refused = s.run(&["merge", &id]);
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
     assert!(
-        changed.lines().all(|l| l.starts_with("proposals/")),
-        "setup: the merge changes only the record: {changed}"
+        refused.stdout.contains("E_EVIDENCE_MISSING")
+            && refused.stdout.contains("the protected branch moved since"),
+        "{}",
+        refused.stdout
     );
-    let curve = improvements(&s);
-    let row = curve
-        .as_array()
-        .and_then(|a| a.iter().find(|r| r["proposal"] == id.as_str()))
-        .cloned()
-        .unwrap_or(Value::Null);
+    let shown = s.run(&["show", &id]).ok().stdout;
     assert!(
-        row["delta"].is_null() || row["warning"].is_string(),
-        "a merge that changed nothing in [conductor] (the base had moved to the measured configuration) is credited with the delta measured against the old base, with no warning: {row:#}"
+        shown.contains("main moved since the change was measured"),
+        "{shown}"
+    );
+    assert_eq!(
+        improvements(&s)
+            .as_array()
+            .map(|a| a.iter().filter(|r| r["proposal"] == id.as_str()).count()),
+        Some(0)
     );
 }
 

@@ -363,7 +363,8 @@ const AUDIT_ARCH: u32 = 0xC000_00B7;
 ///   and then, with a port list, only TCP and UDP (an MPTCP or SCTP socket would pass Landlock's
 ///   TCP-only port rules); every other family (Unix, vsock, packet…) is refused, so a named
 ///   socket such as an SSH agent's, Docker's or journald's cannot be reached whatever its path;
-/// - `socketpair` only as a stream (a datagram pair could `sendto` a named socket);
+/// - `socketpair` only as a stream or a seqpacket pair (a datagram pair could `sendto` a named
+///   socket);
 /// - no new namespaces (`unshare`, `setns`, `clone` with a namespace flag; `clone3`, whose flags
 ///   a filter cannot read, answers ENOSYS so callers fall back to `clone`);
 /// - no kernel keyrings (per user, not per sandbox) and no io_uring (which makes sockets past
@@ -485,6 +486,14 @@ impl Bpf {
             .jump(
                 Self::JEQ,
                 libc::SOCK_STREAM as u32,
+                To::L("allow"),
+                To::Next,
+            )
+            // Rust's standard library passes a spawned child's pidfd over a SEQPACKET pair
+            // (cargo starting rustc): connected like a stream, it cannot reach a named socket.
+            .jump(
+                Self::JEQ,
+                libc::SOCK_SEQPACKET as u32,
                 To::L("allow"),
                 To::L("deny"),
             );
@@ -747,6 +756,19 @@ pub fn protected(root: &Path, gate_key: &Path) -> Vec<PathBuf> {
         out.push(h.join(".ssh"));
     }
     out
+}
+
+/// `s` with more `readable` and `writable` paths listed under `table` (the user-testing
+/// validator's), checked like a role's: none may reach a `protected` path.
+pub fn extra(
+    s: Sandbox,
+    table: &str,
+    readable: &[String],
+    writable: &[String],
+    root: &Path,
+    protected: &[PathBuf],
+) -> Result<Sandbox, ContainError> {
+    grants(s, table, readable, writable, root, protected)
 }
 
 fn grants(

@@ -115,8 +115,8 @@ struct ProposalFacts {
     reviews: Vec<(u64, crate::governance::review::RecordedReview)>,
     /// Where `atelier cycle` first registered a metric for it.
     registered: Option<u64>,
-    /// The heads its evidence was recorded for, with their positions.
-    evidence: Vec<(u64, String)>,
+    /// The (head, base) its evidence was recorded for, with their positions.
+    evidence: Vec<(u64, (String, String))>,
 }
 
 /// A merge request's identity: proposal, pull, base, head, tree.
@@ -462,13 +462,18 @@ fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             let facts = index.proposals.entry(proposal).or_default();
             facts.registered = facts.registered.or(Some(seq));
         }
-        Event::EvidenceRecorded { proposal, head, .. } => {
+        Event::EvidenceRecorded {
+            proposal,
+            head,
+            base,
+            ..
+        } => {
             index
                 .proposals
                 .entry(proposal)
                 .or_default()
                 .evidence
-                .push((seq, head));
+                .push((seq, (head, base)));
         }
         Event::Submitted {
             proposal,
@@ -714,6 +719,16 @@ pub fn verify(
                 crate::governance::policy::GATE_KEY_PATH
             ),
         ));
+        // A ledger that records an adoption says otherwise: the branch was rewritten.
+        if let Ok(Some(adopted)) = crate::audit::ledger::adopted_commit(repo) {
+            report.findings.push(finding(
+                Code::AdoptionMismatch,
+                Some(adopted.clone()),
+                format!(
+                    "the ledger records adoption at {adopted}, but no commit on {branch} carries the policy and the gate's public key: the branch was rewritten from before adoption"
+                ),
+            ));
+        }
         return Ok(report);
     };
     report.adoption = Some(adoption.to_string());
@@ -738,7 +753,7 @@ pub fn verify(
             report.findings.push(finding(
                 Code::AdoptionMismatch,
                 Some(adoption.to_string()),
-                format!("the ledger records adoption at {adopted}, but the first commit on {branch} carrying the policy is {adoption}"),
+                format!("the ledger records adoption at {adopted}, but the first commit on {branch} carrying the policy and the gate's public key is {adoption}"),
             ));
         }
     }
@@ -1215,7 +1230,7 @@ fn examine_merge(
         evidence: match facts.and_then(|f| f.registered.filter(|r| *r < rec.seq).map(|_| f)) {
             None => crate::governance::decision::Evidence::NotACycle,
             Some(f) => crate::governance::decision::Evidence::Registered {
-                recorded_head: f
+                recorded: f
                     .evidence
                     .iter()
                     .rev()

@@ -150,6 +150,10 @@ pub enum Event {
     EvidenceRecorded {
         proposal: String,
         head: String,
+        /// The protected branch's commit the change was measured against: the evidence holds
+        /// for a merge onto exactly that base.
+        #[serde(default)]
+        base: String,
         digest: String,
         /// For the registered metric: `improved`, `no significant change`, `regressed`, or
         /// `not measured`.

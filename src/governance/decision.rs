@@ -63,8 +63,12 @@ pub enum Evidence {
     #[default]
     NotACycle,
     /// A metric was registered (`metric-registered`): the change may merge only as the commit
-    /// its evidence was recorded for (`evidence-recorded`'s head), if any was.
-    Registered { recorded_head: Option<String> },
+    /// its evidence was recorded for, onto the base it was measured against
+    /// (`evidence-recorded`'s head and base), if any was.
+    Registered {
+        /// The evidence's (head, base).
+        recorded: Option<(String, String)>,
+    },
 }
 
 /// One requirement of the gate, met or not.
@@ -768,18 +772,22 @@ pub fn requirements(
         }
     }
     let report = review_requirements(input, policy, &judged.approvers, &mut out);
-    if let Evidence::Registered { recorded_head } = input.evidence {
+    if let Evidence::Registered { recorded } = input.evidence {
         out.push(req(
             Code::EvidenceMissing,
-            recorded_head.as_deref() == Some(c.head.as_str()),
+            recorded.as_ref().is_some_and(|(h, b)| *h == c.head && *b == c.base),
             "a cycle proposal merges only as the change its evidence was recorded for".into(),
             "the head `atelier cycle` recorded evidence for".into(),
-            match recorded_head {
-                Some(h) if *h != c.head => format!(
-                    "evidence recorded for {h}, but the head is {} (changed after it was measured: run the cycle again)",
+            match recorded {
+                Some((h, _)) if *h != c.head => format!(
+                    "evidence recorded for head {h}, but the head is {} (changed after it was measured: run the cycle again)",
                     c.head
                 ),
-                Some(h) => h.clone(),
+                Some((_, b)) if *b != c.base => format!(
+                    "evidence measured against base {b}, but the base is now {} (the protected branch moved since: run the cycle again)",
+                    c.base
+                ),
+                Some((h, b)) => format!("head {h} on base {b}"),
                 None => "a registered metric and no evidence (the cycle did not finish: run it again)".into(),
             },
         ));
@@ -1214,21 +1222,22 @@ mod tests {
         let base = Ok(policy);
         let cases = [
             (Evidence::NotACycle, None),
+            (Evidence::Registered { recorded: None }, Some("no evidence")),
             (
                 Evidence::Registered {
-                    recorded_head: None,
-                },
-                Some("no evidence"),
-            ),
-            (
-                Evidence::Registered {
-                    recorded_head: Some("other".into()),
+                    recorded: Some(("other".into(), "b".into())),
                 },
                 Some("changed after it was measured"),
             ),
             (
                 Evidence::Registered {
-                    recorded_head: Some("h".into()),
+                    recorded: Some(("h".into(), "older".into())),
+                },
+                Some("the protected branch moved since"),
+            ),
+            (
+                Evidence::Registered {
+                    recorded: Some(("h".into(), "b".into())),
                 },
                 None,
             ),

@@ -164,7 +164,7 @@ pub fn recurring(runs: &[RunLog], existing: &str) -> Vec<Recurring> {
 
 /// Whether the `secrets` built-in reviewer sees a credential in `line`: such an error never
 /// becomes a lesson (it would be published in a proposal and reach every prompt).
-fn holds_a_credential(line: &str) -> bool {
+pub(crate) fn holds_a_credential(line: &str) -> bool {
     use crate::governance::review::{secrets, ChangeView, FileChange};
     let files = [FileChange {
         path: PATH.to_string(),

@@ -54,6 +54,16 @@ pub fn validate(
                 .map(move |f| format!("`{f}` (run by `{c}`)"))
         })
         .collect();
+    let head_tree = repo.find_commit(head)?.tree()?;
+    let mut steered = steered;
+    for f in &changed {
+        if !steered.iter().any(|s| s.starts_with(&format!("`{f}`"))) && harness(repo, &head_tree, f)
+        {
+            steered.push(format!(
+                "`{f}` (a script or build configuration a scenario may run or load)"
+            ));
+        }
+    }
     if !steered.is_empty() {
         return Ok(Validated {
             name: NAME.into(),
@@ -76,42 +86,43 @@ pub fn validate(
                 .tempdir()
                 .context("creating the scenario's HOME")?;
             let real_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-            let expand = |field: &str, paths: &[std::path::PathBuf]| {
+            let strings = |paths: &[std::path::PathBuf]| -> Vec<String> {
                 paths
                     .iter()
-                    .map(|r| {
-                        crate::agent::contain::listed(
-                            field,
-                            &r.to_string_lossy(),
-                            &ws.root,
-                            real_home.as_deref(),
-                        )
-                    })
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| crate::workflow::Error::Input(format!("atelier.toml: {e}")))
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect()
             };
-            let readable = expand("validators.user_testing.readable", &u.readable)?;
-            let writable = expand("validators.user_testing.writable", &u.writable)?;
+            let protected = crate::agent::contain::protected(&ws.root, &ws.gate_key_path()?);
             let common = ws.repo.commondir().to_path_buf();
             let target = super::runtime::shared_target(&config, &ws.root);
-            let sandbox = sandboxes.as_ref().map(|s| {
-                let mut b = s
-                    .gauntlet
-                    .clone()
+            let sandbox = match sandboxes.as_ref() {
+                None => None,
+                Some(s) => {
+                    // The lists are checked like a role's: none may reach the gate key,
+                    // `.atelier/` or `~/.ssh`.
+                    let mut b = crate::agent::contain::extra(
+                        s.gauntlet.clone(),
+                        "validators.user_testing",
+                        &strings(&u.readable),
+                        &strings(&u.writable),
+                        &ws.root,
+                        &protected,
+                    )
+                    .map_err(|e| {
+                        crate::workflow::refuse(
+                            crate::governance::Code::ContainmentPath,
+                            e.to_string(),
+                        )
+                    })?
                     .write(dir)
                     .read(&common)
                     .write(home.path());
-                for r in &readable {
-                    b = b.read(r);
+                    if let Some(t) = &target {
+                        b = b.write(t);
+                    }
+                    Some(b)
                 }
-                for w in &writable {
-                    b = b.write(w);
-                }
-                if let Some(t) = &target {
-                    b = b.write(t);
-                }
-                b
-            });
+            };
             // `NAME` passes the variable through; `NAME=value` sets it (`~/` is the real HOME's).
             let (set, pass): (Vec<&String>, Vec<&String>) =
                 u.env.iter().partition(|e| e.contains('='));
@@ -179,14 +190,14 @@ pub fn validate(
                         name: NAME.into(),
                         result: "failed".into(),
                         detail: format!(
-                            "{}{}. Its last output:\n\n```\n{}\n```",
+                            "{}{}. Its last output:\n\n{}",
                             done.join("; "),
                             if sandbox.is_some() {
                                 ""
                             } else {
                                 " (uncontained)"
                             },
-                            tail(&o.output)
+                            fenced(&redacted(&tail(&o.output)))
                         ),
                     });
                 }
@@ -207,4 +218,86 @@ pub fn validate(
             })
         },
     )
+}
+
+/// Whether `path` (changed by the proposal) is part of what a scenario runs rather than what it
+/// tests: a shell script (by extension, a `#!` line or the executable bit), a make or just file,
+/// cargo's or a toolchain's configuration, an npm or direnv file. A module the scenario imports
+/// in another language is not recognised (README, "The cycle").
+fn harness(repo: &git2::Repository, tree: &git2::Tree<'_>, path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let by_name = [
+        "Makefile",
+        "GNUmakefile",
+        "makefile",
+        "justfile",
+        "Justfile",
+        "rust-toolchain",
+        "rust-toolchain.toml",
+        ".npmrc",
+        ".envrc",
+    ]
+    .contains(&name)
+        || [".sh", ".bash", ".zsh", ".mk", ".just"]
+            .iter()
+            .any(|e| name.ends_with(e))
+        || path.starts_with(".cargo/")
+        || path.contains("/.cargo/");
+    if by_name {
+        return true;
+    }
+    let Ok(entry) = tree.get_path(std::path::Path::new(path)) else {
+        return false;
+    };
+    if entry.filemode() == 0o100755 {
+        return true;
+    }
+    repo.find_blob(entry.id())
+        .map(|b| b.content().starts_with(b"#!"))
+        .unwrap_or(false)
+}
+
+/// Output with every line that looks like part of a private key, or holds a credential the
+/// `secrets` reviewer recognises, withheld: it goes into the evidence, committed and published.
+fn redacted(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let keyish = l.contains("PRIVATE KEY")
+                || (l.len() >= 60
+                    && !l.contains(' ')
+                    && l.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)));
+            if keyish || super::lessons::holds_a_credential(l) {
+                "[a line withheld: it looks like a key or a credential]"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` in a Markdown code fence longer than any run of backticks in it, so it can neither
+/// close the fence nor write Markdown of its own into the evidence.
+fn fenced(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}\n{text}\n{fence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_cannot_leak_a_key_or_break_out_of_its_fence() {
+        let out = "ok\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n```\n<!-- hide";
+        let r = fenced(&redacted(out));
+        assert!(
+            !r.contains("PRIVATE KEY") && !r.contains("b3BlbnNzaC1rZXkt"),
+            "{r}"
+        );
+        assert!(r.starts_with("````\n") && r.ends_with("\n````"), "{r}");
+        assert!(r.contains("ok\n") && r.contains("<!-- hide"), "{r}");
+    }
 }

@@ -121,6 +121,7 @@ pub fn attach(ws: &Workspace, e: &Evidence, measured: Oid, now: Timestamp) -> Re
         vec![Event::EvidenceRecorded {
             proposal: e.proposal.clone(),
             head: head.to_string(),
+            base: e.base.clone(),
             digest,
             outcome: e.outcome.clone(),
             delta: e.delta_text(),
@@ -214,7 +215,15 @@ pub fn improvements(ws: &Workspace) -> Result<Vec<Improvement>> {
             }
         }
         let mut warnings: Vec<String> = warning.into_iter().collect();
-        if let Some(Event::EvidenceRecorded { head, .. }) = recorded {
+        if let Some(Event::EvidenceRecorded { head, base, .. }) = recorded {
+            if *base != m.base {
+                warnings.push(format!(
+                    "merged onto {} but measured on {base}: no delta is credited to it",
+                    m.base
+                ));
+                delta = None;
+                outcome = "measured on another base".into();
+            }
             if *head != m.head {
                 warnings.push(format!(
                     "the merged head {} is not the change the evidence was measured on ({head}): no delta is credited to it",
@@ -311,6 +320,7 @@ pub fn status(
     let mut s = Status::default();
     let Some(Event::EvidenceRecorded {
         head: rh,
+        base: rb,
         digest,
         outcome,
         regressions,
@@ -326,6 +336,14 @@ pub fn status(
         return Ok(Some(s));
     };
     s.recorded_head = Some(rh.clone());
+    let tip = git::branch_tip(repo, ws.branch())?.to_string();
+    if *rb != tip {
+        s.warnings.push(format!(
+            "{} moved since the change was measured (measured on {rb}, now {tip}): the evidence does not hold for a merge now, and it cannot merge until the cycle runs again ({})",
+            ws.branch(),
+            Code::EvidenceMissing
+        ));
+    }
     if outcome == "regressed" {
         s.objections.push(format!(
             "its registered metric regressed ({})",

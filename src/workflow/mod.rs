@@ -249,9 +249,10 @@ impl Workspace {
         if ledger::tip(&self.repo)?.is_none() {
             let adoption = adoption_commit(&self.repo, self.branch())?.ok_or_else(|| {
                 crate::workflow::Error::Input(format!(
-                    "branch `{}` has no commit carrying {}: commit the files `atelier init` wrote, then retry",
+                    "branch `{}` has no commit carrying both {} and {} (the gate's public key): commit the files `atelier init` wrote, then retry",
                     self.branch(),
-                    crate::governance::policy::GOVERNANCE_PATH
+                    crate::governance::policy::GOVERNANCE_PATH,
+                    crate::governance::policy::GATE_KEY_PATH
                 ))
             })?;
             all.push(Event::Adopted {
@@ -876,8 +877,10 @@ pub fn evaluate_at(
     let evidence = match view.registered(&pull.proposal) {
         None => decision::Evidence::NotACycle,
         Some(_) => decision::Evidence::Registered {
-            recorded_head: match view.evidence(&pull.proposal) {
-                Some(Event::EvidenceRecorded { head, .. }) => Some(head.clone()),
+            recorded: match view.evidence(&pull.proposal) {
+                Some(Event::EvidenceRecorded { head, base, .. }) => {
+                    Some((head.clone(), base.clone()))
+                }
                 _ => None,
             },
         },
