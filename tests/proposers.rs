@@ -542,7 +542,11 @@ fn bench_replay_measures_false_kills_with_a_paired_interval() {
     assert_eq!(kills["candidate_mean"], 0.0, "{kills:#}");
     assert_eq!(kills["verdict"], "improved", "{kills:#}");
     let bad = s.run(&["bench", "replay", "--baseline", "HEAD~1"]).code(2);
-    assert!(bad.stderr.contains("not built yet"), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("not atelier's package"),
+        "{}",
+        bad.stderr
+    );
     let unknown = s
         .run(&[
             "bench",

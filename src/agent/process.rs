@@ -641,6 +641,37 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
     Ok(outcome)
 }
 
+/// Runs a program the operator named, not an agent: uncontained, with this process's
+/// environment plus `env`, in `cwd`, to its end. `atelier bench replay --baseline REV` builds
+/// another revision of atelier with it and has that build run missions (its README says to
+/// name only a revision you trust). With `capture`, stdout is returned; otherwise it goes to
+/// this process's stderr (stdout may be `--json`). stderr is returned either way.
+pub fn operator_command(
+    program: &std::ffi::OsStr,
+    args: &[std::ffi::OsString],
+    cwd: &std::path::Path,
+    env: &[(String, std::ffi::OsString)],
+    capture: bool,
+) -> std::io::Result<std::process::Output> {
+    let mut c = std::process::Command::new(program);
+    c.args(args).current_dir(cwd);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    if capture {
+        c.output()
+    } else {
+        c.stdout(std::process::Stdio::from(std::io::stderr()));
+        c.stderr(std::process::Stdio::inherit());
+        let status = c.status()?;
+        Ok(std::process::Output {
+            status,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -230,13 +230,18 @@ fn build_revision(ws: &Workspace, rev: &str) -> anyhow::Result<(PathBuf, String)
         "bench: building {label} with `{cargo} build --release --locked` (target {})",
         target.display()
     );
-    let built = std::process::Command::new(&cargo)
-        .args(["build", "--release", "--locked", "--bin", "atelier"])
-        .current_dir(&tree)
-        .env("CARGO_TARGET_DIR", &target)
-        // Its output is progress, never this command's: stdout may be --json.
-        .stdout(std::process::Stdio::from(std::io::stderr()))
-        .status();
+    // Its output is progress, never this command's: stdout may be --json.
+    let built = crate::agent::process::operator_command(
+        std::ffi::OsStr::new(&cargo),
+        &["build", "--release", "--locked", "--bin", "atelier"].map(std::ffi::OsString::from),
+        &tree,
+        &[(
+            "CARGO_TARGET_DIR".to_string(),
+            target.clone().into_os_string(),
+        )],
+        false,
+    )
+    .map(|o| o.status);
     let result = (|| -> anyhow::Result<()> {
         let status = built.map_err(|e| {
             workflow::Error::Input(format!("--baseline {rev}: running `{cargo}`: {e}"))

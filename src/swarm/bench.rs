@@ -423,14 +423,22 @@ fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             let config = dir.join("conductor.toml");
             std::fs::write(&config, conductor.toml())?;
-            let out = std::process::Command::new(path)
-                .args(["bench", "sample", "--mission", &m.mission.id, "--seed"])
-                .arg(seed.to_string())
-                .arg("--config")
-                .arg(&config)
-                .current_dir(dir)
-                .output()
-                .with_context(|| format!("running {} (the {label} build)", path.display()))?;
+            let args: Vec<std::ffi::OsString> = [
+                "bench",
+                "sample",
+                "--mission",
+                &m.mission.id,
+                "--seed",
+                &seed.to_string(),
+                "--config",
+            ]
+            .iter()
+            .map(std::ffi::OsString::from)
+            .chain([config.clone().into_os_string()])
+            .collect();
+            let out =
+                crate::agent::process::operator_command(path.as_os_str(), &args, dir, &[], true)
+                    .with_context(|| format!("running {} (the {label} build)", path.display()))?;
             if !out.status.success() {
                 return Err(crate::workflow::Error::Input(format!(
                     "the {label} build ({}) could not run mission {} seed {seed}: {}",
