@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs the self-improvement cycle on a clone of Atelier itself: adopts the clone (three throwaway
 # maintainers' keys, a gate key), records telemetry from routine runs of a scripted agent, then
-# `atelier cycle --from tune` — the proposer, the registered metric, the replay benchmark, the
+# `atelier cycle --from tune` and then `--from lint` on Atelier's own code — the proposer, the registered metric, the replay benchmark, the
 # user-testing validator (the patched atelier built and run: `atelier demo` and `bench replay`),
 # the evidence, the review panel — and prints where the resulting record is. Atelier's own
 # proposals/ keeps one such record as the worked example (proposals/README.md).
 #
-#   scripts/cycle-on-atelier.sh [WORKDIR]        # ATELIER=path/to/atelier to use another binary
+#   scripts/cycle-on-atelier.sh [WORKDIR]   # ATELIER=another binary, LINT_FAMILY=a [proposers.lint] family
 #
 # One deviation from Atelier's own atelier.toml, in the clone's adoption commit: the gauntlet is
 # `cargo fmt --check` alone, so that the telemetry runs take seconds (every passing attempt runs
@@ -97,22 +97,32 @@ for i in 1 2 3 4 5; do
 done
 "$bin" stats | head -n 20
 
-# The cycle.
-set +e
-"$bin" cycle --from tune --seeds 5 --json > "$work/cycle.json"
-code=$?
-set -e
-id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["proposal"] or "")' "$work/cycle.json")
-echo "cycle exit $code; proposal ${id:-none}; its JSON: $work/cycle.json"
-if [ -n "$id" ]; then
-  record=$(git ls-tree --name-only "atelier/proposals/$id" proposals/ | grep "^proposals/$id-")
-  out=$work/record/$(basename "$record")
-  mkdir -p "$out"
-  for f in proposal.toml evidence.json evidence.md; do
-    git show "atelier/proposals/$id:$record/$f" > "$out/$f"
-  done
-  "$bin" show "$id" > "$out/show.txt"
-  "$bin" audit show "$id" > "$out/audit.txt"
-  echo "the record: $out"
-fi
-exit $code
+# One cycle: `cycle NAME ARGS...` runs `atelier cycle ARGS` and keeps its record under
+# $work/record/.
+cycle() {
+  local name=$1; shift
+  set +e
+  "$bin" cycle "$@" --json > "$work/$name.json"
+  local code=$?
+  set -e
+  local id
+  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["proposal"] or "")' "$work/$name.json")
+  echo "$name: cycle exit $code; proposal ${id:-none}; its JSON: $work/$name.json"
+  if [ -n "$id" ]; then
+    local record out
+    record=$(git ls-tree --name-only "atelier/proposals/$id" proposals/ | grep "^proposals/$id-")
+    out=$work/record/$(basename "$record")
+    mkdir -p "$out"
+    for f in proposal.toml evidence.json evidence.md; do
+      git show "atelier/proposals/$id:$record/$f" > "$out/$f"
+    done
+    "$bin" show "$id" > "$out/show.txt"
+    "$bin" audit show "$id" > "$out/audit.txt"
+    echo "$name: the record: $out"
+  fi
+  return 0
+}
+
+# `tune` from the telemetry, then `lint` on Atelier's own code (one family of [proposers.lint]).
+cycle tune --from tune --seeds 5
+cycle lint --from lint --family "${LINT_FAMILY:-semicolon_if_nothing_returned}" --seeds 2

@@ -8,11 +8,11 @@ use crate::stats::runs_with_a_hopeless_task;
 use crate::swarm::Swarm;
 
 /// The user-testing scenario: runs in the patched tree, with an empty HOME and no forge token.
-const SCENARIO: &str = "set -e\ngrep -q '^failure_budget' atelier.toml\ntest -z \"$GITHUB_TOKEN\"\ntest -z \"$(ls -A \"$HOME\")\"\ntest \"$GREETING\" = hello\ncase \"$TOOLS\" in /*/tools) ;; *) exit 9 ;; esac\necho scenario ok\n";
+pub(crate) const SCENARIO: &str = "set -e\ngrep -q '^failure_budget' atelier.toml\ntest -z \"$GITHUB_TOKEN\"\ntest -z \"$(ls -A \"$HOME\")\"\ntest \"$GREETING\" = hello\ncase \"$TOOLS\" in /*/tools) ;; *) exit 9 ;; esac\necho scenario ok\n";
 
 /// A swarm with five recorded runs where one task never passes (so `tune` proposes cutting
 /// failure_budget 3 -> 1) and a user-testing scenario.
-fn tuned(scenario: &str) -> Swarm {
+pub(crate) fn tuned(scenario: &str) -> Swarm {
     let s = Swarm::configured(
         "failure_budget = 3",
         "\n[validators.user_testing]\nscenario = [\"sh scenario.sh\"]\ntimeout = \"60s\"\nenv = [\"GREETING=hello\", \"TOOLS=~/tools\"]\n",

@@ -7,27 +7,11 @@ use std::process::Stdio;
 use serde_json::Value;
 
 use crate::proposers::add_role;
-use crate::stats::runs_with_a_hopeless_task;
 use crate::support::Env;
 use crate::swarm::Swarm;
 
-/// As tests/cycle.rs: the scenario runs in the patched tree.
-pub(crate) const SCENARIO: &str =
-    "set -e\ngrep -q '^failure_budget' atelier.toml\necho scenario ok\n";
-
-/// A swarm with five recorded runs where one task never passes (so `tune` proposes cutting
-/// failure_budget 3 -> 1) and a user-testing scenario, as in tests/cycle.rs.
-pub(crate) fn tuned(scenario: &str) -> Swarm {
-    let s = Swarm::configured(
-        "failure_budget = 3",
-        "\n[validators.user_testing]\nscenario = [\"sh scenario.sh\"]\ntimeout = \"60s\"\n",
-    );
-    s.env.write("scenario.sh", scenario);
-    s.env.git(&["add", "scenario.sh"]);
-    s.env.git(&["commit", "-qm", "The user-testing scenario"]);
-    runs_with_a_hopeless_task(&s, 5);
-    s
-}
+/// The swarm and scenario of tests/cycle.rs.
+pub(crate) use crate::cycle::{tuned, SCENARIO};
 
 pub(crate) fn improvements(s: &Swarm) -> Value {
     s.run(&["proposals", "--improvements", "--json"])
