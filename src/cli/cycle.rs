@@ -357,12 +357,7 @@ fn steps(
     }
     let view = ws.view()?;
     let eval = workflow::evaluate(ws, &view, ws.pull(&p.id)?, now()?)?;
-    let required = eval
-        .decision
-        .requirements
-        .iter()
-        .filter_map(|r| r.required)
-        .max();
+    let required = eval.decision.required_approvals();
     c.approvals = Some(eval.decision.approvers.len());
     c.required = required;
     let command = if github {

@@ -142,6 +142,11 @@ impl Decision {
     pub fn unmet(&self) -> impl Iterator<Item = &Requirement> {
         self.requirements.iter().filter(|r| !r.met)
     }
+
+    /// The most approvals any quorum requirement asks for ("N of M": this is M).
+    pub fn required_approvals(&self) -> Option<u32> {
+        self.requirements.iter().filter_map(|r| r.required).max()
+    }
 }
 
 fn req(code: Code, met: bool, summary: String, expected: String, found: String) -> Requirement {

@@ -946,12 +946,7 @@ pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
             .map(|h| h.to_string());
         let (approvals, required, may_merge) = if pull.state == PullState::Open && head.is_some() {
             let eval = evaluate(ws, &view, pull, now)?;
-            let required = eval
-                .decision
-                .requirements
-                .iter()
-                .filter_map(|r| r.required)
-                .max();
+            let required = eval.decision.required_approvals();
             (
                 eval.decision.approvers.len(),
                 required,
