@@ -98,3 +98,21 @@ fn a_merge_never_overwrites_local_work_in_the_checkout() {
     assert_eq!(env.read("notes.txt"), "my own untracked notes\n");
     assert_eq!(env.git(&["show", "main:notes.txt"]), "from the proposal\n");
 }
+
+#[test]
+fn merging_a_merged_proposal_again_says_it_is_already_merged_with_its_commit() {
+    let env = Env::new();
+    let id = env.propose_code();
+    env.approve(&id, "alice").ok();
+    env.atelier(&["merge", &id]).ok();
+    let merged = env.git(&["rev-parse", "main"]).trim().to_string();
+    let again = env.atelier(&["merge", &id]).code(1);
+    assert!(
+        again
+            .stderr
+            .contains(&format!("proposal {id} is already merged, as {merged}")),
+        "{}",
+        again.stderr
+    );
+    assert!(again.stdout.is_empty(), "no gate dump: {}", again.stdout);
+}

@@ -170,6 +170,21 @@ pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
             for note in &run.notes {
                 eprintln!("note: {note}");
             }
+            // Already merged: say so, with the commit, rather than the whole gate.
+            let view = ws.view()?;
+            if let Some(m) = view.merges().find(|m| m.proposal == run.eval.pull.proposal) {
+                eprintln!(
+                    "refused: proposal {} is already merged, as {} (`atelier audit show {}` has its story)",
+                    m.proposal, m.commit, m.proposal
+                );
+                return verdict(ExitCode::from(1), || {
+                    if args.json {
+                        print(&run.eval, true)
+                    } else {
+                        Ok(())
+                    }
+                });
+            }
             eprintln!(
                 "refused: proposal {} (pull request #{}) was not merged (the gate is not satisfied)",
                 run.eval.pull.proposal, run.eval.pull.number
