@@ -106,7 +106,12 @@ cycle() {
   local code=$?
   set -e
   local id
-  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["proposal"] or "")' "$work/$name.json")
+  # A cycle that stopped on an error printed no JSON (the error is above).
+  id=$(python3 -c 'import json,sys
+try:
+    print(json.load(open(sys.argv[1]))["proposal"] or "")
+except ValueError:
+    print("")' "$work/$name.json")
   echo "$name: cycle exit $code; proposal ${id:-none}; its JSON: $work/$name.json"
   if [ -n "$id" ]; then
     local record out

@@ -89,7 +89,7 @@ pub struct ProposersConfig {
 #[serde(deny_unknown_fields)]
 pub struct LintConfig {
     /// The program and its arguments; `{family}` in an argument becomes the family asked for,
-    /// e.g. `["cargo", "clippy", "--fix", "--allow-dirty", "--", "-W", "clippy::{family}"]`.
+    /// e.g. `["cargo", "clippy", "--fix", "--allow-dirty", "--allow-no-vcs", "--", "-W", "clippy::{family}"]`.
     pub command: Vec<String>,
     /// The families `--family` may name; empty: any name of letters, digits, `_`, `-`, `:`.
     #[serde(default)]
@@ -576,7 +576,7 @@ impl Config {
         if let Some(lint) = &config.proposers.lint {
             if lint.command.first().is_none_or(|p| p.trim().is_empty()) {
                 return Err(invalid(
-                    "proposers.lint.command: name the fix command, e.g. [\"cargo\", \"clippy\", \"--fix\", \"--allow-dirty\", \"--\", \"-W\", \"clippy::{family}\"]".into(),
+                    "proposers.lint.command: name the fix command, e.g. [\"cargo\", \"clippy\", \"--fix\", \"--allow-dirty\", \"--allow-no-vcs\", \"--\", \"-W\", \"clippy::{family}\"]".into(),
                 ));
             }
         }
