@@ -24,6 +24,13 @@ pub(crate) fn tuned(scenario: &str) -> Swarm {
     s
 }
 
+/// `atelier cycle --seeds 2 --mission flaky ARGS`: the quick cycle the tests run.
+pub(crate) fn flaky_cycle(s: &Swarm, args: &[&str]) -> crate::support::Run {
+    let mut all = vec!["cycle", "--seeds", "2", "--mission", "flaky"];
+    all.extend_from_slice(args);
+    s.run(&all)
+}
+
 fn ledger(s: &Swarm) -> Vec<Value> {
     let v = s.run(&["audit", "log", "--json"]).ok().json();
     v.as_array().cloned().unwrap_or_default()
@@ -57,7 +64,7 @@ fn on_branch(s: &Swarm, id: &str, file: &str) -> String {
 #[test]
 fn a_tune_cycle_registers_its_metric_first_and_a_regression_is_recorded_not_submitted() {
     let s = tuned(SCENARIO);
-    let r = s.run(&["cycle", "--seeds", "2", "--mission", "flaky", "--json"]);
+    let r = flaky_cycle(&s, &["--json"]);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     let c = r.json();
     let id = c["proposal"].as_str().expect("a proposal").to_string();
@@ -138,14 +145,7 @@ fn a_tune_cycle_registers_its_metric_first_and_a_regression_is_recorded_not_subm
 #[test]
 fn submit_anyway_submits_and_the_improvement_curve_shows_what_merged() {
     let s = tuned(SCENARIO);
-    let r = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--submit-anyway",
-    ]);
+    let r = flaky_cycle(&s, &["--submit-anyway"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let id = r
         .stdout
@@ -199,15 +199,7 @@ fn submit_anyway_submits_and_the_improvement_curve_shows_what_merged() {
 #[test]
 fn evidence_edited_after_the_cycle_wrote_it_is_shown_as_such_and_cannot_merge() {
     let s = tuned(SCENARIO);
-    let r = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--submit-anyway",
-        "--json",
-    ]);
+    let r = flaky_cycle(&s, &["--submit-anyway", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let id = r.json()["proposal"].as_str().expect("id").to_string();
     // Someone with push access rewrites the evidence on the branch to claim an improvement.
@@ -296,16 +288,7 @@ fn a_failing_user_scenario_or_nothing_to_propose_stops_the_cycle_clearly() {
 
     // The scenario fails on the patched tree: recorded with its evidence, not submitted.
     let s = tuned("echo 'the demo broke' >&2\nexit 3\n");
-    let r = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--metric",
-        "failed_tasks",
-        "--json",
-    ]);
+    let r = flaky_cycle(&s, &["--metric", "failed_tasks", "--json"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let c = r.json();
     assert_eq!(c["registered"]["metric"], "failed_tasks");
@@ -423,15 +406,7 @@ fn on_github_the_pull_request_body_shows_the_evidence_and_what_was_submitted_any
         .git(&["remote", "add", "origin", remote.to_str().expect("utf8")]);
     s.env.git(&["push", "-q", "origin", "main"]);
 
-    let r = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--submit-anyway",
-        "--json",
-    ]);
+    let r = flaky_cycle(&s, &["--submit-anyway", "--json"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let c = r.json();
     assert_eq!(c["submitted"], true);
@@ -601,14 +576,7 @@ fn agent_reviewers_get_the_validators_and_the_benchmark_in_their_handoff() {
     );
     s.env.git(&["add", "-A"]);
     s.env.git(&["commit", "-qm", "An agent reviewer"]);
-    let r = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--submit-anyway",
-    ]);
+    let r = flaky_cycle(&s, &["--submit-anyway"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let prompt = std::fs::read_to_string(s.fake.join("critic-prompt.txt")).expect("the critic ran");
     for want in [

@@ -6,6 +6,8 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
+use crate::cycle::flaky_cycle;
+
 use crate::proposers::add_role;
 use crate::support::Env;
 use crate::swarm::Swarm;
@@ -65,15 +67,7 @@ fn record_file(env: &Env, id: &str, file: &str) -> String {
 #[test]
 fn a_change_pushed_after_its_evidence_is_credited_with_the_old_measurement() {
     let s = tuned(SCENARIO);
-    let r = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--submit-anyway",
-        "--json",
-    ]);
+    let r = flaky_cycle(&s, &["--submit-anyway", "--json"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let c = r.json();
     let id = c["proposal"].as_str().expect("id").to_string();
@@ -122,17 +116,10 @@ fn a_change_pushed_after_its_evidence_is_credited_with_the_old_measurement() {
 #[test]
 fn evidence_md_edited_after_the_cycle_is_shown_to_approvers_as_the_cycles() {
     let s = tuned(SCENARIO);
-    let r = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--metric",
-        "failed_tasks",
-        "--submit-anyway",
-        "--json",
-    ]);
+    let r = flaky_cycle(
+        &s,
+        &["--metric", "failed_tasks", "--submit-anyway", "--json"],
+    );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let id = r.json()["proposal"].as_str().expect("id").to_string();
     let path = record_file(&s.env, &id, "evidence.md");
@@ -392,32 +379,18 @@ fn a_cycle_killed_during_the_benchmark_leaves_a_mergeable_proposal_without_evide
 #[test]
 fn the_metric_can_be_shopped_by_running_the_same_change_through_the_cycle_again() {
     let s = tuned(SCENARIO);
-    let first = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--metric",
-        "failed_tasks",
-        "--submit-anyway",
-        "--json",
-    ]);
+    let first = flaky_cycle(
+        &s,
+        &["--metric", "failed_tasks", "--submit-anyway", "--json"],
+    );
     assert_eq!(first.code, 0, "{}", first.stderr);
     let first = first.json();
     assert_eq!(first["evidence"]["outcome"], "regressed", "{first}");
     // Not the result wanted: again, same change, another metric.
-    let second = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--metric",
-        "wasted_attempts",
-        "--submit-anyway",
-        "--json",
-    ]);
+    let second = flaky_cycle(
+        &s,
+        &["--metric", "wasted_attempts", "--submit-anyway", "--json"],
+    );
     assert_eq!(second.code, 0, "{}", second.stderr);
     let second = second.json();
     let (a, b) = (

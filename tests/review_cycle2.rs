@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use crate::cycle::flaky_cycle;
+
 use crate::proposers::add_role;
 use crate::review_cycle::{improvements, tuned, SCENARIO};
 use crate::stats::runs_with_a_hopeless_task;
@@ -53,7 +55,7 @@ fn the_user_testing_lists_grant_the_gate_key_that_role_lists_may_not() {
     s.env.git(&["add", "scenario.sh"]);
     s.env.git(&["commit", "-qm", "The user-testing scenario"]);
     runs_with_a_hopeless_task(&s, 5);
-    let r = s.run(&["cycle", "--seeds", "2", "--mission", "flaky", "--json"]);
+    let r = flaky_cycle(&s, &["--json"]);
     let everything = format!("{}\n{}", r.stdout, r.stderr);
     assert!(
         !everything.contains(&secret_line),
@@ -141,17 +143,10 @@ fn a_change_to_a_file_the_scenario_sources_steers_the_user_testing_validator() {
 #[test]
 fn evidence_measured_on_one_base_is_credited_to_a_merge_on_another() {
     let s = tuned(SCENARIO);
-    let r = s.run(&[
-        "cycle",
-        "--seeds",
-        "2",
-        "--mission",
-        "flaky",
-        "--metric",
-        "failed_tasks",
-        "--submit-anyway",
-        "--json",
-    ]);
+    let r = flaky_cycle(
+        &s,
+        &["--metric", "failed_tasks", "--submit-anyway", "--json"],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let c = r.json();
     let id = c["proposal"].as_str().expect("id").to_string();

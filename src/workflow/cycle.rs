@@ -53,7 +53,7 @@ pub fn register(
     if ws.view()?.registered(id).is_some() {
         return Err(refuse(
             Code::ForgeState,
-            format!("proposal {id} already has a registered metric: a registration is made once, before its benchmark"),
+            format!("proposal {id} already has a registered metric (expected: none; found: a metric-registered entry): a registration is made once, before its benchmark; run `atelier cycle` again for a new proposal"),
         ));
     }
     let snapshot = ws.record(
