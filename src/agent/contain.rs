@@ -363,7 +363,7 @@ const AUDIT_ARCH: u32 = 0xC000_00B7;
 ///   and then, with a port list, only TCP and UDP (an MPTCP or SCTP socket would pass Landlock's
 ///   TCP-only port rules); every other family (Unix, vsock, packet…) is refused, so a named
 ///   socket such as an SSH agent's, Docker's or journald's cannot be reached whatever its path;
-/// - `socketpair` only as a stream or a seqpacket pair (a datagram pair could `sendto` a named
+/// - `socketpair` only of Unix sockets, as a stream or a seqpacket pair (a datagram pair could `sendto` a named
 ///   socket);
 /// - no new namespaces (`unshare`, `setns`, `clone` with a namespace flag; `clone3`, whose flags
 ///   a filter cannot read, answers ENOSYS so callers fall back to `clone`);
@@ -480,7 +480,11 @@ impl Bpf {
             To::L("deny"),
             To::L("allow"),
         );
+        // Only Unix pairs: any other family would have the kernel load and run its module's
+        // socket code before refusing.
         b.label("pair")
+            .op(Self::LD, Self::arg(0))
+            .jump(Self::JEQ, libc::AF_UNIX as u32, To::Next, To::L("deny"))
             .op(Self::LD, Self::arg(1))
             .op(Self::AND, 0xf)
             .jump(
