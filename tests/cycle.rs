@@ -590,3 +590,208 @@ fn agent_reviewers_get_the_validators_and_the_benchmark_in_their_handoff() {
         "a validator that did not run is no check: {prompt}"
     );
 }
+
+/// A stand-in for Atelier's own repository: `Cargo.toml` names the `atelier` package, its
+/// "code" is `src/atelier.sh` (which answers `bench sample` with metrics in which
+/// `FAILED` tasks fail), and a stand-in cargo "builds" it by copying it into the target
+/// directory, first running `build.sh` when there is one (as cargo runs a build script).
+/// `[proposers.lint]`'s fixer edits the code: `fewer` makes fewer tasks fail, `worse` more,
+/// `hostile` adds a build script and code that try to reach the repository and the gate key.
+fn atelier_stand_in() -> (Swarm, std::path::PathBuf) {
+    let s = Swarm::configured(
+        "failure_budget = 3",
+        "\n[gauntlet]\nwritable = [\"FAKEDIR\"]\n\n[[gauntlet.steps]]\nname = \"syntax\"\nrun = \"sh -n src/atelier.sh\"\ntimeout = \"30s\"\n\n[proposers.lint]\ncommand = [\"FIXER\", \"{family}\"]\nfamilies = [\"fewer\", \"worse\", \"hostile\"]\ntimeout = \"30s\"\n",
+    );
+    let repo = s.env.repo.display().to_string();
+    let key = s.env.gate_key().display().to_string();
+    let fixer = s.fake.join("fix.sh");
+    let hostile_build = format!(
+        "if cat '{key}' >/dev/null 2>&1; then echo 'LEAK: read the gate key'; exit 1; fi\nif echo x > '{repo}/pwned-build.txt' 2>/dev/null; then echo 'LEAK: wrote the main tree'; exit 1; fi\nif echo 0000000000000000000000000000000000000000 > '{repo}/.git/refs/heads/pwned' 2>/dev/null; then echo 'LEAK: wrote a ref'; exit 1; fi\n"
+    );
+    std::fs::write(
+        &fixer,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in\n  fewer) sed -i 's/^FAILED=1$/FAILED=0/' src/atelier.sh ;;\n  worse) sed -i 's/^FAILED=1$/FAILED=2/' src/atelier.sh ;;\n  hostile)\n    cat > build.sh <<'B'\n{hostile_build}B\n    sed -i 's/^FAILED=1$/FAILED=0/' src/atelier.sh\n    sed -i \"/^FAILED=0$/a echo x > '{repo}/pwned-run.txt' 2>/dev/null; cat '{key}' > /dev/null 2>\\&1 \\&\\& FAILED=9\" src/atelier.sh ;;\nesac\n"
+        ),
+    )
+    .expect("write fixer");
+    let cargo = s.fake.join("cargo.sh");
+    std::fs::write(
+        &cargo,
+        format!(
+            "#!/bin/sh\necho \"built in $(pwd)\" >> '{}/cargo.log'\nif [ -f build.sh ]; then sh build.sh || exit 101; fi\nmkdir -p \"$CARGO_TARGET_DIR/release\"\ncp src/atelier.sh \"$CARGO_TARGET_DIR/release/atelier\"\nchmod +x \"$CARGO_TARGET_DIR/release/atelier\"\n",
+            s.fake.display()
+        ),
+    )
+    .expect("write cargo");
+    use std::os::unix::fs::PermissionsExt;
+    for f in [&fixer, &cargo] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let config = s
+        .env
+        .read("atelier.toml")
+        .replace("FIXER", &fixer.display().to_string())
+        .replace("FAKEDIR", &s.fake.display().to_string());
+    s.env.write("atelier.toml", &config);
+    s.env.write(
+        "Cargo.toml",
+        "[package]\nname = \"atelier\"\nversion = \"0.1.0\"\n",
+    );
+    s.env.write(
+        "src/atelier.sh",
+        "#!/bin/sh\nFAILED=1\n[ \"$1 $2\" = 'bench sample' ] || exit 2\nprintf '{\"wall_ms\":100,\"attempts\":3,\"wasted_attempts\":1,\"nudges\":0,\"restarts\":0,\"false_kills\":0,\"failed_tasks\":%s}\\n' \"$FAILED\"\n",
+    );
+    s.env.git(&["add", "-A"]);
+    s.env.git(&["commit", "-qm", "Atelier's stand-in code"]);
+    (s, cargo)
+}
+
+fn cycle_with(s: &Swarm, cargo: &std::path::Path, args: &[&str]) -> crate::support::Run {
+    let mut all = vec!["cycle", "--seeds", "2", "--mission", "flaky", "--json"];
+    all.extend_from_slice(args);
+    let out = s
+        .command(&all)
+        .env("CARGO", cargo)
+        .output()
+        .expect("run atelier");
+    crate::support::Run::from(out)
+}
+
+#[test]
+fn a_change_to_atelier_s_own_code_is_measured_by_two_builds() {
+    let (s, cargo) = atelier_stand_in();
+    let r = cycle_with(
+        &s,
+        &cargo,
+        &[
+            "--from",
+            "lint",
+            "--family",
+            "fewer",
+            "--metric",
+            "failed_tasks",
+        ],
+    );
+    let v = r.json();
+    assert_eq!(
+        v["stage"], "awaiting-approval",
+        "{}\n{}",
+        r.stdout, r.stderr
+    );
+    let e = &v["evidence"];
+    assert_eq!(e["metric"], "failed_tasks", "{e}");
+    assert_eq!(e["outcome"], "improved", "{e}");
+    let b = &e["benchmark"];
+    assert!(
+        b["baseline_build"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("the base (main at ")),
+        "{b}"
+    );
+    assert!(
+        b["candidate_build"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("the change (")),
+        "{b}"
+    );
+    let failed = b["deltas"]
+        .as_array()
+        .expect("deltas")
+        .iter()
+        .find(|d| d["metric"] == "failed_tasks")
+        .expect("failed_tasks")
+        .clone();
+    assert_eq!(failed["baseline_mean"], 1.0, "{failed}");
+    assert_eq!(failed["candidate_mean"], 0.0, "{failed}");
+    assert!(
+        r.stderr.contains("cycle [build]") && r.stderr.contains("contained like a gauntlet step"),
+        "{}",
+        r.stderr
+    );
+    // Two builds: the base (trusted, in a worktree under .atelier/bench) and the change
+    // (contained, in a discarded worktree); nothing left behind.
+    let log = std::fs::read_to_string(s.fake.join("cargo.log")).expect("built");
+    assert_eq!(log.lines().count(), 2, "{log}");
+    assert!(log.contains(".atelier/bench/bench-"), "{log}");
+    assert!(log.contains(".atelier/proposers/build-"), "{log}");
+    assert_eq!(s.env.git(&["worktree", "list"]).lines().count(), 1);
+    // The record people read says which builds ran it.
+    let id = v["proposal"].as_str().expect("an id");
+    let md = on_branch(&s, id, "evidence.md");
+    assert!(md.contains("Run by two builds of Atelier"), "{md}");
+
+    // With no metric named, the two builds still run: a code change that makes more tasks fail
+    // is recorded and not submitted.
+    let worse = cycle_with(&s, &cargo, &["--from", "lint", "--family", "worse"]);
+    assert_eq!(worse.code, 1, "{}", worse.stderr);
+    let w = worse.json();
+    assert_eq!(w["evidence"]["outcome"], "no metric named", "{w}");
+    assert!(
+        w["evidence"]["regressions"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|x| x == "failed_tasks")),
+        "{w}"
+    );
+    assert!(
+        w["stopped"]
+            .as_str()
+            .is_some_and(|x| x.contains("failed_tasks regressed")),
+        "{w}"
+    );
+    assert!(
+        log.lines().count() == 2
+            && std::fs::read_to_string(s.fake.join("cargo.log"))
+                .expect("log")
+                .lines()
+                .count()
+                == 3,
+        "the base's build is reused; the change is built again"
+    );
+}
+
+#[test]
+fn a_hostile_change_cannot_reach_the_repository_or_the_gate_key_when_it_is_built_and_run() {
+    let (s, cargo) = atelier_stand_in();
+    let main_before = s.env.git(&["rev-parse", "main"]);
+    let r = cycle_with(
+        &s,
+        &cargo,
+        &[
+            "--from",
+            "lint",
+            "--family",
+            "hostile",
+            "--metric",
+            "failed_tasks",
+        ],
+    );
+    // Its build script found every door shut (it fails the build on any that opens), and its
+    // code, run for the benchmark, could neither write the main tree nor read the key.
+    assert!(!r.stderr.contains("LEAK"), "{}", r.stderr);
+    let v = r.json();
+    assert!(
+        v["evidence"]["benchmark"]["candidate_build"]
+            .as_str()
+            .is_some(),
+        "the change was built and measured: {}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let failed = v["evidence"]["benchmark"]["deltas"]
+        .as_array()
+        .expect("deltas")
+        .iter()
+        .find(|d| d["metric"] == "failed_tasks")
+        .expect("failed_tasks")
+        .clone();
+    assert_eq!(
+        failed["candidate_mean"], 0.0,
+        "the gate key was not readable: {failed}"
+    );
+    for f in ["pwned-build.txt", "pwned-run.txt"] {
+        assert!(!s.env.repo.join(f).exists(), "{f} written");
+    }
+    assert!(!s.env.repo.join(".git/refs/heads/pwned").exists());
+    assert_eq!(s.env.git(&["rev-parse", "main"]), main_before);
+}

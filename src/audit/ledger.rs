@@ -155,8 +155,8 @@ pub enum Event {
         #[serde(default)]
         base: String,
         digest: String,
-        /// For the registered metric: `improved`, `no significant change`, `regressed`, or
-        /// `not measured`.
+        /// For the registered metric: `improved`, `no significant change`, `regressed`,
+        /// `not measured`, or `no metric named` (benchmarked for regressions only).
         outcome: String,
         /// The registered metric's delta (candidate - baseline) and its 95 % interval, as
         /// written in the evidence (`-1.20 [-2.00, -0.40]`), when measured.

@@ -101,7 +101,11 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         }
     };
     let other_build = match (&args.baseline, &args.baseline_bin) {
-        (Some(rev), _) => Some(build_revision(&Workspace::open(dir)?, rev)?),
+        (Some(rev), _) => Some(crate::swarm::builds::trusted(
+            &Workspace::open(dir)?,
+            "--baseline",
+            rev,
+        )?),
         (None, Some(p)) => Some((p.clone(), p.display().to_string())),
         (None, None) => None,
     };
@@ -116,6 +120,7 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             path,
             label,
             conductor: baseline.clone(),
+            sandbox: None,
         },
         None => bench::Side::Here(baseline.clone()),
     };
@@ -171,100 +176,4 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     }
     out(&t)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Builds revision `rev` of atelier (this repository must be Atelier's) once, in a worktree,
-/// into `.atelier/bench/builds/<commit>/atelier`, sharing one target directory between
-/// revisions (`[swarm] shared_target_dir`, else `.atelier/bench/target`). Returns the binary and
-/// its label.
-fn build_revision(ws: &Workspace, rev: &str) -> anyhow::Result<(PathBuf, String)> {
-    let repo = &ws.repo;
-    let commit = repo
-        .revparse_single(rev)
-        .and_then(|o| o.peel_to_commit())
-        .map_err(|e| {
-            workflow::Error::Input(format!(
-                "--baseline {rev}: not a commit here ({})",
-                e.message()
-            ))
-        })?;
-    let sha = commit.id().to_string();
-    let label = format!("{rev} ({})", &sha[..12]);
-    let manifest = crate::git::read_file(repo, &commit.tree()?, "Cargo.toml")?
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    let is_atelier = manifest
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|t| {
-            t.get("package")?
-                .get("name")?
-                .as_str()
-                .map(|n| n == "atelier")
-        })
-        .unwrap_or(false);
-    if !is_atelier {
-        return Err(workflow::Error::Input(format!(
-            "--baseline {rev}: its Cargo.toml is not atelier's package; --baseline REV builds another revision of atelier itself, from atelier's own repository (compare configurations with --baseline-config)"
-        ))
-        .into());
-    }
-    let bench_dir = ws.atelier_dir().join("bench");
-    let binary = bench_dir.join("builds").join(&sha).join("atelier");
-    if binary.is_file() {
-        eprintln!(
-            "bench: reusing the build of {label} at {}",
-            binary.display()
-        );
-        return Ok((binary, label));
-    }
-    let target = crate::swarm::runtime::shared_target(&ws.config, &ws.root)
-        .unwrap_or_else(|| bench_dir.join("target"));
-    let name = format!("bench-{}", &sha[..12]);
-    let tree = bench_dir.join(&name);
-    let branch = format!("atelier/bench/{name}");
-    std::fs::create_dir_all(&bench_dir)?;
-    crate::git::add_worktree(repo, &name, &tree, &branch, commit.id())?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    eprintln!(
-        "bench: building {label} with `{cargo} build --release --locked` (target {})",
-        target.display()
-    );
-    // Its output is progress, never this command's: stdout may be --json.
-    let built = crate::agent::process::operator_command(
-        std::ffi::OsStr::new(&cargo),
-        &["build", "--release", "--locked", "--bin", "atelier"].map(std::ffi::OsString::from),
-        &tree,
-        &[(
-            "CARGO_TARGET_DIR".to_string(),
-            target.clone().into_os_string(),
-        )],
-        false,
-    )
-    .map(|o| o.status);
-    let result = (|| -> anyhow::Result<()> {
-        let status = built.map_err(|e| {
-            workflow::Error::Input(format!("--baseline {rev}: running `{cargo}`: {e}"))
-        })?;
-        if !status.success() {
-            return Err(workflow::Error::Input(format!(
-                "--baseline {rev}: `{cargo} build --release --locked` failed ({status}); its output is above"
-            ))
-            .into());
-        }
-        let out = target.join("release").join("atelier");
-        std::fs::create_dir_all(binary.parent().expect("a parent"))?;
-        let tmp = binary.with_extension("tmp");
-        std::fs::copy(&out, &tmp).map_err(|e| {
-            workflow::Error::Input(format!("--baseline {rev}: {}: {e}", out.display()))
-        })?;
-        std::fs::rename(&tmp, &binary)?;
-        Ok(())
-    })();
-    let _ = crate::git::remove_worktree(repo, &name, &tree);
-    if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
-        let _ = b.delete();
-    }
-    result?;
-    Ok((binary, label))
 }

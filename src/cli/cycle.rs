@@ -204,17 +204,37 @@ fn steps(
         .map(|m| m.mission.id)
         .filter(|id| args.mission.as_ref().is_none_or(|m| m == id))
         .collect();
+    // A change to Atelier's own code is measured by two builds: the base's and the change's.
+    let code = crate::swarm::builds::code_changed(ws, base, head)?;
+    let files = {
+        let mut f: Vec<&str> = code.iter().take(4).map(String::as_str).collect();
+        if code.len() > 4 {
+            f.push("…");
+        }
+        f.join(", ")
+    };
     let (metric, reason) = match evidence::metric_for(&baseline, &candidate) {
         Some((m, why)) => match &args.metric {
             Some(asked) => (Some(asked.clone()), format!("named with --metric ({why})")),
             None => (Some(m), why),
         },
+        None if !code.is_empty() => match &args.metric {
+            Some(asked) => (
+                Some(asked.clone()),
+                format!("named with --metric for a change to atelier's own code ({files})"),
+            ),
+            None => (
+                None,
+                format!("a change to atelier's own code ({files}) implies no metric, and none was named with --metric: the base's build and the change's both run the missions, so the evidence shows any regression"),
+            ),
+        },
         None => (
             None,
-            "the change leaves atelier.toml's [conductor] as it is, and the replay benchmark compares conductor settings (the cycle does not compare two revisions of atelier: `bench replay --baseline REV` does, by hand)".to_string(),
+            "the change leaves atelier.toml's [conductor] and atelier's own code as they are: the replay benchmark would compare atelier with itself".to_string(),
         ),
     };
-    if metric.is_none() && args.metric.is_some() {
+    let measured = metric.is_some() || !code.is_empty();
+    if !measured && args.metric.is_some() {
         eprintln!("cycle: --metric is not used: {reason}; the evidence says it was not measured");
     }
     progress(
@@ -232,7 +252,7 @@ fn steps(
         metric.clone(),
         reason.clone(),
         args.seeds,
-        if metric.is_some() { all } else { Vec::new() },
+        if measured { all } else { Vec::new() },
         now()?,
     )?;
     c.registered = Some(Registered {
@@ -240,28 +260,66 @@ fn steps(
         reason: reason.clone(),
         entry,
     });
-    let benchmark = match &metric {
-        Some(_) => {
-            progress(
-                c,
-                "benchmark",
-                &format!(
-                    "replaying the missions under the base's and the change's [conductor], {} seeds, interleaved",
-                    args.seeds
-                ),
-            );
-            let r = bench::replay(&baseline, &candidate, args.seeds, args.mission.as_deref())?;
-            Some(evidence::Benchmark {
-                seeds: r.seeds,
-                missions: r.missions,
-                interval: r.interval.to_string(),
-                baseline: r.baseline,
-                candidate: r.candidate,
-                deltas: r.deltas,
-            })
-        }
-        None => None,
+    let report = if code.is_empty() && metric.is_some() {
+        progress(
+            c,
+            "benchmark",
+            &format!(
+                "replaying the missions under the base's and the change's [conductor], {} seeds, interleaved",
+                args.seeds
+            ),
+        );
+        Some(bench::replay(
+            &baseline,
+            &candidate,
+            args.seeds,
+            args.mission.as_deref(),
+        )?)
+    } else if !code.is_empty() {
+        progress(
+            c,
+            "build",
+            &format!("the change edits atelier's own code ({files}): building the base (trusted) and the change (contained)"),
+        );
+        let (base_bin, _) = crate::swarm::builds::trusted(ws, "the base", &p.base)?;
+        let changed = crate::swarm::builds::untrusted(ws, head, now()?)?;
+        progress(
+            c,
+            "benchmark",
+            &format!(
+                "replaying the missions with the base's build and the change's, {} seeds, interleaved",
+                args.seeds
+            ),
+        );
+        Some(bench::replay_sides(
+            &bench::Side::Binary {
+                path: base_bin,
+                label: format!("the base ({} at {})", ws.branch(), &p.base[..12]),
+                conductor: baseline.clone(),
+                sandbox: None,
+            },
+            &bench::Side::Binary {
+                path: changed.path.clone(),
+                label: changed.label.clone(),
+                conductor: candidate.clone(),
+                sandbox: changed.sandbox.clone(),
+            },
+            args.seeds,
+            args.mission.as_deref(),
+        )?)
+    } else {
+        None
     };
+    let benchmark = report.map(|r| evidence::Benchmark {
+        seeds: r.seeds,
+        missions: r.missions,
+        interval: r.interval.to_string(),
+        baseline: r.baseline,
+        candidate: r.candidate,
+        baseline_build: r.baseline_build,
+        candidate_build: r.candidate_build,
+        deltas: r.deltas,
+    });
     progress(c, "validate", "running the validators");
     let mut validators = earlier_validators(ws, &args.from, &p.id)?;
     let user = crate::swarm::usertest::validate(ws, base, head, now()?)?;

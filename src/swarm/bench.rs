@@ -381,6 +381,9 @@ pub enum Side {
         /// What the report calls it (the revision it was built from).
         label: String,
         conductor: Conductor,
+        /// Where an untrusted build (a proposal's change) runs; `None` runs it uncontained
+        /// (a revision the operator trusts, or `[swarm] containment = "none"`).
+        sandbox: Option<crate::agent::contain::Sandbox>,
     },
 }
 
@@ -419,11 +422,12 @@ fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<
             path,
             label,
             conductor,
+            sandbox,
         } => {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             let config = dir.join("conductor.toml");
             std::fs::write(&config, conductor.toml())?;
-            let args: Vec<std::ffi::OsString> = [
+            let args: Vec<String> = [
                 "bench",
                 "sample",
                 "--mission",
@@ -433,21 +437,36 @@ fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<
                 "--config",
             ]
             .iter()
-            .map(std::ffi::OsString::from)
-            .chain([config.clone().into_os_string()])
+            .map(|s| s.to_string())
+            .chain([config.display().to_string()])
             .collect();
-            let out =
-                crate::agent::process::operator_command(path.as_os_str(), &args, dir, &[], true)
+            let out = match sandbox {
+                None => {
+                    let args: Vec<std::ffi::OsString> =
+                        args.iter().map(std::ffi::OsString::from).collect();
+                    let o = crate::agent::process::operator_command(
+                        path.as_os_str(),
+                        &args,
+                        dir,
+                        &[],
+                        true,
+                    )
                     .with_context(|| format!("running {} (the {label} build)", path.display()))?;
-            if !out.status.success() {
+                    (o.status.success(), o.stdout, o.stderr)
+                }
+                Some(sandbox) => contained_sample(path, args, dir, sandbox)
+                    .with_context(|| format!("running {} (the {label} build)", path.display()))?,
+            };
+            let (ok, stdout, stderr) = out;
+            if !ok {
                 return Err(crate::workflow::Error::Input(format!(
                     "the {label} build ({}) could not run mission {} seed {seed}: {}",
                     path.display(),
                     m.mission.id,
-                    String::from_utf8_lossy(&out.stderr).trim()
+                    String::from_utf8_lossy(&stderr).trim()
                 )));
             }
-            serde_json::from_slice(&out.stdout).map_err(|e| {
+            serde_json::from_slice(&stdout).map_err(|e| {
                 crate::workflow::Error::Input(format!(
                     "the {label} build ({}) answered `bench sample` with something other than its metrics ({e}): it predates `bench sample`",
                     path.display()
@@ -455,6 +474,43 @@ fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<
             })
         }
     }
+}
+
+/// `bench sample` run by an untrusted build, contained, with an empty HOME of its own in
+/// `dir`: whether it succeeded, its stdout and its other output.
+fn contained_sample(
+    path: &Path,
+    args: Vec<String>,
+    dir: &Path,
+    sandbox: &crate::agent::contain::Sandbox,
+) -> Result<(bool, Vec<u8>, Vec<u8>)> {
+    use crate::agent::process;
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
+    let mut env: Vec<(String, String)> = process::scrubbed_env(&[], &[])
+        .into_iter()
+        .filter(|(k, _)| k != "HOME")
+        .collect();
+    env.push(("HOME".into(), home.display().to_string()));
+    let spawn = process::Spawn {
+        program: path.display().to_string(),
+        args,
+        cwd: dir.to_path_buf(),
+        env,
+        stdin: Vec::new(),
+        timeout: std::time::Duration::from_secs(10 * 60),
+        silence: None,
+        max_output: 1 << 20,
+        sandbox: Some(sandbox.clone().write(dir)),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let o = rt
+        .block_on(process::run(&spawn, |_| {}))
+        .context("starting it, contained")?;
+    Ok((o.success(), o.stdout.into_bytes(), o.output.into_bytes()))
 }
 
 /// Runs every mission (or `only`) under both sides for `seeds` seeds, interleaved (even seeds

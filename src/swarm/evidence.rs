@@ -23,6 +23,12 @@ pub struct Benchmark {
     pub interval: String,
     pub baseline: Conductor,
     pub candidate: Conductor,
+    /// For a change to Atelier's own code: the two builds that ran the missions (the base's,
+    /// trusted, and the change's, contained); absent when one atelier ran both configurations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_build: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_build: Option<String>,
     pub deltas: Vec<Delta>,
 }
 
@@ -59,8 +65,8 @@ pub struct Evidence {
     /// The ledger entry that registered it.
     pub registered_entry: Option<u64>,
     pub benchmark: Option<Benchmark>,
-    /// For the registered metric: `improved`, `no significant change`, `regressed`, or
-    /// `not measured`.
+    /// For the registered metric: `improved`, `no significant change`, `regressed`,
+    /// `not measured`, or `no metric named` (a code change benchmarked for regressions only).
     pub outcome: String,
     /// Metrics other than the registered one that regressed significantly.
     pub regressions: Vec<String>,
@@ -155,10 +161,25 @@ impl Evidence {
                 "regressed" => format!("{m} REGRESSED significantly: {d}."),
                 _ => format!("{m} did not change significantly: {d} (the interval includes 0)."),
             },
-            _ => format!(
-                "Not measured by the replay benchmark: {}",
-                self.metric_reason
-            ),
+            _ => match &self.benchmark {
+                Some(_) if self.metric.is_none() => {
+                    let mut r: Vec<&str> = self.regressions.iter().map(String::as_str).collect();
+                    r.dedup();
+                    if r.is_empty() {
+                        "No metric was named; the replay benchmark found no significant regression."
+                            .to_string()
+                    } else {
+                        format!(
+                            "No metric was named; the replay benchmark found significant regressions in {}.",
+                            r.join(", ")
+                        )
+                    }
+                }
+                _ => format!(
+                    "Not measured by the replay benchmark: {}",
+                    self.metric_reason
+                ),
+            },
         }
     }
 }
@@ -197,7 +218,9 @@ Besides the registered metric, these regressed significantly (they do not stop t
 Missions {{ e.benchmark.missions | join(", ") }}, {{ e.benchmark.seeds }} seeds, baseline and candidate interleaved.
 Interval: {{ e.benchmark.interval }}.
 
-- baseline (the base's `[conductor]`): nudge_after {{ e.benchmark.baseline.nudge_after }}, restart_after {{ e.benchmark.baseline.restart_after }}, attempt_timeout {{ e.benchmark.baseline.attempt_timeout }}, failure_budget {{ e.benchmark.baseline.failure_budget }}
+{% if e.benchmark.baseline_build %}Run by two builds of Atelier: the baseline by {{ e.benchmark.baseline_build }}, the candidate by {{ e.benchmark.candidate_build }} (built and run contained: its numbers are what its own `bench sample` reported from its own events, so the judge paths — the missions and the benchmark's code — must be unchanged, which the panel checks).
+
+{% endif %}- baseline (the base's `[conductor]`): nudge_after {{ e.benchmark.baseline.nudge_after }}, restart_after {{ e.benchmark.baseline.restart_after }}, attempt_timeout {{ e.benchmark.baseline.attempt_timeout }}, failure_budget {{ e.benchmark.baseline.failure_budget }}
 - candidate (this change): nudge_after {{ e.benchmark.candidate.nudge_after }}, restart_after {{ e.benchmark.candidate.restart_after }}, attempt_timeout {{ e.benchmark.candidate.attempt_timeout }}, failure_budget {{ e.benchmark.candidate.failure_budget }}
 
 | metric | baseline | candidate | delta [95 % interval] | verdict |
@@ -306,9 +329,14 @@ pub fn outcome(metric: Option<&str>, benchmark: Option<&Benchmark>) -> (String, 
     let Some(b) = benchmark else {
         return ("not measured".into(), Vec::new());
     };
-    let outcome = metric
-        .and_then(|m| b.deltas.iter().find(|d| d.metric == m))
-        .map_or("not measured".to_string(), |d| d.verdict.clone());
+    let outcome = match metric {
+        None => "no metric named".to_string(),
+        Some(m) => b
+            .deltas
+            .iter()
+            .find(|d| d.metric == m)
+            .map_or("not measured".to_string(), |d| d.verdict.clone()),
+    };
     let regressions = b
         .deltas
         .iter()
@@ -385,6 +413,8 @@ mod tests {
             interval: "t".into(),
             baseline: conductor("600s", 3),
             candidate: conductor("600s", 1),
+            baseline_build: None,
+            candidate_build: None,
             deltas: vec![
                 delta("wasted_attempts", -1.4, "improved"),
                 delta("failed_tasks", 1.0, "regressed"),

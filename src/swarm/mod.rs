@@ -10,6 +10,7 @@
 //! `scrutiny` (the scrutiny validator of a finished run, before it becomes a proposal).
 
 pub mod bench;
+pub mod builds;
 pub mod events;
 pub mod evidence;
 pub mod lessons;
