@@ -795,3 +795,113 @@ fn a_hostile_change_cannot_reach_the_repository_or_the_gate_key_when_it_is_built
     assert!(!s.env.repo.join(".git/refs/heads/pwned").exists());
     assert_eq!(s.env.git(&["rev-parse", "main"]), main_before);
 }
+
+#[test]
+fn a_run_recorded_as_a_mission_replays_from_the_protected_branch_only() {
+    let s = Swarm::new("failure_budget = 3");
+    s.scenario("p:A", "echo ok > src/a.rs");
+    s.scenario(
+        "p:B",
+        "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo 'error: first try'; exit 3; fi; echo ok > src/b.rs",
+    );
+    let p = s.plan(
+        "p.toml",
+        &crate::swarm::plan(
+            "p",
+            &[
+                crate::swarm::task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs"),
+                crate::swarm::task("B", &["src/b.rs"], &[], "grep -q ok src/b.rs"),
+            ],
+        ),
+    );
+    let run = s.run(&["run", &p, "--json"]).ok().json();
+    let id = run["run"].as_str().expect("a run id").to_string();
+    let rec = s.run(&["bench", "record", &id, "--id", "late-b"]).ok();
+    assert!(
+        rec.stdout.contains("missions/late-b.toml"),
+        "{}",
+        rec.stdout
+    );
+    let text = s.env.read("missions/late-b.toml");
+    assert!(
+        text.contains("id = \"p-B\"")
+            && text.contains("then = \"fail\"")
+            && text.contains("then = \"pass\""),
+        "{text}"
+    );
+    // Recording again under the same id overwrites nothing.
+    let again = s.run(&["bench", "record", &id, "--id", "late-b"]).code(2);
+    assert!(
+        again.stderr.contains("exists in the working tree"),
+        "{}",
+        again.stderr
+    );
+
+    let configs = |budget_a: u32, budget_b: u32| {
+        for (f, b) in [("base.toml", budget_a), ("cand.toml", budget_b)] {
+            s.env.file(
+                f,
+                &format!("[conductor]\nnudge_after = \"5s\"\nrestart_after = \"10s\"\nattempt_timeout = \"60s\"\nfailure_budget = {b}\n"),
+            );
+        }
+    };
+    configs(3, 1);
+    let base = s.env.tmp.path().join("base.toml").display().to_string();
+    let cand = s.env.tmp.path().join("cand.toml").display().to_string();
+    let replay = |extra: &[&str]| {
+        let mut a = vec![
+            "bench",
+            "replay",
+            "--baseline-config",
+            &base,
+            "--candidate-config",
+            &cand,
+            "--seeds",
+            "2",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        s.run(&a)
+    };
+    // Only the protected branch's missions run: the working tree's file is not one yet.
+    let unmerged = replay(&["--mission", "late-b"]).code(2);
+    assert!(
+        unmerged
+            .stderr
+            .contains("--mission late-b: no such mission (here: silent, flaky)"),
+        "{}",
+        unmerged.stderr
+    );
+    s.env.git(&["add", "missions/late-b.toml"]);
+    s.env
+        .git(&["commit", "-qm", "A mission recorded from our own run"]);
+    let v = replay(&["--mission", "late-b"]).ok().json();
+    assert_eq!(v["missions"], serde_json::json!(["late-b"]), "{v}");
+    let failed = v["deltas"]
+        .as_array()
+        .expect("deltas")
+        .iter()
+        .find(|d| d["metric"] == "failed_tasks")
+        .expect("failed_tasks")
+        .clone();
+    // B failed its first attempt in the run: with one attempt allowed it fails every time.
+    assert_eq!(failed["baseline_mean"], 0.0, "{failed}");
+    assert_eq!(failed["candidate_mean"], 1.0, "{failed}");
+    assert_eq!(failed["verdict"], "regressed", "{failed}");
+
+    // A broken mission on the branch is refused with its file and field.
+    s.env.write(
+        "missions/broken.toml",
+        "[mission]\nid = \"broken\"\ntitle = \"t\"\n[[task]]\nid = \"A\"\nbehaviour = \"recorded\"\n",
+    );
+    s.env.git(&["add", "missions/broken.toml"]);
+    s.env.git(&["commit", "-qm", "A broken mission"]);
+    let broken = replay(&["--mission", "late-b"]).code(2);
+    assert!(
+        broken.stderr.contains(
+            "missions/broken.toml on main: task A: behaviour \"recorded\" needs attempts"
+        ),
+        "{}",
+        broken.stderr
+    );
+}

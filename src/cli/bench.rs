@@ -14,6 +14,9 @@ pub enum BenchCommand {
     /// Run the built-in missions under a baseline and a candidate configuration, interleaved,
     /// and report each metric's delta with a 95 % interval across seeds.
     Replay(ReplayArgs),
+    /// Record a finished run as a replay mission of this repository (`missions/<ID>.toml` in
+    /// the working tree, to commit and propose): each task's attempts as they happened.
+    Record(RecordArgs),
     /// One mission under one configuration, printed as its metrics in JSON: what another build
     /// of atelier is asked to run for `bench replay --baseline REV`.
     #[command(hide = true)]
@@ -21,9 +24,30 @@ pub enum BenchCommand {
 }
 
 #[derive(Args, Debug)]
-pub struct SampleArgs {
+pub struct RecordArgs {
+    /// The run (`atelier status` lists them).
+    run: String,
+    /// The mission's id (default: `run-<RUN>`).
     #[arg(long)]
-    mission: String,
+    id: Option<String>,
+    /// Seconds of the run per second of replay (default: the run's restart_after, or its
+    /// longest silence, replays in about 5 s).
+    #[arg(long)]
+    scale: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct SampleArgs {
+    /// A built-in mission.
+    #[arg(
+        long,
+        required_unless_present = "mission_file",
+        conflicts_with = "mission_file"
+    )]
+    mission: Option<String>,
+    /// A mission file (a repository's own mission).
+    #[arg(long)]
+    mission_file: Option<PathBuf>,
     #[arg(long)]
     seed: u64,
     /// A TOML file with the [conductor] to run.
@@ -87,8 +111,19 @@ fn conductor_of(path: &Path) -> anyhow::Result<Conductor> {
 pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     let args = match cmd {
         BenchCommand::Replay(a) => a,
+        BenchCommand::Record(a) => return record(dir, a),
         BenchCommand::Sample(a) => {
-            let metrics = bench::sample(&a.mission, &conductor_of(&a.config)?, a.seed)?;
+            let mission = match (&a.mission, &a.mission_file) {
+                (Some(id), _) => bench::built_in(id)?,
+                (None, Some(f)) => {
+                    let text = std::fs::read_to_string(f).map_err(|e| {
+                        workflow::Error::Input(format!("reading {}: {e}", f.display()))
+                    })?;
+                    bench::parse_mission(&f.display().to_string(), &text)?
+                }
+                (None, None) => unreachable!("clap requires one"),
+            };
+            let metrics = bench::sample(&mission, &conductor_of(&a.config)?, a.seed)?;
             json(&metrics)?;
             return Ok(ExitCode::SUCCESS);
         }
@@ -124,9 +159,15 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         },
         None => bench::Side::Here(baseline.clone()),
     };
+    // The built-in missions and, in a repository, its protected branch's own.
+    let all = match Workspace::open(dir) {
+        Ok(ws) => bench::of_workspace(&ws)?,
+        Err(_) => bench::missions()?,
+    };
     let report = bench::replay_sides(
         &base_side,
         &bench::Side::Here(candidate),
+        &all,
         args.seeds,
         args.mission.as_deref(),
     )?;
@@ -175,5 +216,55 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         ));
     }
     out(&t)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn record(dir: &Path, a: RecordArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    let run_dir = crate::swarm::runtime::run_dir(&ws, &a.run);
+    let events = run_dir.join("events.jsonl");
+    if !events.is_file() {
+        return Err(workflow::Error::Input(format!(
+            "run {}: no events at {} (`atelier status` lists the runs)",
+            a.run,
+            events.display()
+        ))
+        .into());
+    }
+    let records = crate::swarm::events::read(&events)?;
+    let id = a.id.clone().unwrap_or_else(|| {
+        format!(
+            "run-{}",
+            a.run
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect::<String>()
+        )
+    });
+    let text = bench::record(&a.run, &records, &id, a.scale)?;
+    let known = bench::of_workspace(&ws)?;
+    if known.iter().any(|m| m.mission.id == id) {
+        return Err(workflow::Error::Input(format!(
+            "--id {id}: a mission with that id exists already (built in or on {}); choose another with --id",
+            ws.branch()
+        ))
+        .into());
+    }
+    let rel = format!("missions/{id}.toml");
+    let path = ws.root.join(&rel);
+    if path.exists() {
+        return Err(workflow::Error::Input(format!(
+            "{rel} exists in the working tree: move it away or choose another --id"
+        ))
+        .into());
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    crate::fsutil::atomic_write(&path, text.as_bytes())?;
+    out(&format!(
+        "recorded run {} as mission `{id}` in {rel}\nMissions are judge paths: commit it and propose it as a person (`atelier propose`); once merged, `atelier bench replay --mission {id}` and every cycle run it.\n",
+        a.run
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

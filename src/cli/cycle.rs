@@ -111,11 +111,12 @@ pub(super) fn run(ws: &Workspace, args: &CycleArgs) -> anyhow::Result<(ExitCode,
         ))
         .into());
     }
+    let missions = bench::of_workspace(ws)?;
     if let Some(m) = &args.mission {
-        if !bench::missions()?.iter().any(|x| &x.mission.id == m) {
+        if !missions.iter().any(|x| &x.mission.id == m) {
             return Err(workflow::Error::Input(format!(
-                "--mission {m}: no such mission (built in: {})",
-                bench::missions()?
+                "--mission {m}: no such mission (here: {})",
+                missions
                     .iter()
                     .map(|x| x.mission.id.as_str())
                     .collect::<Vec<_>>()
@@ -154,7 +155,7 @@ pub(super) fn run(ws: &Workspace, args: &CycleArgs) -> anyhow::Result<(ExitCode,
         return Ok((ExitCode::from(1), c));
     };
     c.proposal = Some(p.id.clone());
-    match steps(ws, args, &p, &mut c) {
+    match steps(ws, args, &missions, &p, &mut c) {
         Ok(code) => Ok((code, c)),
         Err(e) => {
             // Nothing half-recorded: the proposal is closed with the reason, in the ledger.
@@ -193,15 +194,16 @@ fn conductor_at(ws: &Workspace, at: git2::Oid) -> anyhow::Result<Conductor> {
 fn steps(
     ws: &Workspace,
     args: &CycleArgs,
+    missions: &[bench::Mission],
     p: &workflow::Proposed,
     c: &mut Cycle,
 ) -> anyhow::Result<ExitCode> {
     let head = git2::Oid::from_str(&p.head)?;
     let base = git2::Oid::from_str(&p.base)?;
     let (baseline, candidate) = (conductor_at(ws, base)?, conductor_at(ws, head)?);
-    let all: Vec<String> = bench::missions()?
-        .into_iter()
-        .map(|m| m.mission.id)
+    let all: Vec<String> = missions
+        .iter()
+        .map(|m| m.mission.id.clone())
         .filter(|id| args.mission.as_ref().is_none_or(|m| m == id))
         .collect();
     // A change to Atelier's own code is measured by two builds: the base's and the change's.
@@ -272,6 +274,7 @@ fn steps(
         Some(bench::replay(
             &baseline,
             &candidate,
+            missions,
             args.seeds,
             args.mission.as_deref(),
         )?)
@@ -304,6 +307,7 @@ fn steps(
                 conductor: candidate.clone(),
                 sandbox: changed.sandbox.clone(),
             },
+            missions,
             args.seeds,
             args.mission.as_deref(),
         )?)

@@ -60,6 +60,27 @@ impl Conductor {
         }
     }
 
+    /// Every duration divided by `scale` (rounded, at least a second): the configuration a
+    /// time-compressed mission runs under.
+    pub fn scaled(&self, scale: u64) -> Conductor {
+        if scale <= 1 {
+            return self.clone();
+        }
+        let div = |d: &str| match crate::governance::time::parse_duration(d) {
+            Ok(secs) => {
+                let s = u64::try_from(secs).unwrap_or(0);
+                format!("{}s", ((s + scale / 2) / scale).max(1))
+            }
+            Err(_) => d.to_string(),
+        };
+        Conductor {
+            nudge_after: div(&self.nudge_after),
+            restart_after: div(&self.restart_after),
+            attempt_timeout: div(&self.attempt_timeout),
+            failure_budget: self.failure_budget,
+        }
+    }
+
     pub fn toml(&self) -> String {
         format!(
             "[conductor]\nnudge_after = \"{}\"\nrestart_after = \"{}\"\nattempt_timeout = \"{}\"\nfailure_budget = {}\n",
@@ -75,6 +96,9 @@ pub struct Mission {
     pub mission: MissionHead,
     #[serde(rename = "task")]
     pub tasks: Vec<MissionTask>,
+    /// The file's text (what another build is given to run it).
+    #[serde(skip)]
+    pub text: String,
 }
 
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -82,6 +106,15 @@ pub struct Mission {
 pub struct MissionHead {
     pub id: String,
     pub title: String,
+    /// Seconds of the recorded run per second of replay (a mission recorded from a run whose
+    /// silences lasted minutes replays in seconds): the behaviours' durations and both sides'
+    /// `[conductor]` durations are divided by it. 1 for the built-in missions.
+    #[serde(default = "one")]
+    pub scale: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -89,26 +122,164 @@ pub struct MissionHead {
 pub struct MissionTask {
     pub id: String,
     pub behaviour: String,
+    /// For `behaviour = "recorded"`: what each attempt did, in order (the last one repeats).
+    #[serde(default)]
+    pub attempts: Vec<RecordedAttempt>,
+}
+
+/// One attempt of a recorded task: how long it was silent before it ended, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedAttempt {
+    #[serde(default)]
+    pub quiet_ms: u64,
+    /// `pass`, `fail` (exit 1), `crash` (killed by a signal), `wrong` (exits 0, the check
+    /// fails) or `hang` (never ends by itself: it was restarted or timed out).
+    pub then: String,
+}
+
+const ENDINGS: &[&str] = &["pass", "fail", "crash", "wrong", "hang"];
+
+/// A mission file's text, parsed and checked; `file` names it in errors.
+pub fn parse_mission(file: &str, text: &str) -> Result<Mission> {
+    let bad = |what: String| crate::workflow::Error::Input(format!("{file}: {what}"));
+    let mut m: Mission = toml::from_str(text).map_err(|e| bad(e.to_string().trim_end().into()))?;
+    m.text = text.to_string();
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 64
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if !word(&m.mission.id) {
+        return Err(bad(format!(
+            "mission.id `{}`: letters, digits, `-` and `_` only (it names files and the plan)",
+            m.mission.id
+        )));
+    }
+    if m.mission.scale == 0 {
+        return Err(bad("mission.scale: at least 1".into()));
+    }
+    if m.tasks.is_empty() {
+        return Err(bad("no [[task]]: a mission has at least one".into()));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for t in &m.tasks {
+        if !word(&t.id) || !seen.insert(t.id.clone()) {
+            return Err(bad(format!(
+                "task.id `{}`: letters, digits, `-` and `_`, once per mission",
+                t.id
+            )));
+        }
+        if t.behaviour == "recorded" {
+            if t.attempts.is_empty() {
+                return Err(bad(format!(
+                    "task {}: behaviour \"recorded\" needs attempts = [{{ quiet_ms = N, then = \"pass\" }}, …]",
+                    t.id
+                )));
+            }
+            if let Some(a) = t
+                .attempts
+                .iter()
+                .find(|a| !ENDINGS.contains(&a.then.as_str()))
+            {
+                return Err(bad(format!(
+                    "task {}: attempts: then = \"{}\" is not one of {}",
+                    t.id,
+                    a.then,
+                    ENDINGS.join(", ")
+                )));
+            }
+        } else if !t.attempts.is_empty() {
+            return Err(bad(format!(
+                "task {}: attempts belong to behaviour = \"recorded\" only",
+                t.id
+            )));
+        }
+        behaviour(t, 1, 0).map_err(|e| bad(e.to_string()))?;
+    }
+    Ok(m)
 }
 
 /// The built-in missions, parsed (a mission that does not parse is a bug: tests parse them all).
 pub fn missions() -> Result<Vec<Mission>> {
-    MISSIONS
-        .iter()
-        .map(|(f, t)| {
-            toml::from_str(t).map_err(|e| crate::workflow::Error::Input(format!("{f}: {e}")))
-        })
-        .collect()
+    MISSIONS.iter().map(|(f, t)| parse_mission(f, t)).collect()
 }
 
-/// The scripted agent's shell code for one task's behaviour under `seed`: what it does at each
-/// attempt. `$D` is the bench's directory; a `would-pass` marker says the attempt would have
-/// passed had it not been stopped (so a restart of it is a false kill).
-pub fn behaviour(task: &str, behaviour: &str, seed: u64) -> Result<String> {
+/// The missions a repository runs: the built-in ones, then the protected branch's own
+/// `missions/*.toml` (never the working tree's or a proposal's: missions are judge paths). A
+/// file whose id is built in is the built-in mission's source (as in Atelier's own
+/// repository) and is skipped; `notes` says so when its text differs from this build's.
+pub fn repository_missions(
+    repo: &git2::Repository,
+    tree: &git2::Tree<'_>,
+    branch: &str,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Mission>> {
+    let mut all = missions()?;
+    let Ok(entry) = tree.get_path(Path::new("missions")) else {
+        return Ok(all);
+    };
+    let Ok(dir) = repo.find_tree(entry.id()) else {
+        return Ok(all);
+    };
+    for e in dir.iter() {
+        let Some(name) = e.name().filter(|n| n.ends_with(".toml")) else {
+            continue;
+        };
+        let Ok(blob) = repo.find_blob(e.id()) else {
+            continue;
+        };
+        let file = format!("missions/{name} on {branch}");
+        let text = std::str::from_utf8(blob.content())
+            .map_err(|_| crate::workflow::Error::Input(format!("{file}: not UTF-8")))?;
+        let m = parse_mission(&file, text)?;
+        if MISSIONS
+            .iter()
+            .any(|(_, t)| parse_mission("", t).is_ok_and(|b| b.mission.id == m.mission.id))
+        {
+            if !MISSIONS.iter().any(|(_, t)| *t == text) {
+                notes.push(format!(
+                    "{file}: mission `{}` is built in; this build's own version runs",
+                    m.mission.id
+                ));
+            }
+            continue;
+        }
+        if all.iter().any(|x| x.mission.id == m.mission.id) {
+            return Err(crate::workflow::Error::Input(format!(
+                "{file}: mission.id `{}` is another file's already: give each mission its own id",
+                m.mission.id
+            )));
+        }
+        all.push(m);
+    }
+    Ok(all)
+}
+
+/// The missions `ws` runs: the built-in ones and its protected branch's `missions/*.toml`;
+/// notes about skipped files go to stderr.
+pub fn of_workspace(ws: &crate::workflow::Workspace) -> Result<Vec<Mission>> {
+    let tip = crate::git::branch_tip(&ws.repo, ws.branch())?;
+    let tree = ws.repo.find_commit(tip)?.tree()?;
+    let mut notes = Vec::new();
+    let all = repository_missions(&ws.repo, &tree, ws.branch(), &mut notes)?;
+    for n in notes {
+        eprintln!("bench: {n}");
+    }
+    Ok(all)
+}
+
+/// The scripted agent's shell code for one task under `seed`: what it does at each attempt.
+/// `$D` is the bench's directory; a `would-pass` marker says the attempt would have passed had
+/// it not been stopped (so a restart of it is a false kill). `scale` divides a recorded task's
+/// durations.
+pub fn behaviour(t: &MissionTask, scale: u64, seed: u64) -> Result<String> {
+    let task = t.id.as_str();
     let out = format!("out/{task}.txt");
     let done = format!("mkdir -p out; echo done > {out}");
     let marker = format!("touch \"$D/would-pass-{task}-$ATELIER_ATTEMPT\"");
-    Ok(match behaviour {
+    Ok(match t.behaviour.as_str() {
         // Quiet for 1.5, 2.5 or 3.5 s on its first attempt, then delivers.
         "silent" => {
             let tenths = 15 + 10 * (seed % 3);
@@ -136,12 +307,160 @@ pub fn behaviour(task: &str, behaviour: &str, seed: u64) -> Result<String> {
         "wrong" => format!(
             "mkdir -p out; if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo wrong > {out}; else echo done > {out}; fi"
         ),
+        // What the recorded run's attempts did, attempt by attempt, time compressed by `scale`.
+        "recorded" => {
+            let mut arms = String::new();
+            let n = t.attempts.len();
+            for (i, a) in t.attempts.iter().enumerate() {
+                let ms = a.quiet_ms / scale.max(1);
+                let quiet = format!("sleep {}.{:03}", ms / 1000, ms % 1000);
+                let end = match a.then.as_str() {
+                    "pass" => format!("{marker}; {quiet}; {done}"),
+                    "fail" => format!("{quiet}; echo 'error: recorded failure at {out}:1'; exit 1"),
+                    "crash" => format!("{quiet}; kill -9 $$"),
+                    "wrong" => format!("{quiet}; mkdir -p out; echo wrong > {out}"),
+                    "hang" => "sleep 100000; exit 1".to_string(),
+                    other => {
+                        return Err(crate::workflow::Error::Input(format!(
+                            "mission task {task}: then = \"{other}\" is not one of {}",
+                            ENDINGS.join(", ")
+                        )))
+                    }
+                };
+                let label = if i + 1 == n {
+                    "*".to_string()
+                } else {
+                    (i + 1).to_string()
+                };
+                arms.push_str(&format!("    {label}) echo working; {end} ;;\n"));
+            }
+            format!("case \"$ATELIER_ATTEMPT\" in\n{arms}  esac")
+        }
         other => {
             return Err(crate::workflow::Error::Input(format!(
-                "mission task {task}: unknown behaviour `{other}` (silent, steady, flaky, crash, wrong)"
+                "mission task {task}: unknown behaviour `{other}` (silent, steady, flaky, crash, wrong, recorded)"
             )))
         }
     })
+}
+
+/// A mission recorded from a run's events (`atelier bench record`): each task's attempts, in
+/// order, with how long each was silent before it ended and how it ended, so the replay
+/// benchmark can run what really happened under other settings. `scale` compresses time
+/// (default: the run's `restart_after`, or its longest silence, replays in about 5 s).
+pub fn record(
+    run: &str,
+    records: &[events::Record],
+    id: &str,
+    scale: Option<u64>,
+) -> Result<String> {
+    let bad = |w: String| crate::workflow::Error::Input(w);
+    // Per (task, attempt): the silence before it ended and how it ended.
+    let mut order: Vec<String> = Vec::new();
+    let mut attempts: BTreeMap<(String, u32), (u64, Option<&'static str>)> = BTreeMap::new();
+    let mut exited: BTreeMap<(String, u32), Option<i32>> = BTreeMap::new();
+    let mut restart_ms = 0;
+    for r in records {
+        match &r.event {
+            RunEvent::Settings {
+                restart_after_ms, ..
+            } => restart_ms = *restart_after_ms,
+            RunEvent::AttemptStarted { task, attempt, .. } => {
+                if !order.contains(task) {
+                    order.push(task.clone());
+                }
+                attempts.insert((task.clone(), *attempt), (0, None));
+            }
+            RunEvent::Quiet {
+                task, attempt, ms, ..
+            } => {
+                if let Some(a) = attempts.get_mut(&(task.clone(), *attempt)) {
+                    a.0 = a.0.max(*ms);
+                }
+            }
+            RunEvent::Restarted {
+                task,
+                attempt,
+                silent_secs,
+                silent_ms,
+            } => {
+                if let Some(a) = attempts.get_mut(&(task.clone(), *attempt)) {
+                    a.0 = a.0.max(silent_ms.unwrap_or(silent_secs * 1000));
+                    a.1 = Some("hang");
+                }
+            }
+            RunEvent::WorkerExited {
+                task,
+                attempt,
+                code,
+                ..
+            } => {
+                exited.insert((task.clone(), *attempt), *code);
+            }
+            RunEvent::AttemptPassed { task, attempt, .. } => {
+                if let Some(a) = attempts.get_mut(&(task.clone(), *attempt)) {
+                    a.1 = Some("pass");
+                }
+            }
+            RunEvent::AttemptFailed { task, attempt, .. } => {
+                let code = exited.get(&(task.clone(), *attempt)).copied();
+                if let Some(a) = attempts.get_mut(&(task.clone(), *attempt)) {
+                    if a.1.is_none() {
+                        a.1 = Some(match code {
+                            Some(None) => "crash",
+                            Some(Some(0)) => "wrong",
+                            _ => "fail",
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if order.is_empty() {
+        return Err(bad(format!(
+            "run {run}: no attempt was recorded; there is nothing to replay"
+        )));
+    }
+    let longest = attempts.values().map(|a| a.0).max().unwrap_or(0);
+    let scale = scale
+        .unwrap_or_else(|| restart_ms.max(longest).div_ceil(5000))
+        .max(1);
+    let quote = |t: &str| toml::Value::String(t.to_string()).to_string();
+    let mut out = format!(
+        "# A replay mission recorded from run {run} by `atelier bench record`: each task's attempts as\n# they happened (how long each was silent before it ended, and how it ended), time compressed by\n# `scale`. Missions are judge paths: a person adds one through a proposal, never the cycle.\n[mission]\nid = {}\ntitle = {}\nscale = {scale}   # seconds of the recorded run per second of replay\n",
+        quote(id),
+        quote(&format!("Recorded from run {run}"))
+    );
+    let word = |t: &str| -> String {
+        t.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect()
+    };
+    for task in &order {
+        let lines: Vec<String> = attempts
+            .range((task.clone(), 0)..=(task.clone(), u32::MAX))
+            .filter_map(|(_, (quiet, then))| {
+                then.map(|t| format!("    {{ quiet_ms = {quiet}, then = \"{t}\" }},\n"))
+            })
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "\n[[task]]\nid = {}\nbehaviour = \"recorded\"\nattempts = [\n{}]\n",
+            quote(&word(task)),
+            lines.concat()
+        ));
+    }
+    parse_mission("the recorded mission", &out)?;
+    Ok(out)
 }
 
 /// One run's metrics.
@@ -305,7 +624,7 @@ fn run_one(
         cases.push_str(&format!(
             "  *:{}) {} ;;\n",
             t.id,
-            behaviour(&t.id, &t.behaviour, seed)?
+            behaviour(t, mission.mission.scale, seed)?
         ));
     }
     let agent = work.join("agent.sh");
@@ -326,7 +645,7 @@ fn run_one(
         toml::Value::String(dir.join("gate").join("gate_key").display().to_string()),
         toml::Value::String(agent.display().to_string()),
         toml::Value::String(work.display().to_string()),
-        conductor.toml()
+        conductor.scaled(mission.mission.scale).toml()
     );
     std::fs::write(root.join("atelier.toml"), config)?;
     std::fs::write(
@@ -397,21 +716,26 @@ impl Side {
 
 /// One mission under `conductor` with `seed`, run by this atelier in a fresh temporary
 /// directory: its metrics (`bench sample`, what another build runs for `--baseline REV`).
-pub fn sample(mission: &str, conductor: &Conductor, seed: u64) -> Result<BTreeMap<String, u64>> {
-    let all = missions()?;
-    let m = all
-        .iter()
-        .find(|m| m.mission.id == mission)
-        .ok_or_else(|| {
-            crate::workflow::Error::Input(format!(
-                "--mission {mission}: no such mission in this build"
-            ))
-        })?;
+pub fn sample(
+    mission: &Mission,
+    conductor: &Conductor,
+    seed: u64,
+) -> Result<BTreeMap<String, u64>> {
     let tmp = tempfile::Builder::new()
         .prefix("atelier-bench-")
         .tempdir()
         .context("creating a temporary directory")?;
-    run_one(&tmp.path().join("run"), m, conductor, seed)
+    run_one(&tmp.path().join("run"), mission, conductor, seed)
+}
+
+/// A built-in mission by id.
+pub fn built_in(id: &str) -> Result<Mission> {
+    missions()?
+        .into_iter()
+        .find(|m| m.mission.id == id)
+        .ok_or_else(|| {
+            crate::workflow::Error::Input(format!("--mission {id}: no such mission in this build"))
+        })
 }
 
 /// Runs one mission on `side`.
@@ -427,19 +751,25 @@ fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             let config = dir.join("conductor.toml");
             std::fs::write(&config, conductor.toml())?;
-            let args: Vec<String> = [
-                "bench",
-                "sample",
-                "--mission",
-                &m.mission.id,
-                "--seed",
-                &seed.to_string(),
-                "--config",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([config.display().to_string()])
-            .collect();
+            // A built-in mission by id (every build knows it); another by its file.
+            let which = if MISSIONS.iter().any(|(_, t)| *t == m.text) {
+                vec!["--mission".to_string(), m.mission.id.clone()]
+            } else {
+                let file = dir.join("mission.toml");
+                std::fs::write(&file, &m.text)?;
+                vec!["--mission-file".to_string(), file.display().to_string()]
+            };
+            let args: Vec<String> = ["bench", "sample"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain(which)
+                .chain([
+                    "--seed".to_string(),
+                    seed.to_string(),
+                    "--config".to_string(),
+                    config.display().to_string(),
+                ])
+                .collect();
             let out = match sandbox {
                 None => {
                     let args: Vec<std::ffi::OsString> =
@@ -518,12 +848,14 @@ fn contained_sample(
 pub fn replay(
     baseline: &Conductor,
     candidate: &Conductor,
+    all: &[Mission],
     seeds: u64,
     only: Option<&str>,
 ) -> Result<Report> {
     replay_sides(
         &Side::Here(baseline.clone()),
         &Side::Here(candidate.clone()),
+        all,
         seeds,
         only,
     )
@@ -533,6 +865,7 @@ pub fn replay(
 pub fn replay_sides(
     baseline: &Side,
     candidate: &Side,
+    all: &[Mission],
     seeds: u64,
     only: Option<&str>,
 ) -> Result<Report> {
@@ -541,14 +874,13 @@ pub fn replay_sides(
             "--seeds: at least 1 (at least 2 for an interval)".into(),
         ));
     }
-    let all = missions()?;
     let chosen: Vec<&Mission> = all
         .iter()
         .filter(|m| only.is_none_or(|o| o == m.mission.id))
         .collect();
     if chosen.is_empty() {
         return Err(crate::workflow::Error::Input(format!(
-            "--mission {}: no such mission (built in: {})",
+            "--mission {}: no such mission (here: {})",
             only.unwrap_or_default(),
             all.iter()
                 .map(|m| m.mission.id.as_str())
@@ -623,7 +955,7 @@ mod tests {
         for m in missions().expect("missions parse") {
             for t in &m.tasks {
                 for seed in 0..3 {
-                    behaviour(&t.id, &t.behaviour, seed).expect("known behaviour");
+                    behaviour(t, 1, seed).expect("known behaviour");
                 }
             }
         }
@@ -647,5 +979,172 @@ mod tests {
         assert_eq!(compare("x", &[(1.0, 3.0), (1.0, 3.0)]).verdict, "regressed");
         assert_eq!(t95(1), 12.706);
         assert!((t95(100) - 1.984).abs() < 0.001);
+    }
+
+    #[test]
+    fn mission_files_are_checked_with_the_field_and_what_to_do() {
+        let cases = [
+            ("[mission]\nid = \"a b\"\ntitle = \"t\"\n[[task]]\nid = \"A\"\nbehaviour = \"steady\"\n", "mission.id `a b`"),
+            ("[mission]\nid = \"a\"\ntitle = \"t\"\nscale = 0\n[[task]]\nid = \"A\"\nbehaviour = \"steady\"\n", "mission.scale: at least 1"),
+            ("[mission]\nid = \"a\"\ntitle = \"t\"\n", "missing field `task`"),
+            ("[mission]\nid = \"a\"\ntitle = \"t\"\n[[task]]\nid = \"A\"\nbehaviour = \"recorded\"\n", "needs attempts"),
+            ("[mission]\nid = \"a\"\ntitle = \"t\"\n[[task]]\nid = \"A\"\nbehaviour = \"recorded\"\nattempts = [{ then = \"explode\" }]\n", "then = \"explode\" is not one of pass, fail"),
+            ("[mission]\nid = \"a\"\ntitle = \"t\"\n[[task]]\nid = \"A\"\nbehaviour = \"steady\"\nattempts = [{ then = \"pass\" }]\n", "attempts belong to behaviour = \"recorded\""),
+            ("[mission]\nid = \"a\"\ntitle = \"t\"\n[[task]]\nid = \"A\"\nbehaviour = \"steady\"\n[[task]]\nid = \"A\"\nbehaviour = \"steady\"\n", "once per mission"),
+            ("[mission]\nid = \"a\"\ntitle = \"t\"\n[[task]]\nid = \"A\"\nbehaviour = \"lazy\"\n", "unknown behaviour `lazy`"),
+        ];
+        for (text, want) in cases {
+            let e = parse_mission("missions/a.toml", text)
+                .expect_err(want)
+                .to_string();
+            assert!(
+                e.starts_with("missions/a.toml: ") && e.contains(want),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_recorded_run_becomes_a_mission_that_replays_its_attempts() {
+        use super::events::QuietEnd;
+        let ev = |event: RunEvent| events::Record {
+            seq: 0,
+            at: String::new(),
+            event,
+        };
+        let started = |task: &str, attempt| {
+            ev(RunEvent::AttemptStarted {
+                task: task.into(),
+                attempt,
+                claims: vec![],
+                worktree: String::new(),
+                prompt_bytes: 0,
+                role: None,
+                backend: None,
+            })
+        };
+        let exited = |task: &str, attempt, code| {
+            ev(RunEvent::WorkerExited {
+                task: task.into(),
+                attempt,
+                code,
+                output_bytes: 0,
+                truncated: false,
+                ms: None,
+            })
+        };
+        let failed = |task: &str, attempt| {
+            ev(RunEvent::AttemptFailed {
+                task: task.into(),
+                attempt,
+                reason: String::new(),
+                digest: vec![],
+                ms: None,
+            })
+        };
+        let passed = |task: &str, attempt| {
+            ev(RunEvent::AttemptPassed {
+                task: task.into(),
+                attempt,
+                commit: String::new(),
+                ms: None,
+            })
+        };
+        let records = vec![
+            ev(RunEvent::Settings {
+                nudge_after_ms: 600_000,
+                restart_after_ms: 1_200_000,
+                attempt_timeout_ms: 5_400_000,
+                failure_budget: 3,
+                max_parallel: 2,
+                context_budget: 0,
+                steps: vec![],
+                roles: Default::default(),
+            }),
+            started("p:A", 1),
+            exited("p:A", 1, Some(3)),
+            failed("p:A", 1),
+            started("p:B", 1),
+            ev(RunEvent::Restarted {
+                task: "p:B".into(),
+                attempt: 1,
+                silent_secs: 1200,
+                silent_ms: Some(1_200_400),
+            }),
+            started("p:A", 2),
+            ev(RunEvent::Quiet {
+                task: "p:A".into(),
+                attempt: 2,
+                ms: 900_000,
+                ended: QuietEnd::Output,
+                nudged: true,
+            }),
+            exited("p:A", 2, Some(0)),
+            passed("p:A", 2),
+            started("p:B", 2),
+            exited("p:B", 2, None),
+            failed("p:B", 2),
+            started("p:B", 3),
+            exited("p:B", 3, Some(0)),
+            failed("p:B", 3),
+        ];
+        let text = record("r1", &records, "from-r1", None).expect("recorded");
+        let m = parse_mission("recorded", &text).expect("parses");
+        assert_eq!(m.mission.id, "from-r1");
+        assert_eq!(
+            m.mission.scale, 241,
+            "restart_after 20m replays in about 5 s"
+        );
+        let ends = |t: &MissionTask| -> Vec<(u64, String)> {
+            t.attempts
+                .iter()
+                .map(|a| (a.quiet_ms, a.then.clone()))
+                .collect()
+        };
+        assert_eq!(m.tasks[0].id, "p-A");
+        assert_eq!(
+            ends(&m.tasks[0]),
+            vec![(0, "fail".into()), (900_000, "pass".into())]
+        );
+        assert_eq!(
+            ends(&m.tasks[1]),
+            vec![
+                (1_200_400, "hang".into()),
+                (0, "crash".into()),
+                (0, "wrong".into())
+            ]
+        );
+        // Attempt 2 of A: quiet 900 s / 241 = 3.734 s, then delivers (a restart would be a
+        // false kill); later attempts of B repeat its last ending.
+        let script = behaviour(&m.tasks[0], m.mission.scale, 0).expect("script");
+        assert!(script.contains("*) echo working; touch"), "{script}");
+        assert!(script.contains("sleep 3.734"), "{script}");
+        let b = behaviour(&m.tasks[1], m.mission.scale, 0).expect("script");
+        assert!(b.contains("1) echo working; sleep 100000"), "{b}");
+        assert!(
+            b.contains("*) echo working; sleep 0.000; mkdir -p out; echo wrong"),
+            "{b}"
+        );
+        assert!(record("r2", &[], "x", None)
+            .expect_err("empty")
+            .to_string()
+            .contains("nothing to replay"));
+        // Both sides' settings are compressed alike.
+        let c = Conductor {
+            nudge_after: "10m".into(),
+            restart_after: "20m".into(),
+            attempt_timeout: "90m".into(),
+            failure_budget: 3,
+        };
+        let k = c.scaled(241);
+        assert_eq!(
+            (
+                k.nudge_after.as_str(),
+                k.restart_after.as_str(),
+                k.attempt_timeout.as_str()
+            ),
+            ("2s", "5s", "22s")
+        );
+        assert_eq!(c.scaled(1), c);
     }
 }
