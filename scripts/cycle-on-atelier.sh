@@ -6,7 +6,8 @@
 # the evidence, the review panel — and prints where the resulting record is. Atelier's own
 # proposals/ keeps one such record as the worked example (proposals/README.md).
 #
-#   scripts/cycle-on-atelier.sh [WORKDIR]   # ATELIER=another binary, LINT_FAMILY=a [proposers.lint] family
+#   scripts/cycle-on-atelier.sh [WORKDIR]   # ATELIER=another binary, LINT_FAMILY=a [proposers.lint] family,
+#                                           # CYCLES="tune lint" (the default) or one of them
 #
 # One deviation from Atelier's own atelier.toml, in the clone's adoption commit: the gauntlet is
 # `cargo fmt --check` alone, so that the telemetry runs take seconds (every passing attempt runs
@@ -129,5 +130,10 @@ except ValueError:
 }
 
 # `tune` from the telemetry, then `lint` on Atelier's own code (one family of [proposers.lint]).
-cycle tune --from tune --seeds 5
-cycle lint --from lint --family "${LINT_FAMILY:-semicolon_if_nothing_returned}" --seeds 2
+for c in ${CYCLES:-tune lint}; do
+  case $c in
+    tune) cycle tune --from tune --seeds 5 ;;
+    lint) cycle lint --from lint --family "${LINT_FAMILY:-semicolon_if_nothing_returned}" --seeds 2 ;;
+    *) echo "CYCLES: unknown cycle $c (tune, lint)" >&2; exit 2 ;;
+  esac
+done
