@@ -478,6 +478,32 @@ fn bench_replay_against_another_build_of_atelier() {
         old.stderr
     );
 
+    // A build that leaves a metric out (it would count as 0) is refused, naming what it gave.
+    let partial = s
+        .env
+        .file("partial.sh", "#!/bin/sh\necho '{\"failed_tasks\": 0}'\n");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let r = s.run(&[
+        "bench",
+        "replay",
+        "--baseline-bin",
+        &partial.display().to_string(),
+        "--seeds",
+        "2",
+        "--mission",
+        "flaky",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("with the metrics failed_tasks instead of attempts, failed_tasks"),
+        "{}",
+        r.stderr
+    );
+
     // --baseline REV builds the revision (here a stand-in cargo that "builds" by copying this
     // atelier), once, in a worktree it removes afterwards.
     let not_atelier = s.run(&["bench", "replay", "--baseline", "HEAD", "--seeds", "2"]);

@@ -796,12 +796,26 @@ fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<
                     String::from_utf8_lossy(&stderr).trim()
                 )));
             }
-            serde_json::from_slice(&stdout).map_err(|e| {
+            let metrics: BTreeMap<String, u64> = serde_json::from_slice(&stdout).map_err(|e| {
                 crate::workflow::Error::Input(format!(
                     "the {label} build ({}) answered `bench sample` with something other than its metrics ({e}): it predates `bench sample`",
                     path.display()
                 ))
-            })
+            })?;
+            // Every metric, and nothing else: a missing one would count as 0.
+            let keys: Vec<&str> = metrics.keys().map(String::as_str).collect();
+            let mut want: Vec<&str> = METRICS.to_vec();
+            want.sort_unstable();
+            if keys != want {
+                return Err(crate::workflow::Error::Input(format!(
+                    "the {label} build ({}) answered `bench sample` for mission {} seed {seed} with the metrics {} instead of {}",
+                    path.display(),
+                    m.mission.id,
+                    keys.join(", "),
+                    want.join(", ")
+                )));
+            }
+            Ok(metrics)
         }
     }
 }

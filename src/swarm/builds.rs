@@ -59,15 +59,16 @@ pub fn is_atelier(repo: &git2::Repository, tree: &git2::Tree<'_>) -> Result<bool
         .unwrap_or(false))
 }
 
-/// The build inputs the change `base..head` modifies, when this is Atelier's repository (both
-/// sides are the `atelier` package); empty otherwise.
+/// The build inputs the change `base..head` modifies, when this is Atelier's repository (the
+/// base is the `atelier` package; a change that renames the package is still a code change,
+/// and its build then fails with that reason); empty otherwise.
 pub fn code_changed(ws: &Workspace, base: git2::Oid, head: git2::Oid) -> Result<Vec<String>> {
     let repo = &ws.repo;
     let (b, h) = (
         repo.find_commit(base)?.tree()?,
         repo.find_commit(head)?.tree()?,
     );
-    if !is_atelier(repo, &b)? || !is_atelier(repo, &h)? {
+    if !is_atelier(repo, &b)? {
         return Ok(Vec::new());
     }
     Ok(crate::git::changed_paths(repo, &b, &h)?
