@@ -44,7 +44,7 @@ fn kinds_of(s: &Swarm, id: &str) -> Vec<String> {
         .collect()
 }
 
-fn on_branch(s: &Swarm, id: &str, file: &str) -> String {
+pub(crate) fn on_branch(s: &Swarm, id: &str, file: &str) -> String {
     let listing = s.env.git(&[
         "ls-tree",
         "-r",
@@ -623,7 +623,7 @@ fn agent_reviewers_get_the_validators_and_the_benchmark_in_their_handoff() {
 /// directory, first running `build.sh` when there is one (as cargo runs a build script).
 /// `[proposers.lint]`'s fixer edits the code: `fewer` makes fewer tasks fail, `worse` more,
 /// `hostile` adds a build script and code that try to reach the repository and the gate key.
-fn atelier_stand_in() -> (Swarm, std::path::PathBuf) {
+pub(crate) fn atelier_stand_in() -> (Swarm, std::path::PathBuf) {
     let s = Swarm::configured(
         "failure_budget = 3",
         "\n[gauntlet]\nwritable = [\"FAKEDIR\"]\n\n[[gauntlet.steps]]\nname = \"syntax\"\nrun = \"sh -n src/atelier.sh\"\ntimeout = \"30s\"\n\n[proposers.lint]\ncommand = [\"FIXER\", \"{family}\"]\nfamilies = [\"fewer\", \"worse\", \"hostile\"]\ntimeout = \"30s\"\n",
@@ -673,7 +673,7 @@ fn atelier_stand_in() -> (Swarm, std::path::PathBuf) {
     (s, cargo)
 }
 
-fn cycle_with(s: &Swarm, cargo: &std::path::Path, args: &[&str]) -> crate::support::Run {
+pub(crate) fn cycle_with(s: &Swarm, cargo: &std::path::Path, args: &[&str]) -> crate::support::Run {
     let mut all = vec!["cycle", "--seeds", "2", "--mission", "flaky", "--json"];
     all.extend_from_slice(args);
     let out = s

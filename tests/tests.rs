@@ -30,6 +30,7 @@ mod review12b;
 mod review_adversary;
 mod review_cycle;
 mod review_cycle2;
+mod review_cycle3;
 mod review_fixes;
 mod review_gate;
 mod review_one_loop;

@@ -1,0 +1,462 @@
+//! Adversarial review of dc9673e (a change to Atelier's own code measured by two builds).
+//! Each test is written failing-first: it states what should hold and fails on dc9673e.
+//!
+//! The stand-in is tests/cycle.rs's `atelier_stand_in`; these tests replace its fixer script
+//! (outside the repository, so nothing committed changes) to write the change each attack
+//! needs, under the family name `fewer`.
+
+use std::time::{Duration, Instant};
+
+use crate::cycle::{atelier_stand_in, cycle_with};
+use crate::support::Env;
+use crate::swarm::Swarm;
+
+/// The stand-in, with the `fewer` family's fixer replaced by `script` (run in the proposer's
+/// worktree).
+fn stand_in_with_fixer(script: &str) -> (Swarm, std::path::PathBuf) {
+    let (s, cargo) = atelier_stand_in();
+    let fixer = s.fake.join("fix.sh");
+    std::fs::write(
+        &fixer,
+        format!("#!/bin/sh\ncase \"$1\" in\n  fewer)\n{script}\n;;\nesac\n"),
+    )
+    .expect("write fixer");
+    (s, cargo)
+}
+
+fn delta(v: &serde_json::Value, metric: &str) -> serde_json::Value {
+    v["evidence"]["benchmark"]["deltas"]
+        .as_array()
+        .map(|d| {
+            d.iter()
+                .find(|d| d["metric"] == metric)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .unwrap_or_default()
+}
+
+/// Finding 1. `code_changed` counts a change as code only when *both* sides' Cargo.toml name
+/// the `atelier` package. A change that renames the package (keeping `[lib] name = "atelier"`
+/// and `[[bin]] name = "atelier"`, so the real crate still builds the same binary) and edits
+/// the code is reported as leaving "atelier's own code as it is": no build, no benchmark, and
+/// a `--metric` the operator named is dropped as unused.
+#[test]
+fn renaming_the_package_hides_a_code_change_from_the_two_builds() {
+    let (s, cargo) = stand_in_with_fixer(
+        "sed -i 's/^FAILED=1$/FAILED=7/' src/atelier.sh\nprintf '[package]\\nname = \"atelier-core\"\\nversion = \"0.1.0\"\\n\\n[lib]\\nname = \"atelier\"\\n\\n[[bin]]\\nname = \"atelier\"\\npath = \"src/main.rs\"\\n' > Cargo.toml",
+    );
+    let r = cycle_with(
+        &s,
+        &cargo,
+        &[
+            "--from",
+            "lint",
+            "--family",
+            "fewer",
+            "--metric",
+            "failed_tasks",
+        ],
+    );
+    let v = r.json();
+    let reason = v["evidence"]["metric_reason"].as_str().unwrap_or_default();
+    assert!(
+        !reason.contains("atelier's own code as they are"),
+        "a change to src/ (and Cargo.toml) is recorded as leaving atelier's code as it is: {reason}\n{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("cycle [build]"),
+        "the change to atelier's code was never built and measured (it makes 7x the tasks fail):\n{}",
+        r.stderr
+    );
+}
+
+/// Finding 2. The candidate's numbers are whatever its `bench sample` prints, and a metric
+/// it leaves out counts as 0 (`unwrap_or(0)` in `replay_sides`). A change whose binary
+/// answers with `{}` — on purpose, or because it renamed an event — gets every
+/// lower-is-better metric recorded as "improved", and the evidence calls the registered
+/// metric improved. A sample missing a metric should be refused (or the metric reported as
+/// not measured), never read as zero.
+#[test]
+fn a_candidate_that_omits_its_metrics_is_recorded_as_an_improvement() {
+    let (s, cargo) = stand_in_with_fixer(
+        "cat > src/atelier.sh <<'S'\n#!/bin/sh\n[ \"$1 $2\" = 'bench sample' ] || exit 2\necho '{}'\nS",
+    );
+    let r = cycle_with(
+        &s,
+        &cargo,
+        &[
+            "--from",
+            "lint",
+            "--family",
+            "fewer",
+            "--metric",
+            "failed_tasks",
+        ],
+    );
+    let v = r.json();
+    assert!(
+        r.stderr.contains("cycle [build]"),
+        "the change was built: {}",
+        r.stderr
+    );
+    assert_ne!(
+        v["evidence"]["outcome"],
+        "improved",
+        "a candidate that reported no metrics at all is recorded as improving failed_tasks: {}",
+        delta(&v, "failed_tasks")
+    );
+}
+
+/// Finding 3. While the change's binary runs `bench sample` (contained, in a session of its
+/// own), Ctrl-C does nothing: the terminal's SIGINT reaches only atelier's process group, and
+/// atelier no longer dies of it — the proposer's and the build's `Interrupts` registered tokio
+/// handlers, which stay installed for the life of the process — while `contained_sample` runs
+/// the program with `process::run`, not `run_or_interrupted`. A change whose sample stalls
+/// holds the cycle for 10 minutes per sample (seeds × missions), and the operator's only
+/// way out is SIGKILL, which leaves the proposal open, its temporary directories behind and
+/// the sweep of escaped descendants undone.
+#[test]
+fn ctrl_c_stops_the_cycle_while_the_change_s_binary_is_measured() {
+    use std::os::unix::process::CommandExt;
+    let (s, cargo) = stand_in_with_fixer(
+        "cat > src/atelier.sh <<'S'\n#!/bin/sh\n[ \"$1 $2\" = 'bench sample' ] || exit 2\nsleep 97.31\necho '{}'\nS",
+    );
+    let err = s.fake.join("ctrl-c.stderr");
+    let mut child = s
+        .command(&[
+            "cycle",
+            "--seeds",
+            "2",
+            "--mission",
+            "flaky",
+            "--json",
+            "--from",
+            "lint",
+            "--family",
+            "fewer",
+            "--metric",
+            "failed_tasks",
+        ])
+        .env("CARGO", &cargo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .process_group(0)
+        .spawn()
+        .expect("start atelier");
+    let pgid = child.id() as i32;
+    // Wait for the change's sample to be running.
+    let start = Instant::now();
+    let sleeping = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .map(|c| String::from_utf8_lossy(&c).contains("97.31"))
+                    .unwrap_or(false)
+            })
+    };
+    while !sleeping() {
+        if start.elapsed() > Duration::from_secs(120) || child.try_wait().ok().flatten().is_some() {
+            let _ = child.kill();
+            panic!(
+                "the change's sample never started:\n{}",
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // Ctrl-C at a terminal: SIGINT to the foreground process group (atelier's).
+    // SAFETY: kill(2) on the group of the process this test started.
+    unsafe {
+        libc::kill(-pgid, libc::SIGINT);
+    }
+    let asked = Instant::now();
+    let mut exited = None;
+    while asked.elapsed() < Duration::from_secs(20) {
+        if let Some(st) = child.try_wait().expect("wait") {
+            exited = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if exited.is_none() {
+        // Only the process this test started (its sample dies with it: PR_SET_PDEATHSIG).
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let left = sleeping();
+    assert!(
+        exited.is_some(),
+        "atelier ignored Ctrl-C for 20 s while the change's binary ran `bench sample`:\n{}",
+        std::fs::read_to_string(&err).unwrap_or_default()
+    );
+    assert!(!left, "the change's sample outlived the interrupted cycle");
+}
+
+/// Finding 4. `build_input` misses `.gitattributes`, which decides what the build's worktree
+/// holds: `text eol=crlf` (or `ident`) rewrites the checked-out files that `include_str!`
+/// embeds (src/defaults/, missions/, reviewers/ templates, prompts/), so the binary changes
+/// while the cycle records that the change "leaves atelier's own code as it is".
+#[test]
+fn a_gitattributes_change_alters_the_build_and_is_measured_as_code() {
+    let (s, cargo) =
+        stand_in_with_fixer("printf 'src/** text eol=crlf\\n*.md ident\\n' > .gitattributes");
+    let r = cycle_with(
+        &s,
+        &cargo,
+        &[
+            "--from",
+            "lint",
+            "--family",
+            "fewer",
+            "--metric",
+            "failed_tasks",
+        ],
+    );
+    let v = r.json();
+    assert!(
+        v["proposal"].as_str().is_some(),
+        "proposed: {}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("cycle [build]"),
+        "a change to .gitattributes (what every file of the build is checked out as) is not a build input:\n{}",
+        r.stderr
+    );
+}
+
+/// Finding 5. The candidate's numbers are its own binary's report: the evidence says they can
+/// be trusted because "the judge paths — the missions and the benchmark's code — must be
+/// unchanged, which the panel checks". But src/main.rs (which can answer `bench sample` with
+/// any numbers before src/cli/bench.rs runs) and src/swarm/builds.rs (what counts as a code
+/// change, how the change is built and whether it runs contained) are not judge paths of
+/// Atelier's own panel: an agent's change to either passes judge-tamper.
+#[test]
+fn an_agent_changing_what_produces_the_benchmark_numbers_is_judge_tamper() {
+    let env = Env::new();
+    env.write(
+        "reviewers/judge-tamper.toml",
+        include_str!("../reviewers/judge-tamper.toml"),
+    );
+    env.git(&["commit", "-qam", "Atelier's own judge-tamper reviewer"]);
+    let mut passed = Vec::new();
+    for path in ["src/swarm/builds.rs", "src/main.rs"] {
+        let patch = env.patch(&[(path, "// bench sample: always improved\n")]);
+        let id = env
+            .atelier(&[
+                "propose",
+                "--patch",
+                patch.to_str().expect("utf8"),
+                "--title",
+                &format!("Tidy {path}"),
+                "--agent",
+                "claude-code",
+            ])
+            .ok()
+            .stdout
+            .trim()
+            .to_string();
+        let v = env.atelier(&["review", &id, "--json"]).json();
+        if v["verdict"] != "block" {
+            passed.push(format!("{path}: {}", v["verdict"]));
+        }
+    }
+    assert!(
+        passed.is_empty(),
+        "an agent's change to what produces or contains the candidate's benchmark numbers passes the panel: {passed:?}"
+    );
+}
+
+/// Finding 6. The trusted build of the base runs in `.atelier/bench/bench-<sha12>` on branch
+/// `atelier/bench/bench-<sha12>` and removes both only when `trusted` returns. A cycle killed
+/// during that build (SIGKILL, OOM, a closed terminal: a real release build takes minutes)
+/// leaves both behind, nothing prunes them, and every later cycle against that base fails at
+/// `build` (`add_worktree`: the worktree exists) — closing each new proposal — until someone
+/// removes them by hand. The killed cycle's proposal also stays open.
+#[test]
+fn a_cycle_killed_during_the_base_s_build_does_not_block_the_next_one() {
+    let (s, cargo) = atelier_stand_in();
+    let mark = s.fake.join("slow-base-build");
+    let started = s.fake.join("base-build-started");
+    let script = std::fs::read_to_string(&cargo).expect("cargo stand-in");
+    std::fs::write(
+        &cargo,
+        script.replacen(
+            "#!/bin/sh\n",
+            &format!(
+                "#!/bin/sh\ncase \"$(pwd)\" in */.atelier/bench/*) if [ -f '{m}' ]; then echo $$ > '{st}'; sleep 60; fi ;; esac\n",
+                m = mark.display(),
+                st = started.display()
+            ),
+            1,
+        ),
+    )
+    .expect("slow cargo");
+    std::fs::write(&mark, "").expect("mark");
+    let mut child = s
+        .command(&[
+            "cycle",
+            "--seeds",
+            "2",
+            "--mission",
+            "flaky",
+            "--json",
+            "--from",
+            "lint",
+            "--family",
+            "fewer",
+            "--metric",
+            "failed_tasks",
+        ])
+        .env("CARGO", &cargo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start atelier");
+    let start = Instant::now();
+    while !started.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120) && child.try_wait().expect("wait").is_none(),
+            "the base's build never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // The cycle dies mid-build; so does the build it started (by the pid it wrote).
+    child.kill().expect("kill atelier");
+    let _ = child.wait();
+    if let Ok(pid) = std::fs::read_to_string(&started)
+        .unwrap_or_default()
+        .trim()
+        .parse::<i32>()
+    {
+        // SAFETY: kill(2) on the stand-in cargo this test's atelier started.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    std::fs::remove_file(&mark).expect("unmark");
+    let r = cycle_with(&s, &cargo, &["--from", "lint", "--family", "worse"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
+    assert!(
+        v["evidence"]["benchmark"]["baseline_build"].as_str().is_some(),
+        "after one cycle was killed during the base's build, the next one cannot build the base: {}\n{}",
+        r.stdout,
+        r.stderr
+    );
+}
+
+/// Finding 7. After the contained build, atelier itself (uncontained) copies
+/// `<target>/release/atelier` with `std::fs::copy`, which follows a link and opens whatever is
+/// there. The build writes that directory: a build script's background child (alive until
+/// cargo exits) can swap the output for a FIFO — emulated here by the stand-in cargo running
+/// the change's `post.sh` after it "links" — and the copy blocks opening it, forever: inside
+/// `in_worktree`, where the tokio handlers swallow Ctrl-C, so the cycle hangs until SIGKILL,
+/// leaving the build's worktree under .atelier/proposers/, its branch, and the proposal open.
+/// (Swapped for a symlink, the copy reads any file the operator can read — the build could not —
+/// into the binary's place.) The output should be checked with `symlink_metadata` to be a
+/// regular file and opened with O_NOFOLLOW | O_NONBLOCK.
+#[test]
+fn a_build_that_leaves_a_fifo_for_its_binary_does_not_hang_the_cycle() {
+    let (s, cargo) = stand_in_with_fixer(
+        "sed -i 's/^FAILED=1$/FAILED=0/' src/atelier.sh\nprintf 'rm -f \"$CARGO_TARGET_DIR/release/atelier\"\\nmkfifo \"$CARGO_TARGET_DIR/release/atelier\"\\n' > post.sh",
+    );
+    let script = std::fs::read_to_string(&cargo).expect("cargo stand-in");
+    std::fs::write(
+        &cargo,
+        format!("{script}if [ -f post.sh ]; then sh post.sh; fi\n"),
+    )
+    .expect("cargo with post.sh");
+    let mut child = s
+        .command(&[
+            "cycle",
+            "--seeds",
+            "2",
+            "--mission",
+            "flaky",
+            "--json",
+            "--from",
+            "lint",
+            "--family",
+            "fewer",
+            "--metric",
+            "failed_tasks",
+        ])
+        .env("CARGO", &cargo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start atelier");
+    let start = Instant::now();
+    let mut done = false;
+    while start.elapsed() < Duration::from_secs(90) {
+        if child.try_wait().expect("wait").is_some() {
+            done = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if !done {
+        // Only the process this test started.
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let left: Vec<String> = std::fs::read_dir(s.env.repo.join(".atelier/proposers"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        done,
+        "the cycle hung for 90 s copying a FIFO the change's build left as its binary (left behind: {left:?})"
+    );
+}
+
+/// Finding 8. Under `[swarm] containment = "none"` the change is built and run uncontained
+/// (its label says UNCONTAINED), but evidence.md — what approvers read — says, for every
+/// two-build benchmark, that the candidate was "built and run contained".
+#[test]
+fn evidence_md_does_not_call_an_uncontained_build_contained() {
+    let (s, cargo) = atelier_stand_in();
+    let config = s.env.read("atelier.toml");
+    let config = if config.contains("\n[swarm]\n") {
+        config.replacen("\n[swarm]\n", "\n[swarm]\ncontainment = \"none\"\n", 1)
+    } else {
+        format!("{config}\n[swarm]\ncontainment = \"none\"\n")
+    };
+    s.env.write("atelier.toml", &config);
+    s.env.git(&["commit", "-qam", "Run uncontained"]);
+    let r = cycle_with(
+        &s,
+        &cargo,
+        &[
+            "--from",
+            "lint",
+            "--family",
+            "fewer",
+            "--metric",
+            "failed_tasks",
+        ],
+    );
+    let v = r.json();
+    let label = v["evidence"]["benchmark"]["candidate_build"]
+        .as_str()
+        .unwrap_or_else(|| panic!("measured: {}\n{}", r.stdout, r.stderr))
+        .to_string();
+    assert!(label.contains("UNCONTAINED"), "{label}");
+    let id = v["proposal"].as_str().expect("an id");
+    let md = crate::cycle::on_branch(&s, id, "evidence.md");
+    assert!(
+        !md.contains("built and run contained:"),
+        "evidence.md tells approvers an uncontained build was contained:\n{md}"
+    );
+}
