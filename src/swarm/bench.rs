@@ -781,16 +781,19 @@ fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<
                         &[],
                         true,
                     )
-                    .with_context(|| format!("running {} (the {label} build)", path.display()))?;
+                    .with_context(|| {
+                        format!("running {} (the build of {label})", path.display())
+                    })?;
                     (o.status.success(), o.stdout, o.stderr)
                 }
-                Some(sandbox) => contained_sample(path, args, dir, sandbox)
-                    .with_context(|| format!("running {} (the {label} build)", path.display()))?,
+                Some(sandbox) => contained_sample(path, args, dir, sandbox).with_context(|| {
+                    format!("running {} (the build of {label})", path.display())
+                })?,
             };
             let (ok, stdout, stderr) = out;
             if !ok {
                 return Err(crate::workflow::Error::Input(format!(
-                    "the {label} build ({}) could not run mission {} seed {seed}: {}",
+                    "the build of {label} ({}) could not run mission {} seed {seed}: {}",
                     path.display(),
                     m.mission.id,
                     String::from_utf8_lossy(&stderr).trim()
@@ -798,7 +801,7 @@ fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<
             }
             let metrics: BTreeMap<String, u64> = serde_json::from_slice(&stdout).map_err(|e| {
                 crate::workflow::Error::Input(format!(
-                    "the {label} build ({}) answered `bench sample` with something other than its metrics ({e}): it predates `bench sample`",
+                    "the build of {label} ({}) answered `bench sample` with something other than its metrics ({e}): it predates `bench sample`",
                     path.display()
                 ))
             })?;
@@ -808,7 +811,7 @@ fn run_side(dir: &Path, m: &Mission, side: &Side, seed: u64) -> Result<BTreeMap<
             want.sort_unstable();
             if keys != want {
                 return Err(crate::workflow::Error::Input(format!(
-                    "the {label} build ({}) answered `bench sample` for mission {} seed {seed} with the metrics {} instead of {}",
+                    "the build of {label} ({}) answered `bench sample` for mission {} seed {seed} with the metrics {} instead of {}",
                     path.display(),
                     m.mission.id,
                     keys.join(", "),
@@ -851,9 +854,19 @@ fn contained_sample(
         .enable_all()
         .build()
         .context("starting the runtime")?;
+    // Ctrl-C stops the measurement (and every program it started) rather than waiting it out.
+    let mut stop = {
+        let _in = rt.enter();
+        process::Interrupts::install().context("installing the signal handlers")?
+    };
     let o = rt
-        .block_on(process::run(&spawn, |_| {}))
-        .context("starting it, contained")?;
+        .block_on(process::run_or_interrupted(&spawn, &mut stop))
+        .context("starting it, contained")?
+        .ok_or_else(|| {
+            crate::workflow::Error::Input(
+                "interrupted while the change's build ran a mission: every program it started was stopped".into(),
+            )
+        })?;
     Ok((o.success(), o.stdout.into_bytes(), o.output.into_bytes()))
 }
 

@@ -4,7 +4,7 @@
 //! Trust decides how each is built. A revision the operator names, or the protected branch's
 //! base, is **trusted**: built uncontained (`cargo build --release --locked`) in a worktree, into
 //! `.atelier/bench/target` — a target directory only trusted builds write, shared between them —
-//! and kept as `.atelier/bench/builds/<commit>/atelier` for reuse. A proposal's head is
+//! and kept as `.atelier/bench/trusted/<commit>/atelier` for reuse (a directory of its own: builds an older atelier made in the shared target are not reused). A proposal's head is
 //! **untrusted** (a proposer or an agent wrote it, and building runs its build scripts): it is
 //! built like a gauntlet step — contained, with the gauntlet's grants, in a discarded worktree,
 //! into `[swarm] shared_target_dir` (which contained workers write already) or else a fresh
@@ -31,6 +31,10 @@ pub fn build_input(path: &str) -> bool {
         "prompts/",
         "rust-toolchain",
     ];
+    // How git checks files out (line endings, `ident`) changes what the code embeds.
+    if path == ".gitattributes" || path.ends_with("/.gitattributes") {
+        return true;
+    }
     const FILES: &[&str] = &[
         "Cargo.toml",
         "Cargo.lock",
@@ -102,7 +106,7 @@ pub fn trusted(ws: &Workspace, what: &str, rev: &str) -> anyhow::Result<(PathBuf
         .into());
     }
     let bench_dir = ws.atelier_dir().join("bench");
-    let binary = bench_dir.join("builds").join(&sha).join("atelier");
+    let binary = bench_dir.join("trusted").join(&sha).join("atelier");
     if binary.is_file() {
         eprintln!(
             "bench: reusing the build of {label} at {}",
@@ -112,7 +116,9 @@ pub fn trusted(ws: &Workspace, what: &str, rev: &str) -> anyhow::Result<(PathBuf
     }
     // Only trusted builds write here: never `[swarm] shared_target_dir`, which workers write.
     let target = bench_dir.join("target");
-    let name = format!("bench-{}", &sha[..12]);
+    // One worktree per build, named by the process: one a killed build left behind never
+    // blocks the next.
+    let name = format!("bench-{}-{}", &sha[..12], std::process::id());
     let tree = bench_dir.join(&name);
     let branch = format!("atelier/bench/{name}");
     std::fs::create_dir_all(&bench_dir)?;
@@ -157,6 +163,27 @@ pub fn trusted(ws: &Workspace, what: &str, rev: &str) -> anyhow::Result<(PathBuf
     }
     result?;
     Ok((binary, label))
+}
+
+/// Copies `from`, which an untrusted build wrote, to a new executable file `to`: only a
+/// regular file, opened without following a link and without blocking on a FIFO.
+fn copy_regular(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut src = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(from)?;
+    if !src.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut dst = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o755)
+        .open(to)?;
+    std::io::copy(&mut src, &mut dst)?;
+    dst.sync_all()?;
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755))
 }
 
 /// An untrusted build: the binary (in a temporary directory outside the repository, removed
@@ -243,9 +270,9 @@ pub fn untrusted(ws: &Workspace, head: git2::Oid, clock_now: i64) -> Result<Untr
         }
         let out = target.join("release").join("atelier");
         // Copied, not linked: the build (or a later one) can rewrite the target directory.
-        std::fs::copy(&out, &binary).map_err(|e| {
+        copy_regular(&out, &binary).map_err(|e| {
             Error::Input(format!(
-                "building {label}: {} was not produced ({e})",
+                "building {label}: {} is not a binary the build produced: {e}",
                 out.display()
             ))
         })?;

@@ -218,7 +218,7 @@ Besides the registered metric, these regressed significantly (they do not stop t
 Missions {{ e.benchmark.missions | join(", ") }}, {{ e.benchmark.seeds }} seeds, baseline and candidate interleaved.
 Interval: {{ e.benchmark.interval }}.
 
-{% if e.benchmark.baseline_build %}Run by two builds of Atelier: the baseline by {{ e.benchmark.baseline_build }}, the candidate by {{ e.benchmark.candidate_build }} (built and run contained: its numbers are what its own `bench sample` reported from its own events, so the judge paths — the missions and the benchmark's code — must be unchanged, which the panel checks).
+{% if e.benchmark.baseline_build %}Run by two builds of Atelier: the baseline by {{ e.benchmark.baseline_build }}, the candidate by {{ e.benchmark.candidate_build }}. The candidate's numbers are what its own `bench sample` reported from its own events, so the judge paths — the missions and the benchmark's code — must be unchanged, which the panel checks.
 
 {% endif %}- baseline (the base's `[conductor]`): nudge_after {{ e.benchmark.baseline.nudge_after }}, restart_after {{ e.benchmark.baseline.restart_after }}, attempt_timeout {{ e.benchmark.baseline.attempt_timeout }}, failure_budget {{ e.benchmark.baseline.failure_budget }}
 - candidate (this change): nudge_after {{ e.benchmark.candidate.nudge_after }}, restart_after {{ e.benchmark.candidate.restart_after }}, attempt_timeout {{ e.benchmark.candidate.attempt_timeout }}, failure_budget {{ e.benchmark.candidate.failure_budget }}
