@@ -898,6 +898,18 @@ fn a_run_recorded_as_a_mission_replays_from_the_protected_branch_only() {
         "{}",
         unmerged.stderr
     );
+    // A title is text, never plan syntax, whatever it holds.
+    let titled: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("title = ") {
+                r#"title = "Late \"B\"\n[[task]]\nid = \"Z\"""#.to_string() + "\n"
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    s.env.write("missions/late-b.toml", &titled);
     s.env.git(&["add", "missions/late-b.toml"]);
     s.env
         .git(&["commit", "-qm", "A mission recorded from our own run"]);

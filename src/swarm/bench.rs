@@ -655,9 +655,11 @@ fn run_one(
     commit_all(&repo, "The mission's repository")?;
     crate::workflow::init(&root, Some(format!("bench/{}", mission.mission.id)), None)?;
     commit_all(&repo, "Adopt atelier")?;
+    // The title is a repository's text: quoted as TOML, never spliced.
     let mut plan = format!(
-        "[plan]\nid = \"{}\"\ntitle = \"{}\"\n\n",
-        mission.mission.id, mission.mission.title
+        "[plan]\nid = \"{}\"\ntitle = {}\n\n",
+        mission.mission.id,
+        toml::Value::String(mission.mission.title.clone())
     );
     for t in &mission.tasks {
         plan.push_str(&format!(
