@@ -84,8 +84,8 @@ fn the_same_principal_counts_once_across_tokens_and_keys() {
         "Shorter tokens",
     );
     env.approve(&id, "alice").ok();
-    env.approve(&id, "alice").ok();
-    env.approve(&id, "alice2").ok();
+    env.approve(&id, "alice").code(1);
+    env.approve(&id, "alice2").code(1);
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1);
     assert_eq!(
@@ -109,8 +109,8 @@ fn the_gate_key_and_the_proposer_never_count() {
     let id = env.propose_code();
     let gate_key = env.gate_key();
     env.atelier(&["approve", &id, "--key", gate_key.to_str().expect("utf8")])
-        .ok();
-    env.approve(&id, "proposer").ok();
+        .code(1);
+    env.approve(&id, "proposer").code(1);
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1);
     assert_eq!(token_codes(&v), ["E_GATE_KEY_SIGNER", "E_PROPOSER_SIGNER"]);
@@ -149,10 +149,15 @@ fn an_unknown_principal_does_not_count() {
     let env = Env::new();
     env.keygen("mallory");
     let id = env.propose_code();
-    let run = env.approve(&id, "mallory").ok();
+    let run = env.approve(&id, "mallory").code(1);
     assert!(
-        run.stderr.contains("E_UNKNOWN_SIGNER"),
-        "approve warns early: {}",
+        run.stderr
+            .lines()
+            .find(|l| !l.starts_with("note: the clock"))
+            .is_some_and(
+                |l| l.starts_with("error: the gate will not count this token: E_UNKNOWN_SIGNER")
+            ),
+        "approve says first why it will not count: {}",
         run.stderr
     );
     let (code, v) = env.gate(&id);
@@ -184,7 +189,7 @@ fn a_revoked_key_does_not_count() {
     pre.write("policies/governance.toml", &governance);
     pre.git(&["commit", "-q", "-am", "Revoke alice"]);
     let id = pre.propose_code();
-    pre.approve(&id, "alice").ok();
+    pre.approve(&id, "alice").code(1);
     let (code, v) = pre.gate(&id);
     assert_eq!(code, 1);
     assert_eq!(token_codes(&v), ["E_KEY_REVOKED"]);
@@ -203,7 +208,7 @@ fn a_key_outside_its_validity_window_does_not_count() {
         });
         assert_eq!(env.now, at);
         let id = env.propose_code();
-        env.approve(&id, "alice").ok();
+        env.approve(&id, "alice").code(1);
         let (code, v) = env.gate(&id);
         assert_eq!(code, 1, "{options}");
         assert_eq!(token_codes(&v), ["E_KEY_OUTSIDE_VALIDITY"], "{options}");
@@ -237,7 +242,7 @@ fn an_expired_token_does_not_count() {
         "--expires",
         "31d",
     ])
-    .ok();
+    .code(1);
     assert_eq!(
         token_codes(&env.gate(&id).1),
         ["E_TOKEN_EXPIRED", "E_TOKEN_LIFETIME"]
@@ -271,6 +276,46 @@ fn a_moved_base_makes_the_token_stale() {
     let (code, v) = env.gate(&first);
     assert_eq!(code, 1);
     assert_eq!(token_codes(&v), ["E_STALE_BASE"]);
+    // The refusal says what to do, not only what differs.
+    let detail = v["tokens"][0]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(&format!(
+            "sign again with `atelier approve {first} --key <your key>`"
+        )),
+        "{detail}"
+    );
+}
+
+#[test]
+fn a_public_key_given_as_key_says_so_and_names_the_private_one() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let public = format!("{}.pub", env.key("alice").display());
+    let r = env.atelier(&["approve", &id, "--key", &public]).code(2);
+    assert!(
+        r.stderr.contains(&format!(
+            "{public}: this is a public key; --key takes the private key (probably {})",
+            env.key("alice").display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stderr.matches("public key").count(),
+        1,
+        "said once: {}",
+        r.stderr
+    );
+    let other = env.file("notes.txt", "hello\n");
+    let r = env
+        .atelier(&["approve", &id, "--key", other.to_str().expect("utf8")])
+        .code(2);
+    assert!(
+        r.stderr.contains("not an OpenSSH private key")
+            && r.stderr.contains("the one without `.pub`"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -281,7 +326,7 @@ fn a_token_for_another_proposal_does_not_count() {
     let token = env.approve(&first, "alice").ok().stdout;
     let file = env.file("replayed.txt", &token);
     env.atelier(&["approve", &second, "--token", file.to_str().expect("utf8")])
-        .ok();
+        .code(1);
     let (code, v) = env.gate(&second);
     assert_eq!(code, 1);
     assert_eq!(token_codes(&v), ["E_WRONG_PROPOSAL"]);

@@ -478,7 +478,7 @@ fn the_bots_own_key_a_github_review_and_a_label_carry_no_authority() {
             "--post",
         ],
     );
-    let posted = posted.ok();
+    let posted = posted.code(1);
     assert!(
         posted.stderr.contains("will not count"),
         "{}",
@@ -524,7 +524,7 @@ fn the_bot_account_signing_with_a_key_listed_under_bots_never_counts() {
             "--post",
         ],
     )
-    .ok();
+    .code(1);
     let (code, v) = hub.gate(n);
     assert_eq!(code, 1);
     assert_eq!(codes(&v), ["E_BOT_SIGNER"]);
@@ -1463,7 +1463,7 @@ fn a_token_pasted_after_a_lost_answer_does_not_stop_the_merge_being_concluded() 
                 key.to_str().expect("utf8"),
             ],
         )
-        .ok()
+        .code(1)
         .stdout;
     hub.emu.inject(Fault::MergeThenFail { then: 4 });
     hub.run(BOT, &["merge", "--pr", &n.to_string()]).code(2);

@@ -10,7 +10,7 @@ use crate::support::{token_codes, Env};
 fn record(env: &Env, id: &str, text: &str) {
     let f = env.file(&format!("token-{}.txt", text.len()), text);
     env.atelier(&["approve", id, "--token", f.to_str().expect("utf8")])
-        .ok();
+        .code(1);
 }
 
 fn ssh_keygen(env: &Env, args: &[&str], stdin: Option<&Path>) -> std::process::Output {
@@ -177,7 +177,7 @@ fn a_non_ed25519_key_is_refused_even_when_listed() {
     let id = env.propose_code();
     let (_, sig) = env.ssh_sign(&id, &ecdsa, "atelier-approval");
     env.atelier(&["approve", &id, "--signature", sig.to_str().expect("utf8")])
-        .ok();
+        .code(1);
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1);
     assert_eq!(token_codes(&v), ["E_UNSUPPORTED_KEY"]);

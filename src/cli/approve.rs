@@ -108,6 +108,15 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
         out(&done.comment)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // Why it will never count comes first, before anything else is printed.
+    for why in &done.never {
+        eprintln!("error: the gate will not count this token: {why}");
+    }
+    let code = if done.never.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
     for w in &done.warnings {
         eprintln!("warning: {w}");
     }
@@ -116,7 +125,7 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
         if !done.tokens.is_empty() {
             out(&done.tokens)?;
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     let n = done.pull;
     match &done.posted {
@@ -137,5 +146,5 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
         None => eprintln!("paste this comment on pull request #{n} (or run again with --post):"),
     }
     out(&done.comment)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }

@@ -300,10 +300,22 @@ fn judge_one(
         if expected == found {
             Ok(())
         } else {
+            // The change, its base, the merge or the policy moved since it was signed: say
+            // what to do, not only what differs.
+            let again = match code {
+                Code::StaleHead
+                | Code::StaleBase
+                | Code::MergeTreeMismatch
+                | Code::PolicyDigestMismatch => format!(
+                    "; it was signed for an earlier state: sign again with `atelier approve {} --key <your key>`",
+                    c.proposal
+                ),
+                _ => String::new(),
+            };
             Err(fail(
                 code,
                 pr,
-                format!("{field}: expected {expected}, found {found}"),
+                format!("{field}: expected {expected}, found {found}{again}"),
             ))
         }
     };

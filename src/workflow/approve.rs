@@ -46,6 +46,10 @@ pub struct Approval {
     pub posted: Option<String>,
     /// Whether the forge recorded the tokens in the ledger as they were posted.
     pub recorded: bool,
+    /// Why the gate will not count a token (its code and detail): the command says so first
+    /// and exits 1. The token is still posted or recorded as asked (the record keeps what was
+    /// signed; the gate judges it).
+    pub never: Vec<String>,
     /// Things the approver should know (e.g. the gate will not count the token).
     pub warnings: Vec<String>,
 }
@@ -147,6 +151,7 @@ pub fn approve(
                 posted: None,
                 recorded: false,
                 warnings: Vec::new(),
+                never: Vec::new(),
             })
         }
         Sign::Signed { payload, signature } => token_comment(RawToken { payload, signature }),
@@ -154,6 +159,7 @@ pub fn approve(
     };
     let tokens = RawToken::extract_all(&comment);
     let mut warnings = Vec::new();
+    let mut never = Vec::new();
     if tokens.is_empty() {
         warnings.push("no approval token found in the text: it was recorded as a plain comment, which the gate never counts".into());
     }
@@ -170,14 +176,15 @@ pub fn approve(
         let judged = after
             .tokens
             .iter()
-            .position(|x| x == t)
+            .rposition(|x| x == t)
             .and_then(|i| after.decision.tokens.get(i));
         if let Some(r) = judged.filter(|r| !r.counted) {
-            warnings.push(format!(
-                "the gate will not count this token: {}: {}",
-                r.code_text(),
-                r.detail
-            ));
+            let why = format!("{}: {}", r.code_text(), r.detail);
+            if r.code.is_some() {
+                never.push(why);
+            } else {
+                warnings.push(format!("the gate will not count this token: {why}"));
+            }
         }
     }
     let mut posted = None;
@@ -212,5 +219,6 @@ pub fn approve(
         posted,
         recorded,
         warnings,
+        never,
     })
 }

@@ -654,8 +654,26 @@ fn check_working_tree(dir: &Path, root: &Path) -> Result<()> {
 pub fn read_signing_key(path: &Path) -> Result<SigningKey> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading key {}", path.display()))?;
-    let key = ssh_key::PrivateKey::from_openssh(&text)
-        .with_context(|| format!("{}: not an OpenSSH private key", path.display()))?;
+    let key = match ssh_key::PrivateKey::from_openssh(&text) {
+        Ok(k) => k,
+        Err(_) if ssh_key::PublicKey::from_openssh(text.trim()).is_ok() => {
+            let private = path.to_string_lossy().strip_suffix(".pub").map(PathBuf::from);
+            return Err(crate::workflow::Error::Input(format!(
+                "{}: this is a public key; --key takes the private key{}",
+                path.display(),
+                match private.filter(|p| p.is_file()) {
+                    Some(p) => format!(" (probably {})", p.display()),
+                    None => " (the file without `.pub`)".into(),
+                }
+            )));
+        }
+        Err(e) => {
+            return Err(crate::workflow::Error::Input(format!(
+                "{}: not an OpenSSH private key ({e}); --key takes the file `atelier keygen` or `ssh-keygen -t ed25519` wrote (the one without `.pub`)",
+                path.display()
+            )))
+        }
+    };
     if key.is_encrypted() {
         return Err(crate::workflow::Error::Input(format!(
             "{}: the key is passphrase-protected; atelier does not read encrypted keys. Sign with ssh-keygen instead: `atelier approve <id> --payload > p && ssh-keygen -Y sign -f {} -n atelier-approval p && atelier approve <id> --signature p.sig`",
