@@ -264,6 +264,16 @@ pub fn apply_patch(
     file: &str,
     branch: &str,
 ) -> Result<Oid, PatchError> {
+    // A plain unified diff (`diff -u`, no `diff --git` lines), which `git apply` accepts, is
+    // given the headers libgit2 needs.
+    let headed;
+    let patch = match with_git_headers(patch) {
+        Some(h) => {
+            headed = h;
+            &headed[..]
+        }
+        None => patch,
+    };
     let diff = Diff::from_buffer(patch).map_err(|e| PatchError::Unreadable {
         file: file.into(),
         reason: e.message().to_string(),
@@ -281,6 +291,75 @@ pub fn apply_patch(
                 reason: e.message().to_string(),
             })?;
     Ok(index.write_tree_to(repo)?)
+}
+
+/// A plain unified diff (`--- a/f`, `+++ b/f`, hunks; no `diff --git` line anywhere) with a
+/// `diff --git` header before each file, as `git apply` reads it: one leading path component
+/// stripped (`-p1`), a timestamp after a tab dropped, `/dev/null` (or `diff -N`'s epoch
+/// timestamp) for a new or deleted file.
+/// `None` when the text is not such a diff (a git diff, or something else: libgit2 judges it).
+pub fn with_git_headers(patch: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(patch).ok()?;
+    if text.lines().any(|l| l.starts_with("diff --git ")) {
+        return None;
+    }
+    let name = |l: &str, marker: &str| -> Option<String> {
+        let rest = l.strip_prefix(marker)?.trim_end_matches('\n');
+        let mut parts = rest.split('\t');
+        let path = parts.next().unwrap_or(rest).trim_end();
+        // `diff -N` shows a missing side with the epoch as its timestamp (in local time).
+        let epoch = parts
+            .next()
+            .is_some_and(|t| t.starts_with("1970-01-01 ") || t.starts_with("1969-12-31 "));
+        if path == "/dev/null" || epoch {
+            return Some("/dev/null".to_string());
+        }
+        if path == "/dev/null" {
+            return Some(path.to_string());
+        }
+        let stripped = path.split_once('/').map_or(path, |(_, p)| p);
+        (!stripped.is_empty()).then(|| stripped.to_string())
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out = String::new();
+    let mut files = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        let next = lines.get(i + 1).copied().unwrap_or_default();
+        if l.starts_with("--- ") && next.starts_with("+++ ") {
+            let (old, new) = (name(l, "--- ")?, name(next.trim_end_matches('\n'), "+++ ")?);
+            let old = old.trim_end_matches('\n').to_string();
+            let path = if new == "/dev/null" { &old } else { &new };
+            if path == "/dev/null" {
+                return None;
+            }
+            out.push_str(&format!("diff --git a/{path} b/{path}\n"));
+            if old == "/dev/null" {
+                out.push_str("new file mode 100644\n");
+            } else if new == "/dev/null" {
+                out.push_str("deleted file mode 100644\n");
+            }
+            let side = |n: &str, p: &str| {
+                if n == "/dev/null" {
+                    "/dev/null".to_string()
+                } else {
+                    format!("{p}/{n}")
+                }
+            };
+            out.push_str(&format!(
+                "--- {}\n+++ {}\n",
+                side(&old, "a"),
+                side(&new, "b")
+            ));
+            files += 1;
+            i += 2;
+            continue;
+        }
+        out.push_str(l);
+        i += 1;
+    }
+    (files > 0).then(|| out.into_bytes())
 }
 
 /// A signature for commits Atelier makes: the repository's configured identity, or Atelier's.
@@ -582,4 +661,36 @@ pub fn git_cli(root: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
         });
     }
     Ok(out.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_git_headers;
+
+    #[test]
+    fn plain_diffs_get_the_headers_git_apply_would_infer() {
+        let cases: &[(&str, Option<&str>)] = &[
+            // A git diff is left to libgit2.
+            ("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n", None),
+            // Not a diff at all.
+            ("hello\n", None),
+            (
+                "--- a/src/f.rs\t2026-01-01 10:00:00\n+++ b/src/f.rs\t2026-01-01 10:01:00\n@@ -1 +1 @@\n-a\n+b\n",
+                Some("diff --git a/src/f.rs b/src/f.rs\n--- a/src/f.rs\n+++ b/src/f.rs\n@@ -1 +1 @@\n-a\n+b\n"),
+            ),
+            (
+                "--- old/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n",
+                Some("diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n"),
+            ),
+            (
+                "--- old/new.txt\t1970-01-01 00:00:00.000000000 +0000\n+++ new/new.txt\t2026-01-01 10:00:00\n@@ -0,0 +1 @@\n+a\n",
+                Some("diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+a\n"),
+            ),
+        ];
+        for (input, want) in cases {
+            let got =
+                with_git_headers(input.as_bytes()).map(|b| String::from_utf8(b).expect("utf8"));
+            assert_eq!(got.as_deref(), *want, "{input}");
+        }
+    }
 }

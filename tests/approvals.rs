@@ -424,3 +424,92 @@ fn an_edited_forge_record_cannot_reopen_a_merged_proposal() {
     assert!(unmet(&v).contains(&"E_NOT_OPEN".to_string()), "{v:#}");
     env.atelier(&["audit", "verify"]).ok();
 }
+
+/// A plain unified diff (`diff -ruN`, no `diff --git` lines) that `git apply` accepts is
+/// proposed as `git apply` would apply it: the proposal's tree is the reference tool's.
+#[test]
+fn a_plain_unified_diff_is_proposed_as_git_apply_applies_it() {
+    let env = Env::new();
+    let old = env.tmp.path().join("old");
+    let new = env.tmp.path().join("new");
+    for d in [&old, &new] {
+        std::fs::create_dir_all(d.join("src")).expect("mkdir");
+    }
+    let lib = env.read("src/lib.rs");
+    std::fs::write(old.join("src/lib.rs"), &lib).expect("write");
+    std::fs::write(new.join("src/lib.rs"), lib.replace("41", "42")).expect("write");
+    std::fs::write(new.join("NOTES.md"), "# Notes\n\nA new file.\n").expect("write");
+    let out = std::process::Command::new("diff")
+        .args(["-ruN", "old", "new"])
+        .current_dir(env.tmp.path())
+        .output()
+        .expect("diff");
+    let plain = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !plain.contains("diff --git") && plain.contains("--- old/src/lib.rs\t"),
+        "{plain}"
+    );
+    let file = env.file("plain.diff", &plain);
+    // The reference: git apply on a scratch copy of main.
+    let scratch = env.tmp.path().join("scratch");
+    env.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        scratch.to_str().expect("utf8"),
+        "main",
+    ]);
+    let applied = std::process::Command::new("git")
+        .args(["apply", "--index", file.to_str().expect("utf8")])
+        .current_dir(&scratch)
+        .output()
+        .expect("git apply");
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let reference = String::from_utf8_lossy(
+        &std::process::Command::new("git")
+            .args(["write-tree"])
+            .current_dir(&scratch)
+            .output()
+            .expect("write-tree")
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    env.git(&[
+        "worktree",
+        "remove",
+        "--force",
+        scratch.to_str().expect("utf8"),
+    ]);
+    let id = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            file.to_str().expect("utf8"),
+            "--title",
+            "Plain diff",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    // Besides the proposal's own record, its tree is git apply's.
+    let differs = env.git(&[
+        "diff",
+        "--name-only",
+        &reference,
+        &format!("atelier/proposals/{id}"),
+    ]);
+    assert!(
+        differs.lines().all(|l| l.starts_with("proposals/")),
+        "differs from git apply's tree: {differs}"
+    );
+    assert!(env
+        .git(&["show", &format!("atelier/proposals/{id}:NOTES.md")])
+        .contains("A new file."));
+}
