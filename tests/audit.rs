@@ -211,12 +211,14 @@ fn a_fresh_clone_verifies_once_the_ledger_ref_is_fetched() {
         clone.to_str().expect("utf8"),
     ]);
     let run = env.atelier_in(&clone, &["audit", "verify"]).code(1);
+    // Without the ledger nothing is accounted for: the audit fails on the missing ledger,
+    // and accuses no merge of bypassing the gate on the strength of an absent record.
+    assert!(run.stdout.contains("E_LEDGER_MISSING"), "{}", run.stdout);
     assert!(
-        run.stdout.contains("E_UNLEDGERED_COMMIT"),
-        "without the ledger nothing is accounted for: {}",
+        !run.stdout.contains("E_UNLEDGERED_COMMIT"),
+        "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("E_LEDGER_MISSING"), "{}", run.stdout);
     env.command("git")
         .current_dir(&clone)
         .args([
@@ -310,4 +312,88 @@ fn changed_paths_agree_with_git_diff() {
     let mut theirs: Vec<String> = reference.lines().map(str::to_string).collect();
     theirs.sort();
     assert_eq!(ours, theirs);
+}
+
+/// An auditor's fresh clone: without the ledger it says the ledger is missing (and how to
+/// fetch it) rather than accusing every merge; with nothing checked out it says so rather than
+/// "run atelier init"; with the ledger, `proposals` and `show` read what the ledger records.
+#[test]
+fn an_auditor_s_clone_gets_the_right_advice_and_the_ledger_s_proposals() {
+    let env = history();
+    let clone = env.tmp.path().join("auditor");
+    env.git(&[
+        "clone",
+        "-q",
+        env.repo.to_str().expect("utf8"),
+        clone.to_str().expect("utf8"),
+    ]);
+    let git_in = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&clone)
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let run = env
+        .atelier_in(&clone, &["audit", "verify", "--json"])
+        .code(1);
+    let v = run.json();
+    let found: Vec<&str> = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["code"].as_str().expect("code"))
+        .collect();
+    assert_eq!(
+        found,
+        ["E_LEDGER_MISSING"],
+        "no accusation without a ledger: {v}"
+    );
+    assert!(
+        v["findings"][0]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("git fetch origin refs/atelier/ledger:refs/atelier/ledger")),
+        "{v}"
+    );
+    git_in(&[
+        "fetch",
+        "-q",
+        "origin",
+        "refs/atelier/ledger:refs/atelier/ledger",
+    ]);
+    env.atelier_in(&clone, &["audit", "verify"]).ok();
+    let list = env.atelier_in(&clone, &["proposals"]).ok().stdout;
+    assert!(
+        list.contains("the ledger records these")
+            && list.contains("merged")
+            && list.contains("Rejected idea")
+            && list.contains("closed"),
+        "{list}"
+    );
+    let show = env.atelier_in(&clone, &["show", "1"]).ok();
+    assert!(
+        show.stderr.contains("not in this clone's local forge")
+            && show.stdout.contains("proposal-opened"),
+        "{}\n{}",
+        show.stdout,
+        show.stderr
+    );
+    // HEAD naming a branch that does not exist: what to check out, not `atelier init`.
+    git_in(&["symbolic-ref", "HEAD", "refs/heads/master"]);
+    std::fs::remove_file(clone.join("atelier.toml")).expect("rm");
+    let lost = env.atelier_in(&clone, &["audit", "verify"]).code(2);
+    assert!(
+        lost.stderr
+            .contains("HEAD names the branch `master`, which does not exist")
+            && lost.stderr.contains("git checkout main")
+            && !lost.stderr.contains("run `atelier init`"),
+        "{}",
+        lost.stderr
+    );
 }

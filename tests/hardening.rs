@@ -352,7 +352,7 @@ fn facts_the_ledger_holds_win_over_the_forge_record() {
     pull["number"] = Value::from(1);
     pull["head_branch"] = Value::from("atelier/proposals/1");
     std::fs::write(&forge, serde_json::to_vec(&pull).expect("json")).expect("write");
-    env.approve(&id, "alice").ok();
+    env.approve(&id, "alice").code(1);
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1, "{v:#}");
     assert_eq!(crate::support::token_codes(&v), ["E_PROPOSER_SIGNER"]);
@@ -1001,7 +1001,8 @@ fn the_gate_key_can_be_rotated() {
         refused.stderr
     );
     std::fs::copy(&new, env.gate_key()).expect("install");
-    // An approval right after the rotation, before the new key signed anything.
+    // An approval right after the rotation, before the new key signed anything. It counts:
+    // the refused one above left no comment behind (it was refused before anything was posted).
     env.approve(&waiting, "bob").ok();
     env.atelier(&["merge", &waiting]).ok();
     let id = env.propose_code();
@@ -1345,6 +1346,7 @@ fn record_crafted(
     edit(&mut p);
     let n = std::fs::read_dir(env.tmp.path()).expect("ls").count();
     let file = env.file(&format!("crafted-{n}"), &token::sign(&p, &key).to_text());
-    env.atelier(&["approve", id, "--token", file.to_str().expect("utf8")])
-        .ok();
+    // Recorded as asked; exit 1 when approve already sees it will not count.
+    let r = env.atelier(&["approve", id, "--token", file.to_str().expect("utf8")]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
 }

@@ -746,6 +746,9 @@ pub fn verify(
                 ledger::REF
             ),
         ));
+        // Without the ledger no commit can be judged: nothing is accused of bypassing the gate
+        // on the strength of a record that is merely absent here.
+        return Ok(report);
     }
     let mut index = ledger.unwrap_or_default();
     if let Some(adopted) = &index.adopted {

@@ -29,9 +29,9 @@ pub struct LogArgs {
 #[derive(Args, Debug)]
 pub struct ShowArgs {
     /// The proposal id.
-    id: String,
+    pub(super) id: String,
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -207,7 +207,7 @@ struct Story {
     merge_commit: Option<String>,
 }
 
-fn show(ws: &Workspace, a: ShowArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn show(ws: &Workspace, a: ShowArgs) -> anyhow::Result<ExitCode> {
     let entries: Vec<_> = history::entries(&ws.repo)?
         .into_iter()
         .filter(|e| e.event.proposal() == Some(a.id.as_str()))

@@ -698,12 +698,61 @@ pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     if list.is_empty() {
-        text.push_str(
-            "(no proposals yet: `atelier propose --patch FILE --title TEXT` opens one)\n",
-        );
+        let from_ledger = ledger_proposals(&ws)?;
+        if from_ledger.is_empty() {
+            text.push_str(
+                "(no proposals yet: `atelier propose --patch FILE --title TEXT` opens one)\n",
+            );
+        } else {
+            // A clone: the local forge is the opening clone's, but the ledger travels.
+            text = format!(
+                "This clone's local forge holds no proposals; the ledger records these (`atelier audit show ID` has each one's record):\n{:<4} {:<7} {:<12} {}\n",
+                "ID", "STATE", "HEAD", "TITLE"
+            );
+            for (id, state, head, title) in from_ledger {
+                text.push_str(&format!(
+                    "{:<4} {:<7} {:<12} {}\n",
+                    id,
+                    state,
+                    &head[..12.min(head.len())],
+                    title
+                ));
+            }
+        }
     }
     out(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every proposal the ledger records, as (id, state, head, title): merged, closed or open as
+/// the ledger last says.
+fn ledger_proposals(ws: &Workspace) -> anyhow::Result<Vec<(String, String, String, String)>> {
+    use crate::audit::ledger::Event;
+    let view = ws.view()?;
+    let mut out: Vec<(String, String, String, String)> = Vec::new();
+    for e in &view.events {
+        if let Event::ProposalOpened {
+            proposal,
+            pull,
+            title,
+            head,
+            ..
+        } = e
+        {
+            if out.iter().any(|(id, ..)| id == proposal) {
+                continue;
+            }
+            let state = if view.merged(proposal, *pull) {
+                "merged"
+            } else if view.closed(proposal) {
+                "closed"
+            } else {
+                "open"
+            };
+            out.push((proposal.clone(), state.into(), head.clone(), title.clone()));
+        }
+    }
+    Ok(out)
 }
 
 fn improvements(ws: &Workspace, as_json: bool) -> anyhow::Result<ExitCode> {

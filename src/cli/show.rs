@@ -19,7 +19,29 @@ pub struct ShowArgs {
 
 pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
-    let v = crate::proposal::view(&ws, &args.id)?;
+    let v = match crate::proposal::view(&ws, &args.id) {
+        Ok(v) => v,
+        // Not in this clone's local forge, but the ledger knows it (a clone of the repository
+        // that opened it): show the ledger's record rather than "does not exist".
+        Err(_)
+            if !args.json
+                && ws.config.forge.kind == "local"
+                && ws.view()?.opened(&args.id).is_some() =>
+        {
+            eprintln!(
+                "proposal {} is not in this clone's local forge (it lives in the clone that opened it); the ledger's record of it follows (`atelier audit show {}`)",
+                args.id, args.id
+            );
+            return super::audit::show(
+                &ws,
+                super::audit::ShowArgs {
+                    id: args.id.clone(),
+                    json: false,
+                },
+            );
+        }
+        Err(e) => return Err(e.into()),
+    };
     if args.json {
         json(&v)?;
         return Ok(ExitCode::SUCCESS);

@@ -190,6 +190,11 @@ pub fn approve(
     let mut posted = None;
     let mut recorded = false;
     if post {
+        // Where the post is completed by a ledger append, a gate key that may not sign would
+        // leave the comment without its record: refuse before posting anything.
+        if ws.forge.records_on_post() {
+            ws.check_gate_key()?;
+        }
         let p = ws.forge.post(ws, n, &comment, now)?;
         if ws.forge.records_on_post() {
             let events: Vec<Event> = tokens

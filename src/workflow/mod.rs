@@ -84,6 +84,37 @@ pub struct Workspace {
     pub forge: Box<dyn Forge>,
 }
 
+/// When HEAD names a branch that does not exist (a clone of a repository whose default branch
+/// is missing, say): what to do instead of `atelier init`, which would be wrong advice here.
+fn unborn_head(repo: &Repository) -> Option<String> {
+    if !matches!(repo.head(), Err(e) if e.code() == git2::ErrorCode::UnbornBranch) {
+        return None;
+    }
+    let head = repo
+        .find_reference("HEAD")
+        .ok()?
+        .symbolic_target()
+        .map(|t| t.trim_start_matches("refs/heads/").to_string())
+        .unwrap_or_default();
+    let mut branches: Vec<String> = repo
+        .branches(None)
+        .ok()?
+        .flatten()
+        .filter_map(|(b, _)| b.name().ok().flatten().map(str::to_string))
+        .filter(|n| !n.contains("atelier/"))
+        .collect();
+    branches.sort();
+    branches.dedup();
+    let shown = if branches.is_empty() {
+        "none".to_string()
+    } else {
+        branches.join(", ")
+    };
+    Some(format!(
+        "this clone has nothing checked out: HEAD names the branch `{head}`, which does not exist (branches here: {shown}). Check out the protected branch — for example `git checkout main` (a remote one: `git checkout -b main origin/main`) — and run the command again; `atelier init` is only for adopting a repository"
+    ))
+}
+
 impl Workspace {
     pub fn open(dir: &Path) -> Result<Workspace> {
         let repo = git::open(dir)?;
@@ -92,6 +123,11 @@ impl Workspace {
             .context("the repository is bare: atelier needs a working tree for atelier.toml and .atelier/")?
             .to_path_buf();
         check_working_tree(dir, &root)?;
+        if !root.join(crate::config::FILE).exists() {
+            if let Some(why) = unborn_head(&repo) {
+                return Err(Error::Input(why));
+            }
+        }
         let config = Config::load(&root)?;
         let records = Records::new(root.join(".atelier"));
         let forge: Box<dyn Forge> = if config.forge.is_github() {
@@ -242,25 +278,10 @@ impl Workspace {
         Ok(LedgerView::read(&self.repo)?)
     }
 
-    /// Appends events to the ledger, starting it with the adoption point if it is new.
-    pub fn record(&self, events: Vec<Event>, now: Timestamp) -> Result<ledger::Snapshot> {
-        let key = self.gate_key()?;
-        let mut all = Vec::new();
-        if ledger::tip(&self.repo)?.is_none() {
-            let adoption = adoption_commit(&self.repo, self.branch())?.ok_or_else(|| {
-                crate::workflow::Error::Input(format!(
-                    "branch `{}` has no commit carrying both {} and {} (the gate's public key): commit the files `atelier init` wrote, then retry",
-                    self.branch(),
-                    crate::governance::policy::GOVERNANCE_PATH,
-                    crate::governance::policy::GATE_KEY_PATH
-                ))
-            })?;
-            all.push(Event::Adopted {
-                branch: self.branch().to_string(),
-                commit: adoption.to_string(),
-            });
-        }
-        all.extend(events);
+    /// Refuses (`E_GATE_KEY_NOT_IN_FORCE`) when this machine's gate key may not sign the
+    /// ledger now: checked by [`Workspace::record`], and before anything is posted that only a
+    /// ledger append completes (an approval on the local forge).
+    pub fn key_in_force(&self, key: &ed25519_dalek::SigningKey) -> Result<()> {
         // Only the key in force signs: after a recorded rotation, the new key (the old one
         // signed the rotation itself, in the append that merged it); before any, a key the
         // branch published (as older versions rotated). A recovery in progress (`atelier
@@ -302,6 +323,34 @@ impl Workspace {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// [`Workspace::key_in_force`] for this machine's gate key.
+    pub fn check_gate_key(&self) -> Result<()> {
+        self.key_in_force(&self.gate_key()?)
+    }
+
+    /// Appends events to the ledger, starting it with the adoption point if it is new.
+    pub fn record(&self, events: Vec<Event>, now: Timestamp) -> Result<ledger::Snapshot> {
+        let key = self.gate_key()?;
+        let mut all = Vec::new();
+        if ledger::tip(&self.repo)?.is_none() {
+            let adoption = adoption_commit(&self.repo, self.branch())?.ok_or_else(|| {
+                crate::workflow::Error::Input(format!(
+                    "branch `{}` has no commit carrying both {} and {} (the gate's public key): commit the files `atelier init` wrote, then retry",
+                    self.branch(),
+                    crate::governance::policy::GOVERNANCE_PATH,
+                    crate::governance::policy::GATE_KEY_PATH
+                ))
+            })?;
+            all.push(Event::Adopted {
+                branch: self.branch().to_string(),
+                commit: adoption.to_string(),
+            });
+        }
+        all.extend(events);
+        self.key_in_force(&key)?;
         let floors = self.floors()?;
         let adoption = self.witness_adoption()?;
         let memory = match &adoption {
