@@ -1281,3 +1281,72 @@ fn the_fold_of_a_runs_log_is_the_state_its_conductor_ended_with() {
         "the attempt in flight at the crash was abandoned and restarted"
     );
 }
+
+/// `propose --run RUN`: a finished run whose every task succeeded becomes a proposal without
+/// running anything again; a failed, unknown or already proposed run is refused with why.
+#[test]
+fn a_finished_run_is_proposed_by_its_id() {
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario("p:A", "echo 'pub fn a() {}' > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task("A", &["src/a.rs"], &[], "grep -q 'pub fn a' src/a.rs")],
+        ),
+    );
+    let v = s.run(&["run", &p, "--json"]).ok().json();
+    let run = v["run"].as_str().expect("run id").to_string();
+    let events_before =
+        std::fs::read_to_string(s.env.repo.join(format!(".atelier/runs/{run}/events.jsonl")))
+            .expect("events");
+    let attempts = events_before.matches("attempt-started").count();
+    let r = s.run(&["propose", "--run", &run]).ok();
+    let id = r.stdout.trim().to_string();
+    assert_eq!(id, "1", "{}", r.stderr);
+    let shown = s.run(&["show", &id]).ok().stdout;
+    assert!(shown.contains("+pub fn a() {}"), "{shown}");
+    let events_after =
+        std::fs::read_to_string(s.env.repo.join(format!(".atelier/runs/{run}/events.jsonl")))
+            .expect("events");
+    assert_eq!(
+        events_after.matches("attempt-started").count(),
+        attempts,
+        "nothing ran again"
+    );
+    let again = s.run(&["propose", "--run", &run]).code(2);
+    assert!(
+        again
+            .stderr
+            .contains("the run was proposed already, as proposal 1"),
+        "{}",
+        again.stderr
+    );
+    let unknown = s.run(&["propose", "--run", "nope"]).code(2);
+    assert!(
+        unknown.stderr.contains("--run nope: no such run"),
+        "{}",
+        unknown.stderr
+    );
+    // A run with a failed task is not proposed.
+    s.scenario("q:B", "exit 3");
+    let q = s.plan(
+        "q.toml",
+        &plan("q", &[task("B", &["src/b.rs"], &[], "test -f src/b.rs")]),
+    );
+    let v = s.run(&["run", &q, "--json"]).code(1).json();
+    let failed = v["run"].as_str().expect("run id").to_string();
+    let r = s.run(&["propose", "--run", &failed]).code(2);
+    assert!(
+        r.stderr.contains("1 task(s) failed")
+            && r.stderr.contains("only a run whose every task succeeded"),
+        "{}",
+        r.stderr
+    );
+    let both = s.run(&["propose", "--run", &run, "--title", "x"]).code(2);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
+}

@@ -145,6 +145,7 @@ pub(super) fn run(ws: &Workspace, args: &CycleArgs) -> anyhow::Result<(ExitCode,
             json: false,
             rationale: None,
             agent: None,
+            run: None,
         },
     )?;
     let Some(p) = proposer.proposed else {

@@ -14,12 +14,17 @@ pub struct ProposeArgs {
     /// Set by `atelier cycle`: the proposer's report goes to stderr, no JSON.
     #[arg(skip)]
     pub(super) for_cycle: bool,
-    /// A patch in `git diff` format, against the protected branch's tip.
-    #[arg(long, required_unless_present = "from", conflicts_with = "from")]
+    /// A patch in `git diff` format (or a plain unified diff), against the protected branch's
+    /// tip.
+    #[arg(long, required_unless_present_any = ["from", "run"], conflicts_with_all = ["from", "run"])]
     pub(super) patch: Option<PathBuf>,
     /// A one-line title.
-    #[arg(long, required_unless_present = "from")]
+    #[arg(long, required_unless_present_any = ["from", "run"], conflicts_with = "run")]
     pub(super) title: Option<String>,
+    /// A finished run whose every task succeeded: its combined change becomes the proposal, as
+    /// `run --propose` would have made it (`atelier status` lists the runs).
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["from", "agent", "rationale"])]
+    pub(super) run: Option<String>,
     /// Let one of atelier's proposers write the change: `tune` (atelier.toml's [conductor]
     /// settings from what the runs measured) or `memory` (recurring errors become lessons in
     /// prompts/lessons.md). Exit 1, proposing nothing, when the data do not support a change.
@@ -49,6 +54,9 @@ pub struct ProposeArgs {
 
 pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
+    if let Some(run) = &args.run {
+        return propose_finished_run(&ws, run);
+    }
     if let Some(from) = &args.from {
         if args.title.is_some() {
             return Err(workflow::Error::Input(
@@ -721,6 +729,79 @@ pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `propose --run RUN`: a finished, fully successful run, proposed without running anything.
+fn propose_finished_run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
+    use crate::swarm::events::{self, RunEvent};
+    let dir = crate::swarm::runtime::run_dir(ws, run);
+    let path = dir.join("events.jsonl");
+    if !path.is_file() {
+        return Err(workflow::Error::Input(format!(
+            "--run {run}: no such run (no {}); `atelier status` lists the runs",
+            path.display()
+        ))
+        .into());
+    }
+    let records = events::read(&path)?;
+    let finished = records.iter().rev().find_map(|r| match &r.event {
+        RunEvent::RunFinished {
+            succeeded,
+            failed,
+            blocked,
+        } => Some((*succeeded, *failed, *blocked)),
+        _ => None,
+    });
+    match finished {
+        None => {
+            return Err(workflow::Error::Input(format!(
+                "--run {run}: the run has not finished; `atelier run --resume {run}` continues it (add --propose to propose it when it succeeds)"
+            ))
+            .into())
+        }
+        Some((_, failed, blocked)) if failed + blocked > 0 => {
+            return Err(workflow::Error::Input(format!(
+                "--run {run}: {failed} task(s) failed and {blocked} were blocked; only a run whose every task succeeded becomes a proposal (`atelier status {run}` shows why; `atelier run --resume {run}` retries)"
+            ))
+            .into())
+        }
+        Some(_) => {}
+    }
+    // A run becomes one proposal: the ledger says whether it already did.
+    let view = ws.view()?;
+    let suffix = format!("swarm run {run}");
+    if let Some(id) = view.events.iter().find_map(|e| match e {
+        crate::audit::ledger::Event::ProposalOpened {
+            proposal,
+            origin: Some(o),
+            ..
+        } if o == &suffix || o.ends_with(&format!(", {suffix}")) => Some(proposal.clone()),
+        _ => None,
+    }) {
+        return Err(workflow::Error::Input(format!(
+            "--run {run}: the run was proposed already, as proposal {id} (`atelier show {id}`)"
+        ))
+        .into());
+    }
+    // The run is finished: resuming it starts nothing and gives back its summary.
+    let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
+    let summary = crate::swarm::runtime::run(
+        ws,
+        crate::swarm::runtime::RunOptions {
+            plan_files: Vec::new(),
+            max_parallel: None,
+            resume: Some(run.to_string()),
+            goal: None,
+        },
+        &clock,
+    )?;
+    let p = crate::swarm::runtime::propose_run(ws, &summary, now()?)?;
+    eprintln!(
+        "proposal {} opened on branch {} from run {run} (`atelier gate {}` shows what it needs)",
+        p.id, p.branch, p.id
+    );
+    out(&format!("{}\n", p.id))?;
     Ok(ExitCode::SUCCESS)
 }
 
