@@ -1350,3 +1350,35 @@ fn a_finished_run_is_proposed_by_its_id() {
         both.stderr
     );
 }
+
+/// A failed task shows what its last attempt printed, in the run's summary and in `status`,
+/// not only "the worker exited with 3".
+#[test]
+fn a_failed_task_shows_its_last_output() {
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario(
+        "p:A",
+        "echo 'compiling the thing'; echo 'the widget is missing its frobnicator'; exit 3",
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "test -f src/a.rs")]),
+    );
+    let run = s.run(&["run", &p]).code(1);
+    assert!(
+        run.stdout
+            .contains("failed:    p:A: failed 1 attempt(s); last: the worker exited with 3")
+            && run
+                .stdout
+                .contains("| the widget is missing its frobnicator"),
+        "{}",
+        run.stdout
+    );
+    let status = s.run(&["status"]).ok().stdout;
+    assert!(
+        status.contains("what the last failed attempt printed:")
+            && status.contains("p:A (attempt 1):")
+            && status.contains("| the widget is missing its frobnicator"),
+        "{status}"
+    );
+}

@@ -78,8 +78,14 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
             t.push_str("  proposed:  nothing (the run did not succeed entirely)\n");
         }
         t.push_str(&format!("  succeeded: {}\n", summary.succeeded.len()));
+        let state = events::read(Path::new(&summary.events))
+            .ok()
+            .map(|r| RunState::of_log(&r));
         for (k, why) in &summary.failed {
             t.push_str(&format!("  failed:    {k}: {why}\n"));
+            if let Some(v) = state.as_ref().and_then(|s| s.tasks.get(k)) {
+                t.push_str(&output_lines(&v.last_output, "             "));
+            }
         }
         for (k, why) in &summary.blocked {
             t.push_str(&format!("  blocked:   {k}: {why}\n"));
@@ -112,6 +118,22 @@ fn load(ws: &Workspace, run: &str) -> anyhow::Result<RunState> {
     let path = runtime::run_dir(ws, run).join("events.jsonl");
     let records = events::read(&path).with_context(|| format!("run {run}"))?;
     Ok(RunState::of_log(&records))
+}
+
+/// A failed attempt's digest (its error blocks, or its last lines), indented, at most 12 lines.
+fn output_lines(digest: &[String], indent: &str) -> String {
+    let lines: Vec<&str> = digest.iter().flat_map(|b| b.lines()).collect();
+    let mut t = String::new();
+    for l in lines.iter().take(12) {
+        t.push_str(&format!("{indent}| {l}\n"));
+    }
+    if lines.len() > 12 {
+        t.push_str(&format!(
+            "{indent}| … ({} more lines in the run's events.jsonl)\n",
+            lines.len() - 12
+        ));
+    }
+    t
 }
 
 fn render(s: &RunState, now: i64) -> String {
@@ -155,6 +177,18 @@ fn render(s: &RunState, now: i64) -> String {
             "{:<16} {:<10} {:>7} {:>8} {:>6} {:>8}  {}\n",
             k, state, v.attempt, elapsed, v.nudges, v.restarts, last
         ));
+    }
+    let failed: Vec<_> = s
+        .tasks
+        .iter()
+        .filter(|(_, v)| v.state == TaskState::Failed && !v.last_output.is_empty())
+        .collect();
+    if !failed.is_empty() {
+        t.push_str("\nwhat the last failed attempt printed:\n");
+        for (k, v) in failed {
+            t.push_str(&format!("  {k} (attempt {}):\n", v.attempt));
+            t.push_str(&output_lines(&v.last_output, "    "));
+        }
     }
     if !s.held.is_empty() {
         t.push_str("\nclaims held:\n");

@@ -320,6 +320,9 @@ pub struct TaskView {
     pub finished_at: Option<String>,
     pub last_step: Option<String>,
     pub last_failure: Option<String>,
+    /// What the last failed attempt printed that matters: its error blocks, or its last lines
+    /// (the digest recorded with `attempt-failed`).
+    pub last_output: Vec<String>,
     pub nudges: u32,
     pub restarts: u32,
     pub prompt_bytes: Vec<usize>,
@@ -340,6 +343,7 @@ impl TaskView {
             finished_at: None,
             last_step: None,
             last_failure: None,
+            last_output: Vec::new(),
             nudges: 0,
             restarts: 0,
             prompt_bytes: Vec::new(),
@@ -486,6 +490,7 @@ impl RunState {
             } => {
                 if let Some(v) = self.tasks.get_mut(task) {
                     v.last_failure = Some(reason.clone());
+                    v.last_output = digest.clone();
                     memory::remember(&mut v.do_not_retry, digest);
                 }
             }
