@@ -1382,3 +1382,31 @@ fn a_failed_task_shows_its_last_output() {
         "{status}"
     );
 }
+
+/// A run with an uncommitted edit to atelier.toml says so: nothing approved the settings it
+/// runs with.
+#[test]
+fn a_run_with_an_uncommitted_configuration_says_so() {
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario("p:A", "echo ok > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    let clean = s.run(&["run", &p]).ok();
+    assert!(!clean.stderr.contains("differs from"), "{}", clean.stderr);
+    let config = s
+        .env
+        .read("atelier.toml")
+        .replace("failure_budget = 1", "failure_budget = 2");
+    s.env.write("atelier.toml", &config);
+    let edited = s.run(&["run", &p]).ok();
+    assert!(
+        edited
+            .stderr
+            .contains("warning: the working tree's atelier.toml differs from main's")
+            && edited.stderr.contains("git diff main -- atelier.toml"),
+        "{}",
+        edited.stderr
+    );
+}

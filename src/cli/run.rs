@@ -32,6 +32,9 @@ pub struct RunArgs {
 
 pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
+    if let Some(w) = uncommitted_config(&ws)? {
+        eprintln!("warning: {w}");
+    }
     let mut plan_files = Vec::new();
     for p in &args.plans {
         plan_files.push((
@@ -98,6 +101,23 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Whether the working tree's atelier.toml differs from the protected branch's: the run uses
+/// the working tree's, which nothing approved (edits to what workers may reach are refused
+/// outright, `E_CONTAINMENT_UNCOMMITTED`).
+fn uncommitted_config(ws: &Workspace) -> anyhow::Result<Option<String>> {
+    let file = crate::config::FILE;
+    let working = std::fs::read(ws.root.join(file)).unwrap_or_default();
+    let tip = crate::git::branch_tip(&ws.repo, ws.branch())?;
+    let tree = ws.repo.find_commit(tip)?.tree()?;
+    let committed = crate::git::read_file(&ws.repo, &tree, file)?.unwrap_or_default();
+    Ok((working != committed).then(|| {
+        format!(
+            "the working tree's {file} differs from {branch}'s, and this run uses the working tree's (`git diff {branch} -- {file}` shows the edit). Settings take effect for everyone through a proposal: commit the edit on a branch and `atelier propose` it (after adoption, a change to atelier.toml's roles is a constitution change). Until then a merge leaves your edit in place as an uncommitted change",
+            branch = ws.branch()
+        )
+    }))
 }
 
 #[derive(Args, Debug)]
