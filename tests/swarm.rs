@@ -1410,3 +1410,43 @@ fn a_run_with_an_uncommitted_configuration_says_so() {
         edited.stderr
     );
 }
+
+/// `run` shows progress on stderr while it works (one line per change of state when stderr is
+/// not a terminal); `--quiet` turns it off; `--json` keeps stdout machine-readable.
+#[test]
+fn a_run_shows_its_progress_unless_quiet() {
+    let s = Swarm::new("failure_budget = 2");
+    s.scenario("p:A", "echo ok > src/a.rs");
+    s.scenario(
+        "p:B",
+        "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then exit 3; fi; echo ok > src/b.rs",
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs"),
+                task("B", &["src/b.rs"], &[], "grep -q ok src/b.rs"),
+            ],
+        ),
+    );
+    let r = s.run(&["run", &p, "--json"]).ok();
+    for want in [
+        "p:A: attempt 1 started (implementer)",
+        "p:B: attempt 1 failed: the worker exited with 3",
+        "p:B: attempt 2 started",
+        "p:B: attempt 2 passed",
+        "p:A: integrated",
+        "finished: 2 succeeded, 0 failed, 0 blocked",
+    ] {
+        assert!(r.stderr.contains(want), "{want}: {}", r.stderr);
+    }
+    assert_eq!(r.json()["succeeded"].as_array().map(Vec::len), Some(2));
+    let quiet = s.run(&["run", &p, "--quiet"]).ok();
+    assert!(
+        !quiet.stderr.contains("attempt 1 started"),
+        "{}",
+        quiet.stderr
+    );
+}

@@ -26,6 +26,9 @@ pub struct RunArgs {
     /// When every task succeeds, open a proposal with the run's combined change.
     #[arg(long)]
     propose: bool,
+    /// No progress on stderr while the run works.
+    #[arg(long, short)]
+    quiet: bool,
     #[arg(long)]
     json: bool,
 }
@@ -43,7 +46,9 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
-    let summary = runtime::run(
+    let live = Live::new(!args.quiet);
+    let show = |r: &events::Record, st: &RunState| live.event(r, st);
+    let summary = runtime::run_with_progress(
         &ws,
         RunOptions {
             plan_files,
@@ -52,6 +57,7 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
             goal: None,
         },
         &clock,
+        (!args.quiet).then_some(&show as runtime::Progress<'_>),
     )?;
     let proposed = if args.propose && summary.ok() {
         Some(runtime::propose_run(&ws, &summary, clock())?)
@@ -101,6 +107,150 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `run`'s progress on stderr: on a terminal a compact view redrawn at each event (tasks done,
+/// running, failed; each running task's attempt, last step and time); otherwise one line per
+/// change of state.
+struct Live {
+    on: bool,
+    terminal: bool,
+    /// Lines of the view drawn last (a terminal redraws over them).
+    drawn: std::cell::Cell<usize>,
+    started: std::time::Instant,
+}
+
+impl Live {
+    fn new(on: bool) -> Live {
+        use std::io::IsTerminal;
+        Live {
+            on,
+            terminal: std::io::stderr().is_terminal(),
+            drawn: std::cell::Cell::new(0),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn event(&self, r: &events::Record, st: &RunState) {
+        use crate::swarm::events::RunEvent as E;
+        if !self.on {
+            return;
+        }
+        let line = match &r.event {
+            E::RunStarted { .. } => Some(format!("run {}: started on {}", st.run, st.branch)),
+            E::RunResumed { .. } => Some(format!("run {}: resumed", st.run)),
+            E::AttemptStarted {
+                task,
+                attempt,
+                role,
+                ..
+            } => Some(format!(
+                "{task}: attempt {attempt} started{}",
+                role.as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            )),
+            E::Nudged {
+                task,
+                attempt,
+                silent_secs,
+                ..
+            } => Some(format!(
+                "{task}: attempt {attempt} silent for {silent_secs}s (nudged)"
+            )),
+            E::Restarted {
+                task,
+                attempt,
+                silent_secs,
+                ..
+            } => Some(format!(
+                "{task}: attempt {attempt} silent for {silent_secs}s: restarted"
+            )),
+            E::StepFinished {
+                task,
+                attempt,
+                step,
+                passed,
+                ms,
+                secs,
+            } => Some(format!(
+                "{task}: attempt {attempt} step {step} {} ({:.1}s)",
+                if *passed { "passed" } else { "FAILED" },
+                ms.map_or(*secs as f64, |m| m as f64 / 1000.0)
+            )),
+            E::AttemptFailed {
+                task,
+                attempt,
+                reason,
+                ..
+            } => Some(format!("{task}: attempt {attempt} failed: {reason}")),
+            E::AttemptPassed { task, attempt, .. } => {
+                Some(format!("{task}: attempt {attempt} passed"))
+            }
+            E::Integrated { task, .. } => Some(format!("{task}: integrated")),
+            E::TaskFailed { task, reason } => Some(format!("{task}: FAILED: {reason}")),
+            E::TaskBlocked { task, by } => Some(format!("{task}: blocked by {by}")),
+            E::RunFinished {
+                succeeded,
+                failed,
+                blocked,
+            } => Some(format!(
+                "run {}: finished: {succeeded} succeeded, {failed} failed, {blocked} blocked",
+                st.run
+            )),
+            _ => None,
+        };
+        if self.terminal {
+            if let Some(l) = line {
+                self.draw(st, &l);
+            }
+        } else if let Some(l) = line {
+            eprintln!("{l}");
+        }
+    }
+
+    /// The compact view, drawn over the previous one.
+    fn draw(&self, st: &RunState, last: &str) {
+        let count = |want: TaskState| st.tasks.values().filter(|v| v.state == want).count();
+        let mut lines = vec![format!(
+            "run {} ({:.0}s): {} done, {} running, {} failed, {} blocked, {} pending",
+            st.run,
+            self.started.elapsed().as_secs_f64(),
+            count(TaskState::Succeeded),
+            count(TaskState::Running),
+            count(TaskState::Failed),
+            count(TaskState::Blocked),
+            count(TaskState::Pending)
+        )];
+        for (k, v) in st
+            .tasks
+            .iter()
+            .filter(|(_, v)| v.state == TaskState::Running)
+        {
+            lines.push(format!(
+                "  {k:<20} attempt {:<2} {}{}",
+                v.attempt,
+                v.last_step.as_deref().unwrap_or("working"),
+                if v.restarts > 0 {
+                    format!(", {} restart(s)", v.restarts)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        lines.push(format!("  last: {last}"));
+        let up = self.drawn.get();
+        let mut out = String::new();
+        if up > 0 {
+            out.push_str(&format!("\x1b[{up}A\x1b[J"));
+        }
+        for l in &lines {
+            out.push_str(l);
+            out.push('\n');
+        }
+        eprint!("{out}");
+        self.drawn.set(lines.len());
+    }
 }
 
 /// Whether the working tree's atelier.toml differs from the protected branch's: the run uses

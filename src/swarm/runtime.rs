@@ -672,6 +672,16 @@ pub struct RunOptions {
 
 /// Runs (or resumes) plans to the end. `clock` gives the time for events.
 pub fn run(ws: &Workspace, opts: RunOptions, clock: &dyn Fn() -> Timestamp) -> Result<RunSummary> {
+    run_with_progress(ws, opts, clock, None)
+}
+
+/// [`run`], telling `progress` of every event as it is written.
+pub fn run_with_progress(
+    ws: &Workspace,
+    opts: RunOptions,
+    clock: &dyn Fn() -> Timestamp,
+    progress: Option<Progress<'_>>,
+) -> Result<RunSummary> {
     let tokio_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -702,10 +712,11 @@ pub fn run(ws: &Workspace, opts: RunOptions, clock: &dyn Fn() -> Timestamp) -> R
     };
     tokio_rt.block_on(async {
         let stop = interrupted()?;
-        let conductor = match &opts.resume {
+        let mut conductor = match &opts.resume {
             Some(id) => Conductor::resume(ws, id, opts.max_parallel, clock, sandboxes)?,
             None => Conductor::start(ws, &opts, clock, sandboxes, validated)?,
         };
+        conductor.progress = progress;
         conductor.conduct(stop).await
     })
 }
@@ -743,10 +754,15 @@ struct Conductor<'a> {
     /// Workers' events (nudges, exits, steps), written by the conductor as they arrive.
     tx: mpsc::UnboundedSender<RunEvent>,
     rx: mpsc::UnboundedReceiver<RunEvent>,
+    /// Told of every event as it is written, with the state after it (`run`'s live progress).
+    progress: Option<Progress<'a>>,
     /// One conductor per run: a second `run --resume` of the same run waits for the first.
     /// Declared last, so it is released after the attempts are dropped.
     _lock: Lock,
 }
+
+/// What `run` shows while the swarm works: called with each event and the state after it.
+pub type Progress<'a> = &'a dyn Fn(&super::events::Record, &RunState);
 
 /// The message of the commit that integrates `task` into the run's branch.
 fn integration_message(task: &str) -> String {
@@ -932,6 +948,7 @@ impl<'a> Conductor<'a> {
             attempts: JoinSet::new(),
             tx,
             rx,
+            progress: None,
             _lock: lock,
         })
     }
@@ -941,6 +958,9 @@ impl<'a> Conductor<'a> {
     fn emit(&mut self, event: RunEvent) -> Result<()> {
         let record = self.sink.emit(event, (self.clock)())?;
         self.state.apply(&record);
+        if let Some(p) = self.progress {
+            p(&record, &self.state);
+        }
         Ok(())
     }
 
