@@ -39,3 +39,4 @@ mod signers_vs_sshkeygen;
 mod stats;
 mod tidy;
 mod tokens;
+mod ui;

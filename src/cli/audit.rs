@@ -58,7 +58,7 @@ pub fn audit(dir: &Path, cmd: AuditCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn summary(e: &Event) -> String {
+pub(super) fn summary(e: &Event) -> String {
     match e {
         Event::Adopted { branch, commit } => format!("{branch} adopted at {commit}"),
         Event::ProposalOpened {
@@ -152,7 +152,7 @@ fn summary(e: &Event) -> String {
     }
 }
 
-fn kind(e: &Event) -> &'static str {
+pub(super) fn kind(e: &Event) -> &'static str {
     match e {
         Event::Adopted { .. } => "adopted",
         Event::ProposalOpened { .. } => "proposal-opened",

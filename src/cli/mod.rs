@@ -17,6 +17,7 @@ mod propose;
 mod review;
 mod run;
 mod show;
+mod ui;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -96,6 +97,9 @@ enum Command {
     Bench(bench::BenchCommand),
     /// Remove the worktrees and attempt branches that finished runs kept for inspection.
     Clean(run::CleanArgs),
+    /// A local, read-only web dashboard: proposals, the ledger and its audit, runs, the
+    /// improvement curve (each page also as JSON under /api/).
+    Ui(ui::UiArgs),
     /// Run the whole governed loop in a temporary repository, offline, narrated.
     Demo(demo::DemoArgs),
 }
@@ -190,6 +194,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Clean(a) => run::clean(&dir, a),
         Command::Stats(a) => run::stats(&dir, a),
         Command::Bench(a) => bench::bench(&dir, a),
+        Command::Ui(a) => ui::ui(&dir, a),
         Command::Cycle(a) => cycle::cycle(&dir, a),
         Command::Validate(a) => run::validate(&dir, a),
         Command::Demo(a) => demo::demo(a),

@@ -1,0 +1,602 @@
+//! `atelier ui`: a local, read-only web dashboard for the people who review and audit —
+//! proposals (state, approvals and who still has to sign, the panel, the evidence, the diff),
+//! the ledger (a timeline and `audit verify`'s result), runs (a Gantt chart of attempts) and
+//! the improvement curve. Server-side HTML from minijinja templates (HTML-escaped), plots as
+//! inline SVG, no JavaScript; every page has a JSON twin under `/api/`. It binds to loopback
+//! unless `--allow-remote`, answers only GET, and refuses requests whose Host is not the address
+//! it serves (a web page elsewhere cannot read it through the browser by DNS rebinding).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::audit::history;
+use crate::swarm::events::{self, RunEvent};
+use crate::workflow::{self, Workspace};
+
+#[derive(Args, Debug)]
+pub struct UiArgs {
+    /// Where to listen (port 0 picks a free one; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    listen: SocketAddr,
+    /// Serve on an address other than loopback: anyone who can reach it reads the proposals,
+    /// the ledger and the runs.
+    #[arg(long)]
+    allow_remote: bool,
+}
+
+const LAYOUT: &str = include_str!("ui/layout.html.j2");
+const PAGES: &[(&str, &str)] = &[
+    ("proposals", include_str!("ui/proposals.html.j2")),
+    ("proposal", include_str!("ui/proposal.html.j2")),
+    ("ledger", include_str!("ui/ledger.html.j2")),
+    ("runs", include_str!("ui/runs.html.j2")),
+    ("run", include_str!("ui/run.html.j2")),
+    ("improvements", include_str!("ui/improvements.html.j2")),
+];
+
+pub fn ui(dir: &Path, args: UiArgs) -> anyhow::Result<ExitCode> {
+    // Refuse early what would serve nothing: the directory must be an adopted repository.
+    let ws = Workspace::open(dir)?;
+    let root = ws.root.clone();
+    drop(ws);
+    if !args.listen.ip().is_loopback() && !args.allow_remote {
+        return Err(workflow::Error::Input(format!(
+            "--listen {}: not a loopback address; the dashboard shows this repository's proposals, ledger and runs to whoever connects. Pass --allow-remote to serve them there anyway",
+            args.listen
+        ))
+        .into());
+    }
+    if args.allow_remote && !args.listen.ip().is_loopback() {
+        eprintln!(
+            "WARNING: serving on {} (--allow-remote): anyone who can reach it reads this repository's proposals, ledger and runs, over plain HTTP",
+            args.listen
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|e| workflow::Error::Input(format!("listening on {}: {e}", args.listen)))?;
+        let local = listener.local_addr()?;
+        super::out(&format!("listening on http://{local}\n"))?;
+        let allowed = Arc::new(Hosts {
+            port: local.port(),
+            any: args.allow_remote,
+        });
+        let root = Arc::new(root);
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else {
+                        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                        continue;
+                    };
+                    let (root, allowed) = (root.clone(), allowed.clone());
+                    tokio::spawn(async move {
+                        let io = hyper_util::rt::TokioIo::new(stream);
+                        let svc = hyper::service::service_fn(move |req| {
+                            handle(root.clone(), allowed.clone(), req)
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .timer(hyper_util::rt::TokioTimer::new())
+                            .header_read_timeout(std::time::Duration::from_secs(10))
+                            .serve_connection(io, svc)
+                            .await;
+                    });
+                }
+                _ = tokio::signal::ctrl_c() => break,
+                _ = term.recv() => break,
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Host headers a request may carry: this port on a loopback name, or any with
+/// `--allow-remote`.
+struct Hosts {
+    port: u16,
+    any: bool,
+}
+
+impl Hosts {
+    fn allows(&self, host: Option<&str>) -> bool {
+        if self.any {
+            return true;
+        }
+        let Some(host) = host else { return false };
+        let p = self.port;
+        [
+            format!("127.0.0.1:{p}"),
+            format!("localhost:{p}"),
+            format!("[::1]:{p}"),
+        ]
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(host))
+    }
+}
+
+type Body = http_body_util::Full<hyper::body::Bytes>;
+
+async fn handle(
+    root: Arc<PathBuf>,
+    hosts: Arc<Hosts>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Body>, std::convert::Infallible> {
+    let host = req
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string);
+    let (status, kind, body) = if req.method() != hyper::Method::GET {
+        (
+            405,
+            "text/plain; charset=utf-8",
+            "read-only: GET only\n".into(),
+        )
+    } else if !hosts.allows(host.as_deref()) {
+        (
+            421,
+            "text/plain; charset=utf-8",
+            "this dashboard answers requests for its own loopback address only\n".into(),
+        )
+    } else {
+        let path = req.uri().path().to_string();
+        tokio::task::spawn_blocking(move || respond(&root, &path))
+            .await
+            .unwrap_or_else(|e| {
+                (
+                    500,
+                    "text/plain; charset=utf-8",
+                    format!("the page failed: {e}\n"),
+                )
+            })
+    };
+    let mut resp = hyper::Response::new(Body::new(body.into()));
+    *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
+    let h = resp.headers_mut();
+    let set = |h: &mut hyper::HeaderMap, k: &'static str, v: &str| {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(v) {
+            h.insert(k, v);
+        }
+    };
+    set(h, "content-type", kind);
+    // No script runs, nothing loads from elsewhere, no page frames this one.
+    set(
+        h,
+        "content-security-policy",
+        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
+    );
+    set(h, "x-content-type-options", "nosniff");
+    set(h, "cache-control", "no-store");
+    Ok(resp)
+}
+
+/// One request: (status, content type, body). The repository is opened afresh each time, so
+/// every page shows it as it is now.
+fn respond(root: &Path, path: &str) -> (u16, &'static str, String) {
+    let (api, rest) = match path.strip_prefix("/api") {
+        Some(r) => (true, if r.is_empty() { "/" } else { r }),
+        None => (false, path),
+    };
+    let result = (|| -> anyhow::Result<Option<(&'static str, Value)>> {
+        let ws = Workspace::open(root)?;
+        let parts: Vec<&str> = rest.trim_matches('/').split('/').collect();
+        Ok(match parts.as_slice() {
+            [""] | ["proposals"] => Some(("proposals", proposals(&ws)?)),
+            ["proposals", id] => proposal(&ws, id)?.map(|v| ("proposal", v)),
+            ["ledger"] => Some(("ledger", ledger(&ws)?)),
+            ["runs"] => Some(("runs", runs(&ws)?)),
+            ["runs", id] => run(&ws, id)?.map(|v| ("run", v)),
+            ["improvements"] => Some(("improvements", improvements(&ws)?)),
+            _ => None,
+        })
+    })();
+    match result {
+        Ok(Some((page, data))) => {
+            if api {
+                (
+                    200,
+                    "application/json",
+                    serde_json::to_string_pretty(&data).unwrap_or_default(),
+                )
+            } else {
+                match render(page, &data) {
+                    Ok(html) => (200, "text/html; charset=utf-8", html),
+                    Err(e) => (
+                        500,
+                        "text/plain; charset=utf-8",
+                        format!("rendering {page}: {e}\n"),
+                    ),
+                }
+            }
+        }
+        Ok(None) => (
+            404,
+            "text/plain; charset=utf-8",
+            format!("no page at {path}: /, /proposals/ID, /ledger, /runs, /runs/ID, /improvements (and each under /api/)\n"),
+        ),
+        Err(e) => (
+            500,
+            "text/plain; charset=utf-8",
+            format!("{}\n", crate::errors::chain(e.as_ref())),
+        ),
+    }
+}
+
+/// A page from its template, HTML-escaped throughout.
+pub(crate) fn render(page: &str, data: &Value) -> Result<String, minijinja::Error> {
+    let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+    env.add_template("layout", LAYOUT)?;
+    for (name, text) in PAGES {
+        env.add_template(name, text)?;
+    }
+    env.get_template(page)?
+        .render(minijinja::value::Serde(json!({ "page": page, "d": data })))
+}
+
+fn now() -> anyhow::Result<i64> {
+    Ok(crate::clock::now().map(|(t, _)| t)?)
+}
+
+fn proposals(ws: &Workspace) -> anyhow::Result<Value> {
+    let list = workflow::list(ws, now()?)?;
+    Ok(
+        json!({ "repository": ws.config.forge.repository, "branch": ws.branch(), "proposals": list }),
+    )
+}
+
+fn proposal(ws: &Workspace, id: &str) -> anyhow::Result<Option<Value>> {
+    if workflow::parse_id(id).is_err() {
+        return Ok(None);
+    }
+    let Ok(pull) = ws.pull(id) else {
+        return Ok(None);
+    };
+    let v = crate::proposal::view(ws, id)?;
+    let view = ws.view()?;
+    // What the gate would decide now for an open proposal: who approved, what is still
+    // missing (nothing is recorded). A merged or closed one has its history in the ledger.
+    let state = pull.state.as_str().to_string();
+    let gate = if state != "open" {
+        json!({ "state": state })
+    } else {
+        match workflow::evaluate(ws, &view, pull, now()?) {
+            Ok(e) => json!({ "decision": e.decision }),
+            Err(err) => json!({ "error": crate::errors::chain(&err) }),
+        }
+    };
+    let evidence = v.evidence.as_ref().map(|s| {
+        json!({
+            "headline": s.evidence.as_ref().map(|e| e.headline()),
+            "evidence": s.evidence,
+            "objections": s.objections,
+            "warnings": s.warnings,
+        })
+    });
+    Ok(Some(json!({
+        "proposal": v,
+        "gate": gate,
+        "evidence": evidence,
+        "origin": view.origin(id),
+    })))
+}
+
+fn ledger(ws: &Workspace) -> anyhow::Result<Value> {
+    let entries = history::entries(&ws.repo)?;
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let report = history::verify(&ws.repo, &ws.config.forge.repository, ws.branch(), jobs)?;
+    let timeline: Vec<Value> = entries
+        .iter()
+        .rev()
+        .map(|e| {
+            let kind = super::audit::kind(&e.event);
+            json!({
+                "seq": e.seq,
+                "at": e.at,
+                "kind": kind,
+                "proposal": e.event.proposal(),
+                "summary": super::audit::summary(&e.event),
+                "alarm": kind == "alarm",
+            })
+        })
+        .collect();
+    Ok(
+        json!({ "branch": ws.branch(), "audit": report, "ok": report.findings.is_empty(), "entries": timeline }),
+    )
+}
+
+fn runs(ws: &Workspace) -> anyhow::Result<Value> {
+    let dir = ws.atelier_dir().join("runs");
+    let mut out = Vec::new();
+    for id in crate::swarm::stats::run_ids(&dir).into_iter().rev() {
+        let Ok(records) = events::read(&dir.join(&id).join("events.jsonl")) else {
+            continue;
+        };
+        let st = events::RunState::of_log(&records);
+        let count = |s: events::TaskState| st.tasks.values().filter(|t| t.state == s).count();
+        out.push(json!({
+            "id": id,
+            "finished": st.finished,
+            "succeeded": count(events::TaskState::Succeeded),
+            "failed": count(events::TaskState::Failed),
+            "blocked": count(events::TaskState::Blocked),
+            "tasks": st.tasks.len(),
+            "started": records.first().map(|r| r.at.clone()),
+        }));
+    }
+    let logs = crate::swarm::stats::load(&dir, None).unwrap_or_default();
+    let stats = crate::swarm::stats::compute(&logs);
+    Ok(json!({ "runs": out, "stats": stats, "curve": curve_svg(&stats) }))
+}
+
+/// One run: a Gantt chart of its attempts (a bar per attempt, coloured by how it ended, with
+/// nudges and restarts marked), from its events.
+fn run(ws: &Workspace, id: &str) -> anyhow::Result<Option<Value>> {
+    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Ok(None);
+    }
+    let path = crate::swarm::runtime::run_dir(ws, id).join("events.jsonl");
+    let Ok(records) = events::read(&path) else {
+        return Ok(None);
+    };
+    let st = events::RunState::of_log(&records);
+    let bars = attempts(&records);
+    Ok(Some(json!({
+        "id": id,
+        "state": st,
+        "attempts": bars,
+        "gantt": gantt_svg(&bars),
+    })))
+}
+
+/// An attempt as the chart draws it: seconds from the run's start.
+#[derive(serde::Serialize, Clone)]
+struct Bar {
+    task: String,
+    attempt: u32,
+    start: f64,
+    end: Option<f64>,
+    outcome: &'static str,
+    nudges: Vec<f64>,
+    restarted: bool,
+}
+
+fn attempts(records: &[events::Record]) -> Vec<Bar> {
+    let t0 = records
+        .first()
+        .and_then(|r| crate::governance::time::parse_rfc3339(&r.at).ok())
+        .unwrap_or(0);
+    let at = |r: &events::Record| {
+        crate::governance::time::parse_rfc3339(&r.at)
+            .map(|t| (t - t0) as f64)
+            .unwrap_or(0.0)
+    };
+    let mut bars: Vec<Bar> = Vec::new();
+    let find = |bars: &mut Vec<Bar>, task: &str, attempt: u32| -> Option<usize> {
+        bars.iter()
+            .rposition(|b| b.task == task && b.attempt == attempt)
+    };
+    for r in records {
+        match &r.event {
+            RunEvent::AttemptStarted { task, attempt, .. } => bars.push(Bar {
+                task: task.clone(),
+                attempt: *attempt,
+                start: at(r),
+                end: None,
+                outcome: "running",
+                nudges: Vec::new(),
+                restarted: false,
+            }),
+            RunEvent::Nudged { task, attempt, .. } => {
+                if let Some(i) = find(&mut bars, task, *attempt) {
+                    bars[i].nudges.push(at(r));
+                }
+            }
+            RunEvent::Restarted { task, attempt, .. } => {
+                if let Some(i) = find(&mut bars, task, *attempt) {
+                    bars[i].restarted = true;
+                }
+            }
+            RunEvent::AttemptFailed { task, attempt, .. } => {
+                if let Some(i) = find(&mut bars, task, *attempt) {
+                    bars[i].end = Some(at(r));
+                    bars[i].outcome = if bars[i].restarted {
+                        "restarted"
+                    } else {
+                        "failed"
+                    };
+                }
+            }
+            RunEvent::AttemptPassed { task, attempt, .. } => {
+                if let Some(i) = find(&mut bars, task, *attempt) {
+                    bars[i].end = Some(at(r));
+                    bars[i].outcome = "passed";
+                }
+            }
+            _ => {}
+        }
+    }
+    bars
+}
+
+fn colour(outcome: &str) -> &'static str {
+    match outcome {
+        "passed" => "#2e7d32",
+        "failed" => "#c62828",
+        "restarted" => "#ef6c00",
+        _ => "#1565c0",
+    }
+}
+
+/// The Gantt chart as SVG (only numbers and escaped task names go into it).
+fn gantt_svg(bars: &[Bar]) -> String {
+    let mut tasks: Vec<&str> = Vec::new();
+    for b in bars {
+        if !tasks.contains(&b.task.as_str()) {
+            tasks.push(&b.task);
+        }
+    }
+    let span = bars
+        .iter()
+        .map(|b| b.end.unwrap_or(b.start + 1.0))
+        .fold(1.0_f64, f64::max);
+    let (left, width, row) = (160.0, 600.0, 26.0);
+    let x = |t: f64| left + t / span * width;
+    let height = row * tasks.len() as f64 + 30.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"attempts per task over time\">",
+        left + width + 20.0
+    );
+    for (i, t) in tasks.iter().enumerate() {
+        let y = 10.0 + row * i as f64;
+        s.push_str(&format!(
+            "<text x=\"4\" y=\"{}\" font-size=\"12\">{}</text>",
+            y + 14.0,
+            escape(t)
+        ));
+        for b in bars.iter().filter(|b| b.task == *t) {
+            let end = b.end.unwrap_or(span);
+            s.push_str(&format!(
+                "<rect x=\"{:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"18\" fill=\"{}\"><title>{} attempt {}: {}</title></rect>",
+                x(b.start),
+                (x(end) - x(b.start)).max(3.0),
+                colour(b.outcome),
+                escape(&b.task),
+                b.attempt,
+                b.outcome
+            ));
+            for n in &b.nudges {
+                s.push_str(&format!(
+                    "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{y}\" y2=\"{1}\" stroke=\"#fbc02d\" stroke-width=\"2\"/>",
+                    x(*n),
+                    y + 18.0
+                ));
+            }
+        }
+    }
+    s.push_str(&format!(
+        "<text x=\"{left}\" y=\"{}\" font-size=\"11\">0 s</text><text x=\"{}\" y=\"{}\" font-size=\"11\">{span:.0} s</text></svg>",
+        height - 4.0,
+        left + width - 30.0,
+        height - 4.0
+    ));
+    s
+}
+
+/// The attempt-success curve from `stats`: P(pass at attempt k) per role, as bars.
+fn curve_svg(stats: &crate::swarm::stats::Stats) -> String {
+    let bars: Vec<(String, f64)> = stats
+        .roles
+        .iter()
+        .flat_map(|(role, r)| {
+            r.curve
+                .iter()
+                .map(move |c| (format!("{role} #{}", c.attempt), c.p_pass))
+        })
+        .collect();
+    if bars.is_empty() {
+        return String::new();
+    }
+    let (w, h) = (60.0, 120.0);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"probability of passing at each attempt\">",
+        w * bars.len() as f64 + 10.0,
+        h + 30.0
+    );
+    for (i, (label, p)) in bars.iter().enumerate() {
+        let bh = (p.clamp(0.0, 1.0)) * h;
+        s.push_str(&format!(
+            "<rect x=\"{}\" y=\"{}\" width=\"40\" height=\"{bh:.1}\" fill=\"#1565c0\"><title>{}: {:.0} %</title></rect><text x=\"{}\" y=\"{}\" font-size=\"10\">{}</text>",
+            10.0 + w * i as f64,
+            h - bh + 5.0,
+            escape(label),
+            p * 100.0,
+            10.0 + w * i as f64,
+            h + 20.0,
+            escape(label)
+        ));
+    }
+    s.push_str("</svg>");
+    s
+}
+
+fn improvements(ws: &Workspace) -> anyhow::Result<Value> {
+    let list = workflow::cycle::improvements(ws)?;
+    let svg = improvement_svg(&list);
+    Ok(json!({ "improvements": list, "curve": svg }))
+}
+
+/// Each merged cycle proposal's delta with its interval, oldest first (lower is better).
+fn improvement_svg(list: &[workflow::cycle::Improvement]) -> String {
+    let points: Vec<(String, f64, f64, f64)> = list
+        .iter()
+        .filter_map(|i| {
+            let d = i.delta.as_ref()?;
+            let (lo, hi) = if d.low.is_finite() {
+                (d.low, d.high)
+            } else {
+                (d.delta, d.delta)
+            };
+            Some((
+                format!("{} {}", i.proposal, i.metric.clone().unwrap_or_default()),
+                d.delta,
+                lo,
+                hi,
+            ))
+        })
+        .collect();
+    if points.is_empty() {
+        return String::new();
+    }
+    let extent = points
+        .iter()
+        .flat_map(|p| [p.1.abs(), p.2.abs(), p.3.abs()])
+        .fold(1.0_f64, f64::max);
+    let (w, h) = (90.0, 200.0);
+    let y = |v: f64| h / 2.0 - v / extent * (h / 2.0 - 10.0) + 10.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"measured delta of each merged improvement, with its 95 % interval\"><line x1=\"0\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#999\"/>",
+        w * points.len() as f64 + 20.0,
+        h + 40.0,
+        w * points.len() as f64 + 20.0,
+        y(0.0),
+        y(0.0)
+    );
+    for (i, (label, d, lo, hi)) in points.iter().enumerate() {
+        let cx = 30.0 + w * i as f64;
+        s.push_str(&format!(
+            "<line x1=\"{cx}\" x2=\"{cx}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#555\" stroke-width=\"2\"/><circle cx=\"{cx}\" cy=\"{:.1}\" r=\"5\" fill=\"{}\"><title>{}: {d:+.2} [{lo:+.2}, {hi:+.2}]</title></circle><text x=\"{}\" y=\"{}\" font-size=\"10\">{}</text>",
+            y(*lo),
+            y(*hi),
+            y(*d),
+            if *hi < 0.0 { "#2e7d32" } else if *lo > 0.0 { "#c62828" } else { "#757575" },
+            escape(label),
+            cx - 25.0,
+            h + 30.0,
+            escape(label)
+        ));
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Text for SVG built here (the templates escape everything else).
+fn escape(t: &str) -> String {
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}

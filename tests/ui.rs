@@ -1,0 +1,180 @@
+//! `atelier ui`: the read-only dashboard, loaded in headless Chromium (Debian's `chromium`,
+//! which .ci/run installs) the way a reviewer's browser loads it, and attacked the way a
+//! hostile web page or proposer would: markup in a title, another Host, a POST.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Stdio};
+
+use crate::support::Env;
+
+/// `atelier ui` on a free loopback port: the process and its base URL.
+struct Ui {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(env: &Env) -> Ui {
+    let mut child = env
+        .command(crate::support::bin())
+        .arg("-C")
+        .arg(&env.repo)
+        .args(["ui", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start atelier ui");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the address");
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("no address: {line}"))
+        .to_string();
+    Ui { child, base }
+}
+
+/// The page as Chromium renders it (its DOM after parsing), headless.
+fn chromium(env: &Env, url: &str) -> String {
+    let profile = tempfile::tempdir().expect("profile");
+    let out = env
+        .command("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--dump-dom", url])
+        .output()
+        .expect("chromium (Debian package `chromium`; .ci/run installs it)");
+    assert!(
+        out.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A raw HTTP/1.1 request: the status line and the body.
+fn raw(base: &str, request: &str) -> (String, String) {
+    let addr = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.write_all(request.as_bytes()).expect("send");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let status = text.lines().next().unwrap_or_default().to_string();
+    let body = text
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    (status, body)
+}
+
+#[test]
+fn the_dashboard_shows_proposals_the_ledger_and_runs_in_a_browser_and_escapes_what_it_shows() {
+    let env = Env::new();
+    let merged = env.propose(&[("README.md", "# demo\n\nmerged\n")], "Readme");
+    env.approve(&merged, "alice").ok();
+    env.atelier(&["merge", &merged]).ok();
+    let id = env.propose(
+        &[("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n")],
+        "Fix <script>document.title='owned'</script> the answer",
+    );
+    let waiting = env.propose(&[("README.md", "# demo\n\nwaiting\n")], "Waiting");
+    env.approve(&id, "alice").ok();
+    let ui = serve(&env);
+
+    let home = chromium(&env, &format!("{}/", ui.base));
+    assert!(home.contains("Proposals to"), "{home}");
+    // The title is text on the page, never markup: no script element came from it.
+    assert!(
+        home.contains("Fix &lt;script&gt;document.title='owned'&lt;/script&gt; the answer"),
+        "{home}"
+    );
+    assert!(!home.contains("<script>document.title"), "{home}");
+    assert!(home.contains("<title>Proposals"), "{home}");
+
+    let page = chromium(&env, &format!("{}/proposals/{id}", ui.base));
+    assert!(
+        page.contains("Approved by: alice@example.org")
+            && page.contains(">may merge<")
+            && page.contains("+    42"),
+        "{page}"
+    );
+    let unsigned = chromium(&env, &format!("{}/proposals/{waiting}", ui.base));
+    assert!(
+        unsigned.contains("may not merge yet")
+            && unsigned.contains("nobody yet")
+            && unsigned.contains("E_QUORUM_NOT_MET"),
+        "{unsigned}"
+    );
+    let done = chromium(&env, &format!("{}/proposals/{merged}", ui.base));
+    assert!(done.contains("This proposal is merged"), "{done}");
+
+    let ledger = chromium(&env, &format!("{}/ledger", ui.base));
+    assert!(
+        ledger.contains("audit verify: OK") && ledger.contains("proposal-opened"),
+        "{ledger}"
+    );
+
+    let runs = chromium(&env, &format!("{}/runs", ui.base));
+    assert!(runs.contains("No runs yet"), "{runs}");
+    let curve = chromium(&env, &format!("{}/improvements", ui.base));
+    assert!(curve.contains("No merged cycle proposals yet"), "{curve}");
+
+    // Every page has a JSON twin.
+    let (status, body) = raw(
+        &ui.base,
+        &format!(
+            "GET /api/proposals HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            ui.base.trim_start_matches("http://")
+        ),
+    );
+    assert!(status.contains("200"), "{status}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["proposals"].as_array().map(Vec::len), Some(3), "{v}");
+
+    // Read-only, and only for its own address (a page elsewhere, rebinding a name to
+    // 127.0.0.1, sends its own Host).
+    let (post, _) = raw(
+        &ui.base,
+        &format!(
+            "POST / HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            ui.base.trim_start_matches("http://")
+        ),
+    );
+    assert!(post.contains("405"), "{post}");
+    let (rebound, _) = raw(
+        &ui.base,
+        "GET /api/ledger HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\n\r\n",
+    );
+    assert!(rebound.contains("421"), "{rebound}");
+}
+
+#[test]
+fn the_dashboard_stays_on_loopback_unless_told() {
+    let env = Env::new();
+    let r = env.atelier(&["ui", "--listen", "0.0.0.0:0"]).code(2);
+    assert!(
+        r.stderr
+            .contains("--listen 0.0.0.0:0: not a loopback address")
+            && r.stderr.contains("--allow-remote"),
+        "{}",
+        r.stderr
+    );
+}
