@@ -111,7 +111,7 @@ pub(super) fn run(ws: &Workspace, args: &CycleArgs) -> anyhow::Result<(ExitCode,
         ))
         .into());
     }
-    let missions = bench::of_workspace(ws)?;
+    let missions = bench::of_workspace(ws, &|m| eprintln!("cycle: {m}"))?;
     if let Some(m) = &args.mission {
         if !missions.iter().any(|x| &x.mission.id == m) {
             return Err(workflow::Error::Input(format!(
@@ -285,8 +285,9 @@ fn steps(
             "build",
             &format!("the change edits atelier's own code ({files}): building the base (trusted) and the change (contained)"),
         );
-        let (base_bin, _) = crate::swarm::builds::trusted(ws, "the base", &p.base)?;
-        let changed = crate::swarm::builds::untrusted(ws, head, now()?)?;
+        let (base_bin, _) =
+            crate::swarm::builds::trusted(ws, "the base", &p.base, &|m| eprintln!("{m}"))?;
+        let changed = crate::swarm::builds::untrusted(ws, head, now()?, &|m| eprintln!("{m}"))?;
         progress(
             c,
             "benchmark",

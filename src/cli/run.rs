@@ -117,7 +117,7 @@ struct Live {
     terminal: bool,
     /// Lines of the view drawn last (a terminal redraws over them).
     drawn: std::cell::Cell<usize>,
-    started: std::time::Instant,
+    started: crate::agent::process::Stopwatch,
 }
 
 impl Live {
@@ -127,7 +127,7 @@ impl Live {
             on,
             terminal: std::io::stderr().is_terminal(),
             drawn: std::cell::Cell::new(0),
-            started: std::time::Instant::now(),
+            started: crate::agent::process::Stopwatch::start(),
         }
     }
 

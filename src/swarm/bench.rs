@@ -258,14 +258,14 @@ pub fn repository_missions(
 }
 
 /// The missions `ws` runs: the built-in ones and its protected branch's `missions/*.toml`;
-/// notes about skipped files go to stderr.
-pub fn of_workspace(ws: &crate::workflow::Workspace) -> Result<Vec<Mission>> {
+/// notes about skipped files go to `say`.
+pub fn of_workspace(ws: &crate::workflow::Workspace, say: &dyn Fn(&str)) -> Result<Vec<Mission>> {
     let tip = crate::git::branch_tip(&ws.repo, ws.branch())?;
     let tree = ws.repo.find_commit(tip)?.tree()?;
     let mut notes = Vec::new();
     let all = repository_missions(&ws.repo, &tree, ws.branch(), &mut notes)?;
     for n in notes {
-        eprintln!("bench: {n}");
+        say(&n);
     }
     Ok(all)
 }

@@ -91,7 +91,13 @@ const BUILD: [&str; 6] = ["build", "--release", "--locked", "--bin", "atelier", 
 /// A trusted revision `rev` (named by the operator, or the protected branch's base), built once,
 /// uncontained, and kept: the binary and its label (`REV (sha)`).
 /// `what` names it in errors (`--baseline`, `the base`).
-pub fn trusted(ws: &Workspace, what: &str, rev: &str) -> anyhow::Result<(PathBuf, String)> {
+/// `say` reports progress (the command prints it on stderr).
+pub fn trusted(
+    ws: &Workspace,
+    what: &str,
+    rev: &str,
+    say: &dyn Fn(&str),
+) -> Result<(PathBuf, String)> {
     let repo = &ws.repo;
     let commit = repo
         .revparse_single(rev)
@@ -102,16 +108,15 @@ pub fn trusted(ws: &Workspace, what: &str, rev: &str) -> anyhow::Result<(PathBuf
     if !is_atelier(repo, &commit.tree()?)? {
         return Err(Error::Input(format!(
             "{what} {rev}: its Cargo.toml is not atelier's package; another build of atelier is built from atelier's own repository (compare configurations with --baseline-config)"
-        ))
-        .into());
+        )));
     }
     let bench_dir = ws.atelier_dir().join("bench");
     let binary = bench_dir.join("trusted").join(&sha).join("atelier");
     if binary.is_file() {
-        eprintln!(
+        say(&format!(
             "bench: reusing the build of {label} at {}",
             binary.display()
-        );
+        ));
         return Ok((binary, label));
     }
     // Only trusted builds write here: never `[swarm] shared_target_dir`, which workers write.
@@ -124,10 +129,10 @@ pub fn trusted(ws: &Workspace, what: &str, rev: &str) -> anyhow::Result<(PathBuf
     std::fs::create_dir_all(&bench_dir)?;
     crate::git::add_worktree(repo, &name, &tree, &branch, commit.id())?;
     let cargo = cargo();
-    eprintln!(
+    say(&format!(
         "bench: building {label} with `{cargo} build --release --locked` (target {})",
         target.display()
-    );
+    ));
     // Its output is progress, never this command's: stdout may be --json.
     let built = process::operator_command(
         std::ffi::OsStr::new(&cargo),
@@ -140,14 +145,13 @@ pub fn trusted(ws: &Workspace, what: &str, rev: &str) -> anyhow::Result<(PathBuf
         false,
     )
     .map(|o| o.status);
-    let result = (|| -> anyhow::Result<()> {
+    let result = (|| -> Result<()> {
         let status =
             built.map_err(|e| Error::Input(format!("{what} {rev}: running `{cargo}`: {e}")))?;
         if !status.success() {
             return Err(Error::Input(format!(
                 "{what} {rev}: `{cargo} build --release --locked` failed ({status}); its output is above"
-            ))
-            .into());
+            )));
         }
         let out = target.join("release").join("atelier");
         std::fs::create_dir_all(binary.parent().expect("a parent"))?;
@@ -197,7 +201,12 @@ pub struct Untrusted {
 
 /// Builds commit `head` (a proposal's change) contained, like a gauntlet step: the binary and
 /// the sandbox to run it in.
-pub fn untrusted(ws: &Workspace, head: git2::Oid, clock_now: i64) -> Result<Untrusted> {
+pub fn untrusted(
+    ws: &Workspace,
+    head: git2::Oid,
+    clock_now: i64,
+    say: &dyn Fn(&str),
+) -> Result<Untrusted> {
     let sha = head.to_string();
     let label = format!("the change ({})", &sha[..12]);
     let config = super::lint::branch_config(ws)?;
@@ -222,7 +231,7 @@ pub fn untrusted(ws: &Workspace, head: git2::Oid, clock_now: i64) -> Result<Untr
         let sandbox = gauntlet
             .clone()
             .map(|g| g.write(dir).read(&common).write(&target));
-        eprintln!(
+        say(&format!(
             "bench: building {label} with `{cargo} build --release --locked`, {} (target {})",
             if sandbox.is_some() {
                 "contained like a gauntlet step"
@@ -230,7 +239,7 @@ pub fn untrusted(ws: &Workspace, head: git2::Oid, clock_now: i64) -> Result<Untr
                 "UNCONTAINED ([swarm] containment = \"none\")"
             },
             target.display()
-        );
+        ));
         let spawn = process::Spawn {
             program: cargo.clone(),
             args: BUILD.iter().map(|s| s.to_string()).collect(),
