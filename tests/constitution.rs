@@ -68,7 +68,7 @@ fn a_principal_added_by_the_proposal_itself_does_not_count() {
     let signers = format!("{}{carol}\n", env.read("policies/allowed_signers"));
     let id = env.propose(&[("policies/allowed_signers", &signers)], "Add carol");
     env.approve(&id, "alice").ok();
-    env.approve(&id, "carol").ok();
+    env.approve(&id, "carol").code(1);
     let (code, v) = env.gate(&id);
     assert_eq!(code, 1);
     assert_eq!(token_codes(&v), ["OK", "E_UNKNOWN_SIGNER"]);

@@ -894,7 +894,7 @@ fn a_run_recorded_as_a_mission_replays_from_the_protected_branch_only() {
     assert!(
         unmerged
             .stderr
-            .contains("--mission late-b: no such mission (here: silent, flaky)"),
+            .contains("--mission late-b: no such mission (built in or on the protected branch: silent, flaky)"),
         "{}",
         unmerged.stderr
     );

@@ -560,7 +560,7 @@ fn bench_replay_measures_false_kills_with_a_paired_interval() {
     assert!(
         unknown
             .stderr
-            .contains("no such mission (built in: silent, flaky)"),
+            .contains("no such mission (built in or on the protected branch: silent, flaky)"),
         "{}",
         unknown.stderr
     );

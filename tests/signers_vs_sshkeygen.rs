@@ -741,7 +741,7 @@ fn an_expired_approval_line_and_a_git_line_do_not_combine() {
     );
     env.git(&["commit", "-q", "--amend", "-a", "--no-edit"]);
     let id = env.propose_code();
-    let token = env.approve(&id, "alice").ok().stdout;
+    let token = env.approve(&id, "alice").code(1).stdout;
     assert!(!ssh_keygen_accepts(&env, &token), "ssh-keygen refuses it");
     let run = env.atelier(&["merge", &id, "--json"]).code(1);
     let v = run.json();

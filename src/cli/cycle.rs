@@ -115,7 +115,7 @@ pub(super) fn run(ws: &Workspace, args: &CycleArgs) -> anyhow::Result<(ExitCode,
     if let Some(m) = &args.mission {
         if !missions.iter().any(|x| &x.mission.id == m) {
             return Err(workflow::Error::Input(format!(
-                "--mission {m}: no such mission (here: {})",
+                "--mission {m}: no such mission (built in or on the protected branch: {})",
                 missions
                     .iter()
                     .map(|x| x.mission.id.as_str())

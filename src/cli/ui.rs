@@ -409,9 +409,12 @@ fn attempts(records: &[events::Record]) -> Vec<Bar> {
                     bars[i].restarted = true;
                 }
             }
-            RunEvent::AttemptFailed { task, attempt, .. } => {
+            RunEvent::AttemptFailed {
+                task, attempt, ms, ..
+            } => {
                 if let Some(i) = find(&mut bars, task, *attempt) {
-                    bars[i].end = Some(at(r));
+                    // The measured duration, where recorded: event times have whole seconds.
+                    bars[i].end = Some(ms.map_or(at(r), |m| bars[i].start + m as f64 / 1000.0));
                     bars[i].outcome = if bars[i].restarted {
                         "restarted"
                     } else {
@@ -419,9 +422,11 @@ fn attempts(records: &[events::Record]) -> Vec<Bar> {
                     };
                 }
             }
-            RunEvent::AttemptPassed { task, attempt, .. } => {
+            RunEvent::AttemptPassed {
+                task, attempt, ms, ..
+            } => {
                 if let Some(i) = find(&mut bars, task, *attempt) {
-                    bars[i].end = Some(at(r));
+                    bars[i].end = Some(ms.map_or(at(r), |m| bars[i].start + m as f64 / 1000.0));
                     bars[i].outcome = "passed";
                 }
             }
@@ -487,7 +492,7 @@ fn gantt_svg(bars: &[Bar]) -> String {
         }
     }
     s.push_str(&format!(
-        "<text x=\"{left}\" y=\"{}\" font-size=\"11\">0 s</text><text x=\"{}\" y=\"{}\" font-size=\"11\">{span:.0} s</text></svg>",
+        "<text x=\"{left}\" y=\"{}\" font-size=\"11\">0 s</text><text x=\"{}\" y=\"{}\" font-size=\"11\">{span:.1} s</text></svg>",
         height - 4.0,
         left + width - 30.0,
         height - 4.0
@@ -509,7 +514,7 @@ fn curve_svg(stats: &crate::swarm::stats::Stats) -> String {
     if bars.is_empty() {
         return String::new();
     }
-    let (w, h) = (60.0, 120.0);
+    let (w, h) = (110.0, 120.0);
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"probability of passing at each attempt\">",
         w * bars.len() as f64 + 10.0,
@@ -518,14 +523,15 @@ fn curve_svg(stats: &crate::swarm::stats::Stats) -> String {
     for (i, (label, p)) in bars.iter().enumerate() {
         let bh = (p.clamp(0.0, 1.0)) * h;
         s.push_str(&format!(
-            "<rect x=\"{}\" y=\"{}\" width=\"40\" height=\"{bh:.1}\" fill=\"#1565c0\"><title>{}: {:.0} %</title></rect><text x=\"{}\" y=\"{}\" font-size=\"10\">{}</text>",
+            "<rect x=\"{}\" y=\"{}\" width=\"40\" height=\"{bh:.1}\" fill=\"#1565c0\"><title>{}: {:.0} %</title></rect><text x=\"{}\" y=\"{}\" font-size=\"10\">{} ({:.0} %)</text>",
             10.0 + w * i as f64,
             h - bh + 5.0,
             escape(label),
             p * 100.0,
             10.0 + w * i as f64,
             h + 20.0,
-            escape(label)
+            escape(label),
+            p * 100.0
         ));
     }
     s.push_str("</svg>");

@@ -909,7 +909,7 @@ pub fn replay_sides(
         .collect();
     if chosen.is_empty() {
         return Err(crate::workflow::Error::Input(format!(
-            "--mission {}: no such mission (here: {})",
+            "--mission {}: no such mission (built in or on the protected branch: {})",
             only.unwrap_or_default(),
             all.iter()
                 .map(|m| m.mission.id.as_str())

@@ -336,13 +336,27 @@ pub fn status(
         return Ok(Some(s));
     };
     s.recorded_head = Some(rh.clone());
-    let tip = git::branch_tip(repo, ws.branch())?.to_string();
-    if *rb != tip {
-        s.warnings.push(format!(
-            "{} moved since the change was measured (measured on {rb}, now {tip}): the evidence does not hold for a merge now, and it cannot merge until the cycle runs again ({})",
-            ws.branch(),
-            Code::EvidenceMissing
-        ));
+    // A merged proposal is held to the base it merged onto (the gate checked that), an open
+    // one to the branch as it is now.
+    match view.merges().find(|m| m.proposal == id) {
+        Some(m) => {
+            if m.base != *rb {
+                s.warnings.push(format!(
+                    "merged onto {}, but measured on {rb}: the evidence was not for this merge",
+                    m.base
+                ));
+            }
+        }
+        None => {
+            let tip = git::branch_tip(repo, ws.branch())?.to_string();
+            if *rb != tip {
+                s.warnings.push(format!(
+                    "{} moved since the change was measured (measured on {rb}, now {tip}): the evidence does not hold for a merge now, and it cannot merge until the cycle runs again ({})",
+                    ws.branch(),
+                    Code::EvidenceMissing
+                ));
+            }
+        }
     }
     if outcome == "regressed" {
         s.objections.push(format!(
