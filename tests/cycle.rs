@@ -194,6 +194,13 @@ fn submit_anyway_submits_and_the_improvement_curve_shows_what_merged() {
         text.contains("wasted_attempts") && text.contains("no significant change"),
         "{text}"
     );
+    // Merged onto the base it was measured on: nothing to warn about, though main moved (to
+    // the merge itself).
+    let shown = s.run(&["show", &id]).ok().stdout;
+    assert!(
+        shown.contains("evidence (atelier cycle") && !shown.contains("moved since"),
+        "{shown}"
+    );
 }
 
 #[test]
