@@ -35,6 +35,7 @@ mod review_fixes;
 mod review_gate;
 mod review_one_loop;
 mod review_third;
+mod review_ui;
 mod signers_vs_sshkeygen;
 mod stats;
 mod tidy;
