@@ -268,11 +268,17 @@ pub fn apply_patch(
     // given the headers libgit2 needs.
     let headed;
     let patch = match with_git_headers(patch) {
-        Some(h) => {
+        Ok(Some(h)) => {
             headed = h;
             &headed[..]
         }
-        None => patch,
+        Ok(None) => patch,
+        Err(reason) => {
+            return Err(PatchError::Unreadable {
+                file: file.into(),
+                reason,
+            })
+        }
     };
     let diff = Diff::from_buffer(patch).map_err(|e| PatchError::Unreadable {
         file: file.into(),
@@ -298,10 +304,12 @@ pub fn apply_patch(
 /// stripped (`-p1`), a timestamp after a tab dropped, `/dev/null` (or `diff -N`'s epoch
 /// timestamp) for a new or deleted file.
 /// `None` when the text is not such a diff (a git diff, or something else: libgit2 judges it).
-pub fn with_git_headers(patch: &[u8]) -> Option<Vec<u8>> {
-    let text = std::str::from_utf8(patch).ok()?;
+pub fn with_git_headers(patch: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let Ok(text) = std::str::from_utf8(patch) else {
+        return Ok(None);
+    };
     if text.lines().any(|l| l.starts_with("diff --git ")) {
-        return None;
+        return Ok(None);
     }
     let name = |l: &str, marker: &str| -> Option<String> {
         let rest = l.strip_prefix(marker)?.trim_end_matches('\n');
@@ -314,25 +322,49 @@ pub fn with_git_headers(patch: &[u8]) -> Option<Vec<u8>> {
         if path == "/dev/null" || epoch {
             return Some("/dev/null".to_string());
         }
-        if path == "/dev/null" {
-            return Some(path.to_string());
-        }
         let stripped = path.split_once('/').map_or(path, |(_, p)| p);
         (!stripped.is_empty()).then(|| stripped.to_string())
     };
+    // Lines only a git diff has: in a plain diff git apply refuses them, and libgit2, once given
+    // a `diff --git` line, would honour them (a rename, a mode, a binary literal).
+    const GIT_ONLY: &[&str] = &[
+        "similarity index",
+        "dissimilarity index",
+        "rename from",
+        "rename to",
+        "copy from",
+        "copy to",
+        "old mode",
+        "new mode",
+        "new file mode",
+        "deleted file mode",
+        "index ",
+        "GIT binary patch",
+        "literal ",
+        "delta ",
+        "Binary files",
+    ];
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut out = String::new();
     let mut files = 0;
+    let mut in_hunk = false;
     let mut i = 0;
     while i < lines.len() {
         let l = lines[i];
         let next = lines.get(i + 1).copied().unwrap_or_default();
         if l.starts_with("--- ") && next.starts_with("+++ ") {
-            let (old, new) = (name(l, "--- ")?, name(next.trim_end_matches('\n'), "+++ ")?);
-            let old = old.trim_end_matches('\n').to_string();
+            let (Some(old), Some(new)) = (name(l, "--- "), name(next, "+++ ")) else {
+                return Ok(None);
+            };
+            if old != "/dev/null" && new != "/dev/null" && old != new {
+                return Err(format!(
+                    "line {}: a plain diff from `{old}` to `{new}` (git apply would patch one of them, not rename): give a `git diff` for a rename",
+                    i + 1
+                ));
+            }
             let path = if new == "/dev/null" { &old } else { &new };
             if path == "/dev/null" {
-                return None;
+                return Ok(None);
             }
             out.push_str(&format!("diff --git a/{path} b/{path}\n"));
             if old == "/dev/null" {
@@ -353,13 +385,26 @@ pub fn with_git_headers(patch: &[u8]) -> Option<Vec<u8>> {
                 side(&new, "b")
             ));
             files += 1;
+            in_hunk = false;
             i += 2;
             continue;
+        }
+        if l.starts_with("@@") {
+            in_hunk = true;
+        } else if !in_hunk || !matches!(l.as_bytes().first(), Some(b' ' | b'+' | b'-' | b'\\')) {
+            in_hunk = false;
+            if let Some(h) = GIT_ONLY.iter().find(|h| l.starts_with(**h)) {
+                return Err(format!(
+                    "line {}: `{}` belongs to a git diff, and this is a plain one (no `diff --git` line): git apply refuses it; give the whole `git diff` instead",
+                    i + 1,
+                    h.trim_end()
+                ));
+            }
         }
         out.push_str(l);
         i += 1;
     }
-    (files > 0).then(|| out.into_bytes())
+    Ok((files > 0).then(|| out.into_bytes()))
 }
 
 /// A signature for commits Atelier makes: the repository's configured identity, or Atelier's.
@@ -688,9 +733,27 @@ mod tests {
             ),
         ];
         for (input, want) in cases {
-            let got =
-                with_git_headers(input.as_bytes()).map(|b| String::from_utf8(b).expect("utf8"));
+            let got = with_git_headers(input.as_bytes())
+                .expect("a plain diff")
+                .map(|b| String::from_utf8(b).expect("utf8"));
             assert_eq!(got.as_deref(), *want, "{input}");
+        }
+        for (input, why) in [
+            (
+                "--- a/f\n+++ b/f\nrename from f\nrename to g\n@@ -1 +1 @@\n-a\n+b\n",
+                "`rename from` belongs to a git diff",
+            ),
+            (
+                "--- a/f\n+++ b/f\nindex 1..2 120000\n@@ -1 +1 @@\n-a\n+b\n",
+                "`index` belongs to a git diff",
+            ),
+            (
+                "--- a/x\n+++ b/x.bak\n@@ -1 +1 @@\n-a\n+b\n",
+                "from `x` to `x.bak`",
+            ),
+        ] {
+            let e = with_git_headers(input.as_bytes()).expect_err(why);
+            assert!(e.contains(why), "{e}");
         }
     }
 }

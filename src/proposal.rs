@@ -13,6 +13,10 @@ use crate::workflow::Workspace;
 pub struct FileChange {
     pub path: String,
     pub status: &'static str,
+    /// What the text diff cannot show: a mode change (`100644 -> 100755, executable`), or that
+    /// the path is a symbolic link (and to what).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
     /// The unified diff, or a note for binary files.
     pub diff: String,
 }
@@ -44,6 +48,46 @@ fn blob_text(
             Err(e) => Err(e.into_bytes().len()),
         }),
     )
+}
+
+/// A mode change or a symbolic link at `path` between two trees, said plainly: a text diff
+/// shows neither (a link's diff is its target as if it were text).
+fn mode_note(
+    repo: &Repository,
+    old: &git2::Tree<'_>,
+    new: &git2::Tree<'_>,
+    path: &str,
+) -> Option<String> {
+    let mode = |t: &git2::Tree<'_>| {
+        t.get_path(std::path::Path::new(path))
+            .ok()
+            .map(|e| e.filemode())
+    };
+    let (before, after) = (mode(old), mode(new));
+    const LINK: i32 = 0o120000;
+    const EXEC: i32 = 0o100755;
+    let target = || {
+        new.get_path(std::path::Path::new(path))
+            .ok()
+            .and_then(|e| repo.find_blob(e.id()).ok())
+            .map(|b| String::from_utf8_lossy(b.content()).into_owned())
+            .unwrap_or_default()
+    };
+    match (before, after) {
+        (_, Some(LINK)) if before != Some(LINK) => Some(format!(
+            "now a SYMBOLIC LINK (mode 120000) to `{}`{}",
+            target(),
+            before.map_or(String::new(), |b| format!(", was mode {b:o}"))
+        )),
+        (Some(LINK), Some(LINK)) => Some(format!("a symbolic link, now to `{}`", target())),
+        (Some(LINK), Some(a)) => Some(format!("was a symbolic link, now mode {a:o}")),
+        (Some(b), Some(a)) if b != a => Some(format!(
+            "mode {b:o} -> {a:o}{}",
+            if a == EXEC { " (executable)" } else { "" }
+        )),
+        (None, Some(EXEC)) => Some("added executable (mode 100755)".into()),
+        _ => None,
+    }
 }
 
 /// The change a proposal makes: head against the merge base with the protected branch.
@@ -80,7 +124,13 @@ pub fn view(ws: &Workspace, id: &str) -> Result<View> {
                     .to_string()
             }
         };
-        files.push(FileChange { path, status, diff });
+        let mode = mode_note(repo, &old, &new, &path);
+        files.push(FileChange {
+            path,
+            status,
+            mode,
+            diff,
+        });
     }
     let record = new
         .get_path(std::path::Path::new(&format!(

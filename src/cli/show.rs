@@ -72,6 +72,9 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
     t.push_str(&format!("{} file(s) changed:\n", v.files.len()));
     for f in &v.files {
         t.push_str(&format!("  {:<9} {}\n", f.status, f.path));
+        if let Some(m) = &f.mode {
+            t.push_str(&format!("            {m}\n"));
+        }
     }
     for f in &v.files {
         t.push('\n');

@@ -102,8 +102,9 @@ pub fn ui(dir: &Path, args: UiArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The Host headers a request may carry: this port on a loopback name, or any with
-/// `--allow-remote`.
+/// The Host headers a request may carry: this port, on `localhost` or an IP address (loopback
+/// only, unless `--allow-remote`). Never another name, even with `--allow-remote`: DNS
+/// rebinding needs a name, so an address literal cannot be a page elsewhere reading this one.
 struct Hosts {
     port: u16,
     any: bool,
@@ -111,18 +112,20 @@ struct Hosts {
 
 impl Hosts {
     fn allows(&self, host: Option<&str>) -> bool {
-        if self.any {
+        let Some((name, port)) = host.and_then(|h| h.rsplit_once(':')) else {
+            return false;
+        };
+        if port.parse::<u16>().ok() != Some(self.port) {
+            return false;
+        }
+        if name.eq_ignore_ascii_case("localhost") {
             return true;
         }
-        let Some(host) = host else { return false };
-        let p = self.port;
-        [
-            format!("127.0.0.1:{p}"),
-            format!("localhost:{p}"),
-            format!("[::1]:{p}"),
-        ]
-        .iter()
-        .any(|h| h.eq_ignore_ascii_case(host))
+        let ip = name.trim_start_matches('[').trim_end_matches(']');
+        match ip.parse::<std::net::IpAddr>() {
+            Ok(ip) => self.any || ip.is_loopback(),
+            Err(_) => false,
+        }
     }
 }
 
