@@ -1450,3 +1450,204 @@ fn a_run_shows_its_progress_unless_quiet() {
         quiet.stderr
     );
 }
+
+/// A swarm run in the background, controlled from "another terminal" (`atelier control`).
+struct Background {
+    child: std::process::Child,
+    events: PathBuf,
+}
+
+impl Background {
+    fn start(s: &Swarm, plan: &str) -> Background {
+        let child = s
+            .command(&["run", plan, "--max-parallel", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the run");
+        let events = s.env.repo.join(".atelier/runs/r1/events.jsonl");
+        Background { child, events }
+    }
+
+    /// Waits (at most 60 s) until the run's events contain `needle`.
+    fn wait_for(&self, needle: &str) {
+        let start = std::time::Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&self.events).unwrap_or_default();
+            if text.contains(needle) {
+                return;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "no `{needle}` in the events:\n{text}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    fn finish(mut self) -> Run {
+        let o = std::mem::replace(
+            &mut self.child,
+            std::process::Command::new("true").spawn().expect("true"),
+        )
+        .wait_with_output()
+        .expect("the run ends");
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Pause, resume, retry and skip, sent through the run's directory from another process while
+/// the conductor works; each recorded with who asked; a control that cannot apply says why.
+#[test]
+fn an_operator_pauses_resumes_retries_and_skips_a_running_swarm() {
+    let s = Swarm::new("failure_budget = 1");
+    let go = s.fake.join("go");
+    let fixed = s.fake.join("fixed");
+    // A waits for the test's go-ahead; F fails until "fixed"; G always fails; H needs G.
+    s.scenario(
+        "p:A",
+        &format!(
+            "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > src/a.rs",
+            go.display()
+        ),
+    );
+    s.scenario(
+        "p:F",
+        &format!(
+            "if [ -f '{}' ]; then echo ok > src/f.rs; else echo 'error: not yet'; exit 3; fi",
+            fixed.display()
+        ),
+    );
+    s.scenario("p:G", "exit 4");
+    s.scenario("p:H", "echo ok > src/h.rs");
+    // W keeps the run going while the operator acts on F and G.
+    let end = s.fake.join("end");
+    s.scenario(
+        "p:W",
+        &format!(
+            "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > src/w.rs",
+            end.display()
+        ),
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs"),
+                task("F", &["src/f.rs"], &[], "grep -q ok src/f.rs"),
+                task("G", &["src/g.rs"], &[], "test -f src/g.rs"),
+                task("H", &["src/h.rs"], &["G"], "grep -q ok src/h.rs"),
+                task("W", &["src/w.rs"], &[], "grep -q ok src/w.rs"),
+            ],
+        ),
+    );
+    let bg = Background::start(&s, &p);
+    bg.wait_for("\"task\":\"p:A\"");
+    s.run(&["control", "pause"]).ok();
+    bg.wait_for("\"action\":\"pause\"");
+    let paused = s.run(&["status"]).ok().stdout;
+    assert!(paused.contains("PAUSED by an operator"), "{paused}");
+    // A second pause says why it does not apply; an unknown task is refused at once.
+    s.run(&["control", "pause"]).ok();
+    bg.wait_for("already paused");
+    let unknown = s.run(&["control", "retry", "p:Z"]).code(2);
+    assert!(
+        unknown.stderr.contains("has no task `p:Z`"),
+        "{}",
+        unknown.stderr
+    );
+    // A finishes while paused; nothing else starts.
+    std::fs::write(&go, "").expect("go");
+    bg.wait_for("\"kind\":\"integrated\"");
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let text = std::fs::read_to_string(&bg.events).expect("events");
+    assert!(
+        !text.contains("\"task\":\"p:F\""),
+        "F started while paused:\n{text}"
+    );
+    s.run(&["control", "resume"]).ok();
+    // F fails (budget 1), G fails and blocks H; the operator fixes F and retries it, and
+    // forces past G so that H runs.
+    bg.wait_for("\"task\":\"p:W\"");
+    let text = std::fs::read_to_string(&bg.events).expect("events");
+    assert!(
+        text.contains("\"by\":\"p:G\""),
+        "H is blocked by G:\n{text}"
+    );
+    std::fs::write(&fixed, "").expect("fixed");
+    s.run(&["control", "retry", "p:F"]).ok();
+    s.run(&["control", "skip", "p:G"]).ok();
+    bg.wait_for("\"action\":\"skip\"");
+    std::fs::write(&end, "").expect("end");
+    let r = bg.finish();
+    assert_eq!(
+        r.code, 1,
+        "a run with a skipped task is not a success: {}",
+        r.stderr
+    );
+    let events =
+        std::fs::read_to_string(s.env.repo.join(".atelier/runs/r1/events.jsonl")).expect("events");
+    for want in [
+        "\"action\":\"retry\",\"task\":\"p:F\",\"by\":\"proposer@example.org\",\"applied\":true",
+        "\"action\":\"skip\",\"task\":\"p:G\",\"by\":\"proposer@example.org\",\"applied\":true",
+        "\"action\":\"resume\"",
+    ] {
+        assert!(events.contains(want), "{want}:\n{events}");
+    }
+    assert!(s
+        .env
+        .git(&["show", "atelier/runs/r1:src/f.rs"])
+        .contains("ok"));
+    assert!(s
+        .env
+        .git(&["show", "atelier/runs/r1:src/h.rs"])
+        .contains("ok"));
+    let status = s.run(&["status"]).ok().stdout;
+    assert!(status.contains("skipped"), "{status}");
+    let refused = s.run(&["propose", "--run", "r1"]).code(2);
+    assert!(refused.stderr.contains("succeed"), "{}", refused.stderr);
+    let done = s.run(&["control", "pause"]).code(2);
+    assert!(done.stderr.contains("has finished"), "{}", done.stderr);
+}
+
+/// `control stop` stops every worker cleanly; `run --resume` continues.
+#[test]
+fn an_operator_stops_a_run_and_it_resumes() {
+    let s = Swarm::new("failure_budget = 1");
+    let go = s.fake.join("go");
+    s.scenario(
+        "p:A",
+        &format!(
+            "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > src/a.rs",
+            go.display()
+        ),
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    let bg = Background::start(&s, &p);
+    bg.wait_for("\"task\":\"p:A\"");
+    s.run(&["control", "stop"]).ok();
+    let r = bg.finish();
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("stopped by an operator") && r.stderr.contains("atelier run --resume r1"),
+        "{}",
+        r.stderr
+    );
+    std::fs::write(&go, "").expect("go");
+    s.run(&["run", "--resume", "r1"]).ok();
+}

@@ -95,6 +95,8 @@ enum Command {
     /// Benchmarks: `bench replay` compares two conductor configurations on the built-in missions.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Control a running swarm from another terminal: pause, resume, stop, retry TASK, skip TASK.
+    Control(run::ControlArgs),
     /// Remove the worktrees and attempt branches that finished runs kept for inspection.
     Clean(run::CleanArgs),
     /// A local, read-only web dashboard: proposals, the ledger and its audit, runs, the
@@ -195,6 +197,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stats(a) => run::stats(&dir, a),
         Command::Bench(a) => bench::bench(&dir, a),
         Command::Ui(a) => ui::ui(&dir, a),
+        Command::Control(a) => run::control(&dir, a),
         Command::Cycle(a) => cycle::cycle(&dir, a),
         Command::Validate(a) => run::validate(&dir, a),
         Command::Demo(a) => demo::demo(a),

@@ -190,6 +190,21 @@ impl Live {
             E::Integrated { task, .. } => Some(format!("{task}: integrated")),
             E::TaskFailed { task, reason } => Some(format!("{task}: FAILED: {reason}")),
             E::TaskBlocked { task, by } => Some(format!("{task}: blocked by {by}")),
+            E::Control {
+                action,
+                task,
+                by,
+                applied,
+                detail,
+            } => Some(format!(
+                "control: {by} asked to {action}{}: {}",
+                task.as_deref().map(|t| format!(" {t}")).unwrap_or_default(),
+                if *applied {
+                    "applied".to_string()
+                } else {
+                    format!("not applied ({detail})")
+                }
+            )),
             E::RunFinished {
                 succeeded,
                 failed,
@@ -271,6 +286,88 @@ fn uncommitted_config(ws: &Workspace) -> anyhow::Result<Option<String>> {
 }
 
 #[derive(Args, Debug)]
+pub struct ControlArgs {
+    /// `pause` (no new attempt starts), `resume`, `stop` (every worker stopped; `run --resume`
+    /// continues), `retry TASK` (a failed task starts over with a fresh budget), `skip TASK`
+    /// (force past a pending, failed or blocked task: its dependents run; the run is then never
+    /// proposed).
+    #[arg(value_parser = ["pause", "resume", "stop", "retry", "skip"])]
+    action: String,
+    /// The task (`plan:id`), for retry and skip.
+    task: Option<String>,
+    /// The run (default: the latest).
+    #[arg(long)]
+    run: Option<String>,
+}
+
+/// `atelier control`: leaves the request in the run's `control/` directory, where the
+/// conductor (this one or a later `--resume`) takes it and records it with who asked.
+pub fn control(dir: &Path, args: ControlArgs) -> anyhow::Result<ExitCode> {
+    let ws = Workspace::open(dir)?;
+    let run = match args.run {
+        Some(r) => r,
+        None => latest(&ws)?,
+    };
+    let s = load(&ws, &run)?;
+    if s.finished {
+        return Err(crate::workflow::Error::Input(format!(
+            "run {run} has finished: there is nothing to control (`atelier status {run}`)"
+        ))
+        .into());
+    }
+    let needs_task = matches!(args.action.as_str(), "retry" | "skip");
+    match (&args.task, needs_task) {
+        (None, true) => {
+            return Err(crate::workflow::Error::Input(format!(
+                "{} needs the task (`atelier status {run}` lists them, as plan:id)",
+                args.action
+            ))
+            .into())
+        }
+        (Some(t), false) => {
+            return Err(crate::workflow::Error::Input(format!(
+                "{} takes no task (got `{t}`)",
+                args.action
+            ))
+            .into())
+        }
+        (Some(t), true) if !s.tasks.contains_key(t) => {
+            return Err(crate::workflow::Error::Input(format!(
+                "run {run} has no task `{t}` (tasks: {})",
+                s.tasks.keys().cloned().collect::<Vec<_>>().join(", ")
+            ))
+            .into())
+        }
+        _ => {}
+    }
+    let by = ws
+        .repo
+        .config()
+        .ok()
+        .and_then(|c| c.get_string("user.email").ok())
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "unknown".into());
+    let request = runtime::ControlRequest {
+        action: args.action.clone(),
+        task: args.task.clone(),
+        by,
+    };
+    let ctl = runtime::run_dir(&ws, &run).join(runtime::CONTROL_DIR);
+    // Named to sort by when it was asked, and never to collide.
+    let stamp = super::now()?;
+    let mut nonce = [0u8; 6];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
+    let file = ctl.join(format!("{stamp:012}-{}.json", hex::encode(nonce)));
+    crate::fsutil::atomic_write(&file, &serde_json::to_vec(&request)?)?;
+    out(&format!(
+        "asked run {run} to {}{}: its conductor takes it within a second and records it (`atelier status {run}`); a run whose conductor is not running takes it at `atelier run --resume {run}`\n",
+        args.action,
+        args.task.as_deref().map(|t| format!(" {t}")).unwrap_or_default()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
 pub struct StatusArgs {
     /// The run (default: the latest).
     run: Option<String>,
@@ -312,6 +409,8 @@ fn render(s: &RunState, now: i64) -> String {
         s.run,
         if s.finished {
             "finished"
+        } else if s.paused {
+            "PAUSED by an operator (`atelier control resume`)"
         } else {
             "in progress or interrupted"
         },
@@ -328,6 +427,7 @@ fn render(s: &RunState, now: i64) -> String {
             TaskState::Succeeded => "succeeded",
             TaskState::Failed => "failed",
             TaskState::Blocked => "blocked",
+            TaskState::Skipped => "skipped",
         };
         let last = match v.state {
             TaskState::Succeeded | TaskState::Running => v.last_step.clone(),

@@ -160,6 +160,16 @@ pub enum RunEvent {
         task: String,
         by: String,
     },
+    /// An operator's control (`atelier control`, the `watch` cockpit), taken from the run's
+    /// `control/` directory: who asked, and whether it applied (and why not).
+    Control {
+        action: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<String>,
+        by: String,
+        applied: bool,
+        detail: String,
+    },
     RunFinished {
         succeeded: usize,
         failed: usize,
@@ -299,6 +309,9 @@ pub enum TaskState {
     Succeeded,
     Failed,
     Blocked,
+    /// Forced past by an operator (`control skip`): its dependents run as if it had passed,
+    /// but a run with a skipped task is never proposed.
+    Skipped,
 }
 
 /// A passed attempt as its `attempt-passed` event records it.
@@ -331,6 +344,8 @@ pub struct TaskView {
     pub do_not_retry: Vec<String>,
     /// The last passed attempt; its commit is integrated next unless the task already ended.
     pub passed: Option<Passed>,
+    /// Attempts made before an operator's last `retry`: the failure budget counts from here.
+    pub budget_from: u32,
 }
 
 impl TaskView {
@@ -349,6 +364,7 @@ impl TaskView {
             prompt_bytes: Vec::new(),
             do_not_retry: Vec::new(),
             passed: None,
+            budget_from: 0,
         }
     }
 
@@ -356,7 +372,7 @@ impl TaskView {
     pub fn ended(&self) -> bool {
         matches!(
             self.state,
-            TaskState::Succeeded | TaskState::Failed | TaskState::Blocked
+            TaskState::Succeeded | TaskState::Failed | TaskState::Blocked | TaskState::Skipped
         )
     }
 }
@@ -380,6 +396,9 @@ pub struct RunState {
     /// How the latest conductor confined the run's programs (`landlock`, `none`); `None` in
     /// logs written before containment existed (their programs ran uncontained).
     pub containment: Option<String>,
+    /// An operator paused scheduling (`control pause`): attempts in flight go on, no new one
+    /// starts until `resume`.
+    pub paused: bool,
 }
 
 /// Whether `text` names a commit (as `git2::Oid::from_str` reads one); anything else in a log
@@ -537,6 +556,45 @@ impl RunState {
                     v.finished_at = Some(r.at.clone());
                 }
             }
+            RunEvent::Control {
+                action,
+                task,
+                applied: true,
+                ..
+            } => match (action.as_str(), task) {
+                ("pause", _) => self.paused = true,
+                ("resume", _) => self.paused = false,
+                ("retry", Some(t)) => {
+                    // The task starts over with a fresh budget, and what it blocked is
+                    // pending again (blocked anew if something else still fails).
+                    if let Some(v) = self.tasks.get_mut(t) {
+                        v.state = TaskState::Pending;
+                        v.budget_from = v.attempt;
+                        v.finished_at = None;
+                    }
+                    for v in self.tasks.values_mut() {
+                        if v.state == TaskState::Blocked {
+                            v.state = TaskState::Pending;
+                            v.last_failure = None;
+                        }
+                    }
+                }
+                ("skip", Some(t)) => {
+                    if let Some(v) = self.tasks.get_mut(t) {
+                        v.state = TaskState::Skipped;
+                        v.finished_at = Some(r.at.clone());
+                        v.last_failure = Some("skipped by an operator".into());
+                    }
+                    for v in self.tasks.values_mut() {
+                        if v.state == TaskState::Blocked {
+                            v.state = TaskState::Pending;
+                            v.last_failure = None;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            RunEvent::Control { .. } => {}
             RunEvent::TaskBlocked { task, by } => {
                 if let Some(v) = self.tasks.get_mut(task) {
                     v.state = TaskState::Blocked;
@@ -553,6 +611,7 @@ impl RunState {
 
     pub fn completed(&self) -> BTreeSet<String> {
         self.in_state(TaskState::Succeeded)
+            .chain(self.in_state(TaskState::Skipped))
             .map(|(k, _)| k)
             .collect()
     }

@@ -40,14 +40,35 @@ pub struct RunSummary {
     pub succeeded: Vec<String>,
     pub failed: BTreeMap<String, String>,
     pub blocked: BTreeMap<String, String>,
+    /// Tasks an operator forced past (`control skip`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
     /// How the run's programs were confined: `landlock` or `none`.
     pub containment: String,
 }
 
 impl RunSummary {
     pub fn ok(&self) -> bool {
-        self.failed.is_empty() && self.blocked.is_empty()
+        self.failed.is_empty() && self.blocked.is_empty() && self.skipped.is_empty()
     }
+}
+
+/// Where operators' controls wait for the conductor, in the run's directory.
+pub const CONTROL_DIR: &str = "control";
+
+/// One operator's control, as `atelier control` writes it.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct ControlRequest {
+    pub action: String,
+    #[serde(default)]
+    pub task: Option<String>,
+    pub by: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Go,
+    Stop,
 }
 
 /// The run's directory under `.atelier/runs/`.
@@ -1026,28 +1047,120 @@ impl<'a> Conductor<'a> {
         self.integrate_interrupted()?;
         // Ctrl-C or SIGTERM ends every worker's process group, not just the conductor.
         let mut stop = Box::pin(stop);
+        // Operators' controls are looked for a few times a second (`atelier control`).
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
         loop {
+            if self.take_controls()? == Flow::Stop {
+                return Err(self.stop_all("stopped by an operator (`atelier control stop`)"));
+            }
             self.block_dependents()?;
-            self.launch_ready()?;
-            if self.flights.is_empty() {
+            if !self.state.paused {
+                self.launch_ready()?;
+            }
+            if self.flights.is_empty() && !self.state.paused {
                 break;
             }
             tokio::select! {
-                _ = &mut stop => {
-                    process::kill_all();
-                    // What the stopped workers left is not kept where a person might run git
-                    // in it (`--resume` starts those attempts again from scratch anyway).
-                    for flight in self.flights.values() {
-                        let _ = git::remove_worktree(&self.ws.repo, &flight.name, &flight.path);
-                    }
-                    let run_id = &self.run;
-                    return Err(crate::workflow::Error::Input(format!("interrupted: every worker was stopped; `atelier run --resume {run_id}` continues the run")));
-                }
+                _ = tick.tick() => {}
+                _ = &mut stop => return Err(self.stop_all("interrupted")),
                 Some(ev) = self.rx.recv() => self.emit(ev)?,
                 Some(joined) = self.attempts.join_next() => self.on_attempt_finished(joined)?,
             }
         }
         self.finish()
+    }
+
+    /// Stops every worker and removes what they left (`--resume` starts those attempts again
+    /// from scratch): the error that ends the run, saying how to continue it.
+    fn stop_all(&self, why: &str) -> crate::workflow::Error {
+        process::kill_all();
+        // Not kept where a person might run git in it.
+        for flight in self.flights.values() {
+            let _ = git::remove_worktree(&self.ws.repo, &flight.name, &flight.path);
+        }
+        let run_id = &self.run;
+        crate::workflow::Error::Input(format!(
+            "{why}: every worker was stopped; `atelier run --resume {run_id}` continues the run"
+        ))
+    }
+
+    /// Applies the operators' controls waiting in the run's `control/` directory, oldest
+    /// first, each recorded as a `control` event (applied, or why not) and then removed.
+    fn take_controls(&mut self) -> Result<Flow> {
+        let dir = run_dir(self.ws, &self.run).join(CONTROL_DIR);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(Flow::Go);
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        let mut flow = Flow::Go;
+        for f in files {
+            let request = std::fs::read(&f)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<ControlRequest>(&b).ok());
+            let _ = std::fs::remove_file(&f);
+            let Some(c) = request else {
+                continue;
+            };
+            let refused = self.refuse_control(&c);
+            let applied = refused.is_none();
+            if applied && c.action == "stop" {
+                flow = Flow::Stop;
+            }
+            self.emit(RunEvent::Control {
+                action: c.action.clone(),
+                task: c.task.clone(),
+                by: c.by.clone(),
+                applied,
+                detail: refused.unwrap_or_else(|| "applied".into()),
+            })?;
+        }
+        Ok(flow)
+    }
+
+    /// Why a control cannot apply now, if it cannot.
+    fn refuse_control(&self, c: &ControlRequest) -> Option<String> {
+        let task = |t: &Option<String>| -> Result<String, String> {
+            let t = t.clone().ok_or("it names no task")?;
+            if self.state.tasks.contains_key(&t) {
+                Ok(t)
+            } else {
+                Err(format!("the run has no task `{t}`"))
+            }
+        };
+        match c.action.as_str() {
+            "pause" if self.state.paused => Some("already paused".into()),
+            "resume" if !self.state.paused => Some("not paused".into()),
+            "pause" | "resume" | "stop" => None,
+            "retry" => match task(&c.task) {
+                Err(e) => Some(e),
+                Ok(t) if self.state.tasks[&t].state != TaskState::Failed => Some(format!(
+                    "`{t}` has not failed (it is {:?})",
+                    self.state.tasks[&t].state
+                )),
+                Ok(_) => None,
+            },
+            "skip" => match task(&c.task) {
+                Err(e) => Some(e),
+                Ok(t)
+                    if matches!(
+                        self.state.tasks[&t].state,
+                        TaskState::Running | TaskState::Succeeded | TaskState::Skipped
+                    ) =>
+                {
+                    Some(format!(
+                        "`{t}` is {:?}: only a pending, failed or blocked task is skipped",
+                        self.state.tasks[&t].state
+                    ))
+                }
+                Ok(_) => None,
+            },
+            other => Some(format!("unknown control `{other}`")),
+        }
     }
 
     /// The settings this conductor runs with, as the `settings` event records them.
@@ -1399,7 +1512,8 @@ impl<'a> Conductor<'a> {
             task: task.to_string(),
             attempt,
         })?;
-        if attempt >= self.limits.budget {
+        let from = self.state.tasks.get(task).map_or(0, |v| v.budget_from);
+        if attempt.saturating_sub(from) >= self.limits.budget {
             let why = format!("failed {attempt} attempt(s); last: {reason}");
             self.emit(RunEvent::TaskFailed {
                 task: task.to_string(),
@@ -1512,7 +1626,13 @@ impl<'a> Conductor<'a> {
     fn finish(mut self) -> Result<RunSummary> {
         let failed = self.state.why(TaskState::Failed);
         let blocked = self.state.why(TaskState::Blocked);
-        let succeeded: Vec<String> = self.state.completed().into_iter().collect();
+        let skipped: Vec<String> = self.state.why(TaskState::Skipped).into_keys().collect();
+        let succeeded: Vec<String> = self
+            .state
+            .completed()
+            .into_iter()
+            .filter(|k| !skipped.contains(k))
+            .collect();
         self.emit(RunEvent::RunFinished {
             succeeded: succeeded.len(),
             failed: failed.len(),
@@ -1532,6 +1652,7 @@ impl<'a> Conductor<'a> {
             succeeded,
             failed,
             blocked,
+            skipped,
             containment: self
                 .state
                 .containment
