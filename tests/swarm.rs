@@ -1651,3 +1651,70 @@ fn an_operator_stops_a_run_and_it_resumes() {
     std::fs::write(&go, "").expect("go");
     s.run(&["run", "--resume", "r1"]).ok();
 }
+
+/// `atelier watch` on a terminal is the cockpit: driven through a pseudo-terminal (`script`),
+/// its `p` key pauses the running swarm, recorded with who asked; `q` quits.
+#[test]
+fn the_cockpit_pauses_a_running_swarm_from_a_terminal() {
+    use std::io::Write;
+    let s = Swarm::new("failure_budget = 1");
+    let go = s.fake.join("go");
+    s.scenario(
+        "p:A",
+        &format!(
+            "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > src/a.rs",
+            go.display()
+        ),
+    );
+    s.scenario("p:B", "echo ok > src/b.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs"),
+                task("B", &["src/b.rs"], &[], "grep -q ok src/b.rs"),
+            ],
+        ),
+    );
+    let bg = Background::start(&s, &p);
+    bg.wait_for("\"task\":\"p:A\"");
+    let mut cockpit = s
+        .env
+        .command("script")
+        .args([
+            "-qc",
+            &format!(
+                "stty cols 160 rows 40; '{}' -C '{}' watch",
+                crate::support::bin(),
+                s.env.repo.display()
+            ),
+            "/dev/null",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script (util-linux)");
+    let mut keys = cockpit.stdin.take().expect("stdin");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    keys.write_all(b"p").expect("p");
+    keys.flush().expect("flush");
+    bg.wait_for("\"action\":\"pause\"");
+    keys.write_all(b"q").expect("q");
+    drop(keys);
+    let out = cockpit.wait_with_output().expect("the cockpit quits");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("waves:") && screen.contains("asked") && !screen.contains("note:"),
+        "{screen}"
+    );
+    let events = std::fs::read_to_string(&bg.events).expect("events");
+    assert!(
+        events.contains("\"action\":\"pause\",\"by\":\"proposer@example.org\",\"applied\":true"),
+        "{events}"
+    );
+    s.run(&["control", "resume"]).ok();
+    std::fs::write(&go, "").expect("go");
+    assert_eq!(bg.finish().code, 0);
+}

@@ -7,6 +7,7 @@
 mod approve;
 mod audit;
 mod bench;
+mod cockpit;
 mod cycle;
 mod demo;
 mod gate;

@@ -109,6 +109,88 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// One line for an event worth showing an operator (`run`'s progress, the cockpit's tail).
+pub(super) fn describe(event: &crate::swarm::events::RunEvent, run: &str) -> Option<String> {
+    use crate::swarm::events::RunEvent as E;
+    match event {
+        E::RunStarted { branch, .. } => Some(format!("run {run}: started on {branch}")),
+        E::RunResumed { .. } => Some(format!("run {}: resumed", run)),
+        E::AttemptStarted {
+            task,
+            attempt,
+            role,
+            ..
+        } => Some(format!(
+            "{task}: attempt {attempt} started{}",
+            role.as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        )),
+        E::Nudged {
+            task,
+            attempt,
+            silent_secs,
+            ..
+        } => Some(format!(
+            "{task}: attempt {attempt} silent for {silent_secs}s (nudged)"
+        )),
+        E::Restarted {
+            task,
+            attempt,
+            silent_secs,
+            ..
+        } => Some(format!(
+            "{task}: attempt {attempt} silent for {silent_secs}s: restarted"
+        )),
+        E::StepFinished {
+            task,
+            attempt,
+            step,
+            passed,
+            ms,
+            secs,
+        } => Some(format!(
+            "{task}: attempt {attempt} step {step} {} ({:.1}s)",
+            if *passed { "passed" } else { "FAILED" },
+            ms.map_or(*secs as f64, |m| m as f64 / 1000.0)
+        )),
+        E::AttemptFailed {
+            task,
+            attempt,
+            reason,
+            ..
+        } => Some(format!("{task}: attempt {attempt} failed: {reason}")),
+        E::AttemptPassed { task, attempt, .. } => Some(format!("{task}: attempt {attempt} passed")),
+        E::Integrated { task, .. } => Some(format!("{task}: integrated")),
+        E::TaskFailed { task, reason } => Some(format!("{task}: FAILED: {reason}")),
+        E::TaskBlocked { task, by } => Some(format!("{task}: blocked by {by}")),
+        E::Control {
+            action,
+            task,
+            by,
+            applied,
+            detail,
+        } => Some(format!(
+            "control: {by} asked to {action}{}: {}",
+            task.as_deref().map(|t| format!(" {t}")).unwrap_or_default(),
+            if *applied {
+                "applied".to_string()
+            } else {
+                format!("not applied ({detail})")
+            }
+        )),
+        E::RunFinished {
+            succeeded,
+            failed,
+            blocked,
+        } => Some(format!(
+            "run {}: finished: {succeeded} succeeded, {failed} failed, {blocked} blocked",
+            run
+        )),
+        _ => None,
+    }
+}
+
 /// `run`'s progress on stderr: on a terminal a compact view redrawn at each event (tasks done,
 /// running, failed; each running task's attempt, last step and time); otherwise one line per
 /// change of state.
@@ -132,89 +214,10 @@ impl Live {
     }
 
     fn event(&self, r: &events::Record, st: &RunState) {
-        use crate::swarm::events::RunEvent as E;
         if !self.on {
             return;
         }
-        let line = match &r.event {
-            E::RunStarted { .. } => Some(format!("run {}: started on {}", st.run, st.branch)),
-            E::RunResumed { .. } => Some(format!("run {}: resumed", st.run)),
-            E::AttemptStarted {
-                task,
-                attempt,
-                role,
-                ..
-            } => Some(format!(
-                "{task}: attempt {attempt} started{}",
-                role.as_deref()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default()
-            )),
-            E::Nudged {
-                task,
-                attempt,
-                silent_secs,
-                ..
-            } => Some(format!(
-                "{task}: attempt {attempt} silent for {silent_secs}s (nudged)"
-            )),
-            E::Restarted {
-                task,
-                attempt,
-                silent_secs,
-                ..
-            } => Some(format!(
-                "{task}: attempt {attempt} silent for {silent_secs}s: restarted"
-            )),
-            E::StepFinished {
-                task,
-                attempt,
-                step,
-                passed,
-                ms,
-                secs,
-            } => Some(format!(
-                "{task}: attempt {attempt} step {step} {} ({:.1}s)",
-                if *passed { "passed" } else { "FAILED" },
-                ms.map_or(*secs as f64, |m| m as f64 / 1000.0)
-            )),
-            E::AttemptFailed {
-                task,
-                attempt,
-                reason,
-                ..
-            } => Some(format!("{task}: attempt {attempt} failed: {reason}")),
-            E::AttemptPassed { task, attempt, .. } => {
-                Some(format!("{task}: attempt {attempt} passed"))
-            }
-            E::Integrated { task, .. } => Some(format!("{task}: integrated")),
-            E::TaskFailed { task, reason } => Some(format!("{task}: FAILED: {reason}")),
-            E::TaskBlocked { task, by } => Some(format!("{task}: blocked by {by}")),
-            E::Control {
-                action,
-                task,
-                by,
-                applied,
-                detail,
-            } => Some(format!(
-                "control: {by} asked to {action}{}: {}",
-                task.as_deref().map(|t| format!(" {t}")).unwrap_or_default(),
-                if *applied {
-                    "applied".to_string()
-                } else {
-                    format!("not applied ({detail})")
-                }
-            )),
-            E::RunFinished {
-                succeeded,
-                failed,
-                blocked,
-            } => Some(format!(
-                "run {}: finished: {succeeded} succeeded, {failed} failed, {blocked} blocked",
-                st.run
-            )),
-            _ => None,
-        };
+        let line = describe(&r.event, &st.run);
         if self.terminal {
             if let Some(l) = line {
                 self.draw(st, &l);
@@ -340,6 +343,23 @@ pub fn control(dir: &Path, args: ControlArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
+    send_control(&ws, &run, &args.action, args.task.as_deref())?;
+    out(&format!(
+        "asked run {run} to {}{}: its conductor takes it within a second and records it (`atelier status {run}`); a run whose conductor is not running takes it at `atelier run --resume {run}`\n",
+        args.action,
+        args.task.as_deref().map(|t| format!(" {t}")).unwrap_or_default()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Leaves a control for run `run`'s conductor in its `control/` directory, as who is asking
+/// (the repository's `user.email`, else `$USER`).
+pub(super) fn send_control(
+    ws: &Workspace,
+    run: &str,
+    action: &str,
+    task: Option<&str>,
+) -> anyhow::Result<()> {
     let by = ws
         .repo
         .config()
@@ -348,23 +368,19 @@ pub fn control(dir: &Path, args: ControlArgs) -> anyhow::Result<ExitCode> {
         .or_else(|| std::env::var("USER").ok())
         .unwrap_or_else(|| "unknown".into());
     let request = runtime::ControlRequest {
-        action: args.action.clone(),
-        task: args.task.clone(),
+        action: action.to_string(),
+        task: task.map(str::to_string),
         by,
     };
-    let ctl = runtime::run_dir(&ws, &run).join(runtime::CONTROL_DIR);
-    // Named to sort by when it was asked, and never to collide.
-    let stamp = super::now()?;
+    let ctl = runtime::run_dir(ws, run).join(runtime::CONTROL_DIR);
+    // Named to sort by when it was asked, and never to collide (the clock read quietly: the
+    // cockpit calls this with its screen up).
+    let stamp = crate::clock::now().map(|(t, _)| t).unwrap_or(0);
     let mut nonce = [0u8; 6];
     rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
     let file = ctl.join(format!("{stamp:012}-{}.json", hex::encode(nonce)));
     crate::fsutil::atomic_write(&file, &serde_json::to_vec(&request)?)?;
-    out(&format!(
-        "asked run {run} to {}{}: its conductor takes it within a second and records it (`atelier status {run}`); a run whose conductor is not running takes it at `atelier run --resume {run}`\n",
-        args.action,
-        args.task.as_deref().map(|t| format!(" {t}")).unwrap_or_default()
-    ))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 #[derive(Args, Debug)]
@@ -381,7 +397,7 @@ fn latest(ws: &Workspace) -> anyhow::Result<String> {
         .ok_or_else(|| anyhow::anyhow!("there are no runs yet: `atelier run PLAN.toml` starts one"))
 }
 
-fn load(ws: &Workspace, run: &str) -> anyhow::Result<RunState> {
+pub(super) fn load(ws: &Workspace, run: &str) -> anyhow::Result<RunState> {
     let path = runtime::run_dir(ws, run).join("events.jsonl");
     let records = events::read(&path).with_context(|| format!("run {run}"))?;
     Ok(RunState::of_log(&records))
@@ -501,6 +517,12 @@ pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
         Some(r) => r,
         None => latest(&ws)?,
     };
+    {
+        use std::io::IsTerminal;
+        if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+            return super::cockpit::run(&ws, &run);
+        }
+    }
     loop {
         let s = load(&ws, &run)?;
         out(&format!("\x1b[2J\x1b[H{}", render(&s, super::now()?)))?;

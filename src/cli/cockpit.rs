@@ -1,0 +1,349 @@
+//! `atelier watch` on a terminal: the cockpit (ratatui). Tasks with their state, role, attempt,
+//! elapsed time, nudges, restarts, last step and claims; the waves; a tail of the run's events;
+//! and controls — pause, resume, retry or skip the selected task, stop — sent through the
+//! run's `control/` directory like `atelier control`, so the conductor records who asked. It
+//! reads the run's events afresh twice a second; it never writes them.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+use crate::swarm::events::{self, RunState, TaskState};
+use crate::swarm::runtime;
+use crate::workflow::Workspace;
+
+/// What a key asks of the run, given the selected task.
+pub(super) fn control_for(
+    key: KeyCode,
+    selected: Option<&str>,
+) -> Option<(&'static str, Option<String>)> {
+    match key {
+        KeyCode::Char('p') => Some(("pause", None)),
+        KeyCode::Char('r') => Some(("resume", None)),
+        KeyCode::Char('s') => Some(("stop", None)),
+        KeyCode::Char('t') => selected.map(|t| ("retry", Some(t.to_string()))),
+        KeyCode::Char('k') => selected.map(|t| ("skip", Some(t.to_string()))),
+        _ => None,
+    }
+}
+
+fn colour(state: TaskState) -> Color {
+    match state {
+        TaskState::Pending => Color::Gray,
+        TaskState::Running => Color::Cyan,
+        TaskState::Succeeded => Color::Green,
+        TaskState::Failed => Color::Red,
+        TaskState::Blocked => Color::Yellow,
+        TaskState::Skipped => Color::Magenta,
+    }
+}
+
+fn state_name(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Pending => "pending",
+        TaskState::Running => "running",
+        TaskState::Succeeded => "succeeded",
+        TaskState::Failed => "failed",
+        TaskState::Blocked => "blocked",
+        TaskState::Skipped => "skipped",
+    }
+}
+
+/// Draws one frame: the run `s`, the last lines of its events `tail`, the selected row, the
+/// note of the last control sent, and `now` (seconds) for elapsed times.
+pub(super) fn draw(
+    f: &mut Frame<'_>,
+    s: &RunState,
+    roles: &std::collections::BTreeMap<String, String>,
+    tail: &[String],
+    table: &mut TableState,
+    note: &str,
+    now: i64,
+) {
+    let [head, body, events_area, help] = Layout::vertical([
+        Constraint::Length(3),
+        Constraint::Min(6),
+        Constraint::Length(10),
+        Constraint::Length(2),
+    ])
+    .areas(f.area());
+    let count = |st: TaskState| s.tasks.values().filter(|t| t.state == st).count();
+    let status = if s.finished {
+        "finished"
+    } else if s.paused {
+        "PAUSED"
+    } else {
+        "running"
+    };
+    let header = format!(
+        "run {} on {} — {status} — {} done, {} running, {} failed, {} blocked, {} skipped, {} pending — waves: {}",
+        s.run,
+        s.branch,
+        count(TaskState::Succeeded),
+        count(TaskState::Running),
+        count(TaskState::Failed),
+        count(TaskState::Blocked),
+        count(TaskState::Skipped),
+        count(TaskState::Pending),
+        s.waves
+            .iter()
+            .map(|w| w.join(" "))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    f.render_widget(
+        Paragraph::new(header).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title("atelier watch"),
+        ),
+        head,
+    );
+    let time = |x: &Option<String>| {
+        x.as_deref()
+            .and_then(|t| crate::governance::time::parse_rfc3339(t).ok())
+    };
+    let rows: Vec<Row<'_>> = s
+        .tasks
+        .iter()
+        .map(|(k, v)| {
+            let elapsed = match (time(&v.started_at), time(&v.finished_at)) {
+                (Some(a), Some(b)) => format!("{}s", b - a),
+                (Some(a), None) if v.state == TaskState::Running => {
+                    format!("{}s", (now - a).max(0))
+                }
+                _ => "-".into(),
+            };
+            let last = match v.state {
+                TaskState::Succeeded | TaskState::Running => v.last_step.clone(),
+                _ => v.last_failure.clone().or(v.last_step.clone()),
+            }
+            .unwrap_or_default();
+            let claims = s.held.get(k).map(|c| c.join(" ")).unwrap_or_default();
+            Row::new(vec![
+                k.clone(),
+                state_name(v.state).to_string(),
+                roles.get(k).cloned().unwrap_or_default(),
+                v.attempt.to_string(),
+                elapsed,
+                v.nudges.to_string(),
+                v.restarts.to_string(),
+                claims,
+                last,
+            ])
+            .style(Style::default().fg(colour(v.state)))
+        })
+        .collect();
+    let table_widget = Table::new(
+        rows,
+        [
+            Constraint::Length(18),
+            Constraint::Length(10),
+            Constraint::Length(12),
+            Constraint::Length(7),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(8),
+            Constraint::Length(18),
+            Constraint::Min(20),
+        ],
+    )
+    .header(
+        Row::new(vec![
+            "TASK", "STATE", "ROLE", "ATTEMPT", "ELAPSED", "NUDGES", "RESTARTS", "CLAIMS", "LAST",
+        ])
+        .style(Style::default().add_modifier(Modifier::BOLD)),
+    )
+    .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+    .block(Block::default().borders(Borders::ALL).title("tasks"));
+    f.render_stateful_widget(table_widget, body, table);
+    let lines: Vec<Line<'_>> = tail.iter().map(|l| Line::from(l.as_str())).collect();
+    f.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title("events")),
+        events_area,
+    );
+    f.render_widget(
+        Paragraph::new(format!(
+            "p pause  r resume  t retry task  k skip task  s stop  ↑/↓ select  q quit   {note}"
+        )),
+        help,
+    );
+}
+
+/// The cockpit until `q` (or the run ends and a key is pressed).
+pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
+    let path = runtime::run_dir(ws, run).join("events.jsonl");
+    let mut terminal = ratatui::init();
+    let mut table = TableState::default();
+    table.select(Some(0));
+    let mut note = String::new();
+    let result = (|| -> anyhow::Result<()> {
+        loop {
+            let records = events::read(&path)?;
+            let s = RunState::of_log(&records);
+            let roles: std::collections::BTreeMap<String, String> = records
+                .iter()
+                .filter_map(|r| match &r.event {
+                    events::RunEvent::AttemptStarted {
+                        task,
+                        role: Some(role),
+                        ..
+                    } => Some((task.clone(), role.clone())),
+                    _ => None,
+                })
+                .collect();
+            let tail: Vec<String> = records
+                .iter()
+                .filter_map(|r| {
+                    super::run::describe(&r.event, &s.run).map(|l| format!("{} {l}", r.at))
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .take(8)
+                .rev()
+                .collect();
+            // Not `cli::now()`: its note about ATELIER_NOW would print over the screen.
+            let now = crate::clock::now().map(|(t, _)| t).unwrap_or(0);
+            terminal.draw(|f| draw(f, &s, &roles, &tail, &mut table, &note, now))?;
+            if !event::poll(Duration::from_millis(500))? {
+                continue;
+            }
+            let Event::Key(key) = event::read()? else {
+                continue;
+            };
+            if key.kind != KeyEventKind::Press {
+                continue;
+            }
+            let tasks: Vec<&String> = s.tasks.keys().collect();
+            let selected = table
+                .selected()
+                .and_then(|i| tasks.get(i))
+                .map(|t| t.as_str());
+            match key.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
+                KeyCode::Down => table.select(Some(
+                    (table.selected().unwrap_or(0) + 1).min(tasks.len().saturating_sub(1)),
+                )),
+                KeyCode::Up => table.select(Some(table.selected().unwrap_or(0).saturating_sub(1))),
+                code => {
+                    if let Some((action, task)) = control_for(code, selected) {
+                        note = if s.finished {
+                            format!("run {run} has finished: nothing to control")
+                        } else {
+                            super::run::send_control(ws, run, action, task.as_deref())?;
+                            format!(
+                                "asked to {action}{} (the events show when it applies)",
+                                task.map(|t| format!(" {t}")).unwrap_or_default()
+                            )
+                        };
+                    }
+                }
+            }
+        }
+    })();
+    ratatui::restore();
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn record(event: events::RunEvent) -> events::Record {
+        events::Record {
+            seq: 0,
+            at: "2026-12-01T10:00:00Z".into(),
+            event,
+        }
+    }
+
+    #[test]
+    fn the_cockpit_shows_tasks_controls_and_a_paused_run() {
+        use events::RunEvent as E;
+        let log = vec![
+            record(E::RunStarted {
+                run: "r1".into(),
+                plans: vec!["p".into()],
+                branch: "atelier/runs/r1".into(),
+                base: String::new(),
+                max_parallel: 2,
+                tasks: vec!["p:A".into(), "p:B".into()],
+                waves: vec![vec!["p:A".into(), "p:B".into()]],
+            }),
+            record(E::AttemptStarted {
+                task: "p:A".into(),
+                attempt: 1,
+                claims: vec!["src/a.rs".into()],
+                worktree: String::new(),
+                prompt_bytes: 10,
+                role: Some("implementer".into()),
+                backend: None,
+            }),
+            record(E::Control {
+                action: "pause".into(),
+                task: None,
+                by: "ada@example.org".into(),
+                applied: true,
+                detail: "applied".into(),
+            }),
+        ];
+        let s = RunState::of_log(&log);
+        let roles = [("p:A".to_string(), "implementer".to_string())].into();
+        let tail: Vec<String> = log
+            .iter()
+            .filter_map(|r| crate::cli::run::describe(&r.event, "r1"))
+            .collect();
+        let mut terminal = Terminal::new(TestBackend::new(160, 30)).expect("terminal");
+        let mut table = TableState::default();
+        table.select(Some(0));
+        terminal
+            .draw(|f| draw(f, &s, &roles, &tail, &mut table, "", 0))
+            .expect("draw");
+        let text: String = terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        for want in [
+            "PAUSED",
+            "p:A",
+            "running",
+            "implementer",
+            "src/a.rs",
+            "p:B",
+            "pending",
+            "control: ada@example.org asked to pause: applied",
+            "p pause",
+            "t retry task",
+        ] {
+            assert!(text.contains(want), "{want} is not on screen:\n{text}");
+        }
+    }
+
+    #[test]
+    fn keys_ask_for_controls_on_the_selected_task() {
+        assert_eq!(control_for(KeyCode::Char('p'), None), Some(("pause", None)));
+        assert_eq!(
+            control_for(KeyCode::Char('t'), Some("p:A")),
+            Some(("retry", Some("p:A".into())))
+        );
+        assert_eq!(
+            control_for(KeyCode::Char('k'), Some("p:B")),
+            Some(("skip", Some("p:B".into())))
+        );
+        assert_eq!(control_for(KeyCode::Char('t'), None), None);
+        assert_eq!(control_for(KeyCode::Char('x'), Some("p:A")), None);
+    }
+}
