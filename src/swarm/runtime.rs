@@ -1103,9 +1103,11 @@ impl<'a> Conductor<'a> {
                 .ok()
                 .and_then(|b| serde_json::from_slice::<ControlRequest>(&b).ok());
             let _ = std::fs::remove_file(&f);
-            let Some(c) = request else {
+            let Some(mut c) = request else {
                 continue;
             };
+            // Shown on operators' terminals: printable text only, and not much of it.
+            c.by = c.by.chars().filter(|ch| !ch.is_control()).take(120).collect();
             let refused = self.refuse_control(&c);
             let applied = refused.is_none();
             if applied && c.action == "stop" {
