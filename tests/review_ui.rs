@@ -1,62 +1,14 @@
 //! A security review of `atelier ui` and plain-diff proposals: each test is
 //! an attack that worked when it was written (failing first).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Stdio};
-
 use crate::support::Env;
-
-struct Ui {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Ui {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(env: &Env, args: &[&str]) -> Ui {
-    let mut child = env
-        .command(crate::support::bin())
-        .arg("-C")
-        .arg(&env.repo)
-        .arg("ui")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start atelier ui");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the address");
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("no address: {line}"))
-        .to_string();
-    Ui { child, base }
-}
+use crate::ui::{raw, serve_with as serve};
 
 fn get(base: &str, path: &str, host: &str) -> (String, String) {
-    let addr = base.trim_start_matches("http://");
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+    raw(
+        base,
+        &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
     )
-    .expect("send");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("read");
-    let status = text.lines().next().unwrap_or_default().to_string();
-    let body = text
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_string();
-    (status, body)
 }
 
 /// DNS rebinding: `--allow-remote` turns the Host check off altogether, even on a loopback

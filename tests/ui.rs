@@ -8,9 +8,9 @@ use std::process::{Child, Stdio};
 use crate::support::Env;
 
 /// `atelier ui` on a free loopback port: the process and its base URL.
-struct Ui {
+pub(crate) struct Ui {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Drop for Ui {
@@ -21,11 +21,17 @@ impl Drop for Ui {
 }
 
 fn serve(env: &Env) -> Ui {
+    serve_with(env, &["--listen", "127.0.0.1:0"])
+}
+
+/// `atelier ui ARGS`, once it says where it listens.
+pub(crate) fn serve_with(env: &Env, args: &[&str]) -> Ui {
     let mut child = env
         .command(crate::support::bin())
         .arg("-C")
         .arg(&env.repo)
-        .args(["ui", "--listen", "127.0.0.1:0"])
+        .arg("ui")
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -70,7 +76,7 @@ fn chromium(env: &Env, url: &str) -> String {
 }
 
 /// A raw HTTP/1.1 request: the status line and the body.
-fn raw(base: &str, request: &str) -> (String, String) {
+pub(crate) fn raw(base: &str, request: &str) -> (String, String) {
     let addr = base.trim_start_matches("http://");
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     s.write_all(request.as_bytes()).expect("send");

@@ -1107,7 +1107,11 @@ impl<'a> Conductor<'a> {
                 continue;
             };
             // Shown on operators' terminals: printable text only, and not much of it.
-            c.by = c.by.chars().filter(|ch| !ch.is_control()).take(120).collect();
+            c.by =
+                c.by.chars()
+                    .filter(|ch| !ch.is_control())
+                    .take(120)
+                    .collect();
             let refused = self.refuse_control(&c);
             let applied = refused.is_none();
             if applied && c.action == "stop" {
