@@ -13,6 +13,27 @@ use crate::swarm::Swarm;
 
 /// The stand-in, with the `fewer` family's fixer replaced by `script` (run in the proposer's
 /// worktree).
+/// `atelier cycle --from lint --family fewer --metric failed_tasks` (2 seeds, flaky) with the
+/// stand-in cargo, as a command to start in the background.
+fn fewer_cycle(s: &Swarm, cargo: &std::path::Path) -> std::process::Command {
+    let mut c = s.command(&[
+        "cycle",
+        "--seeds",
+        "2",
+        "--mission",
+        "flaky",
+        "--json",
+        "--from",
+        "lint",
+        "--family",
+        "fewer",
+        "--metric",
+        "failed_tasks",
+    ]);
+    c.env("CARGO", cargo);
+    c
+}
+
 fn stand_in_with_fixer(script: &str) -> (Swarm, std::path::PathBuf) {
     let (s, cargo) = atelier_stand_in();
     let fixer = s.fake.join("fix.sh");
@@ -115,22 +136,7 @@ fn ctrl_c_stops_the_cycle_while_the_change_s_binary_is_measured() {
         "cat > src/atelier.sh <<'S'\n#!/bin/sh\n[ \"$1 $2\" = 'bench sample' ] || exit 2\nsleep 97.31\necho '{}'\nS",
     );
     let err = s.fake.join("ctrl-c.stderr");
-    let mut child = s
-        .command(&[
-            "cycle",
-            "--seeds",
-            "2",
-            "--mission",
-            "flaky",
-            "--json",
-            "--from",
-            "lint",
-            "--family",
-            "fewer",
-            "--metric",
-            "failed_tasks",
-        ])
-        .env("CARGO", &cargo)
+    let mut child = fewer_cycle(&s, &cargo)
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&err).expect("stderr file"))
         .process_group(0)
@@ -293,22 +299,7 @@ fn a_cycle_killed_during_the_base_s_build_does_not_block_the_next_one() {
     )
     .expect("slow cargo");
     std::fs::write(&mark, "").expect("mark");
-    let mut child = s
-        .command(&[
-            "cycle",
-            "--seeds",
-            "2",
-            "--mission",
-            "flaky",
-            "--json",
-            "--from",
-            "lint",
-            "--family",
-            "fewer",
-            "--metric",
-            "failed_tasks",
-        ])
-        .env("CARGO", &cargo)
+    let mut child = fewer_cycle(&s, &cargo)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -367,22 +358,7 @@ fn a_build_that_leaves_a_fifo_for_its_binary_does_not_hang_the_cycle() {
         format!("{script}if [ -f post.sh ]; then sh post.sh; fi\n"),
     )
     .expect("cargo with post.sh");
-    let mut child = s
-        .command(&[
-            "cycle",
-            "--seeds",
-            "2",
-            "--mission",
-            "flaky",
-            "--json",
-            "--from",
-            "lint",
-            "--family",
-            "fewer",
-            "--metric",
-            "failed_tasks",
-        ])
-        .env("CARGO", &cargo)
+    let mut child = fewer_cycle(&s, &cargo)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
