@@ -57,9 +57,12 @@ fn state_name(state: TaskState) -> &'static str {
 
 /// Draws one frame: the run `s`, the last lines of its events `tail`, the selected row, the
 /// note of the last control sent, and `now` (seconds) for elapsed times.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn draw(
     f: &mut Frame<'_>,
     s: &RunState,
+    critical: &[String],
+    validated: Option<&str>,
     roles: &std::collections::BTreeMap<String, String>,
     tail: &[String],
     table: &mut TableState,
@@ -67,7 +70,7 @@ pub(super) fn draw(
     now: i64,
 ) {
     let [head, body, events_area, help] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(4),
         Constraint::Min(6),
         Constraint::Length(10),
         Constraint::Length(2),
@@ -97,8 +100,19 @@ pub(super) fn draw(
             .collect::<Vec<_>>()
             .join(" | ")
     );
+    let second = format!(
+        "critical path: {}{}",
+        if critical.is_empty() {
+            "-".to_string()
+        } else {
+            critical.join(" → ")
+        },
+        validated
+            .map(|v| format!("   contract validator: {v}"))
+            .unwrap_or_default()
+    );
     f.render_widget(
-        Paragraph::new(header).block(
+        Paragraph::new(vec![Line::from(header), Line::from(second)]).block(
             Block::default()
                 .borders(Borders::ALL)
                 .title("atelier watch"),
@@ -184,9 +198,22 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
     table.select(Some(0));
     let mut note = String::new();
     let result = (|| -> anyhow::Result<()> {
+        let mut critical: Option<Vec<String>> = None;
         loop {
             let records = events::read(&path)?;
             let s = RunState::of_log(&records);
+            // The plans do not change during a run: the critical path is worked out once.
+            let critical = critical.get_or_insert_with(|| {
+                runtime::run_plans(ws, run)
+                    .map(|p| crate::swarm::schedule::critical_path(&p, &s.waves))
+                    .unwrap_or_default()
+            });
+            let validated = records.iter().rev().find_map(|r| match &r.event {
+                events::RunEvent::ContractValidated {
+                    validator, verdict, ..
+                } => Some(format!("{verdict} ({validator})")),
+                _ => None,
+            });
             let roles: std::collections::BTreeMap<String, String> = records
                 .iter()
                 .filter_map(|r| match &r.event {
@@ -211,7 +238,19 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
                 .collect();
             // Not `cli::now()`: its note about ATELIER_NOW would print over the screen.
             let now = crate::clock::now().map(|(t, _)| t).unwrap_or(0);
-            terminal.draw(|f| draw(f, &s, &roles, &tail, &mut table, &note, now))?;
+            terminal.draw(|f| {
+                draw(
+                    f,
+                    &s,
+                    critical,
+                    validated.as_deref(),
+                    &roles,
+                    &tail,
+                    &mut table,
+                    &note,
+                    now,
+                )
+            })?;
             if !event::poll(Duration::from_millis(500))? {
                 continue;
             }
@@ -307,7 +346,19 @@ mod tests {
         let mut table = TableState::default();
         table.select(Some(0));
         terminal
-            .draw(|f| draw(f, &s, &roles, &tail, &mut table, "", 0))
+            .draw(|f| {
+                draw(
+                    f,
+                    &s,
+                    &["p:A".to_string(), "p:B".to_string()],
+                    Some("approve (validator)"),
+                    &roles,
+                    &tail,
+                    &mut table,
+                    "",
+                    0,
+                )
+            })
             .expect("draw");
         let text: String = terminal
             .backend()
@@ -327,6 +378,8 @@ mod tests {
             "control: ada@example.org asked to pause: applied",
             "p pause",
             "t retry task",
+            "critical path: p:A → p:B",
+            "contract validator: approve (validator)",
         ] {
             assert!(text.contains(want), "{want} is not on screen:\n{text}");
         }

@@ -818,6 +818,16 @@ fn new_run(ws: &Workspace, plan_files: &[(String, String)]) -> Result<String> {
     Ok(id)
 }
 
+/// The plans a run kept, parsed (for the cockpit's critical path).
+pub fn run_plans(ws: &Workspace, id: &str) -> Result<Vec<Plan>> {
+    saved_plans(ws, id)?
+        .iter()
+        .map(|(f, t)| {
+            super::plan::parse(f, t).map_err(|e| crate::workflow::Error::Input(e.to_string()))
+        })
+        .collect()
+}
+
 /// The plans a run kept, as `(file name, text)` pairs in their order.
 fn saved_plans(ws: &Workspace, id: &str) -> Result<Vec<(String, String)>> {
     let dir = run_dir(ws, id);
