@@ -28,6 +28,7 @@ mod review;
 mod review12;
 mod review12b;
 mod review_adversary;
+mod review_control;
 mod review_cycle;
 mod review_cycle2;
 mod review_cycle3;
