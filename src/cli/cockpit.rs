@@ -112,7 +112,11 @@ pub(super) fn draw(
             .unwrap_or_default()
     );
     f.render_widget(
-        Paragraph::new(vec![Line::from(header), Line::from(second)]).block(
+        Paragraph::new(vec![
+            Line::from(super::printable(&header)),
+            Line::from(super::printable(&second)),
+        ])
+        .block(
             Block::default()
                 .borders(Borders::ALL)
                 .title("atelier watch"),
@@ -140,16 +144,18 @@ pub(super) fn draw(
             }
             .unwrap_or_default();
             let claims = s.held.get(k).map(|c| c.join(" ")).unwrap_or_default();
+            // Task ids, claims and reasons carry what plans and workers wrote: printable only.
+            let p = |t: &str| super::printable(t).replace('\n', " ");
             Row::new(vec![
-                k.clone(),
+                p(k),
                 state_name(v.state).to_string(),
-                roles.get(k).cloned().unwrap_or_default(),
+                p(&roles.get(k).cloned().unwrap_or_default()),
                 v.attempt.to_string(),
                 elapsed,
                 v.nudges.to_string(),
                 v.restarts.to_string(),
-                claims,
-                last,
+                p(&claims),
+                p(&last),
             ])
             .style(Style::default().fg(colour(v.state)))
         })

@@ -119,6 +119,20 @@ macro_rules! note {
 pub(crate) use note;
 
 /// Writes to stdout; a closed pipe ends the program successfully.
+/// `text` safe to show on a terminal: every control character but newline and tab (an escape
+/// sequence a worker put in a file name, a task id or its output) becomes `\u{FFFD}`.
+pub(crate) fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 pub(crate) fn out(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;

@@ -747,10 +747,11 @@ fn propose_finished_run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
     let records = events::read(&path)?;
     let finished = records.iter().rev().find_map(|r| match &r.event {
         RunEvent::RunFinished {
-            succeeded,
             failed,
             blocked,
-        } => Some((*succeeded, *failed, *blocked)),
+            skipped,
+            ..
+        } => Some((*failed, *blocked, *skipped)),
         _ => None,
     });
     match finished {
@@ -760,9 +761,9 @@ fn propose_finished_run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
             ))
             .into())
         }
-        Some((_, failed, blocked)) if failed + blocked > 0 => {
+        Some((failed, blocked, skipped)) if failed + blocked + skipped > 0 => {
             return Err(workflow::Error::Input(format!(
-                "--run {run}: {failed} task(s) failed and {blocked} were blocked; only a run whose every task succeeded becomes a proposal (`atelier status {run}` shows why; `atelier run --resume {run}` retries)"
+                "--run {run}: {failed} task(s) failed, {blocked} were blocked and {skipped} skipped; only a run whose every task succeeded becomes a proposal (`atelier status {run}` shows why; `atelier run --resume {run}` retries)"
             ))
             .into())
         }

@@ -99,8 +99,14 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
         for (k, why) in &summary.blocked {
             t.push_str(&format!("  blocked:   {k}: {why}\n"));
         }
+        for k in &summary.skipped {
+            t.push_str(&format!(
+                "  skipped:   {k} (forced past by an operator: the run is not proposed)\n"
+            ));
+        }
         t.push_str(&format!("events: {}\n", summary.events));
-        out(&t)?;
+        // Reasons and output lines carry what workers wrote: no escape reaches the terminal.
+        out(&super::printable(&t))?;
     }
     Ok(if summary.ok() {
         ExitCode::SUCCESS
@@ -111,6 +117,10 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// One line for an event worth showing an operator (`run`'s progress, the cockpit's tail).
 pub(super) fn describe(event: &crate::swarm::events::RunEvent, run: &str) -> Option<String> {
+    describe_raw(event, run).map(|l| super::printable(&l).replace('\n', " "))
+}
+
+fn describe_raw(event: &crate::swarm::events::RunEvent, run: &str) -> Option<String> {
     use crate::swarm::events::RunEvent as E;
     match event {
         E::RunStarted { branch, .. } => Some(format!("run {run}: started on {branch}")),
@@ -183,9 +193,14 @@ pub(super) fn describe(event: &crate::swarm::events::RunEvent, run: &str) -> Opt
             succeeded,
             failed,
             blocked,
+            skipped,
         } => Some(format!(
-            "run {}: finished: {succeeded} succeeded, {failed} failed, {blocked} blocked",
-            run
+            "run {run}: finished: {succeeded} succeeded, {failed} failed, {blocked} blocked{}",
+            if *skipped > 0 {
+                format!(", {skipped} skipped")
+            } else {
+                String::new()
+            }
         )),
         _ => None,
     }
@@ -257,6 +272,7 @@ impl Live {
             ));
         }
         lines.push(format!("  last: {last}"));
+        let lines: Vec<String> = lines.iter().map(|l| super::printable(l)).collect();
         let up = self.drawn.get();
         let mut out = String::new();
         if up > 0 {
@@ -499,7 +515,7 @@ pub fn status(dir: &Path, args: StatusArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         json(&s)?;
     } else {
-        out(&render(&s, super::now()?))?;
+        out(&super::printable(&render(&s, super::now()?)))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -525,7 +541,10 @@ pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
     }
     loop {
         let s = load(&ws, &run)?;
-        out(&format!("\x1b[2J\x1b[H{}", render(&s, super::now()?)))?;
+        out(&format!(
+            "\x1b[2J\x1b[H{}",
+            super::printable(&render(&s, super::now()?))
+        ))?;
         if s.finished {
             return Ok(ExitCode::SUCCESS);
         }

@@ -335,6 +335,7 @@ fn runs(ws: &Workspace) -> anyhow::Result<Value> {
             "succeeded": count(events::TaskState::Succeeded),
             "failed": count(events::TaskState::Failed),
             "blocked": count(events::TaskState::Blocked),
+            "skipped": count(events::TaskState::Skipped),
             "tasks": st.tasks.len(),
             "started": records.first().map(|r| r.at.clone()),
         }));

@@ -174,7 +174,14 @@ pub enum RunEvent {
         succeeded: usize,
         failed: usize,
         blocked: usize,
+        /// Tasks an operator forced past (absent from older logs).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        skipped: usize,
     },
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A gauntlet step as the conductor runs it.
@@ -901,6 +908,7 @@ mod tests {
                         succeeded: 0,
                         failed: 0,
                         blocked: 0,
+                        skipped: 0,
                     },
                     RunEvent::RunResumed { abandoned: vec![] },
                 ],
@@ -917,6 +925,7 @@ mod tests {
                         succeeded: 0,
                         failed: 0,
                         blocked: 0,
+                        skipped: 0,
                     },
                 ],
                 Expect {
@@ -1020,6 +1029,7 @@ mod tests {
                 succeeded: 1,
                 failed: 1,
                 blocked: 0,
+                skipped: 0,
             },
         ])
     }

@@ -53,6 +53,27 @@ impl RunSummary {
     }
 }
 
+/// A control request: a regular file of at most 64 KiB, opened without following a link or
+/// waiting on a FIFO; `None` for anything else.
+fn read_control(path: &Path) -> Option<ControlRequest> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(64 * 1024 + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() > 64 * 1024 {
+        return None;
+    }
+    serde_json::from_slice(&bytes).ok()
+}
+
 /// Where operators' controls wait for the conductor, in the run's directory.
 pub const CONTROL_DIR: &str = "control";
 
@@ -1067,7 +1088,9 @@ impl<'a> Conductor<'a> {
             if !self.state.paused {
                 self.launch_ready()?;
             }
-            if self.flights.is_empty() && !self.state.paused {
+            // Paused, a run waits for `resume` only while something is left to start.
+            let all_ended = self.state.tasks.values().all(|t| t.ended());
+            if self.flights.is_empty() && (!self.state.paused || all_ended) {
                 break;
             }
             tokio::select! {
@@ -1109,10 +1132,12 @@ impl<'a> Conductor<'a> {
         files.sort();
         let mut flow = Flow::Go;
         for f in files {
-            let request = std::fs::read(&f)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<ControlRequest>(&b).ok());
-            let _ = std::fs::remove_file(&f);
+            let request = read_control(&f);
+            // Taken once: a request that cannot be removed is not applied (it would be again at
+            // every look).
+            if std::fs::remove_file(&f).is_err() {
+                continue;
+            }
             let Some(mut c) = request else {
                 continue;
             };
@@ -1148,6 +1173,9 @@ impl<'a> Conductor<'a> {
                 Err(format!("the run has no task `{t}`"))
             }
         };
+        if self.state.finished {
+            return Some("the run had finished".into());
+        }
         match c.action.as_str() {
             "pause" if self.state.paused => Some("already paused".into()),
             "resume" if !self.state.paused => Some("not paused".into()),
@@ -1653,6 +1681,7 @@ impl<'a> Conductor<'a> {
             succeeded: succeeded.len(),
             failed: failed.len(),
             blocked: blocked.len(),
+            skipped: skipped.len(),
         })?;
         // The run ends where the conductor put it; anything else moved the branch.
         let (branch, run_tip) = (self.branch.clone(), self.tip()?);
