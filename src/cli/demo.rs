@@ -674,7 +674,7 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "atelier".into());
     out(&format!(
-        "\nDone. The demo repository is {root}\nLook around:\n  git -C {root} log --graph --oneline main\n  {exe} -C {root} proposals\n  {exe} -C {root} audit log\n  {exe} -C {root} audit show {fix}\n  {exe} -C {root} audit verify\n(keys are in {keys}; the bypassing clone is {clone})\n",
+        "\nDone. The demo repository is {root}\nLook around:\n  git -C {root} log --graph --oneline main\n  {exe} -C {root} proposals\n  {exe} -C {root} audit log\n  {exe} -C {root} audit show {fix}\n  {exe} -C {root} audit verify\n  {exe} -C {root} ui          # the dashboard, in a browser\n(keys are in {keys}; the bypassing clone is {clone})\n",
         root = root.display(),
         keys = keys.display(),
         clone = clone_dir.display()
