@@ -2,12 +2,12 @@
 //! tests for what a contained worker, a race with the run's end, or the control directory can
 //! do to the conductor and to operators' terminals.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::Run;
-use crate::swarm::{plan, task, Swarm};
+use crate::swarm::{cockpit, plan, task, wait_for_event as wait_for, waits_for, Swarm};
 
 /// Waits for `child` at most `secs`; a child still running then is killed and reported.
 fn finish_within(mut child: std::process::Child, secs: u64, what: &str) -> Run {
@@ -34,31 +34,8 @@ fn finish_within(mut child: std::process::Child, secs: u64, what: &str) -> Run {
     }
 }
 
-fn wait_for(events: &Path, needle: &str) {
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(events).unwrap_or_default();
-        if text.contains(needle) {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no `{needle}` in the events:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn control_dir(s: &Swarm, run: &str) -> PathBuf {
     s.env.repo.join(".atelier/runs").join(run).join("control")
-}
-
-/// A script that waits (at most 60 s) for `file`, then writes `ok` to `out`.
-fn waits_for(file: &Path, out: &str) -> String {
-    format!(
-        "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > {out}",
-        file.display()
-    )
 }
 
 /// A contained worker names a file it writes outside its claims with a terminal escape (an
@@ -105,23 +82,7 @@ fn a_workers_file_name_writes_no_escape_sequence_to_the_cockpit() {
         &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
     );
     s.run(&["run", &p, "--quiet"]).code(1);
-    let mut cockpit = s
-        .env
-        .command("script")
-        .args([
-            "-qc",
-            &format!(
-                "stty cols 200 rows 40; '{}' -C '{}' watch",
-                crate::support::bin(),
-                s.env.repo.display()
-            ),
-            "/dev/null",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script (util-linux)");
+    let mut cockpit = cockpit(&s, 200);
     let mut keys = cockpit.stdin.take().expect("stdin");
     std::thread::sleep(Duration::from_millis(1500));
     keys.write_all(b"q").expect("q");

@@ -1451,6 +1451,51 @@ fn a_run_shows_its_progress_unless_quiet() {
     );
 }
 
+/// A scenario that waits (at most 60 s) for `file`, then writes `ok` to `out`.
+pub(crate) fn waits_for(file: &std::path::Path, out: &str) -> String {
+    format!(
+        "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > {out}",
+        file.display()
+    )
+}
+
+/// Waits (at most 60 s) until the events file holds `needle`.
+pub(crate) fn wait_for_event(events: &std::path::Path, needle: &str) {
+    let start = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(events).unwrap_or_default();
+        if text.contains(needle) {
+            return;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no `{needle}` in the events:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `atelier watch` in a pseudo-terminal of `cols` columns (`script`, util-linux): the process,
+/// whose stdin takes keys.
+pub(crate) fn cockpit(s: &Swarm, cols: u16) -> std::process::Child {
+    s.env
+        .command("script")
+        .args([
+            "-qc",
+            &format!(
+                "stty cols {cols} rows 40; '{}' -C '{}' watch",
+                crate::support::bin(),
+                s.env.repo.display()
+            ),
+            "/dev/null",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script (util-linux)")
+}
+
 /// A swarm run in the background, controlled from "another terminal" (`atelier control`).
 struct Background {
     child: std::process::Child,
@@ -1471,18 +1516,7 @@ impl Background {
 
     /// Waits (at most 60 s) until the run's events contain `needle`.
     fn wait_for(&self, needle: &str) {
-        let start = std::time::Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&self.events).unwrap_or_default();
-            if text.contains(needle) {
-                return;
-            }
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(60),
-                "no `{needle}` in the events:\n{text}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        wait_for_event(&self.events, needle);
     }
 
     fn finish(mut self) -> Run {
@@ -1515,13 +1549,7 @@ fn an_operator_pauses_resumes_retries_and_skips_a_running_swarm() {
     let go = s.fake.join("go");
     let fixed = s.fake.join("fixed");
     // A waits for the test's go-ahead; F fails until "fixed"; G always fails; H needs G.
-    s.scenario(
-        "p:A",
-        &format!(
-            "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > src/a.rs",
-            go.display()
-        ),
-    );
+    s.scenario("p:A", &waits_for(&go, "src/a.rs"));
     s.scenario(
         "p:F",
         &format!(
@@ -1533,13 +1561,7 @@ fn an_operator_pauses_resumes_retries_and_skips_a_running_swarm() {
     s.scenario("p:H", "echo ok > src/h.rs");
     // W keeps the run going while the operator acts on F and G.
     let end = s.fake.join("end");
-    s.scenario(
-        "p:W",
-        &format!(
-            "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > src/w.rs",
-            end.display()
-        ),
-    );
+    s.scenario("p:W", &waits_for(&end, "src/w.rs"));
     let p = s.plan(
         "p.toml",
         &plan(
@@ -1627,13 +1649,7 @@ fn an_operator_pauses_resumes_retries_and_skips_a_running_swarm() {
 fn an_operator_stops_a_run_and_it_resumes() {
     let s = Swarm::new("failure_budget = 1");
     let go = s.fake.join("go");
-    s.scenario(
-        "p:A",
-        &format!(
-            "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > src/a.rs",
-            go.display()
-        ),
-    );
+    s.scenario("p:A", &waits_for(&go, "src/a.rs"));
     let p = s.plan(
         "p.toml",
         &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
@@ -1659,13 +1675,7 @@ fn the_cockpit_pauses_a_running_swarm_from_a_terminal() {
     use std::io::Write;
     let s = Swarm::new("failure_budget = 1");
     let go = s.fake.join("go");
-    s.scenario(
-        "p:A",
-        &format!(
-            "i=0; while [ ! -f '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo ok > src/a.rs",
-            go.display()
-        ),
-    );
+    s.scenario("p:A", &waits_for(&go, "src/a.rs"));
     s.scenario("p:B", "echo ok > src/b.rs");
     let p = s.plan(
         "p.toml",
@@ -1679,23 +1689,7 @@ fn the_cockpit_pauses_a_running_swarm_from_a_terminal() {
     );
     let bg = Background::start(&s, &p);
     bg.wait_for("\"task\":\"p:A\"");
-    let mut cockpit = s
-        .env
-        .command("script")
-        .args([
-            "-qc",
-            &format!(
-                "stty cols 160 rows 40; '{}' -C '{}' watch",
-                crate::support::bin(),
-                s.env.repo.display()
-            ),
-            "/dev/null",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script (util-linux)");
+    let mut cockpit = cockpit(&s, 160);
     let mut keys = cockpit.stdin.take().expect("stdin");
     std::thread::sleep(std::time::Duration::from_millis(1500));
     keys.write_all(b"p").expect("p");
