@@ -1712,3 +1712,98 @@ fn the_cockpit_pauses_a_running_swarm_from_a_terminal() {
     std::fs::write(&go, "").expect("go");
     assert_eq!(bg.finish().code, 0);
 }
+
+/// A worker's silence shows while it lasts: the conductor publishes it (`live.json`, about once
+/// a second), `status` (plain and `--json`) and `run`'s live view on a terminal show "silent
+/// for"; the file goes when the conductor stops, and then nothing claims a silence.
+#[test]
+fn a_silent_worker_shows_its_silence_while_it_lasts() {
+    let s = Swarm::new("nudge_after = \"30s\"\nrestart_after = \"60s\"\nfailure_budget = 1");
+    let go = s.fake.join("go");
+    s.scenario("p:A", &waits_for(&go, "src/a.rs"));
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    // `run` in a pseudo-terminal, so its live view is the one a person sees.
+    let view = s
+        .env
+        .command("script")
+        .args([
+            "-qc",
+            &format!(
+                "stty cols 120 rows 40; '{}' -C '{}' run '{p}'",
+                crate::support::bin(),
+                s.env.repo.display()
+            ),
+            "/dev/null",
+        ])
+        .env("FAKE_AGENT_DIR", &s.fake)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script (util-linux)");
+    let dir = s.env.repo.join(".atelier/runs/r1");
+    let live = dir.join("live.json");
+    let start = std::time::Instant::now();
+    let silent_ms = loop {
+        let v: Option<serde_json::Value> = std::fs::read(&live)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let ms = v.as_ref().and_then(|v| {
+            v["attempts"]
+                .as_array()?
+                .iter()
+                .find(|a| a["task"] == "p:A" && a["attempt"] == 1)?["silent_ms"]
+                .as_u64()
+        });
+        if let Some(ms) = ms.filter(|ms| *ms >= 2_000) {
+            break ms;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no silence of 2 s published: {v:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(silent_ms < 60_000, "{silent_ms}");
+    let status = s.run(&["status"]).ok().stdout;
+    let row = status
+        .lines()
+        .find(|l| l.starts_with("p:A "))
+        .expect("p:A's row");
+    assert!(
+        status.contains("SILENT")
+            && row
+                .split_whitespace()
+                .nth(4)
+                .is_some_and(|c| c.ends_with('s') && c != "-"),
+        "{status}"
+    );
+    let json = s.run(&["status", "--json"]).ok().json();
+    assert!(
+        json["silent_ms"]["p:A"]
+            .as_u64()
+            .is_some_and(|ms| ms >= 2_000),
+        "{json}"
+    );
+    std::fs::write(&go, "").expect("go");
+    let out = view.wait_with_output().expect("the run ends");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(
+        ["2s", "3s", "4s", "5s"]
+            .iter()
+            .any(|t| screen.contains(&format!("attempt 1  working, silent for {t}"))),
+        "{screen}"
+    );
+    assert!(!live.exists(), "the conductor stopped: no live status left");
+    let after = s.run(&["status"]).ok().stdout;
+    let row = after.lines().find(|l| l.starts_with("p:A ")).expect("p:A");
+    assert_eq!(row.split_whitespace().nth(4), Some("-"), "{after}");
+    assert_eq!(
+        s.run(&["status", "--json"]).ok().json()["silent_ms"],
+        serde_json::json!({})
+    );
+}

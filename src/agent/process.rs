@@ -105,11 +105,17 @@ pub async fn run_or_interrupted(
     }
 }
 
+/// The time of a watched program's last output (its start, before any), kept current while it
+/// runs for whoever shows its silence live (`swarm::live`).
+pub type LastOutput = Arc<Mutex<Instant>>;
+
 /// Silence thresholds (the conductor's nudge and restart).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Silence {
     pub nudge_after: Duration,
     pub restart_after: Duration,
+    /// Updated about ten times a second with the program's last output, while it runs.
+    pub live: Option<LastOutput>,
 }
 
 impl Silence {
@@ -532,7 +538,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
         stdout: Vec::new(),
         total: 0,
         last: Instant::now(),
-        quiet_floor: spawn.silence.map(|s| s.quiet_floor()),
+        quiet_floor: spawn.silence.as_ref().map(|s| s.quiet_floor()),
         quiet: Vec::new(),
     }));
     let out = tokio::spawn(pump(
@@ -570,8 +576,11 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
             outcome.timed_out = true;
             break None;
         }
-        if let Some(s) = spawn.silence {
+        if let Some(s) = &spawn.silence {
             let last = cap.lock().expect("the capture lock is never poisoned").last;
+            if let Some(live) = &s.live {
+                *live.lock().unwrap_or_else(|e| e.into_inner()) = last;
+            }
             let silent = now.duration_since(last);
             if silent >= s.nudge_after && nudged_at.is_none_or(|t| t < last) {
                 nudged_at = Some(now);
@@ -608,7 +617,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
         seen.retain(|_, owner| *owner != p);
     }
     let c = cap.lock().expect("the capture lock is never poisoned");
-    if let Some(s) = spawn.silence {
+    if let Some(s) = &spawn.silence {
         let quiet = |lasted: Duration, ended| Quiet {
             lasted,
             ended,

@@ -56,7 +56,8 @@ fn state_name(state: TaskState) -> &'static str {
 }
 
 /// Draws one frame: the run `s`, the last lines of its events `tail`, the selected row, the
-/// note of the last control sent, and `now` (seconds) for elapsed times.
+/// note of the last control sent, `now` (seconds) for elapsed times, and the conductor's live
+/// status with the time it is read at (`live`, milliseconds) for the running workers' silences.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn draw(
     f: &mut Frame<'_>,
@@ -68,7 +69,10 @@ pub(super) fn draw(
     table: &mut TableState,
     note: &str,
     now: i64,
+    live: (Option<&crate::swarm::live::Status>, u64),
 ) {
+    let (live, now_ms) = live;
+    let live = live.filter(|l| l.fresh(now_ms));
     let [head, body, events_area, help] = Layout::vertical([
         Constraint::Length(4),
         Constraint::Min(6),
@@ -100,8 +104,15 @@ pub(super) fn draw(
             .collect::<Vec<_>>()
             .join(" | ")
     );
+    let reporting = if s.finished {
+        ""
+    } else if live.is_some() {
+        "   conductor: reporting"
+    } else {
+        "   conductor: NOT REPORTING (interrupted? `atelier run --resume` continues it)"
+    };
     let second = format!(
-        "critical path: {}{}",
+        "critical path: {}{}{reporting}",
         if critical.is_empty() {
             "-".to_string()
         } else {
@@ -143,6 +154,10 @@ pub(super) fn draw(
                 _ => v.last_failure.clone().or(v.last_step.clone()),
             }
             .unwrap_or_default();
+            let silent = live
+                .filter(|_| v.state == TaskState::Running)
+                .and_then(|l| l.silent_ms(k, now_ms))
+                .map_or("-".to_string(), crate::swarm::live::human);
             let claims = s.held.get(k).map(|c| c.join(" ")).unwrap_or_default();
             // Task ids, claims and reasons carry what plans and workers wrote: printable only.
             let p = |t: &str| super::printable(t).replace('\n', " ");
@@ -152,6 +167,7 @@ pub(super) fn draw(
                 p(&roles.get(k).cloned().unwrap_or_default()),
                 v.attempt.to_string(),
                 elapsed,
+                silent,
                 v.nudges.to_string(),
                 v.restarts.to_string(),
                 p(&claims),
@@ -168,6 +184,7 @@ pub(super) fn draw(
             Constraint::Length(12),
             Constraint::Length(7),
             Constraint::Length(8),
+            Constraint::Length(7),
             Constraint::Length(6),
             Constraint::Length(8),
             Constraint::Length(18),
@@ -176,7 +193,8 @@ pub(super) fn draw(
     )
     .header(
         Row::new(vec![
-            "TASK", "STATE", "ROLE", "ATTEMPT", "ELAPSED", "NUDGES", "RESTARTS", "CLAIMS", "LAST",
+            "TASK", "STATE", "ROLE", "ATTEMPT", "ELAPSED", "SILENT", "NUDGES", "RESTARTS",
+            "CLAIMS", "LAST",
         ])
         .style(Style::default().add_modifier(Modifier::BOLD)),
     )
@@ -244,6 +262,7 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
                 .collect();
             // Not `cli::now()`: its note about ATELIER_NOW would print over the screen.
             let now = crate::clock::now().map(|(t, _)| t).unwrap_or(0);
+            let live = crate::swarm::live::read(&runtime::run_dir(ws, run));
             terminal.draw(|f| {
                 draw(
                     f,
@@ -255,6 +274,7 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
                     &mut table,
                     &note,
                     now,
+                    (live.as_ref(), crate::swarm::live::now_ms()),
                 )
             })?;
             if !event::poll(Duration::from_millis(500))? {
@@ -348,31 +368,47 @@ mod tests {
             .iter()
             .filter_map(|r| crate::cli::run::describe(&r.event, "r1"))
             .collect();
-        let mut terminal = Terminal::new(TestBackend::new(160, 30)).expect("terminal");
-        let mut table = TableState::default();
-        table.select(Some(0));
-        terminal
-            .draw(|f| {
-                draw(
-                    f,
-                    &s,
-                    &["p:A".to_string(), "p:B".to_string()],
-                    Some("approve (validator)"),
-                    &roles,
-                    &tail,
-                    &mut table,
-                    "",
-                    0,
-                )
-            })
-            .expect("draw");
-        let text: String = terminal
-            .backend()
-            .buffer()
-            .content()
-            .iter()
-            .map(|c| c.symbol())
-            .collect();
+        let live = crate::swarm::live::Status {
+            pid: 1,
+            written_ms: 50_000,
+            attempts: vec![crate::swarm::live::Attempt {
+                task: "p:A".into(),
+                attempt: 1,
+                silent_ms: 10_000,
+            }],
+        };
+        let screen = |now_ms: u64| {
+            let mut terminal = Terminal::new(TestBackend::new(180, 30)).expect("terminal");
+            let mut table = TableState::default();
+            table.select(Some(0));
+            terminal
+                .draw(|f| {
+                    draw(
+                        f,
+                        &s,
+                        &["p:A".to_string(), "p:B".to_string()],
+                        Some("approve (validator)"),
+                        &roles,
+                        &tail,
+                        &mut table,
+                        "",
+                        0,
+                        (Some(&live), now_ms),
+                    )
+                })
+                .expect("draw");
+            let b = terminal.backend().buffer().clone();
+            (0..b.area.height)
+                .map(|y| {
+                    (0..b.area.width)
+                        .map(|x| b[(x, y)].symbol())
+                        .collect::<String>()
+                        + "\n"
+                })
+                .collect::<String>()
+        };
+        // Written 2 s ago with 10 s of silence: the worker has been silent for 12 s.
+        let text = screen(52_000);
         for want in [
             "PAUSED",
             "p:A",
@@ -386,9 +422,24 @@ mod tests {
             "t retry task",
             "critical path: p:A → p:B",
             "contract validator: approve (validator)",
+            "SILENT",
+            "conductor: reporting",
         ] {
             assert!(text.contains(want), "{want} is not on screen:\n{text}");
         }
+        let row = text
+            .lines()
+            .find(|l| l.contains("│p:A "))
+            .expect("p:A's row");
+        assert!(row.contains("12s"), "p:A's silence: {row}");
+        // A status no conductor has rewritten for a while shows no silence, and says so.
+        let stale = screen(50_000 + crate::swarm::live::STALE_MS + 1);
+        let row = stale
+            .lines()
+            .find(|l| l.contains("│p:A "))
+            .expect("p:A's row");
+        assert!(!row.contains("10s") && !row.contains(" 15s"), "{row}");
+        assert!(stale.contains("conductor: NOT REPORTING"), "{stale}");
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
     let live = Live::new(!args.quiet);
-    let show = |r: &events::Record, st: &RunState| live.event(r, st);
+    let show = |u: runtime::Update<'_>| live.update(u);
     let summary = runtime::run_with_progress(
         &ws,
         RunOptions {
@@ -206,14 +206,16 @@ fn describe_raw(event: &crate::swarm::events::RunEvent, run: &str) -> Option<Str
     }
 }
 
-/// `run`'s progress on stderr: on a terminal a compact view redrawn at each event (tasks done,
-/// running, failed; each running task's attempt, last step and time); otherwise one line per
-/// change of state.
+/// `run`'s progress on stderr: on a terminal a compact view redrawn at each event and each
+/// second (tasks done, running, failed; each running task's attempt, last step, and how long
+/// its worker has been silent); otherwise one line per change of state.
 struct Live {
     on: bool,
     terminal: bool,
     /// Lines of the view drawn last (a terminal redraws over them).
     drawn: std::cell::Cell<usize>,
+    /// The last event's line, and the running workers' silences last published.
+    last: std::cell::RefCell<(String, crate::swarm::live::Status)>,
     started: crate::agent::process::Stopwatch,
 }
 
@@ -224,26 +226,40 @@ impl Live {
             on,
             terminal: std::io::stderr().is_terminal(),
             drawn: std::cell::Cell::new(0),
+            last: Default::default(),
             started: crate::agent::process::Stopwatch::start(),
         }
     }
 
-    fn event(&self, r: &events::Record, st: &RunState) {
+    fn update(&self, u: runtime::Update<'_>) {
         if !self.on {
             return;
         }
-        let line = describe(&r.event, &st.run);
-        if self.terminal {
-            if let Some(l) = line {
-                self.draw(st, &l);
+        match u {
+            runtime::Update::Event(r, st) => {
+                let Some(line) = describe(&r.event, &st.run) else {
+                    return;
+                };
+                if self.terminal {
+                    self.last.borrow_mut().0 = line;
+                    self.draw(st);
+                } else {
+                    eprintln!("{line}");
+                }
             }
-        } else if let Some(l) = line {
-            eprintln!("{l}");
+            runtime::Update::Tick(st, status) => {
+                if self.terminal {
+                    self.last.borrow_mut().1 = status.clone();
+                    self.draw(st);
+                }
+            }
         }
     }
 
     /// The compact view, drawn over the previous one.
-    fn draw(&self, st: &RunState, last: &str) {
+    fn draw(&self, st: &RunState) {
+        let (last, status) = &*self.last.borrow();
+        let now = crate::swarm::live::now_ms();
         let count = |want: TaskState| st.tasks.values().filter(|v| v.state == want).count();
         let mut lines = vec![format!(
             "run {} ({:.0}s): {} done, {} running, {} failed, {} blocked, {} pending",
@@ -261,9 +277,13 @@ impl Live {
             .filter(|(_, v)| v.state == TaskState::Running)
         {
             lines.push(format!(
-                "  {k:<20} attempt {:<2} {}{}",
+                "  {k:<20} attempt {:<2} {}{}{}",
                 v.attempt,
                 v.last_step.as_deref().unwrap_or("working"),
+                status
+                    .silent_ms(k, now)
+                    .map(|ms| format!(", silent for {}", crate::swarm::live::human(ms)))
+                    .unwrap_or_default(),
                 if v.restarts > 0 {
                     format!(", {} restart(s)", v.restarts)
                 } else {
@@ -435,7 +455,15 @@ fn output_lines(digest: &[String], indent: &str) -> String {
     t
 }
 
-fn render(s: &RunState, now: i64) -> String {
+/// The run's live status (`live.json`), when its conductor is reporting.
+pub(super) fn live_status(ws: &Workspace, run: &str) -> Option<crate::swarm::live::Status> {
+    crate::swarm::live::read(&runtime::run_dir(ws, run))
+        .filter(|l| l.fresh(crate::swarm::live::now_ms()))
+}
+
+/// `status` and the plain `watch`: the tasks (with each running worker's silence while its
+/// conductor reports it, `live`), what failed printed, the claims held and the waves.
+fn render(s: &RunState, now: i64, live: Option<&crate::swarm::live::Status>) -> String {
     let mut t = format!(
         "run {} ({}) on {}\n\n",
         s.run,
@@ -449,9 +477,10 @@ fn render(s: &RunState, now: i64) -> String {
         s.branch
     );
     t.push_str(&format!(
-        "{:<16} {:<10} {:>7} {:>8} {:>6} {:>8}  {}\n",
-        "TASK", "STATE", "ATTEMPT", "ELAPSED", "NUDGES", "RESTARTS", "LAST"
+        "{:<16} {:<10} {:>7} {:>8} {:>8} {:>6} {:>8}  {}\n",
+        "TASK", "STATE", "ATTEMPT", "ELAPSED", "SILENT", "NUDGES", "RESTARTS", "LAST"
     ));
+    let now_ms = crate::swarm::live::now_ms();
     for (k, v) in &s.tasks {
         let state = match v.state {
             TaskState::Pending => "pending",
@@ -475,9 +504,13 @@ fn render(s: &RunState, now: i64) -> String {
             (Some(a), None) if v.state == TaskState::Running => format!("{}s", (now - a).max(0)),
             _ => "-".into(),
         };
+        let silent = live
+            .filter(|_| v.state == TaskState::Running)
+            .and_then(|l| l.silent_ms(k, now_ms))
+            .map_or("-".to_string(), crate::swarm::live::human);
         t.push_str(&format!(
-            "{:<16} {:<10} {:>7} {:>8} {:>6} {:>8}  {}\n",
-            k, state, v.attempt, elapsed, v.nudges, v.restarts, last
+            "{:<16} {:<10} {:>7} {:>8} {:>8} {:>6} {:>8}  {}\n",
+            k, state, v.attempt, elapsed, silent, v.nudges, v.restarts, last
         ));
     }
     let failed: Vec<_> = s
@@ -512,10 +545,21 @@ pub fn status(dir: &Path, args: StatusArgs) -> anyhow::Result<ExitCode> {
         None => latest(&ws)?,
     };
     let s = load(&ws, &run)?;
+    let live = live_status(&ws, &run).filter(|_| !s.finished);
     if args.json {
-        json(&s)?;
+        // The state, and each running worker's silence (ms) while the conductor reports it.
+        let mut v = serde_json::to_value(&s)?;
+        let now = crate::swarm::live::now_ms();
+        v["silent_ms"] = serde_json::to_value(
+            s.tasks
+                .iter()
+                .filter(|(_, t)| t.state == TaskState::Running)
+                .filter_map(|(k, _)| Some((k, live.as_ref()?.silent_ms(k, now)?)))
+                .collect::<std::collections::BTreeMap<_, _>>(),
+        )?;
+        json(&v)?;
     } else {
-        out(&super::printable(&render(&s, super::now()?)))?;
+        out(&super::printable(&render(&s, super::now()?, live.as_ref())))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -541,9 +585,10 @@ pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
     }
     loop {
         let s = load(&ws, &run)?;
+        let live = live_status(&ws, &run);
         out(&format!(
             "\x1b[2J\x1b[H{}",
-            super::printable(&render(&s, super::now()?))
+            super::printable(&render(&s, super::now()?, live.as_ref()))
         ))?;
         if s.finished {
             return Ok(ExitCode::SUCCESS);

@@ -6,6 +6,7 @@
 //! unless `--allow-remote`, answers only GET, and refuses requests whose Host is not the address
 //! it serves (a web page elsewhere cannot read it through the browser by DNS rebinding).
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -357,9 +358,24 @@ fn run(ws: &Workspace, id: &str) -> anyhow::Result<Option<Value>> {
     };
     let st = events::RunState::of_log(&records);
     let bars = attempts(&records);
+    // Each running worker's silence while its conductor reports it (`live.json`).
+    let now = crate::swarm::live::now_ms();
+    let live = crate::swarm::live::read(&crate::swarm::runtime::run_dir(ws, id))
+        .filter(|l| !st.finished && l.fresh(now));
+    let silent: BTreeMap<&String, String> = st
+        .tasks
+        .iter()
+        .filter(|(_, t)| t.state == events::TaskState::Running)
+        .filter_map(|(k, _)| {
+            let ms = live.as_ref()?.silent_ms(k, now)?;
+            Some((k, crate::swarm::live::human(ms)))
+        })
+        .collect();
     Ok(Some(json!({
         "id": id,
         "state": st,
+        "reporting": live.is_some(),
+        "silent": silent,
         "attempts": bars,
         "gantt": gantt_svg(&bars),
     })))

@@ -15,6 +15,7 @@ pub mod events;
 pub mod evidence;
 pub mod lessons;
 pub mod lint;
+pub mod live;
 pub mod memory;
 pub mod plan;
 pub mod planner;

@@ -287,6 +287,8 @@ struct AttemptJob {
     worktree: PathBuf,
     backend: agent::Backend,
     prompt: String,
+    /// Where the worker's last-output clock is shown while it runs (`live.json`).
+    board: super::live::Board,
 }
 
 enum AttemptResult {
@@ -405,6 +407,9 @@ async fn command_worker(
         .filter(|v| !process::never_passed(v))
         .cloned()
         .collect();
+    // On the board while the worker runs (not during the gauntlet, which is not watched for
+    // silence).
+    let on_board = job.board.enter(&job.task.key, job.attempt);
     let worker = process::Spawn {
         program: argv[0].clone(),
         args: argv[1..].to_vec(),
@@ -415,6 +420,7 @@ async fn command_worker(
         silence: Some(process::Silence {
             nudge_after: limits.nudge,
             restart_after: limits.restart,
+            live: Some(on_board.last.clone()),
         }),
         max_output: limits.max_output,
         sandbox: limits.worker_sandbox(job),
@@ -442,6 +448,7 @@ async fn command_worker(
             })
         }
     };
+    drop(on_board);
     let _ = tx.send(RunEvent::WorkerExited {
         task: task.clone(),
         attempt,
@@ -796,15 +803,36 @@ struct Conductor<'a> {
     /// Workers' events (nudges, exits, steps), written by the conductor as they arrive.
     tx: mpsc::UnboundedSender<RunEvent>,
     rx: mpsc::UnboundedReceiver<RunEvent>,
-    /// Told of every event as it is written, with the state after it (`run`'s live progress).
+    /// Told of every event as it is written, with the state after it, and of the workers'
+    /// silences about once a second (`run`'s live progress).
     progress: Option<Progress<'a>>,
+    /// The running workers' last-output clocks, published to `live.json` about once a second.
+    board: super::live::Board,
     /// One conductor per run: a second `run --resume` of the same run waits for the first.
     /// Declared last, so it is released after the attempts are dropped.
     _lock: Lock,
 }
 
-/// What `run` shows while the swarm works: called with each event and the state after it.
-pub type Progress<'a> = &'a dyn Fn(&super::events::Record, &RunState);
+/// What `run` shows while the swarm works.
+pub type Progress<'a> = &'a dyn Fn(Update<'_>);
+
+/// What [`Progress`] is told.
+pub enum Update<'r> {
+    /// An event as written, with the state after it.
+    Event(&'r super::events::Record, &'r RunState),
+    /// About once a second: the state, and the running workers' silences.
+    Tick(&'r RunState, &'r super::live::Status),
+}
+
+/// The run's `live.json` while its conductor runs: removed when the conductor stops, however
+/// it stops.
+struct LiveFile(PathBuf);
+
+impl Drop for LiveFile {
+    fn drop(&mut self) {
+        super::live::remove(&self.0);
+    }
+}
 
 /// The message of the commit that integrates `task` into the run's branch.
 fn integration_message(task: &str) -> String {
@@ -1001,6 +1029,7 @@ impl<'a> Conductor<'a> {
             tx,
             rx,
             progress: None,
+            board: super::live::Board::default(),
             _lock: lock,
         })
     }
@@ -1011,7 +1040,7 @@ impl<'a> Conductor<'a> {
         let record = self.sink.emit(event, (self.clock)())?;
         self.state.apply(&record);
         if let Some(p) = self.progress {
-            p(&record, &self.state);
+            p(Update::Event(&record, &self.state));
         }
         Ok(())
     }
@@ -1080,7 +1109,15 @@ impl<'a> Conductor<'a> {
         let mut stop = Box::pin(stop);
         // Operators' controls are looked for a few times a second (`atelier control`).
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+        let live = LiveFile(run_dir(self.ws, &self.run));
+        let mut published: Option<std::time::Instant> = None;
         loop {
+            if published.is_none_or(|t| {
+                t.elapsed() >= std::time::Duration::from_millis(super::live::EVERY_MS)
+            }) {
+                published = Some(std::time::Instant::now());
+                self.publish(&live.0);
+            }
             if self.take_controls()? == Flow::Stop {
                 return Err(self.stop_all("stopped by an operator (`atelier control stop`)"));
             }
@@ -1101,6 +1138,16 @@ impl<'a> Conductor<'a> {
             }
         }
         self.finish()
+    }
+
+    /// Writes `live.json` and tells `progress` (display only: a failure to write is not the
+    /// run's failure, and readers treat a missing or stale file as "not reporting").
+    fn publish(&self, dir: &Path) {
+        let status = self.board.status(std::process::id());
+        let _ = super::live::write(dir, &status);
+        if let Some(p) = self.progress {
+            p(Update::Tick(&self.state, &status));
+        }
     }
 
     /// Stops every worker and removes what they left (`--resume` starts those attempts again
@@ -1395,6 +1442,7 @@ impl<'a> Conductor<'a> {
             worktree: path.clone(),
             prompt,
             task,
+            board: self.board.clone(),
         };
         self.flights
             .insert(job.task.key.clone(), Flight { name, path, at });
