@@ -50,3 +50,13 @@ pub fn wall_seconds() -> u64 {
         .map(|d| d.as_secs())
         .unwrap_or(0)
 }
+
+/// The real wall clock in milliseconds since the Unix epoch, never overridden: only for what
+/// is shown live and recorded nowhere (a running worker's silence, `swarm::live`), never for
+/// decisions.
+pub fn wall_millis() -> u64 {
+    #[allow(clippy::disallowed_methods)]
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

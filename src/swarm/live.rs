@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -73,9 +73,7 @@ impl Status {
 /// Milliseconds since the Unix epoch, now (the live status is about this machine's present,
 /// not the run's recorded clock).
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    crate::clock::wall_millis()
 }
 
 /// `12s`, `3m05s`, `1h02m`: a silence as a person reads it.
