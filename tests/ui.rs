@@ -184,3 +184,65 @@ fn the_dashboard_stays_on_loopback_unless_told() {
         r.stderr
     );
 }
+
+/// A run's page draws each attempt's validators (its contract checks, passed or failed) under
+/// its bar and the contract validator's verdict before the first attempt; the runs page plots
+/// the silences (a dot each) with the thresholds. In Chromium, from a real run.
+#[test]
+fn the_run_pages_show_validators_in_the_gantt_chart_and_plot_the_silences() {
+    use crate::swarm::{plan, task, Swarm};
+    let s = Swarm::new("nudge_after = \"1s\"\nrestart_after = \"60s\"\nfailure_budget = 2");
+    crate::proposers::add_role(&s, "validator", crate::proposers::VALIDATOR);
+    std::fs::write(
+        s.fake.join("validator-answer.txt"),
+        r#"{"verdict": "approve", "findings": []}"#,
+    )
+    .expect("answer");
+    // Attempt 1 is silent for a while, then writes what its check refuses; attempt 2 passes.
+    s.scenario(
+        "p:A",
+        "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then sleep 1.3; echo bad > src/a.rs; else echo ok > src/a.rs; fi",
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    s.run(&["run", &p]).ok();
+    let ui = serve(&s.env);
+
+    let run = chromium(&s.env, &format!("{}/runs/r1", ui.base));
+    assert!(
+        run.contains("p:A attempt 1: check 1 failed in")
+            && run.contains("p:A attempt 2: check 1 passed in")
+            && run.contains("validator: approve (0 finding(s)) before the first attempt")
+            && run.contains("contract validator"),
+        "{run}"
+    );
+    let (_, body) = raw(
+        &ui.base,
+        &format!(
+            "GET /api/runs/r1 HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            ui.base.trim_start_matches("http://")
+        ),
+    );
+    let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["attempts"][0]["steps"][0]["passed"], false, "{v}");
+    assert_eq!(v["attempts"][1]["steps"][0]["passed"], true, "{v}");
+    assert_eq!(v["contract_validator"]["verdict"], "approve", "{v}");
+    // A finished run has no conductor reporting, and the page does not refresh itself.
+    assert_eq!(v["reporting"], false, "{v}");
+    assert!(!run.contains("http-equiv=\"refresh\""), "{run}");
+
+    let runs = chromium(&s.env, &format!("{}/runs", ui.base));
+    let plot = runs
+        .split("id=\"silence-plot\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no silence plot: {runs}"));
+    assert!(
+        plot.contains("class=\"silence\"")
+            && plot.contains("exit (1; median 1.")
+            && plot.contains("nudge_after = 1000 ms")
+            && plot.contains("restart_after = 60000 ms"),
+        "{plot}"
+    );
+}

@@ -343,7 +343,12 @@ fn runs(ws: &Workspace) -> anyhow::Result<Value> {
     }
     let logs = crate::swarm::stats::load(&dir, None).unwrap_or_default();
     let stats = crate::swarm::stats::compute(&logs);
-    Ok(json!({ "runs": out, "stats": stats, "curve": curve_svg(&stats) }))
+    Ok(json!({
+        "runs": out,
+        "curve": curve_svg(&stats),
+        "silences": silence_svg(&stats),
+        "stats": stats,
+    }))
 }
 
 /// One run: a Gantt chart of its attempts (a bar per attempt, coloured by how it ended, with
@@ -358,6 +363,18 @@ fn run(ws: &Workspace, id: &str) -> anyhow::Result<Option<Value>> {
     };
     let st = events::RunState::of_log(&records);
     let bars = attempts(&records);
+    let contract = records.iter().rev().find_map(|r| match &r.event {
+        RunEvent::ContractValidated {
+            validator,
+            verdict,
+            findings,
+        } => Some(ContractMark {
+            validator: validator.clone(),
+            verdict: verdict.clone(),
+            findings: findings.len(),
+        }),
+        _ => None,
+    });
     // Each running worker's silence while its conductor reports it (`live.json`).
     let now = crate::swarm::live::now_ms();
     let live = crate::swarm::live::read(&crate::swarm::runtime::run_dir(ws, id))
@@ -377,7 +394,8 @@ fn run(ws: &Workspace, id: &str) -> anyhow::Result<Option<Value>> {
         "reporting": live.is_some(),
         "silent": silent,
         "attempts": bars,
-        "gantt": gantt_svg(&bars),
+        "contract_validator": contract,
+        "gantt": gantt_svg(&bars, contract.as_ref()),
     })))
 }
 
@@ -391,6 +409,27 @@ struct Bar {
     outcome: &'static str,
     nudges: Vec<f64>,
     restarted: bool,
+    /// When its worker exited; the gauntlet's steps and the contract checks ran after.
+    worker_end: Option<f64>,
+    /// The attempt's validators: each gauntlet step and contract check, in the order they ran.
+    steps: Vec<StepBar>,
+}
+
+/// One gauntlet step or contract check of an attempt (seconds from the run's start).
+#[derive(serde::Serialize, Clone)]
+struct StepBar {
+    name: String,
+    start: f64,
+    end: f64,
+    passed: bool,
+}
+
+/// The run's contract validator, as the chart marks it before the first attempt.
+#[derive(serde::Serialize, Clone)]
+struct ContractMark {
+    validator: String,
+    verdict: String,
+    findings: usize,
 }
 
 fn attempts(records: &[events::Record]) -> Vec<Bar> {
@@ -418,7 +457,43 @@ fn attempts(records: &[events::Record]) -> Vec<Bar> {
                 outcome: "running",
                 nudges: Vec::new(),
                 restarted: false,
+                worker_end: None,
+                steps: Vec::new(),
             }),
+            RunEvent::WorkerExited {
+                task, attempt, ms, ..
+            } => {
+                if let Some(i) = find(&mut bars, task, *attempt) {
+                    bars[i].worker_end =
+                        Some(ms.map_or(at(r), |m| bars[i].start + m as f64 / 1000.0));
+                }
+            }
+            RunEvent::StepFinished {
+                task,
+                attempt,
+                step,
+                passed,
+                secs,
+                ms,
+            } => {
+                if let Some(i) = find(&mut bars, task, *attempt) {
+                    let b = &mut bars[i];
+                    // Steps run one after another once the worker has exited.
+                    let start = b
+                        .steps
+                        .last()
+                        .map(|s| s.end)
+                        .or(b.worker_end)
+                        .unwrap_or(b.start);
+                    let took = ms.map_or(*secs as f64, |m| m as f64 / 1000.0);
+                    b.steps.push(StepBar {
+                        name: step.clone(),
+                        start,
+                        end: start + took,
+                        passed: *passed,
+                    });
+                }
+            }
             RunEvent::Nudged { task, attempt, .. } => {
                 if let Some(i) = find(&mut bars, task, *attempt) {
                     bars[i].nudges.push(at(r));
@@ -465,8 +540,11 @@ fn colour(outcome: &str) -> &'static str {
     }
 }
 
-/// The Gantt chart as SVG (only numbers and escaped task names go into it).
-fn gantt_svg(bars: &[Bar]) -> String {
+/// The Gantt chart as SVG (only numbers and escaped names go into it): a row per task, a bar
+/// per attempt coloured by how it ended, nudges as yellow marks, and under each bar its
+/// validators — the gauntlet's steps and the contract checks, green or red, from the worker's
+/// exit; the run's contract validator is the first row, before any attempt.
+fn gantt_svg(bars: &[Bar], contract: Option<&ContractMark>) -> String {
     let mut tasks: Vec<&str> = Vec::new();
     for b in bars {
         if !tasks.contains(&b.task.as_str()) {
@@ -475,17 +553,45 @@ fn gantt_svg(bars: &[Bar]) -> String {
     }
     let span = bars
         .iter()
-        .map(|b| b.end.unwrap_or(b.start + 1.0))
+        .flat_map(|b| {
+            [b.end.unwrap_or(b.start + 1.0)]
+                .into_iter()
+                .chain(b.steps.iter().map(|s| s.end))
+        })
         .fold(1.0_f64, f64::max);
-    let (left, width, row) = (160.0, 600.0, 26.0);
+    let (left, width, row) = (160.0, 600.0, 30.0);
     let x = |t: f64| left + t / span * width;
-    let height = row * tasks.len() as f64 + 30.0;
+    let top = if contract.is_some() { row } else { 0.0 };
+    let height = top + row * tasks.len() as f64 + 30.0;
     let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"attempts per task over time\">",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"attempts per task over time, with their validators\">",
         left + width + 20.0
     );
+    if let Some(c) = contract {
+        let fill = if c.verdict == "approve" {
+            "#2e7d32"
+        } else {
+            "#c62828"
+        };
+        let y = 10.0;
+        s.push_str(&format!(
+            "<text x=\"4\" y=\"{}\" font-size=\"12\">contract validator</text><polygon class=\"contract\" points=\"{l},{y} {r},{m} {l},{b} {ll},{m}\" fill=\"{fill}\"><title>{}: {} ({} finding(s)) before the first attempt</title></polygon><text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>",
+            y + 14.0,
+            escape(&c.validator),
+            escape(&c.verdict),
+            c.findings,
+            left + 12.0,
+            y + 13.0,
+            escape(&c.verdict),
+            l = left,
+            r = left + 8.0,
+            ll = left - 8.0,
+            m = y + 9.0,
+            b = y + 18.0,
+        ));
+    }
     for (i, t) in tasks.iter().enumerate() {
-        let y = 10.0 + row * i as f64;
+        let y = top + 10.0 + row * i as f64;
         s.push_str(&format!(
             "<text x=\"4\" y=\"{}\" font-size=\"12\">{}</text>",
             y + 14.0,
@@ -494,7 +600,7 @@ fn gantt_svg(bars: &[Bar]) -> String {
         for b in bars.iter().filter(|b| b.task == *t) {
             let end = b.end.unwrap_or(span);
             s.push_str(&format!(
-                "<rect x=\"{:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"18\" fill=\"{}\"><title>{} attempt {}: {}</title></rect>",
+                "<rect x=\"{:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"16\" fill=\"{}\"><title>{} attempt {}: {}</title></rect>",
                 x(b.start),
                 (x(end) - x(b.start)).max(3.0),
                 colour(b.outcome),
@@ -506,7 +612,21 @@ fn gantt_svg(bars: &[Bar]) -> String {
                 s.push_str(&format!(
                     "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{y}\" y2=\"{1}\" stroke=\"#fbc02d\" stroke-width=\"2\"/>",
                     x(*n),
-                    y + 18.0
+                    y + 16.0
+                ));
+            }
+            for st in &b.steps {
+                s.push_str(&format!(
+                    "<rect class=\"step\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"6\" fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.5\"><title>{} attempt {}: {} {} in {:.1} s</title></rect>",
+                    x(st.start),
+                    y + 17.0,
+                    (x(st.end) - x(st.start)).max(2.0),
+                    if st.passed { "#66bb6a" } else { "#e53935" },
+                    escape(&b.task),
+                    b.attempt,
+                    escape(&st.name),
+                    if st.passed { "passed" } else { "failed" },
+                    st.end - st.start
                 ));
             }
         }
@@ -517,6 +637,143 @@ fn gantt_svg(bars: &[Bar]) -> String {
         left + width - 30.0,
         height - 4.0
     ));
+    s
+}
+
+/// What ended a silence, as the silence plot labels its rows (keys of `Silences::samples`).
+const SILENCE_ROWS: [(&str, &str); 6] = [
+    ("output_then_passed", "output, attempt passed"),
+    ("output", "output"),
+    ("exit_then_passed", "exit, attempt passed"),
+    ("exit", "exit"),
+    ("restart", "restart"),
+    ("timeout", "timeout"),
+];
+
+/// The most points drawn in one row (evenly picked from the sorted silences beyond that).
+const SILENCE_POINTS: usize = 1_000;
+
+/// `850 ms`, `12.5 s`, `3m05s`.
+fn short_ms(ms: u64) -> String {
+    if ms < 1_000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        crate::swarm::live::human(ms)
+    }
+}
+
+/// The silence distributions from `stats` as SVG: per role, a row per cause with a dot per
+/// silence on a logarithmic time axis and the median marked, and the latest run's nudge and
+/// restart thresholds as dashed lines. Empty when no silence was recorded.
+fn silence_svg(stats: &crate::swarm::stats::Stats) -> String {
+    let roles: Vec<(&String, Vec<(&str, &Vec<u64>)>)> = stats
+        .roles
+        .iter()
+        .map(|(role, r)| {
+            let rows = SILENCE_ROWS
+                .iter()
+                .filter_map(|(key, label)| {
+                    r.silences
+                        .samples
+                        .get(*key)
+                        .filter(|v| !v.is_empty())
+                        .map(|v| (*label, v))
+                })
+                .collect::<Vec<_>>();
+            (role, rows)
+        })
+        .filter(|(_, rows)| !rows.is_empty())
+        .collect();
+    if roles.is_empty() {
+        return String::new();
+    }
+    let settings = stats.runs.iter().rev().find_map(|r| r.settings.as_ref());
+    let longest = roles
+        .iter()
+        .flat_map(|(_, rows)| rows.iter().filter_map(|(_, v)| v.last().copied()))
+        .chain(settings.map(|s| s.restart_after_ms))
+        .max()
+        .unwrap_or(1_000);
+    // From 100 ms to a little past the longest silence (or the restart threshold).
+    let (lo, hi) = (100f64.log10(), ((longest.max(1_000) as f64) * 1.5).log10());
+    let (left, width, row, gap) = (300.0, 560.0, 20.0, 18.0);
+    let x = |ms: u64| left + ((ms.max(100) as f64).log10() - lo) / (hi - lo) * width;
+    let rows: usize = roles.iter().map(|(_, r)| r.len()).sum();
+    let height = 24.0 + row * rows as f64 + gap * roles.len() as f64 + 24.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"silences by what ended them, per role\">",
+        left + width + 20.0
+    );
+    let bottom = height - 24.0;
+    // Time ticks: 1 s, 10 s, 1 min, 10 min, 1 h where they fall on the axis.
+    for (ms, label) in [
+        (1_000u64, "1 s"),
+        (10_000, "10 s"),
+        (60_000, "1 min"),
+        (600_000, "10 min"),
+        (3_600_000, "1 h"),
+    ] {
+        if (ms as f64).log10() > hi {
+            break;
+        }
+        s.push_str(&format!(
+            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"16\" y2=\"{bottom}\" stroke=\"#e0e0e0\"/><text x=\"{0:.1}\" y=\"{1}\" font-size=\"10\" text-anchor=\"middle\">{label}</text>",
+            x(ms),
+            bottom + 14.0
+        ));
+    }
+    if let Some(st) = settings {
+        for (ms, colour, name) in [
+            (st.nudge_after_ms, "#fbc02d", "nudge_after"),
+            (st.restart_after_ms, "#ef6c00", "restart_after"),
+        ] {
+            s.push_str(&format!(
+                "<line class=\"threshold\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"12\" y2=\"{bottom}\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"4 3\"><title>{name} = {ms} ms (the latest run's)</title></line><text x=\"{0:.1}\" y=\"10\" font-size=\"10\" text-anchor=\"middle\">{name}</text>",
+                x(ms)
+            ));
+        }
+    }
+    let mut y = 24.0;
+    for (role, rows) in &roles {
+        s.push_str(&format!(
+            "<text x=\"4\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">{}</text>",
+            y + 12.0,
+            escape(role)
+        ));
+        y += gap;
+        for (label, v) in rows {
+            let median = crate::swarm::stats::percentile(v, 50);
+            s.push_str(&format!(
+                "<text x=\"16\" y=\"{}\" font-size=\"11\">{} ({}; median {})</text>",
+                y + 9.0,
+                escape(label),
+                v.len(),
+                short_ms(median)
+            ));
+            let step = v.len().div_ceil(SILENCE_POINTS).max(1);
+            for (i, ms) in v.iter().step_by(step).enumerate() {
+                // A small deterministic spread, so equal silences stay visible as many.
+                let dy = (i % 5) as f64 * 2.0 - 4.0;
+                s.push_str(&format!(
+                    "<circle class=\"silence\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1565c0\" fill-opacity=\"0.45\"><title>{} ms</title></circle>",
+                    x(*ms),
+                    y + 5.0 + dy,
+                    ms
+                ));
+            }
+            s.push_str(&format!(
+                "<line class=\"median\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#000\" stroke-width=\"2\"><title>median {3} ms</title></line>",
+                x(median),
+                y - 3.0,
+                y + 13.0,
+                median
+            ));
+            y += row;
+        }
+    }
+    s.push_str("</svg>");
     s
 }
 

@@ -89,6 +89,9 @@ pub struct Silences {
     pub timeout: Dist,
     /// How many reached the nudge threshold.
     pub nudged: usize,
+    /// Every silence measured (ms, ascending), by what ended it (the keys above): the
+    /// dashboard plots their distributions.
+    pub samples: BTreeMap<String, Vec<u64>>,
 }
 
 /// What one role's attempts measured.
@@ -366,6 +369,15 @@ pub fn compute(runs: &[RunLog]) -> Stats {
         rs.silences.exit_then_passed = q("exit_then_passed");
         rs.silences.exit = q("exit");
         rs.silences.timeout = q("timeout");
+        rs.silences.samples = ac
+            .quiet
+            .iter()
+            .map(|(k, v)| {
+                let mut v = v.clone();
+                v.sort_unstable();
+                (k.to_string(), v)
+            })
+            .collect();
         rs.tasks = ac.tasks.len();
         rs.succeeded = ac.tasks.values().filter(|a| a.values().any(|p| *p)).count();
         rs.failed = rs.tasks - rs.succeeded;
