@@ -668,7 +668,9 @@ fn short_ms(ms: u64) -> String {
 /// silence on a logarithmic time axis and the median marked, and the latest run's nudge and
 /// restart thresholds as dashed lines. Empty when no silence was recorded.
 fn silence_svg(stats: &crate::swarm::stats::Stats) -> String {
-    let roles: Vec<(&String, Vec<(&str, &Vec<u64>)>)> = stats
+    // Per role, its non-empty rows: (label, silences).
+    type Rows<'a> = Vec<(&'a str, &'a Vec<u64>)>;
+    let roles: Vec<(&String, Rows<'_>)> = stats
         .roles
         .iter()
         .map(|(role, r)| {
