@@ -109,6 +109,16 @@ pub async fn run_or_interrupted(
 /// runs for whoever shows its silence live (`swarm::live`).
 pub type LastOutput = Arc<Mutex<Instant>>;
 
+/// A last-output clock for a program starting now.
+pub fn last_output() -> LastOutput {
+    Arc::new(Mutex::new(Instant::now()))
+}
+
+/// How long the program a clock watches has been silent.
+pub fn silent_for(last: &LastOutput) -> Duration {
+    Instant::now().saturating_duration_since(*last.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 /// Silence thresholds (the conductor's nudge and restart).
 #[derive(Debug, Clone)]
 pub struct Silence {

@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -112,7 +111,7 @@ impl Drop for OnBoard {
 impl Board {
     /// Puts a worker starting now on the board.
     pub fn enter(&self, task: &str, attempt: u32) -> OnBoard {
-        let last: LastOutput = Arc::new(Mutex::new(Instant::now()));
+        let last: LastOutput = crate::agent::process::last_output();
         let key = (task.to_string(), attempt);
         self.0
             .lock()
@@ -127,7 +126,6 @@ impl Board {
 
     /// The status now, as `pid` writes it.
     pub fn status(&self, pid: u32) -> Status {
-        let now = Instant::now();
         let attempts = self
             .0
             .lock()
@@ -136,9 +134,7 @@ impl Board {
             .map(|((task, attempt), last)| Attempt {
                 task: task.clone(),
                 attempt: *attempt,
-                silent_ms: now
-                    .saturating_duration_since(*last.lock().unwrap_or_else(|e| e.into_inner()))
-                    .as_millis() as u64,
+                silent_ms: crate::agent::process::silent_for(last).as_millis() as u64,
             })
             .collect();
         Status {
@@ -233,7 +229,8 @@ mod tests {
     fn the_board_reports_each_running_worker_until_its_attempt_ends() {
         let board = Board::default();
         let a = board.enter("p:A", 1);
-        *a.last.lock().unwrap() = Instant::now() - std::time::Duration::from_secs(3);
+        let started = *a.last.lock().unwrap();
+        *a.last.lock().unwrap() = started - std::time::Duration::from_secs(3);
         let b = board.enter("p:B", 2);
         let s = board.status(7);
         assert_eq!(s.pid, 7);

@@ -1110,12 +1110,12 @@ impl<'a> Conductor<'a> {
         // Operators' controls are looked for a few times a second (`atelier control`).
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
         let live = LiveFile(run_dir(self.ws, &self.run));
-        let mut published: Option<std::time::Instant> = None;
+        let mut published: Option<process::Stopwatch> = None;
         loop {
-            if published.is_none_or(|t| {
+            if published.as_ref().is_none_or(|t| {
                 t.elapsed() >= std::time::Duration::from_millis(super::live::EVERY_MS)
             }) {
-                published = Some(std::time::Instant::now());
+                published = Some(process::Stopwatch::start());
                 self.publish(&live.0);
             }
             if self.take_controls()? == Flow::Stop {
