@@ -65,7 +65,7 @@ impl Status {
         self.attempts
             .iter()
             .find(|a| a.task == task)
-            .map(|a| a.silent_ms + now_ms.saturating_sub(self.written_ms))
+            .map(|a| a.silent_ms.saturating_add(now_ms.saturating_sub(self.written_ms)))
     }
 }
 
@@ -210,6 +210,11 @@ mod tests {
         assert_eq!(s.silent_ms("p:B", 100_000), None, "not running");
         // A reader whose clock is behind the writer's sees what the conductor saw.
         assert_eq!(s.silent_ms("p:A", 99_000), Some(4_000));
+        // Whatever the file says, reading it never overflows.
+        let mut odd = status(u64::MAX);
+        odd.attempts[0].silent_ms = u64::MAX;
+        assert_eq!(odd.silent_ms("p:A", u64::MAX), Some(u64::MAX));
+        assert_eq!(human(u64::MAX), "5124095576030h25m");
     }
 
     #[test]
