@@ -226,3 +226,64 @@ fn a_run_with_a_skipped_task_says_which_task_was_skipped() {
         r.stdout
     );
 }
+
+/// A proposal's diff carries terminal escapes (a cursor-up and erase-line after the line that
+/// matters): printed as is, `atelier show` would hide that line from the reviewer reading it on
+/// a terminal. Titles with control characters are refused outright; what a diff holds is shown
+/// with each control character replaced, in `show`, `proposals` and `audit show`.
+#[test]
+fn a_diff_cannot_hide_a_line_from_its_reviewer_with_terminal_escapes() {
+    let env = crate::support::Env::new();
+    let patch = env.patch(&[(
+        "src/lib.rs",
+        "pub fn answer() -> u32 {\n    std::process::abort() // \u{1b}[1A\u{1b}[2K\n    42\n}\n",
+    )]);
+    let refused = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Fix \u{1b}]0;owned\u{7}the answer",
+        ])
+        .code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("a control character (U+001B) at byte 4"),
+        "{}",
+        refused.stderr
+    );
+    let id = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Fix the answer",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    for args in [
+        vec!["show", id.as_str()],
+        vec!["proposals"],
+        vec!["audit", "show", id.as_str()],
+    ] {
+        let shown = env.atelier(&args).ok().stdout;
+        assert!(
+            !shown.contains('\u{1b}'),
+            "{args:?} prints an escape: {shown:?}"
+        );
+        if args[0] == "show" {
+            assert!(
+                shown.contains("+    std::process::abort() // \u{FFFD}[1A\u{FFFD}[2K"),
+                "{shown}"
+            );
+        }
+    }
+    // Machine-readable output keeps the bytes, escaped as JSON escapes them.
+    let json = env.atelier(&["audit", "show", &id, "--json"]);
+    assert!(!json.stdout.contains('\u{1b}'), "{}", json.stdout);
+}

@@ -118,22 +118,33 @@ macro_rules! note {
 }
 pub(crate) use note;
 
-/// Writes to stdout; a closed pipe ends the program successfully.
-/// `text` safe to show on a terminal: every control character but newline and tab (an escape
-/// sequence a worker put in a file name, a task id or its output) becomes `\u{FFFD}`.
+/// `text` safe to show on a terminal: every control character but newline, tab and a carriage
+/// return ending a line (an escape sequence a worker put in a file name, a task id or its
+/// output; a proposal's title; a line of its diff) becomes `\u{FFFD}`.
 pub(crate) fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                '\u{FFFD}'
-            } else {
-                c
-            }
-        })
-        .collect()
+    let mut chars = text.chars().peekable();
+    let mut shown = String::with_capacity(text.len());
+    while let Some(c) = chars.next() {
+        let harmless = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
+        shown.push(if c.is_control() && !harmless {
+            '\u{FFFD}'
+        } else {
+            c
+        });
+    }
+    shown
 }
 
+/// Writes text for people to stdout, [`printable`]: what a proposer, a worker or a diff holds
+/// never reaches the terminal as an escape sequence (which could hide a line of a diff from
+/// its reviewer). A closed pipe ends the program successfully.
 pub(crate) fn out(text: &str) -> anyhow::Result<()> {
+    out_raw(&printable(text))
+}
+
+/// Writes to stdout as is: JSON (whose strings escape control characters) and the escape
+/// sequences Atelier itself sends. A closed pipe ends the program successfully.
+pub(crate) fn out_raw(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
@@ -161,7 +172,7 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 }
 
 pub(crate) fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    out(&format!("{}\n", serde_json::to_string_pretty(value)?))
+    out_raw(&format!("{}\n", serde_json::to_string_pretty(value)?))
 }
 
 /// The gate's clock, announcing an override.

@@ -586,10 +586,9 @@ pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
     loop {
         let s = load(&ws, &run)?;
         let live = live_status(&ws, &run);
-        out(&format!(
-            "\x1b[2J\x1b[H{}",
-            super::printable(&render(&s, super::now()?, live.as_ref()))
-        ))?;
+        // The one escape sequence here is ours: clear the screen, then the status, printable.
+        super::out_raw("\x1b[2J\x1b[H")?;
+        out(&render(&s, super::now()?, live.as_ref()))?;
         if s.finished {
             return Ok(ExitCode::SUCCESS);
         }

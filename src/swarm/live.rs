@@ -62,10 +62,10 @@ impl Status {
         if !self.fresh(now_ms) {
             return None;
         }
-        self.attempts
-            .iter()
-            .find(|a| a.task == task)
-            .map(|a| a.silent_ms.saturating_add(now_ms.saturating_sub(self.written_ms)))
+        self.attempts.iter().find(|a| a.task == task).map(|a| {
+            a.silent_ms
+                .saturating_add(now_ms.saturating_sub(self.written_ms))
+        })
     }
 }
 

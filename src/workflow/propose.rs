@@ -69,6 +69,12 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
             "--title: expected one non-empty line".to_string(),
         ));
     }
+    if let Some((at, c)) = title.char_indices().find(|(_, c)| c.is_control()) {
+        return Err(crate::workflow::Error::Input(format!(
+            "--title: a control character (U+{:04X}) at byte {at}: a title is one line of plain text, shown on reviewers' terminals; remove it",
+            c as u32
+        )));
+    }
     let patch = std::fs::read(&opts.patch)
         .with_context(|| format!("reading patch {}", opts.patch.display()))?;
     let _lock = ws.lock()?;
