@@ -34,6 +34,7 @@ mod review_cycle2;
 mod review_cycle3;
 mod review_fixes;
 mod review_gate;
+mod review_live;
 mod review_one_loop;
 mod review_third;
 mod review_ui;

@@ -145,19 +145,35 @@ impl Board {
     }
 }
 
-/// Writes the status into the run's directory `dir`: a temporary file renamed over the old one,
-/// so a reader sees a whole file. Not fsynced: it is rewritten every second and recorded
-/// nowhere; after a crash it is stale, which readers see.
+/// The temporary file it is written to before the rename.
+const TMP: &str = "live.json.tmp";
+
+/// Writes the status into the run's directory `dir`: a new temporary file renamed over the old
+/// one, so a reader sees a whole file. The temporary file is made afresh (`O_EXCL`): whatever a
+/// worker left at its name (a link to a file elsewhere) is removed, never written through.
+/// Not fsynced: it is rewritten every second and recorded nowhere; after a crash it is stale,
+/// which readers see.
 pub fn write(dir: &Path, status: &Status) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{FILE}.tmp"));
+    use std::io::Write;
+    let tmp = dir.join(TMP);
     let bytes = serde_json::to_vec(status).map_err(std::io::Error::other)?;
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, dir.join(FILE))
+    let _ = std::fs::remove_file(&tmp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(&bytes))
+        .and_then(|()| std::fs::rename(&tmp, dir.join(FILE)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
-/// Removes it (the conductor stopped).
+/// Removes it, and its temporary file (the conductor stopped).
 pub fn remove(dir: &Path) {
     let _ = std::fs::remove_file(dir.join(FILE));
+    let _ = std::fs::remove_file(dir.join(TMP));
 }
 
 /// Reads the run directory's status: `None` when there is none, or it is not a small regular
@@ -248,6 +264,32 @@ mod tests {
         drop(a);
         drop(b);
         assert!(board.status(7).attempts.is_empty());
+    }
+
+    #[test]
+    fn a_link_left_at_the_temporary_file_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("live.json.tmp")).unwrap();
+        write(dir.path(), &status(5)).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(
+            read(dir.path()),
+            Some(status(5)),
+            "a regular file, not a link"
+        );
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // Something that cannot be renamed over: a directory that is not empty.
+        std::fs::create_dir_all(dir.path().join(FILE).join("x")).unwrap();
+        assert!(write(dir.path(), &status(5)).is_err());
+        assert!(!dir.path().join("live.json.tmp").exists());
+        remove(dir.path());
+        assert!(!dir.path().join("live.json.tmp").exists());
     }
 
     #[test]
