@@ -49,10 +49,11 @@ pub struct Status {
 }
 
 impl Status {
-    /// Whether it was written within [`STALE_MS`] of `now_ms` (a clock a little behind the
-    /// writer's counts as fresh).
+    /// Whether it was written within [`STALE_MS`] of `now_ms`, either way: a clock a little
+    /// behind the writer's counts as fresh, a status from far in the future (a clock set back
+    /// after its conductor died, or a file someone else wrote) does not.
     pub fn fresh(&self, now_ms: u64) -> bool {
-        now_ms.saturating_sub(self.written_ms) <= STALE_MS
+        now_ms.abs_diff(self.written_ms) <= STALE_MS
     }
 
     /// How long `task`'s running worker has been silent at `now_ms`: what the conductor saw,
@@ -290,6 +291,16 @@ mod tests {
         assert!(!dir.path().join("live.json.tmp").exists());
         remove(dir.path());
         assert!(!dir.path().join("live.json.tmp").exists());
+    }
+
+    #[test]
+    fn a_status_written_in_the_future_is_not_fresh() {
+        // A clock set back after a conductor died (or a file a worker wrote) claims nothing.
+        let s = status(100_000 + 3_600_000);
+        assert!(!s.fresh(100_000));
+        assert_eq!(s.silent_ms("p:A", 100_000), None);
+        // A little ahead is still fresh.
+        assert!(status(101_000).fresh(100_000));
     }
 
     #[test]
