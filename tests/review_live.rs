@@ -62,3 +62,49 @@ fn a_link_a_worker_leaves_at_live_json_tmp_is_not_written_through() {
     );
     assert!(!tmp.exists() && !tmp.is_symlink());
 }
+
+/// A live status about another attempt of the task (one the conductor wrote just before a
+/// restart, or a leftover) says nothing about the attempt running now.
+#[test]
+fn a_silence_is_shown_only_for_the_attempt_it_was_measured_on() {
+    let s = Swarm::new("nudge_after = \"30s\"\nrestart_after = \"60s\"");
+    let go = s.fake.join("go");
+    s.scenario("p:A", &waits_for(&go, "src/a.rs"));
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    let mut child = s
+        .command(&["run", &p, "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let dir = s.env.repo.join(".atelier/runs/r1");
+    // Until the conductor has published A's worker.
+    let start = Instant::now();
+    while !std::fs::read_to_string(dir.join("live.json")).is_ok_and(|t| t.contains("p:A")) {
+        assert!(start.elapsed() < Duration::from_secs(60), "A never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The conductor dies (SIGKILL: no guard runs); its worker goes on.
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("time")
+        .as_millis() as u64;
+    std::fs::write(
+        dir.join("live.json"),
+        format!(
+            r#"{{"pid":1,"written_ms":{now},"attempts":[{{"task":"p:A","attempt":7,"silent_ms":42000}}]}}"#
+        ),
+    )
+    .expect("live.json");
+    let status = s.run(&["status", "--json"]).ok().json();
+    std::fs::write(&go, "").expect("go");
+    assert_eq!(status["tasks"]["p:A"]["attempt"], 1, "{status}");
+    assert_eq!(status["silent_ms"], serde_json::json!({}), "{status}");
+    let plain = s.run(&["status"]).ok().stdout;
+    assert!(!plain.contains("42s"), "{plain}");
+}

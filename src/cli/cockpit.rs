@@ -156,7 +156,7 @@ pub(super) fn draw(
             .unwrap_or_default();
             let silent = live
                 .filter(|_| v.state == TaskState::Running)
-                .and_then(|l| l.silent_ms(k, now_ms))
+                .and_then(|l| l.silent_ms(k, v.attempt, now_ms))
                 .map_or("-".to_string(), crate::swarm::live::human);
             let claims = s.held.get(k).map(|c| c.join(" ")).unwrap_or_default();
             // Task ids, claims and reasons carry what plans and workers wrote: printable only.

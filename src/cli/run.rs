@@ -281,7 +281,7 @@ impl Live {
                 v.attempt,
                 v.last_step.as_deref().unwrap_or("working"),
                 status
-                    .silent_ms(k, now)
+                    .silent_ms(k, v.attempt, now)
                     .map(|ms| format!(", silent for {}", crate::swarm::live::human(ms)))
                     .unwrap_or_default(),
                 if v.restarts > 0 {
@@ -506,7 +506,7 @@ fn render(s: &RunState, now: i64, live: Option<&crate::swarm::live::Status>) -> 
         };
         let silent = live
             .filter(|_| v.state == TaskState::Running)
-            .and_then(|l| l.silent_ms(k, now_ms))
+            .and_then(|l| l.silent_ms(k, v.attempt, now_ms))
             .map_or("-".to_string(), crate::swarm::live::human);
         t.push_str(&format!(
             "{:<16} {:<10} {:>7} {:>8} {:>8} {:>6} {:>8}  {}\n",
@@ -554,7 +554,7 @@ pub fn status(dir: &Path, args: StatusArgs) -> anyhow::Result<ExitCode> {
             s.tasks
                 .iter()
                 .filter(|(_, t)| t.state == TaskState::Running)
-                .filter_map(|(k, _)| Some((k, live.as_ref()?.silent_ms(k, now)?)))
+                .filter_map(|(k, t)| Some((k, live.as_ref()?.silent_ms(k, t.attempt, now)?)))
                 .collect::<std::collections::BTreeMap<_, _>>(),
         )?;
         json(&v)?;

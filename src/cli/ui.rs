@@ -383,8 +383,8 @@ fn run(ws: &Workspace, id: &str) -> anyhow::Result<Option<Value>> {
         .tasks
         .iter()
         .filter(|(_, t)| t.state == events::TaskState::Running)
-        .filter_map(|(k, _)| {
-            let ms = live.as_ref()?.silent_ms(k, now)?;
+        .filter_map(|(k, t)| {
+            let ms = live.as_ref()?.silent_ms(k, t.attempt, now)?;
             Some((k, crate::swarm::live::human(ms)))
         })
         .collect();

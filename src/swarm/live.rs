@@ -56,17 +56,19 @@ impl Status {
         now_ms.abs_diff(self.written_ms) <= STALE_MS
     }
 
-    /// How long `task`'s running worker has been silent at `now_ms`: what the conductor saw,
-    /// plus the time since; `None` when the status is stale or the task has no running worker
-    /// watched for silence (an HTTP worker, or a task between its worker and its gauntlet).
-    pub fn silent_ms(&self, task: &str, now_ms: u64) -> Option<u64> {
+    /// How long the worker of `task`'s `attempt` has been silent at `now_ms`: what the
+    /// conductor saw, plus the time since; `None` when the status is stale or that attempt has
+    /// no running worker watched for silence (an HTTP worker, a task between its worker and its
+    /// gauntlet, or another attempt: the one a restart just ended).
+    pub fn silent_ms(&self, task: &str, attempt: u32, now_ms: u64) -> Option<u64> {
         if !self.fresh(now_ms) {
             return None;
         }
-        self.attempts.iter().find(|a| a.task == task).map(|a| {
-            a.silent_ms
-                .saturating_add(now_ms.saturating_sub(self.written_ms))
-        })
+        let since = now_ms.saturating_sub(self.written_ms);
+        self.attempts
+            .iter()
+            .find(|a| a.task == task && a.attempt == attempt)
+            .map(|a| a.silent_ms.saturating_add(since))
     }
 }
 
@@ -217,20 +219,21 @@ mod tests {
     #[test]
     fn a_silence_grows_from_what_the_conductor_saw_until_the_status_is_stale() {
         let s = status(100_000);
-        assert_eq!(s.silent_ms("p:A", 100_000), Some(4_000));
-        assert_eq!(s.silent_ms("p:A", 103_500), Some(7_500));
+        assert_eq!(s.silent_ms("p:A", 2, 100_000), Some(4_000));
+        assert_eq!(s.silent_ms("p:A", 2, 103_500), Some(7_500));
         assert_eq!(
-            s.silent_ms("p:A", 100_000 + STALE_MS),
+            s.silent_ms("p:A", 2, 100_000 + STALE_MS),
             Some(4_000 + STALE_MS)
         );
-        assert_eq!(s.silent_ms("p:A", 100_001 + STALE_MS), None, "stale");
-        assert_eq!(s.silent_ms("p:B", 100_000), None, "not running");
+        assert_eq!(s.silent_ms("p:A", 2, 100_001 + STALE_MS), None, "stale");
+        assert_eq!(s.silent_ms("p:B", 2, 100_000), None, "not running");
+        assert_eq!(s.silent_ms("p:A", 3, 100_000), None, "another attempt");
         // A reader whose clock is behind the writer's sees what the conductor saw.
-        assert_eq!(s.silent_ms("p:A", 99_000), Some(4_000));
+        assert_eq!(s.silent_ms("p:A", 2, 99_000), Some(4_000));
         // Whatever the file says, reading it never overflows.
         let mut odd = status(u64::MAX);
         odd.attempts[0].silent_ms = u64::MAX;
-        assert_eq!(odd.silent_ms("p:A", u64::MAX), Some(u64::MAX));
+        assert_eq!(odd.silent_ms("p:A", 2, u64::MAX), Some(u64::MAX));
         assert_eq!(human(u64::MAX), "5124095576030h25m");
     }
 
@@ -298,7 +301,7 @@ mod tests {
         // A clock set back after a conductor died (or a file a worker wrote) claims nothing.
         let s = status(100_000 + 3_600_000);
         assert!(!s.fresh(100_000));
-        assert_eq!(s.silent_ms("p:A", 100_000), None);
+        assert_eq!(s.silent_ms("p:A", 2, 100_000), None);
         // A little ahead is still fresh.
         assert!(status(101_000).fresh(100_000));
     }
