@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::swarm::{plan, task, waits_for, Swarm};
+use crate::swarm::{plan, task, wait_for_event, waits_for, Swarm};
 
 /// Waits (at most 60 s) until `path` exists.
 fn wait_for_file(path: &std::path::Path) {
@@ -61,6 +61,63 @@ fn a_link_a_worker_leaves_at_live_json_tmp_is_not_written_through() {
         "the conductor wrote through the worker's link"
     );
     assert!(!tmp.exists() && !tmp.is_symlink());
+}
+
+/// `run`'s live view redraws itself every second by moving the cursor up over the lines it
+/// drew: a line wider than the terminal wraps and the view then creeps down the screen, a copy
+/// a second. Every line it draws fits the terminal.
+#[test]
+fn the_live_view_never_draws_a_line_wider_than_the_terminal() {
+    let s = Swarm::new("nudge_after = \"30s\"\nrestart_after = \"60s\"\nfailure_budget = 2");
+    let go = s.fake.join("go");
+    // Attempt 1 fails its (long) check; attempt 2 waits, while the view redraws.
+    s.scenario(
+        "p:A",
+        &format!(
+            "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo bad > src/a.rs; else {}; fi",
+            waits_for(&go, "src/a.rs")
+        ),
+    );
+    let check = format!("grep -q ok src/a.rs && test -n '{}'", "x".repeat(120));
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], &check)]),
+    );
+    let view = s
+        .env
+        .command("script")
+        .args([
+            "-qc",
+            &format!(
+                "stty cols 80 rows 40; '{}' -C '{}' run '{p}'",
+                crate::support::bin(),
+                s.env.repo.display()
+            ),
+            "/dev/null",
+        ])
+        .env("FAKE_AGENT_DIR", &s.fake)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script (util-linux)");
+    let events = s.env.repo.join(".atelier/runs/r1/events.jsonl");
+    wait_for_event(&events, "\"attempt\":2");
+    // A few redraws with attempt 1's failure as the last event.
+    std::thread::sleep(Duration::from_millis(3_000));
+    std::fs::write(&go, "").expect("go");
+    let out = view.wait_with_output().expect("the run ends");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(screen.contains("attempt 1 failed"), "{screen}");
+    // The view's lines, without the cursor movements that start each redraw.
+    let wide: Vec<&str> = screen
+        .split(['\n', '\r'])
+        .map(|l| l.rsplit("\x1b[J").next().unwrap_or(l))
+        .filter(|l| l.starts_with("  ") || l.starts_with("run r1 ("))
+        .filter(|l| l.chars().count() > 80)
+        .collect();
+    assert!(wide.is_empty(), "lines wider than 80 columns: {wide:#?}");
 }
 
 /// A live status about another attempt of the task (one the conductor wrote just before a

@@ -292,7 +292,12 @@ impl Live {
             ));
         }
         lines.push(format!("  last: {last}"));
-        let lines: Vec<String> = lines.iter().map(|l| super::printable(l)).collect();
+        let lines: Vec<String> = lines
+            .iter()
+            .map(|l| super::printable(l).replace('\t', " "))
+            .collect();
+        let (cols, rows) = ratatui::crossterm::terminal::size().unwrap_or((u16::MAX, u16::MAX));
+        let lines = fit(lines, cols.into(), rows.into());
         let up = self.drawn.get();
         let mut out = String::new();
         if up > 0 {
@@ -305,6 +310,38 @@ impl Live {
         eprint!("{out}");
         self.drawn.set(lines.len());
     }
+}
+
+/// The live view's `lines` cut to a terminal of `cols` × `rows`: the view is redrawn by moving
+/// the cursor up over as many lines as it drew, so a line that wraps, or a view taller than the
+/// screen, would leave a copy behind at every redraw. The running tasks that do not fit are
+/// counted; the first line (the counts) and the last (the last event) stay.
+fn fit(mut lines: Vec<String>, cols: usize, rows: usize) -> Vec<String> {
+    let room = rows.saturating_sub(1).max(1);
+    if lines.len() > room {
+        if room >= 3 {
+            let last = lines.pop().expect("the view ends with the last event");
+            let more = lines.len() - (room - 2);
+            lines.truncate(room - 2);
+            lines.push(format!("  and {more} more running"));
+            lines.push(last);
+        } else {
+            lines.truncate(room);
+        }
+    }
+    lines
+        .into_iter()
+        .map(|mut l| {
+            let width = |l: &str| ratatui::text::Span::raw(l).width();
+            if width(&l) > cols {
+                l = l.chars().take(cols).collect();
+                while width(&l) > cols {
+                    l.pop();
+                }
+            }
+            l
+        })
+        .collect()
 }
 
 /// Whether the working tree's atelier.toml differs from the protected branch's: the run uses
@@ -831,4 +868,30 @@ pub fn validate(dir: &Path, args: ValidateArgs) -> anyhow::Result<ExitCode> {
         }
         out(&t)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn the_live_view_fits_the_terminal() {
+        let view = |n: usize| {
+            let mut v = vec!["run r1 (3s): 0 done".to_string()];
+            v.extend((0..n).map(|i| format!("  p:T{i} attempt 1 working")));
+            v.push(format!("  last: {}", "x".repeat(200)));
+            v
+        };
+        // Each line cut to the width, wide characters counted twice.
+        let lines = fit(view(1), 20, 40);
+        assert_eq!(lines.len(), 3);
+        assert!(lines.iter().all(|l| l.chars().count() <= 20), "{lines:?}");
+        assert_eq!(fit(vec!["日本語の".into()], 5, 40), ["日本"]);
+        // Taller than the screen: the running tasks beyond it are counted, the last event stays.
+        let lines = fit(view(50), 80, 10);
+        assert_eq!(lines.len(), 9, "{lines:?}");
+        assert_eq!(lines[7], "  and 44 more running");
+        assert!(lines[8].starts_with("  last: "));
+        assert_eq!(fit(view(50), 80, 2).len(), 1);
+    }
 }
