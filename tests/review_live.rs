@@ -147,10 +147,7 @@ fn a_silence_is_shown_only_for_the_attempt_it_was_measured_on() {
     // The conductor dies (SIGKILL: no guard runs); its worker goes on.
     child.kill().expect("kill");
     child.wait().expect("wait");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("time")
-        .as_millis() as u64;
+    let now = atelier::swarm::live::now_ms();
     std::fs::write(
         dir.join("live.json"),
         format!(
