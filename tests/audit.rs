@@ -320,6 +320,23 @@ fn changed_paths_agree_with_git_diff() {
 #[test]
 fn an_auditor_s_clone_gets_the_right_advice_and_the_ledger_s_proposals() {
     let env = history();
+    // Merged proposals say who approved them (from their merge commits).
+    let here = env.atelier(&["proposals"]).ok().stdout;
+    let row = |list: &str, title: &str| {
+        list.lines()
+            .find(|l| l.contains(title))
+            .unwrap_or_else(|| panic!("no {title}: {list}"))
+            .to_string()
+    };
+    let readme = row(&here, "Readme");
+    assert!(
+        readme.contains("merged") && readme.contains("Readme (approved by bob@example.org)"),
+        "{here}"
+    );
+    assert!(
+        !row(&here, "Rejected idea").contains("approved by"),
+        "{here}"
+    );
     let clone = env.tmp.path().join("auditor");
     env.git(&[
         "clone",
@@ -369,6 +386,10 @@ fn an_auditor_s_clone_gets_the_right_advice_and_the_ledger_s_proposals() {
     ]);
     env.atelier_in(&clone, &["audit", "verify"]).ok();
     let list = env.atelier_in(&clone, &["proposals"]).ok().stdout;
+    assert!(
+        row(&list, "Readme").contains("(approved by bob@example.org)"),
+        "{list}"
+    );
     assert!(
         list.contains("the ledger records these")
             && list.contains("merged")

@@ -559,6 +559,13 @@ fn a_successful_run_becomes_a_proposal_and_clean_removes_what_failures_kept() {
         shown.contains("+pub fn a() {}") && shown.contains("p:A Task A: criteria"),
         "{shown}"
     );
+    // The record names the run's events relative to the repository: no local path is committed.
+    let tmp = s.env.tmp.path().display().to_string();
+    assert!(
+        shown.contains("Evidence: .atelier/runs/r1/events.jsonl in the proposer's clone")
+            && !shown.contains(&tmp),
+        "{shown}"
+    );
     // The proposal goes through the governed loop like any other.
     s.env.approve("1", "alice").ok();
     s.env.atelier(&["merge", "1"]).ok();

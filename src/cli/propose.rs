@@ -691,10 +691,11 @@ pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
                 if s.may_merge { " ok" } else { "" }
             ),
             None if s.state == "open" => format!("{}", s.approvals),
+            None if !s.approved_by.is_empty() => format!("{}", s.approved_by.len()),
             None => "-".into(),
         };
         text.push_str(&format!(
-            "{:<4} {:<7} {:<12} {:<10} {}\n",
+            "{:<4} {:<7} {:<12} {:<10} {}{}\n",
             s.id,
             s.state,
             s.head
@@ -702,7 +703,12 @@ pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
                 .map(|h| &h[..12.min(h.len())])
                 .unwrap_or("-"),
             approvals,
-            s.title
+            s.title,
+            if s.approved_by.is_empty() {
+                String::new()
+            } else {
+                format!(" (approved by {})", s.approved_by.join(", "))
+            }
         ));
     }
     if list.is_empty() {
@@ -718,12 +724,21 @@ pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
                 "ID", "STATE", "HEAD", "TITLE"
             );
             for (id, state, head, title) in from_ledger {
+                // A merged proposal's approvers, from its merge commit (which the clone has).
+                let approved_by = view_merge_commit(&ws, &id)
+                    .map(|c| workflow::merge_approvers(&ws.repo, &c))
+                    .unwrap_or_default();
                 text.push_str(&format!(
-                    "{:<4} {:<7} {:<12} {}\n",
+                    "{:<4} {:<7} {:<12} {}{}\n",
                     id,
                     state,
                     &head[..12.min(head.len())],
-                    title
+                    title,
+                    if approved_by.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (approved by {})", approved_by.join(", "))
+                    }
                 ));
             }
         }
@@ -808,6 +823,16 @@ fn propose_finished_run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
 
 /// Every proposal the ledger records, as (id, state, head, title): merged, closed or open as
 /// the ledger last says.
+/// The merge commit the ledger records for proposal `id`, if it merged.
+fn view_merge_commit(ws: &Workspace, id: &str) -> Option<String> {
+    use crate::audit::ledger::Event;
+    let view = ws.view().ok()?;
+    view.events.iter().rev().find_map(|e| match e {
+        Event::Merged(m) if m.proposal == id => Some(m.commit.clone()),
+        _ => None,
+    })
+}
+
 fn ledger_proposals(ws: &Workspace) -> anyhow::Result<Vec<(String, String, String, String)>> {
     use crate::audit::ledger::Event;
     let view = ws.view()?;

@@ -2036,11 +2036,15 @@ pub fn propose_run_as(
         )?);
     }
     let mut rationale = format!(
-        "{}Produced by swarm run {} (plans {}); every task passed the gauntlet and its contract checks. Evidence: {}.\n",
+        "{}Produced by swarm run {} (plans {}); every task passed the gauntlet and its contract checks. Evidence: {} in the proposer's clone.\n",
         by.as_ref().map(|b| format!("{}\n\n", b.preface)).unwrap_or_default(),
         summary.run,
         plans.join(", "),
-        summary.events
+        // Relative to the repository: a local absolute path means nothing to reviewers and
+        // tells them about the proposer's machine.
+        std::path::Path::new(&summary.events)
+            .strip_prefix(&ws.root)
+            .map_or_else(|_| format!(".atelier/runs/{}/events.jsonl", summary.run), |p| p.display().to_string())
     );
     rationale.push_str(&format!(
         "Scrutiny validator: {} ({} of {} checks with a passing record at the attempt that passed; {} finding(s)).\n",

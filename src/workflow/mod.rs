@@ -998,6 +998,30 @@ pub struct Summary {
     pub approvals: usize,
     pub required: Option<u32>,
     pub may_merge: bool,
+    /// Who approved a merged proposal: the approvers its merge commit names.
+    pub approved_by: Vec<String>,
+}
+
+/// The approvers a merge commit names (its `Atelier-Approvers` trailer); none when the commit
+/// is not in this clone or names none.
+pub fn merge_approvers(repo: &git2::Repository, commit: &str) -> Vec<String> {
+    let Some(c) = git2::Oid::from_str(commit)
+        .ok()
+        .and_then(|o| repo.find_commit(o).ok())
+    else {
+        return Vec::new();
+    };
+    c.message()
+        .unwrap_or("")
+        .lines()
+        .find_map(|l| l.strip_prefix("Atelier-Approvers: "))
+        .map(|a| {
+            a.split(", ")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Lists proposals with their approvals against what the gate requires now.
@@ -1011,6 +1035,11 @@ pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
         let head = git::branch_tip(&ws.repo, &pull.head_branch)
             .ok()
             .map(|h| h.to_string());
+        let merged = pull.state == PullState::Merged;
+        let approved_by = match (&pull.state, &pull.merge_commit) {
+            (PullState::Merged, Some(c)) => merge_approvers(&ws.repo, c),
+            _ => Vec::new(),
+        };
         let (approvals, required, may_merge) = if pull.state == PullState::Open && head.is_some() {
             let eval = evaluate(ws, &view, pull, now)?;
             let required = eval.decision.required_approvals();
@@ -1022,6 +1051,7 @@ pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
         } else {
             (0, None, false)
         };
+        let approvals = if merged { approved_by.len() } else { approvals };
         out.push(Summary {
             id,
             title,
@@ -1030,6 +1060,7 @@ pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
             approvals,
             required,
             may_merge,
+            approved_by,
         });
     }
     Ok(out)
