@@ -463,3 +463,55 @@ fn a_branch_rewound_to_before_its_adoption_is_a_mismatch_not_just_unadopted() {
         .collect();
     assert_eq!(codes, ["E_NOT_ADOPTED", "E_ADOPTION_MISMATCH"], "{v:#}");
 }
+
+/// `atelier completions bash` is a script bash loads and completes with, from this binary's own
+/// commands and options (outside any repository); zsh and fish get theirs; an unknown shell is
+/// a usage error naming the ones there are.
+#[test]
+fn shell_completions_complete_commands_and_options() {
+    let env = Env::new();
+    let script = env.tmp.path().join("atelier.bash");
+    let out = env
+        .command(crate::support::bin())
+        .args(["completions", "bash"])
+        .current_dir(env.tmp.path())
+        .output()
+        .expect("completions");
+    assert!(out.status.success());
+    std::fs::write(&script, &out.stdout).expect("write");
+    let complete = |words: &str| {
+        let o = env
+            .command("bash")
+            .arg("-c")
+            .arg(format!(
+                "source '{}'; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); _atelier atelier \"${{COMP_WORDS[-1]}}\" \"${{COMP_WORDS[-2]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                script.display()
+            ))
+            .output()
+            .expect("bash");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let commands = complete("atelier pro");
+    assert!(
+        commands.lines().any(|l| l == "propose") && commands.lines().any(|l| l == "proposals"),
+        "{commands}"
+    );
+    let options = complete("atelier run --q");
+    assert!(options.lines().any(|l| l == "--quiet"), "{options}");
+    for (shell, first) in [("zsh", "#compdef atelier"), ("fish", "complete -c atelier")] {
+        let o = env
+            .command(crate::support::bin())
+            .args(["completions", shell])
+            .output()
+            .expect("completions");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success() && text.contains(first), "{shell}: {text}");
+    }
+    let bad = env
+        .command(crate::support::bin())
+        .args(["completions", "tcsh"])
+        .output()
+        .expect("completions");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values: bash"));
+}

@@ -105,6 +105,24 @@ enum Command {
     Ui(ui::UiArgs),
     /// Run the whole governed loop in a temporary repository, offline, narrated.
     Demo(demo::DemoArgs),
+    /// Print a shell completion script: `source <(atelier completions bash)`; zsh and fish too.
+    Completions(CompletionsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    shell: clap_complete::Shell,
+}
+
+/// `atelier completions SHELL`: the script clap_complete generates from the command line's own
+/// definition, so it always matches this binary's subcommands and options.
+fn completions(a: CompletionsArgs) -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(a.shell, &mut Cli::command(), "atelier", &mut script);
+    out_raw(&String::from_utf8(script)?)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A line for the operator on stderr, for long-running commands (`serve`) whose loop lives
@@ -196,7 +214,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let dir = dir(&cli.dir);
     if !matches!(
         cli.command,
-        Command::Init(_) | Command::Keygen(_) | Command::Demo(_)
+        Command::Init(_) | Command::Keygen(_) | Command::Demo(_) | Command::Completions(_)
     ) {
         migrate_gate_key(&dir);
     }
@@ -227,6 +245,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cycle(a) => cycle::cycle(&dir, a),
         Command::Validate(a) => run::validate(&dir, a),
         Command::Demo(a) => demo::demo(a),
+        Command::Completions(a) => completions(a),
     }
 }
 
