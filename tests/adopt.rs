@@ -505,7 +505,10 @@ fn shell_completions_complete_commands_and_options() {
             .output()
             .expect("completions");
         let text = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success() && text.contains(first), "{shell}: {text}");
+        assert!(
+            o.status.success() && text.contains(first),
+            "{shell}: {text}"
+        );
     }
     let bad = env
         .command(crate::support::bin())

@@ -218,6 +218,11 @@ fn the_run_pages_show_validators_in_the_gantt_chart_and_plot_the_silences() {
             && run.contains("contract validator"),
         "{run}"
     );
+    // A task that succeeded shows its last step, not the failure an earlier attempt had.
+    assert!(
+        run.contains("<td>0</td><td>check 1: passed</td></tr>"),
+        "{run}"
+    );
     let (_, body) = raw(
         &ui.base,
         &format!(

@@ -711,7 +711,8 @@ fn silence_svg(stats: &crate::swarm::stats::Stats) -> String {
     let bottom = height - 24.0;
     // Time ticks: 1 s, 10 s, 1 min, 10 min, 1 h where they fall on the axis.
     for (ms, label) in [
-        (1_000u64, "1 s"),
+        (100u64, "0.1 s"),
+        (1_000, "1 s"),
         (10_000, "10 s"),
         (60_000, "1 min"),
         (600_000, "10 min"),
@@ -793,7 +794,7 @@ fn curve_svg(stats: &crate::swarm::stats::Stats) -> String {
     if bars.is_empty() {
         return String::new();
     }
-    let (w, h) = (110.0, 120.0);
+    let (w, h) = (160.0, 120.0);
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"probability of passing at each attempt\">",
         w * bars.len() as f64 + 10.0,
