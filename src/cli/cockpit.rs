@@ -158,6 +158,11 @@ pub(super) fn draw(
                 .filter(|_| v.state == TaskState::Running)
                 .and_then(|l| l.silent_ms(k, v.attempt, now_ms))
                 .map_or("-".to_string(), crate::swarm::live::human);
+            let wave = s
+                .waves
+                .iter()
+                .position(|w| w.contains(k))
+                .map_or("-".to_string(), |i| (i + 1).to_string());
             let claims = s.held.get(k).map(|c| c.join(" ")).unwrap_or_default();
             // Task ids, claims and reasons carry what plans and workers wrote: printable only.
             let p = |t: &str| super::printable(t).replace('\n', " ");
@@ -165,6 +170,7 @@ pub(super) fn draw(
                 p(k),
                 state_name(v.state).to_string(),
                 p(&roles.get(k).cloned().unwrap_or_default()),
+                wave,
                 v.attempt.to_string(),
                 elapsed,
                 silent,
@@ -182,6 +188,7 @@ pub(super) fn draw(
             Constraint::Length(18),
             Constraint::Length(10),
             Constraint::Length(12),
+            Constraint::Length(4),
             Constraint::Length(7),
             Constraint::Length(8),
             Constraint::Length(7),
@@ -193,7 +200,7 @@ pub(super) fn draw(
     )
     .header(
         Row::new(vec![
-            "TASK", "STATE", "ROLE", "ATTEMPT", "ELAPSED", "SILENT", "NUDGES", "RESTARTS",
+            "TASK", "STATE", "ROLE", "WAVE", "ATTEMPT", "ELAPSED", "SILENT", "NUDGES", "RESTARTS",
             "CLAIMS", "LAST",
         ])
         .style(Style::default().add_modifier(Modifier::BOLD)),
@@ -343,7 +350,7 @@ mod tests {
                 base: String::new(),
                 max_parallel: 2,
                 tasks: vec!["p:A".into(), "p:B".into()],
-                waves: vec![vec!["p:A".into(), "p:B".into()]],
+                waves: vec![vec!["p:A".into()], vec!["p:B".into()]],
             }),
             record(E::AttemptStarted {
                 task: "p:A".into(),
@@ -423,6 +430,7 @@ mod tests {
             "critical path: p:A → p:B",
             "contract validator: approve (validator)",
             "SILENT",
+            "WAVE",
             "conductor: reporting",
         ] {
             assert!(text.contains(want), "{want} is not on screen:\n{text}");
@@ -432,6 +440,11 @@ mod tests {
             .find(|l| l.contains("│p:A "))
             .expect("p:A's row");
         assert!(row.contains("12s"), "p:A's silence: {row}");
+        let b = text
+            .lines()
+            .find(|l| l.contains("│p:B "))
+            .expect("p:B's row");
+        assert!(b.split_whitespace().any(|c| c == "2"), "p:B is in wave 2: {b}");
         // A status no conductor has rewritten for a while shows no silence, and says so.
         let stale = screen(50_000 + crate::swarm::live::STALE_MS + 1);
         let row = stale
