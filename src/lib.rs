@@ -19,4 +19,5 @@ pub mod governance;
 pub mod panel;
 pub mod proposal;
 pub mod swarm;
+pub mod text;
 pub mod workflow;

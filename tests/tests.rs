@@ -32,6 +32,7 @@ mod review_control;
 mod review_cycle;
 mod review_cycle2;
 mod review_cycle3;
+mod review_escapes;
 mod review_fixes;
 mod review_gate;
 mod review_live;

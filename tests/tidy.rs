@@ -99,6 +99,17 @@ fn only_cli_prints() {
         ],
     );
     assert!(v.is_empty(), "{}", v.join("\n"));
+    // Within cli/, text for people goes out through `out` and `note!`, which make it printable
+    // (GOVERNANCE.md, "How to approve"); only cli/mod.rs writes to stdout and stderr itself.
+    let v = violations(
+        |p| !p.starts_with("src/cli/") || p == "src/cli/mod.rs",
+        &["println!", "print!(", "eprintln!", "eprint!("],
+    );
+    assert!(
+        v.is_empty(),
+        "print with cli::out or cli::note!, which make the text printable:\n{}",
+        v.join("\n")
+    );
 }
 
 #[test]

@@ -110,7 +110,7 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
     }
     // Why it will never count comes first, before anything else is printed.
     for why in &done.never {
-        eprintln!("error: the gate will not count this token: {why}");
+        super::note!("error: the gate will not count this token: {why}");
     }
     let code = if done.never.is_empty() {
         ExitCode::SUCCESS
@@ -118,10 +118,10 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
         ExitCode::from(1)
     };
     for w in &done.warnings {
-        eprintln!("warning: {w}");
+        super::note!("warning: {w}");
     }
     if done.recorded {
-        eprintln!("recorded on proposal {}", done.proposal);
+        super::note!("recorded on proposal {}", done.proposal);
         if !done.tokens.is_empty() {
             out(&done.tokens)?;
         }
@@ -135,15 +135,15 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
             } else {
                 "approval"
             };
-            eprintln!("posted the {verb} on pull request #{n}: {url}");
+            super::note!("posted the {verb} on pull request #{n}: {url}");
             if opts.decision == Verdict::Reject {
                 // A rejection binds from when the gate records it (docs/github.md, section 5).
-                eprintln!(
+                super::note!(
                     "note: the rejection vetoes while its comment exists, and for good once the gate has read it (its delivery to `serve`, or any later evaluation records it in the ledger); a comment deleted before that is lost. Check that the gate's summary comment on #{n} lists it as `reject: counted`; if it does not within a minute, ask the gate's operator to run `atelier gate --pr {n}`, and post it again if the comment is gone"
                 );
             }
         }
-        None => eprintln!("paste this comment on pull request #{n} (or run again with --post):"),
+        None => super::note!("paste this comment on pull request #{n} (or run again with --post):"),
     }
     out(&done.comment)?;
     Ok(code)

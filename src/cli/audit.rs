@@ -175,7 +175,7 @@ pub(super) fn kind(e: &Event) -> &'static str {
 fn log(ws: &Workspace, a: LogArgs) -> anyhow::Result<ExitCode> {
     let entries = history::entries(&ws.repo)?;
     if !a.json {
-        eprintln!("(the ledger's entries as stored; `atelier audit verify` checks their signatures and history)");
+        super::note!("(the ledger's entries as stored; `atelier audit verify` checks their signatures and history)");
     }
     if a.json {
         json(&entries)?;

@@ -140,7 +140,7 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             &Workspace::open(dir)?,
             "--baseline",
             rev,
-            &|m| eprintln!("{m}"),
+            &|m| super::note!("{m}"),
         )?),
         (None, Some(p)) => Some((p.clone(), p.display().to_string())),
         (None, None) => None,
@@ -162,7 +162,7 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     };
     // The built-in missions and, in a repository, its protected branch's own.
     let all = match Workspace::open(dir) {
-        Ok(ws) => bench::of_workspace(&ws, &|m| eprintln!("bench: {m}"))?,
+        Ok(ws) => bench::of_workspace(&ws, &|m| super::note!("bench: {m}"))?,
         Err(_) => bench::missions()?,
     };
     let report = bench::replay_sides(
@@ -243,7 +243,7 @@ fn record(dir: &Path, a: RecordArgs) -> anyhow::Result<ExitCode> {
         )
     });
     let text = bench::record(&a.run, &records, &id, a.scale)?;
-    let known = bench::of_workspace(&ws, &|m| eprintln!("bench: {m}"))?;
+    let known = bench::of_workspace(&ws, &|m| super::note!("bench: {m}"))?;
     if known.iter().any(|m| m.mission.id == id) {
         return Err(workflow::Error::Input(format!(
             "--id {id}: a mission with that id exists already (built in or on {}); choose another with --id",

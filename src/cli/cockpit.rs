@@ -444,7 +444,10 @@ mod tests {
             .lines()
             .find(|l| l.contains("│p:B "))
             .expect("p:B's row");
-        assert!(b.split_whitespace().any(|c| c == "2"), "p:B is in wave 2: {b}");
+        assert!(
+            b.split_whitespace().any(|c| c == "2"),
+            "p:B is in wave 2: {b}"
+        );
         // A status no conductor has rewritten for a while shows no silence, and says so.
         let stale = screen(50_000 + crate::swarm::live::STALE_MS + 1);
         let row = stale

@@ -85,7 +85,7 @@ pub(super) struct ReviewOut {
 
 fn progress(c: &mut Cycle, stage: &'static str, text: &str) {
     c.stage = stage;
-    eprintln!("cycle [{stage}] {text}");
+    super::note!("cycle [{stage}] {text}");
 }
 
 pub fn cycle(dir: &Path, args: CycleArgs) -> anyhow::Result<ExitCode> {
@@ -94,7 +94,7 @@ pub fn cycle(dir: &Path, args: CycleArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         json(&c)?;
     } else if let Some(why) = &c.stopped {
-        eprintln!("cycle stopped at {}: {why}", c.stage);
+        super::note!("cycle stopped at {}: {why}", c.stage);
     }
     Ok(code)
 }
@@ -111,7 +111,7 @@ pub(super) fn run(ws: &Workspace, args: &CycleArgs) -> anyhow::Result<(ExitCode,
         ))
         .into());
     }
-    let missions = bench::of_workspace(ws, &|m| eprintln!("cycle: {m}"))?;
+    let missions = bench::of_workspace(ws, &|m| super::note!("cycle: {m}"))?;
     if let Some(m) = &args.mission {
         if !missions.iter().any(|x| &x.mission.id == m) {
             return Err(workflow::Error::Input(format!(
@@ -169,8 +169,8 @@ pub(super) fn run(ws: &Workspace, args: &CycleArgs) -> anyhow::Result<(ExitCode,
                     .join(": ")
             );
             match workflow::close(ws, &p.id, Some(reason.clone()), now()?) {
-                Ok(_) => eprintln!("cycle: proposal {} closed: {reason}", p.id),
-                Err(x) => eprintln!(
+                Ok(_) => super::note!("cycle: proposal {} closed: {reason}", p.id),
+                Err(x) => super::note!(
                     "cycle: proposal {} could not be closed ({}); close it with `atelier close {}`",
                     p.id,
                     crate::errors::chain(&x),
@@ -238,7 +238,9 @@ fn steps(
     };
     let measured = metric.is_some() || !code.is_empty();
     if !measured && args.metric.is_some() {
-        eprintln!("cycle: --metric is not used: {reason}; the evidence says it was not measured");
+        super::note!(
+            "cycle: --metric is not used: {reason}; the evidence says it was not measured"
+        );
     }
     progress(
         c,
@@ -286,8 +288,8 @@ fn steps(
             &format!("the change edits atelier's own code ({files}): building the base (trusted) and the change (contained)"),
         );
         let (base_bin, _) =
-            crate::swarm::builds::trusted(ws, "the base", &p.base, &|m| eprintln!("{m}"))?;
-        let changed = crate::swarm::builds::untrusted(ws, head, now()?, &|m| eprintln!("{m}"))?;
+            crate::swarm::builds::trusted(ws, "the base", &p.base, &|m| super::note!("{m}"))?;
+        let changed = crate::swarm::builds::untrusted(ws, head, now()?, &|m| super::note!("{m}"))?;
         progress(
             c,
             "benchmark",
@@ -329,7 +331,7 @@ fn steps(
     progress(c, "validate", "running the validators");
     let mut validators = earlier_validators(ws, &args.from, &p.id)?;
     let user = crate::swarm::usertest::validate(ws, base, head, now()?)?;
-    eprintln!("cycle [validate] {}: {}", user.name, user.result);
+    super::note!("cycle [validate] {}: {}", user.name, user.result);
     validators.push(user);
     let (outcome, regressions) = evidence::outcome(metric.as_deref(), benchmark.as_ref());
     let e = Evidence {
@@ -357,9 +359,9 @@ fn steps(
     );
     let review = workflow::review::review_branch(ws, &p.id, now()?)?;
     for n in &review.notes {
-        eprintln!("cycle [review] note: {n}");
+        super::note!("cycle [review] note: {n}");
     }
-    eprintln!(
+    super::note!(
         "cycle [review] {} ({} finding(s))",
         review.verdict.as_str(),
         review.findings.len()
@@ -402,19 +404,20 @@ fn steps(
     if github {
         let published = workflow::submit(ws, &p.id, now()?)?;
         c.url = Some(published.url.clone());
-        eprintln!(
+        super::note!(
             "cycle [submit] pull request #{} ({})",
-            published.pull, published.url
+            published.pull,
+            published.url
         );
     } else {
-        eprintln!(
+        super::note!(
             "cycle [submit] the local forge holds proposal {} already; nothing to push",
             p.id
         );
     }
     c.submitted = true;
     if !c.objections.is_empty() {
-        eprintln!(
+        super::note!(
             "cycle [submit] WARNING: submitted anyway (--submit-anyway) despite: {}",
             c.objections.join("; ")
         );

@@ -135,10 +135,10 @@ pub fn gate(dir: &Path, args: GateArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
     let run = workflow::gate(&ws, &addr(args.id, args.pr), now()?, Publish::Verdict)?;
     if let Some(shown) = &run.published {
-        eprintln!("{shown}");
+        super::note!("{shown}");
     }
     for note in &run.notes {
-        eprintln!("note: {note}");
+        super::note!("note: {note}");
     }
     let code = if run.eval.decision.allowed {
         ExitCode::SUCCESS
@@ -168,12 +168,12 @@ pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
     match workflow::merge(&ws, &addr(args.id, args.pr), now()?)? {
         MergeOutcome::Refused(run) => {
             for note in &run.notes {
-                eprintln!("note: {note}");
+                super::note!("note: {note}");
             }
             // Already merged: say so, with the commit, rather than the whole gate.
             let view = ws.view()?;
             if let Some(m) = view.merges().find(|m| m.proposal == run.eval.pull.proposal) {
-                eprintln!(
+                super::note!(
                     "refused: proposal {} is already merged, as {} (`atelier audit show {}` has its story)",
                     m.proposal, m.commit, m.proposal
                 );
@@ -185,7 +185,7 @@ pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
                     }
                 });
             }
-            eprintln!(
+            super::note!(
                 "refused: proposal {} (pull request #{}) was not merged (the gate is not satisfied)",
                 run.eval.pull.proposal, run.eval.pull.number
             );
@@ -193,7 +193,7 @@ pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
         }
         MergeOutcome::Merged(m) => {
             if let Some(n) = &m.note {
-                eprintln!("note: {n}");
+                super::note!("note: {n}");
             }
             verdict(ExitCode::SUCCESS, || {
                 if args.json {
@@ -228,7 +228,7 @@ pub fn close(dir: &Path, args: CloseArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
     let closed = workflow::close(&ws, &args.id, args.reason, now()?)?;
     for note in &closed.notes {
-        eprintln!("note: {note}");
+        super::note!("note: {note}");
     }
     out(&format!("closed proposal {}\n", args.id))?;
     Ok(ExitCode::SUCCESS)

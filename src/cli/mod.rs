@@ -125,30 +125,34 @@ fn completions(a: CompletionsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A line for the operator on stderr, for long-running commands (`serve`) whose loop lives
-/// outside `cli/`.
+/// A line for people on stderr, [`printable`] like everything Atelier prints for them (an error
+/// may quote a path from a patch, a note a reviewer's answer). The one way `cli/` and `serve`'s
+/// loop (which lives outside `cli/`) write to stderr.
 /// Never panics: a closed stderr (a restarted log collector) must not stop a server.
 macro_rules! note {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::cli::err_text(&format!("{}\n", format_args!($($arg)*)))
+    };
 }
 pub(crate) use note;
 
 /// `text` safe to show on a terminal: every control character but newline, tab and a carriage
 /// return ending a line (an escape sequence a worker put in a file name, a task id or its
-/// output; a proposal's title; a line of its diff) becomes `\u{FFFD}`.
+/// output; a proposal's title; a line of its diff) becomes `\u{FFFD}`, and every character that
+/// reorders or hides text ([`crate::text::hides`]: a right-to-left override, a zero-width space)
+/// is shown as its code point, `<U+202E>`, where it stands.
 pub(crate) fn printable(text: &str) -> String {
     let mut chars = text.chars().peekable();
     let mut shown = String::with_capacity(text.len());
     while let Some(c) = chars.next() {
         let harmless = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
-        shown.push(if c.is_control() && !harmless {
-            '\u{FFFD}'
+        if c.is_control() && !harmless {
+            shown.push('\u{FFFD}');
+        } else if crate::text::hides(c) {
+            shown.push_str(&format!("<U+{:04X}>", c as u32));
         } else {
-            c
-        });
+            shown.push(c);
+        }
     }
     shown
 }
@@ -160,13 +164,26 @@ pub(crate) fn out(text: &str) -> anyhow::Result<()> {
     out_raw(&printable(text))
 }
 
-/// Writes to stdout as is: JSON (whose strings escape control characters) and the escape
+/// Writes to stdout as is: JSON ([`json`] escapes what a terminal acts on) and the escape
 /// sequences Atelier itself sends. A closed pipe ends the program successfully.
 pub(crate) fn out_raw(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
     Ok(())
+}
+
+/// Writes text for people to stderr, [`printable`] (use [`note!`] for a line). Never fails.
+pub(crate) fn err_text(text: &str) {
+    err_raw(&printable(text))
+}
+
+/// Writes to stderr as is: the live view's own escape sequences around printable lines. Never
+/// fails.
+pub(crate) fn err_raw(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes());
+    let _ = stderr.flush();
 }
 
 /// Prints a verdict and returns its exit code, whether or not anyone is still reading: a closed
@@ -189,15 +206,38 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
+/// Writes `value` as JSON: the exact text, with every character a terminal would act on or that
+/// hides text escaped as `\uXXXX` (serde_json escapes only C0 controls; DEL, a C1 CSI or a
+/// right-to-left override would go out raw to whoever reads `--json` on a terminal).
 pub(crate) fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    out_raw(&format!("{}\n", serde_json::to_string_pretty(value)?))
+    out_raw(&format!(
+        "{}\n",
+        json_escaped(&serde_json::to_string_pretty(value)?)
+    ))
+}
+
+/// `json` with each control character and each character that hides text escaped as `\uXXXX`
+/// (UTF-16, a surrogate pair beyond the BMP): the same JSON value, since outside strings JSON
+/// holds only ASCII punctuation and whitespace, which are left alone.
+fn json_escaped(json: &str) -> String {
+    let mut escaped = String::with_capacity(json.len());
+    for c in json.chars() {
+        if (c.is_control() && c != '\n') || crate::text::hides(c) {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                escaped.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            escaped.push(c);
+        }
+    }
+    escaped
 }
 
 /// The gate's clock, announcing an override.
 pub(crate) fn now() -> anyhow::Result<Timestamp> {
     let (t, source) = crate::clock::now()?;
     if source == crate::clock::Source::Override {
-        eprintln!(
+        note!(
             "note: the clock is set by {}={}",
             crate::clock::OVERRIDE_VAR,
             crate::governance::time::format_rfc3339(t)
@@ -357,12 +397,12 @@ pub fn main() -> ExitCode {
             let (at, _) = refusal_in(&err).expect("classified as a refusal");
             let mut chain = err.chain().skip(at);
             let first = chain.next().map(|r| r.to_string()).unwrap_or_default();
-            eprintln!("refused: {first}");
+            note!("refused: {first}");
             print_causes(&first, chain);
             ExitCode::from(1)
         }
         ExitClass::Error => {
-            eprintln!("error: {err}");
+            note!("error: {err}");
             print_causes(&err.to_string(), err.chain().skip(1));
             ExitCode::from(2)
         }
@@ -379,7 +419,7 @@ fn print_causes<'a>(
     for cause in causes {
         let text = cause.to_string();
         if text != last {
-            eprintln!("  caused by: {text}");
+            note!("  caused by: {text}");
         }
         last = text;
     }

@@ -80,9 +80,12 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
         },
         now,
     )?;
-    eprintln!(
+    super::note!(
         "proposal {} opened on branch {} (head {}, base {})",
-        p.id, p.branch, p.head, p.base
+        p.id,
+        p.branch,
+        p.head,
+        p.base
     );
     out(&format!("{}\n", p.id))?;
     Ok(ExitCode::SUCCESS)
@@ -130,7 +133,7 @@ pub(super) fn run_proposer(
 /// A proposer's human report: stdout, or stderr within `atelier cycle`.
 fn say(args: &ProposeArgs, text: &str) -> anyhow::Result<()> {
     if args.for_cycle {
-        eprint!("{text}");
+        super::err_text(text);
         Ok(())
     } else {
         out(text)
@@ -212,14 +215,14 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     };
     if tuning.changes.is_empty() {
         report(None)?;
-        eprintln!("nothing proposed: the measurements do not support a change (above)");
+        super::note!("nothing proposed: the measurements do not support a change (above)");
         return Proposer::nothing(1);
     }
     let edited = tune::edit_conductor(&text, &tuning.changes);
     check_edit(&where_, &edited, &tuning.changes)?;
     if args.dry_run {
         report(None)?;
-        eprintln!("dry run: nothing proposed");
+        super::note!("dry run: nothing proposed");
         return Proposer::nothing(0);
     }
     let title = format!(
@@ -285,9 +288,12 @@ fn open_from(
         },
         now()?,
     )?;
-    eprintln!(
+    super::note!(
         "proposal {} opened on branch {} (head {}, base {})",
-        p.id, p.branch, p.head, p.base
+        p.id,
+        p.branch,
+        p.head,
+        p.base
     );
     Ok(p)
 }
@@ -340,12 +346,12 @@ fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     };
     if found.is_empty() {
         report(None, found)?;
-        eprintln!("nothing proposed: no error recurred enough to become a lesson");
+        super::note!("nothing proposed: no error recurred enough to become a lesson");
         return Proposer::nothing(1);
     }
     if args.dry_run {
         report(None, found)?;
-        eprintln!("dry run: nothing proposed");
+        super::note!("dry run: nothing proposed");
         return Proposer::nothing(0);
     }
     let text = lessons::append(&existing, &found);
@@ -441,7 +447,7 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     };
     if output.planned.unreadable.is_some() || !output.planned.refusals.is_empty() {
         report(&output)?;
-        eprintln!(
+        super::note!(
             "nothing proposed: the contract validator refused the proposer's plan; no worker ran"
         );
         return Proposer::nothing(1);
@@ -451,7 +457,9 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
             say(args, &output.planned.plan)?;
         }
         report(&output)?;
-        eprintln!("dry run: the plan passed the contract validator; nothing ran, nothing proposed");
+        super::note!(
+            "dry run: the plan passed the contract validator; nothing ran, nothing proposed"
+        );
         return Proposer::nothing(0);
     }
     let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
@@ -468,7 +476,7 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     if !summary.ok() {
         output.run = Some(summary);
         report(&output)?;
-        eprintln!("nothing proposed: the run did not succeed entirely");
+        super::note!("nothing proposed: the run did not succeed entirely");
         return Proposer::nothing(1);
     }
     let p = crate::swarm::runtime::propose_run_as(
@@ -483,9 +491,12 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
             ),
         }),
     )?;
-    eprintln!(
+    super::note!(
         "proposal {} opened on branch {} (head {}, base {})",
-        p.id, p.branch, p.head, p.base
+        p.id,
+        p.branch,
+        p.head,
+        p.base
     );
     output.run = Some(summary);
     output.proposal = Some(p.clone());
@@ -511,7 +522,7 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     })?;
     let linted = crate::swarm::lint::run(ws, family, now()?)?;
     if !linted.contained {
-        eprintln!("WARNING: the fix command and the gauntlet ran uncontained ([swarm] containment = \"none\", merged)");
+        super::note!("WARNING: the fix command and the gauntlet ran uncontained ([swarm] containment = \"none\", merged)");
     }
     let report = |linted: crate::swarm::lint::Linted, proposal: Option<workflow::Proposed>| {
         if args.json && !args.for_cycle {
@@ -545,17 +556,17 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     };
     if linted.changed.is_empty() {
         report(linted, None)?;
-        eprintln!("nothing proposed: the fix command changed nothing for family {family}");
+        super::note!("nothing proposed: the fix command changed nothing for family {family}");
         return Proposer::nothing(1);
     }
     if let Some(why) = linted.failed.clone() {
         report(linted, None)?;
-        eprintln!("nothing proposed: with the fixes, the gauntlet fails ({why})");
+        super::note!("nothing proposed: with the fixes, the gauntlet fails ({why})");
         return Proposer::nothing(1);
     }
     if args.dry_run {
         report(linted, None)?;
-        eprintln!("dry run: nothing proposed");
+        super::note!("dry run: nothing proposed");
         return Proposer::nothing(0);
     }
     let file = tempfile::NamedTempFile::new()?;
@@ -590,9 +601,12 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
         },
         now()?,
     )?;
-    eprintln!(
+    super::note!(
         "proposal {} opened on branch {} (head {}, base {})",
-        p.id, p.branch, p.head, p.base
+        p.id,
+        p.branch,
+        p.head,
+        p.base
     );
     report(linted, Some(p.clone()))?;
     Proposer::opened(p)
@@ -813,9 +827,11 @@ fn propose_finished_run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
         &clock,
     )?;
     let p = crate::swarm::runtime::propose_run(ws, &summary, now()?)?;
-    eprintln!(
+    super::note!(
         "proposal {} opened on branch {} from run {run} (`atelier gate {}` shows what it needs)",
-        p.id, p.branch, p.id
+        p.id,
+        p.branch,
+        p.id
     );
     out(&format!("{}\n", p.id))?;
     Ok(ExitCode::SUCCESS)

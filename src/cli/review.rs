@@ -26,10 +26,10 @@ pub fn review(dir: &Path, args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
     let r = review::review(&ws, &super::gate::addr(args.id, args.pr), now()?)?;
     for n in &r.notes {
-        eprintln!("note: {n}");
+        super::note!("note: {n}");
     }
     if let Some(seq) = r.recorded {
-        eprintln!("note: the verdict is recorded in the ledger (entry {seq}); the gate weighs it while base, head and tree stay as reviewed");
+        super::note!("note: the verdict is recorded in the ledger (entry {seq}); the gate weighs it while base, head and tree stay as reviewed");
     }
     let code = if r.verdict == Verdict::Approve {
         ExitCode::SUCCESS

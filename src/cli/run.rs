@@ -36,7 +36,7 @@ pub struct RunArgs {
 pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
     if let Some(w) = uncommitted_config(&ws)? {
-        eprintln!("warning: {w}");
+        super::note!("warning: {w}");
     }
     let mut plan_files = Vec::new();
     for p in &args.plans {
@@ -244,7 +244,7 @@ impl Live {
                     self.last.borrow_mut().0 = line;
                     self.draw(st);
                 } else {
-                    eprintln!("{line}");
+                    super::note!("{line}");
                 }
             }
             runtime::Update::Tick(st, status) => {
@@ -307,7 +307,7 @@ impl Live {
             out.push_str(l);
             out.push('\n');
         }
-        eprint!("{out}");
+        super::err_raw(&out);
         self.drawn.set(lines.len());
     }
 }
@@ -636,7 +636,7 @@ pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
             .open(&lock)
             .is_ok_and(|f| f.try_lock().is_ok());
         if idle {
-            eprintln!("run {run} is not running (interrupted?): `atelier run --resume {run}` continues it");
+            super::note!("run {run} is not running (interrupted?): `atelier run --resume {run}` continues it");
             return Ok(ExitCode::from(1));
         }
         std::thread::sleep(std::time::Duration::from_secs(1));

@@ -28,7 +28,7 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
                 && ws.config.forge.kind == "local"
                 && ws.view()?.opened(&args.id).is_some() =>
         {
-            eprintln!(
+            super::note!(
                 "proposal {} is not in this clone's local forge (it lives in the clone that opened it); the ledger's record of it follows (`atelier audit show {}`)",
                 args.id, args.id
             );

@@ -53,7 +53,7 @@ pub fn ui(dir: &Path, args: UiArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     if args.allow_remote && !args.listen.ip().is_loopback() {
-        eprintln!(
+        super::note!(
             "WARNING: serving on {} (--allow-remote): anyone who can reach it reads this repository's proposals, ledger and runs, over plain HTTP",
             args.listen
         );

@@ -69,9 +69,17 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
             "--title: expected one non-empty line".to_string(),
         ));
     }
-    if let Some((at, c)) = title.char_indices().find(|(_, c)| c.is_control()) {
+    if let Some((at, c)) = title
+        .char_indices()
+        .find(|&(_, c)| c.is_control() || crate::text::hides(c))
+    {
+        let what = if c.is_control() {
+            "a control character"
+        } else {
+            "a character that reorders or hides text"
+        };
         return Err(crate::workflow::Error::Input(format!(
-            "--title: a control character (U+{:04X}) at byte {at}: a title is one line of plain text, shown on reviewers' terminals; remove it",
+            "--title: {what} (U+{:04X}) at byte {at}: a title is one line of plain text, shown on reviewers' terminals; remove it",
             c as u32
         )));
     }

@@ -1,0 +1,57 @@
+//! Text as a terminal shows it: which characters change what a line looks like without being
+//! seen. `cli` shows them as visible marks (`cli::printable`) and escapes them in JSON; `workflow`
+//! refuses them in a title. No IO.
+//!
+//! Control characters (C0, DEL, C1: `char::is_control`) are the terminal's commands. The
+//! characters [`hides`] names are not, but a terminal draws them as nothing or reorders the text
+//! around them: a right-to-left override makes a line of a diff show in another order than a
+//! compiler reads it ("Trojan Source", CVE-2021-42574), and a zero-width space or a tag character
+//! holds text nobody sees.
+
+/// Whether `c` reorders the text around it or is drawn as nothing: the bidirectional controls
+/// (embeddings, overrides, isolates, marks), zero-width and other invisible format characters,
+/// the line and paragraph separators, invisible fillers and the tag characters. Variation
+/// selectors are not among them (emoji need them; they change a glyph, never the order).
+pub fn hides(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x00AD // soft hyphen
+            | 0x034F // combining grapheme joiner
+            | 0x061C // Arabic letter mark
+            | 0x115F | 0x1160 | 0x3164 | 0xFFA0 // Hangul fillers
+            | 0x180E // Mongolian vowel separator
+            | 0x200B..=0x200F // zero-width space, non-joiner, joiner; LRM, RLM
+            | 0x2028..=0x202E // line and paragraph separators; LRE, RLE, PDF, LRO, RLO
+            | 0x2060..=0x206F // word joiner, invisible operators; isolates LRI, RLI, FSI, PDI
+            | 0xFEFF // zero-width no-break space (byte order mark)
+            | 0xFFF9..=0xFFFB // interlinear annotation
+            | 0x1D173..=0x1D17A // musical formatting
+            | 0xE0000..=0xE007F // tags
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hides;
+
+    #[test]
+    fn bidi_controls_and_invisible_characters_hide_letters_and_emoji_do_not() {
+        for c in [
+            '\u{202e}',
+            '\u{202a}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{200f}',
+            '\u{061c}',
+            '\u{200b}',
+            '\u{feff}',
+            '\u{2028}',
+            '\u{e0041}',
+        ] {
+            assert!(hides(c), "U+{:04X}", c as u32);
+        }
+        for c in "é ü ß 名前 عربى 🙂 ❤\u{fe0f} → — \u{fffd}".chars() {
+            assert!(!hides(c), "U+{:04X}", c as u32);
+        }
+    }
+}
