@@ -150,3 +150,32 @@ fn json_output_escapes_what_a_terminal_would_act_on() {
         "{v:#}"
     );
 }
+
+/// The dashboard shows a proposal's diff and title to a browser, which reorders text around a
+/// bidi override as a terminal does: a diff line there shows the marks too, never the
+/// characters.
+#[test]
+fn the_dashboard_shows_bidi_and_invisible_characters_as_marks() {
+    let env = Env::new();
+    let id = env.propose(
+        &[(
+            "src/lib.rs",
+            "pub fn answer() -> u32 {\n    // check \u{202e} } \u{2066}if admin {\u{2069}\u{200b}\n    42\n}\n",
+        )],
+        "Fix the answer",
+    );
+    let ui = crate::ui::serve_with(&env, &["--listen", "127.0.0.1:0"]);
+    let host = ui.base.trim_start_matches("http://").to_string();
+    let (status, page) = crate::ui::raw(
+        &ui.base,
+        &format!("GET /proposals/{id} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+    );
+    assert!(status.contains("200"), "{status}");
+    assert_none(&page, &HIDING, "the proposal page");
+    assert!(
+        page.contains(
+            "check &lt;U+202E&gt; } &lt;U+2066&gt;if admin {&lt;U+2069&gt;&lt;U+200B&gt;"
+        ),
+        "{page}"
+    );
+}

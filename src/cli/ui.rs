@@ -246,8 +246,26 @@ pub(crate) fn render(page: &str, data: &Value) -> Result<String, minijinja::Erro
     for (name, text) in PAGES {
         env.add_template(name, text)?;
     }
-    env.get_template(page)?
-        .render(minijinja::value::Serde(json!({ "page": page, "d": data })))
+    env.get_template(page)?.render(minijinja::value::Serde(
+        json!({ "page": page, "d": visible(data.clone()) }),
+    ))
+}
+
+/// Every text in `v` (keys too) as [`super::printable`] shows it: a browser reorders text
+/// around a bidi override and draws invisible characters as nothing, as a terminal does, so a
+/// diff line or a title on a page shows them as marks (`<U+202E>`), and control characters
+/// as `\u{FFFD}`.
+fn visible(v: Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(super::printable(&s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(visible).collect()),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, v)| (super::printable(&k), visible(v)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 fn now() -> anyhow::Result<i64> {
