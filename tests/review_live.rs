@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::swarm::{plan, task, wait_for_event, waits_for, Swarm};
+use crate::swarm::{in_terminal, plan, task, wait_for_event, waits_for, Swarm};
 
 /// Waits (at most 60 s) until `path` exists.
 fn wait_for_file(path: &std::path::Path) {
@@ -83,24 +83,7 @@ fn the_live_view_never_draws_a_line_wider_than_the_terminal() {
         "p.toml",
         &plan("p", &[task("A", &["src/a.rs"], &[], &check)]),
     );
-    let view = s
-        .env
-        .command("script")
-        .args([
-            "-qc",
-            &format!(
-                "stty cols 80 rows 40; '{}' -C '{}' run '{p}'",
-                crate::support::bin(),
-                s.env.repo.display()
-            ),
-            "/dev/null",
-        ])
-        .env("FAKE_AGENT_DIR", &s.fake)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script (util-linux)");
+    let view = in_terminal(&s, 80, &format!("run '{p}'"));
     let events = s.env.repo.join(".atelier/runs/r1/events.jsonl");
     wait_for_event(&events, "\"attempt\":2");
     // A few redraws with attempt 1's failure as the last event.

@@ -1485,17 +1485,25 @@ pub(crate) fn wait_for_event(events: &std::path::Path, needle: &str) {
 /// `atelier watch` in a pseudo-terminal of `cols` columns (`script`, util-linux): the process,
 /// whose stdin takes keys.
 pub(crate) fn cockpit(s: &Swarm, cols: u16) -> std::process::Child {
+    in_terminal(s, cols, "watch")
+}
+
+/// `atelier ARGS` (shell words) in a pseudo-terminal of `cols` columns (`script`, util-linux),
+/// as a person at a terminal runs it: the process, whose stdin takes keys and whose stdout is
+/// the screen.
+pub(crate) fn in_terminal(s: &Swarm, cols: u16, args: &str) -> std::process::Child {
     s.env
         .command("script")
         .args([
             "-qc",
             &format!(
-                "stty cols {cols} rows 40; '{}' -C '{}' watch",
+                "stty cols {cols} rows 40; '{}' -C '{}' {args}",
                 crate::support::bin(),
                 s.env.repo.display()
             ),
             "/dev/null",
         ])
+        .env("FAKE_AGENT_DIR", &s.fake)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -1733,24 +1741,7 @@ fn a_silent_worker_shows_its_silence_while_it_lasts() {
         &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
     );
     // `run` in a pseudo-terminal, so its live view is the one a person sees.
-    let view = s
-        .env
-        .command("script")
-        .args([
-            "-qc",
-            &format!(
-                "stty cols 120 rows 40; '{}' -C '{}' run '{p}'",
-                crate::support::bin(),
-                s.env.repo.display()
-            ),
-            "/dev/null",
-        ])
-        .env("FAKE_AGENT_DIR", &s.fake)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script (util-linux)");
+    let view = in_terminal(&s, 120, &format!("run '{p}'"));
     let dir = s.env.repo.join(".atelier/runs/r1");
     let live = dir.join("live.json");
     let start = std::time::Instant::now();
