@@ -20,6 +20,8 @@ for t in "${targets[@]}"; do
   # process exits right after a propose): leak reports would stop the run at the first one.
   leaks=1
   if [ "$t" = patch ]; then extra=(-detect_leaks=0); leaks=0; fi
+  # TOML and JSON targets splice the format's tokens and their seeds' keys (dicts/make.py).
+  if [ -f "dicts/$t.dict" ]; then extra+=("-dict=dicts/$t.dict"); fi
   if ASAN_OPTIONS="detect_leaks=$leaks" cargo +nightly fuzz run "$t" "corpus/$t" "seeds/$t" -- \
       -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${extra[@]}" \
       >"logs/$t.log" 2>&1; then
