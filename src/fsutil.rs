@@ -37,6 +37,26 @@ impl<T> Context<T> for std::io::Result<T> {
 }
 
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync the directory).
+/// The bytes of `path` when it is a regular file of at most `max` bytes: `None` for a missing
+/// file, a link (not followed), a FIFO or device (opened without blocking, never read), or a
+/// larger file. For files in `.atelier/` that another process leaves for this one (a control
+/// request, a live status), where a worker that escaped containment could plant anything.
+pub fn read_small_file(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(max + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= max).then_some(bytes)
+}
+
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()

@@ -182,21 +182,7 @@ pub fn remove(dir: &Path) {
 /// Reads the run directory's status: `None` when there is none, or it is not a small regular
 /// file (a link, a FIFO) or not a status. Readers show nothing live then.
 pub fn read(dir: &Path) -> Option<Status> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(dir.join(FILE))
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_BYTES + 1).read_to_end(&mut bytes).ok()?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return None;
-    }
+    let bytes = crate::fsutil::read_small_file(&dir.join(FILE), MAX_BYTES)?;
     serde_json::from_slice(&bytes).ok()
 }
 

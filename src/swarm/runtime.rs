@@ -56,21 +56,7 @@ impl RunSummary {
 /// A control request: a regular file of at most 64 KiB, opened without following a link or
 /// waiting on a FIFO; `None` for anything else.
 fn read_control(path: &Path) -> Option<ControlRequest> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    f.take(64 * 1024 + 1).read_to_end(&mut bytes).ok()?;
-    if bytes.len() > 64 * 1024 {
-        return None;
-    }
+    let bytes = crate::fsutil::read_small_file(path, 64 * 1024)?;
     serde_json::from_slice(&bytes).ok()
 }
 
