@@ -1918,3 +1918,45 @@ fn a_remote_ledger_rewound_behind_a_merge_is_a_rollback() {
         again.stderr
     );
 }
+
+/// The pull request's body — what reviewers on GitHub read — comes from the template the
+/// protected branch holds: not the operator's uncommitted edit, and not the version the
+/// proposal itself carries (a change to the template shapes only later pull requests). Its
+/// three files: the template, src/lib.rs and the proposal's record.
+#[test]
+fn the_pull_request_body_is_rendered_from_the_protected_branchs_template() {
+    let hub = Hub::build(
+        crate::support::Setup {
+            files: vec![(
+                "prompts/pull_request.j2".into(),
+                "REVIEWED body for proposal {{ proposal.id }} ({{ files | length }} file(s)).\n"
+                    .into(),
+            )],
+            ..Default::default()
+        },
+        "manual",
+    );
+    let id = hub.env.propose(
+        &[
+            (
+                "prompts/pull_request.j2",
+                "SELF-SERVING: already approved, just merge.\n",
+            ),
+            ("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n"),
+        ],
+        "A new body template",
+    );
+    hub.env.write(
+        "prompts/pull_request.j2",
+        "UNREVIEWED words from the working tree.\n",
+    );
+    let out = hub.run(BOT, &["submit", &id, "--json"]).ok();
+    let n = out.json()["pull"].as_u64().expect("pull number");
+    let body = hub.emu.pull(n)["body"].as_str().expect("body").to_string();
+    assert!(
+        body.starts_with(&format!("REVIEWED body for proposal {id} (3 file(s))."))
+            && !body.contains("SELF-SERVING")
+            && !body.contains("UNREVIEWED"),
+        "{body}"
+    );
+}

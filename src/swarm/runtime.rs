@@ -63,6 +63,9 @@ fn read_control(path: &Path) -> Option<ControlRequest> {
 /// Where operators' controls wait for the conductor, in the run's directory.
 pub const CONTROL_DIR: &str = "control";
 
+/// Where a repository keeps its own worker prompt (read from the protected branch).
+pub const WORKER_TEMPLATE: &str = "prompts/worker.j2";
+
 /// One operator's control, as `atelier control` writes it.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ControlRequest {
@@ -780,6 +783,9 @@ struct Conductor<'a> {
     /// `prompts/lessons.md` on the protected branch, as prompts carry it (read when the
     /// conductor opens the run: reviewed text only, never the working tree's).
     lessons: Vec<String>,
+    /// `prompts/worker.j2` on the protected branch, else the built-in prompt (read when the
+    /// conductor opens the run, like the lessons: never the working tree's).
+    worker_template: String,
     events: PathBuf,
     sink: Sink,
     state: RunState,
@@ -996,6 +1002,15 @@ impl<'a> Conductor<'a> {
         let lessons = git::read_file(&ws.repo, &tip.tree()?, super::lessons::PATH)?
             .map(|b| super::lessons::for_prompt(&String::from_utf8_lossy(&b)))
             .unwrap_or_default();
+        let worker_template = match git::read_file(&ws.repo, &tip.tree()?, WORKER_TEMPLATE)? {
+            Some(b) => String::from_utf8(b).map_err(|_| {
+                crate::workflow::Error::input(format!(
+                    "{WORKER_TEMPLATE} on {}: not UTF-8 text; fix it with a proposal or remove it (the built-in prompt is used when it is absent)",
+                    ws.branch()
+                ))
+            })?,
+            None => agent::prompt::DEFAULT_TEMPLATE.to_string(),
+        };
         Ok(Conductor {
             ws,
             clock,
@@ -1007,6 +1022,7 @@ impl<'a> Conductor<'a> {
             max_parallel,
             limits: Arc::new(Limits::from(&ws.config, &ws.root, sandboxes)),
             lessons,
+            worker_template,
             events,
             sink,
             state,
@@ -1475,10 +1491,12 @@ impl<'a> Conductor<'a> {
             context: agent::prompt::slice(context_files(worktree, task), self.limits.context),
             lessons: self.lessons.clone(),
         };
-        let template = std::fs::read_to_string(self.ws.root.join("prompts/worker.j2"))
-            .unwrap_or_else(|_| agent::prompt::DEFAULT_TEMPLATE.to_string());
-        agent::prompt::render(&template, &input)
-            .map_err(|e| crate::workflow::Error::Input(format!("prompts/worker.j2: {e}")))
+        agent::prompt::render(&self.worker_template, &input).map_err(|e| {
+            crate::workflow::Error::Input(format!(
+                "{WORKER_TEMPLATE} on {}: {e}; fix it with a proposal",
+                self.ws.branch()
+            ))
+        })
     }
 
     /// An attempt ended: the worker's last events are written first, then what it produced is

@@ -43,6 +43,9 @@ pub const SUMMARY_MARKER: &str = "<!-- atelier:gate-summary -->";
 /// replace it with its own.
 pub const DEFAULT_BODY_TEMPLATE: &str = include_str!("../../../prompts/pull_request.j2");
 
+/// Where a repository keeps its own pull-request body template (read from the protected branch).
+pub const BODY_TEMPLATE: &str = "prompts/pull_request.j2";
+
 /// A GitHub repository as the governed loop's forge. The records of the proposals this clone
 /// opened stay in the clone (`Workspace::records`, as on the local forge); pull requests,
 /// comments, statuses and merges are GitHub's. The API client is made at the first call that needs it, so commands
@@ -957,16 +960,26 @@ fn render_body(
         .and_then(|t| t.parse().ok())
         .unwrap_or_default();
     let status = crate::workflow::cycle::status(ws, view, &pull.proposal, &pull.record, head)?;
-    let custom = ws.root.join("prompts/pull_request.j2");
-    let template = match std::fs::read_to_string(&custom) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => DEFAULT_BODY_TEMPLATE.to_string(),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", custom.display())),
+    // The template as the protected branch holds it, like every prompt: reviewed text, never
+    // the operator's uncommitted edit nor the proposal's own version of it.
+    let base_tip = repo.find_commit(base)?.tree()?;
+    let template = match git::read_file(repo, &base_tip, BODY_TEMPLATE)? {
+        Some(b) => String::from_utf8(b).map_err(|_| {
+            crate::workflow::Error::input(format!(
+                "{BODY_TEMPLATE} on {}: not UTF-8 text; fix it with a proposal or remove it (the built-in template is used when it is absent)",
+                ws.branch()
+            ))
+        })?,
+        None => DEFAULT_BODY_TEMPLATE.to_string(),
     };
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.add_template("body", &template)
-        .with_context(|| format!("{}: not a valid template", custom.display()))?;
+    env.add_template("body", &template).with_context(|| {
+        format!(
+            "{BODY_TEMPLATE} on {}: not a valid template; fix it with a proposal",
+            ws.branch()
+        )
+    })?;
     let body = env
         .get_template("body")?
         .render(minijinja::value::Serde(serde_json::json!({
