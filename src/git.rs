@@ -59,6 +59,37 @@ pub fn read_file(
     }
 }
 
+/// The first symbolic link on `path` in `tree` (the path up to it, and the target git keeps as
+/// its text), if any: [`read_file`] reads a link's target as the file's bytes and finds nothing
+/// under a linked folder, where a checkout would have followed the link.
+pub fn link_on_path(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    path: &str,
+) -> Result<Option<(String, String)>, GitError> {
+    let mut at = String::new();
+    for part in path.split('/') {
+        if !at.is_empty() {
+            at.push('/');
+        }
+        at.push_str(part);
+        match tree.get_path(Path::new(&at)) {
+            Ok(entry) if entry.filemode() == 0o120000 => {
+                let target = repo.find_blob(entry.id())?;
+                return Ok(Some((
+                    at,
+                    String::from_utf8_lossy(target.content()).into_owned(),
+                )));
+            }
+            Ok(entry) if entry.kind() == Some(ObjectType::Tree) => {}
+            Ok(_) => return Ok(None),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(None)
+}
+
 /// The three policy files in `tree`.
 pub fn policy_files(repo: &Repository, tree: &Tree<'_>) -> Result<PolicyFiles, GitError> {
     Ok(PolicyFiles {

@@ -1960,3 +1960,83 @@ fn the_pull_request_body_is_rendered_from_the_protected_branchs_template() {
         "{body}"
     );
 }
+
+/// `review` rewrites the pull request's body too (publish_review), and there the base is the
+/// clone's forge record's `base_branch`, which anyone with the clone can edit: pointed at the
+/// proposal's own branch, the body would be rendered from the proposal's own template. The
+/// template is the protected branch's whatever the record says.
+#[test]
+fn a_forge_record_pointed_at_the_proposal_does_not_let_it_write_its_own_body() {
+    let hub = Hub::build(
+        crate::support::Setup {
+            files: vec![(
+                "prompts/pull_request.j2".into(),
+                "REVIEWED body for proposal {{ proposal.id }}.\n".into(),
+            )],
+            ..Default::default()
+        },
+        "manual",
+    );
+    let id = hub.env.propose(
+        &[(
+            "prompts/pull_request.j2",
+            "SELF-SERVING: already approved, just merge.\n",
+        )],
+        "A new body template",
+    );
+    let n = hub.run(BOT, &["submit", &id, "--json"]).ok().json()["pull"]
+        .as_u64()
+        .expect("pull number");
+    let record = format!(".atelier/forge/pulls/{id}.json");
+    let edited = hub.env.read(&record).replace(
+        "\"base_branch\": \"main\"",
+        &format!("\"base_branch\": \"atelier/proposals/{id}\""),
+    );
+    assert!(
+        edited.contains("\"base_branch\": \"atelier/proposals/"),
+        "{edited}"
+    );
+    hub.env.write(&record, &edited);
+    let out = hub.run(BOT, &["review", &id]);
+    let body = hub.emu.pull(n)["body"].as_str().expect("body").to_string();
+    assert!(
+        !body.contains("SELF-SERVING"),
+        "{body}\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+/// A template that breaks only shows once it is merged (its own pull request was rendered from
+/// the one before). It must not stop every later `submit`, the proposal that fixes it included:
+/// the body falls back to the built-in template and says why.
+#[test]
+fn a_broken_body_template_on_the_branch_does_not_stop_the_proposal_that_fixes_it() {
+    let hub = Hub::build(
+        crate::support::Setup {
+            files: vec![(
+                "prompts/pull_request.j2".into(),
+                "Broken {% if proposal.id %}\n".into(),
+            )],
+            ..Default::default()
+        },
+        "manual",
+    );
+    let id = hub.env.propose(
+        &[(
+            "prompts/pull_request.j2",
+            "Fixed body for proposal {{ proposal.id }}.\n",
+        )],
+        "Fix the body template",
+    );
+    let out = hub.run(BOT, &["submit", &id, "--json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let n = out.json()["pull"].as_u64().expect("pull number");
+    let body = hub.emu.pull(n)["body"].as_str().expect("body").to_string();
+    assert!(
+        body.contains("prompts/pull_request.j2 on main")
+            && body.contains("built-in template is shown")
+            && !body.contains("Fixed body"),
+        "{body}"
+    );
+}

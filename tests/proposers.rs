@@ -604,3 +604,44 @@ fn clean_removes_what_a_killed_proposer_left() {
     s.run(&["clean"]).ok();
     assert!(live_dir.exists());
 }
+
+/// The validator's prompt, like the worker's, is never read through a symbolic link: git holds
+/// a link's target path as its text, so `prompts/validator.j2 -> ours.j2` would have sent the
+/// validator the words "ours.j2". The run is refused naming the link, and the validator is
+/// never asked.
+#[test]
+fn a_validator_prompt_committed_as_a_symbolic_link_is_refused() {
+    let s = with_validator();
+    s.env
+        .write("prompts/ours.j2", "{{ plans | length }} plan(s)\n");
+    std::os::unix::fs::symlink("ours.j2", s.env.repo.join("prompts/validator.j2")).expect("link");
+    s.env.git(&["add", "prompts"]);
+    s.env
+        .git(&["commit", "-qm", "Our validator prompt, linked"]);
+    let p = s.plan(
+        "p.toml",
+        &crate::swarm::plan(
+            "p",
+            &[crate::swarm::task(
+                "A",
+                &["src/a.rs"],
+                &[],
+                "grep -q a src/a.rs",
+            )],
+        ),
+    );
+    std::fs::write(
+        s.fake.join("validator-answer.txt"),
+        r#"{"verdict": "approve", "findings": []}"#,
+    )
+    .expect("answer");
+    let r = s.run(&["run", &p]).code(2);
+    assert!(
+        r.stderr
+            .contains("prompts/validator.j2 on main is a symbolic link (to `ours.j2`)"),
+        "{}",
+        r.stderr
+    );
+    assert!(!s.fake.join("validator-prompt.txt").exists());
+    assert!(!s.env.repo.join(".atelier/runs").exists(), "a run started");
+}

@@ -1863,3 +1863,111 @@ fn the_worker_prompt_is_the_protected_branchs_template_not_the_working_trees() {
     );
     assert!(!s.fake.join("prompt-r-C-1.txt").exists());
 }
+
+/// A template committed as a symbolic link (or under a linked `prompts` folder) is not read
+/// through the link from the working tree any more: git holds the link's target as its text.
+/// Neither the target's path as a prompt nor a silent fall back to the built-in prompt: the run
+/// refuses before it starts, naming the link and the branch.
+#[test]
+fn a_worker_prompt_committed_as_a_symbolic_link_is_refused_not_sent_as_its_target() {
+    let s = Swarm::new("");
+    s.env
+        .write("prompts/ours.j2", "OUR prompt for {{ task.title }}.\n");
+    std::os::unix::fs::symlink("ours.j2", s.env.repo.join("prompts/worker.j2")).expect("link");
+    s.env.git(&["add", "prompts"]);
+    s.env.git(&["commit", "-qm", "Our worker prompt, linked"]);
+    s.scenario("p:A", "echo ok > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    let out = s.run(&["run", &p]);
+    let sent = std::fs::read_to_string(s.fake.join("prompt-p-A-1.txt")).unwrap_or_default();
+    assert!(
+        sent != "ours.j2",
+        "the link's target was the prompt: {sent:?}"
+    );
+    assert!(
+        out.code != 0
+            && out.stderr.contains("prompts/worker.j2 on main")
+            && out.stderr.contains("symbolic link"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        !s.env.repo.join(".atelier/runs/r1").exists(),
+        "no run was started"
+    );
+
+    // A linked folder: `prompts -> shared/prompts`.
+    s.env.git(&["rm", "-rq", "prompts"]);
+    s.env.write(
+        "shared/prompts/worker.j2",
+        "SHARED prompt for {{ task.title }}.\n",
+    );
+    std::os::unix::fs::symlink("shared/prompts", s.env.repo.join("prompts")).expect("link");
+    s.env.git(&["add", "prompts", "shared"]);
+    s.env.git(&["commit", "-qm", "Prompts in a shared folder"]);
+    let out = s.run(&["run", &p]);
+    let sent = std::fs::read_to_string(s.fake.join("prompt-p-A-1.txt")).unwrap_or_default();
+    assert!(
+        !sent.contains("## Done means (the contract)"),
+        "the built-in prompt replaced the linked one silently: {sent}"
+    );
+    assert!(
+        out.code != 0
+            && out.stderr.contains("prompts on main")
+            && out.stderr.contains("symbolic link"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+/// A template that renders for the first tasks and fails for a later one (here once two tasks
+/// are done) stops the run as an interruption does: no worktree is left where the attempt would
+/// have run, and the error says how to continue once the template is fixed.
+#[test]
+fn a_worker_prompt_that_breaks_mid_run_stops_it_cleanly_and_says_how_to_continue() {
+    let s = Swarm::new("");
+    s.env.write(
+        "prompts/worker.j2",
+        "{% if completed | length > 1 %}{{ no_such_thing }}{% endif %}Do {{ task.title }}.\n",
+    );
+    s.env.git(&["add", "prompts/worker.j2"]);
+    s.env
+        .git(&["commit", "-qm", "A worker prompt with a late mistake"]);
+    s.scenario("p:A", "echo ok > src/a.rs");
+    s.scenario("p:B", "echo ok > src/b.rs");
+    s.scenario("p:C", "echo ok > src/c.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs"),
+                task("B", &["src/b.rs"], &[], "grep -q ok src/b.rs"),
+                task("C", &["src/c.rs"], &["A", "B"], "grep -q ok src/c.rs"),
+            ],
+        ),
+    );
+    let out = s.run(&["run", &p]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("prompts/worker.j2 on main")
+            && out.stderr.contains("atelier run --resume r1"),
+        "{}",
+        out.stderr
+    );
+    assert!(!s.fake.join("prompt-p-C-1.txt").exists());
+    assert!(
+        !s.env.repo.join(".atelier/runs/r1/wt/r1-p-C-1").exists(),
+        "a worktree nobody ran in was left behind"
+    );
+
+    s.env.write("prompts/worker.j2", "Do {{ task.title }}.\n");
+    s.env.git(&["commit", "-qam", "The worker prompt fixed"]);
+    s.run(&["run", "--resume", "r1"]).ok();
+    assert_eq!(s.prompt("p:C", 1), "Do Task C.");
+}

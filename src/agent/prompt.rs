@@ -7,6 +7,32 @@ use serde::Serialize;
 /// The default worker prompt: Atelier's own `prompts/worker.j2`.
 pub const DEFAULT_TEMPLATE: &str = include_str!("../../prompts/worker.j2");
 
+/// A prompt template as the protected branch's `tree` holds it at `path` (`None`: absent, the
+/// built-in stands in). Text only, and never through a symbolic link: git keeps a link's target
+/// path as its text, and what a checkout would find behind it is the working tree's (or
+/// anyone's), so a link on the way is refused, naming it, rather than read or skipped.
+pub fn template_on_branch(
+    repo: &git2::Repository,
+    tree: &git2::Tree<'_>,
+    path: &str,
+    branch: &str,
+) -> crate::workflow::Result<Option<String>> {
+    use crate::workflow::Error;
+    if let Some((link, target)) = crate::git::link_on_path(repo, tree, path)? {
+        return Err(Error::input(format!(
+            "{link} on {branch} is a symbolic link (to `{target}`): {path} is read as the branch holds it, never through a link; commit the template itself in its place with a proposal"
+        )));
+    }
+    match crate::git::read_file(repo, tree, path)? {
+        Some(b) => String::from_utf8(b).map(Some).map_err(|_| {
+            Error::input(format!(
+                "{path} on {branch}: not UTF-8 text; fix it with a proposal or remove it (the built-in template is used when it is absent)"
+            ))
+        }),
+        None => Ok(None),
+    }
+}
+
 /// A file (or its head) shown to the worker.
 #[derive(Debug, Clone, Serialize)]
 pub struct ContextFile {
@@ -50,6 +76,32 @@ pub fn render(template: &str, input: &PromptInput) -> Result<String, String> {
         .map_err(|e| format!("prompt template: {e}"))?;
     t.render(minijinja::value::Serde(input))
         .map_err(|e| format!("prompt template: {e}"))
+}
+
+/// Whether `template` renders at all: a sample input with one of everything, so a syntax error
+/// or an unknown variable is found before a run starts rather than at its first attempt.
+pub fn check(template: &str) -> Result<(), String> {
+    let one = |s: &str| vec![s.to_string()];
+    let input = PromptInput {
+        task: PromptTask {
+            id: "plan:T1".into(),
+            title: "Task".into(),
+            goal: "Goal".into(),
+            files: one("src/lib.rs"),
+            criteria: one("criterion"),
+            checks: one("true"),
+        },
+        completed: one("plan:T0: Done"),
+        do_not_retry: one("error"),
+        examples: one("example"),
+        lessons: one("lesson"),
+        context: vec![ContextFile {
+            path: "src/lib.rs".into(),
+            text: "text".into(),
+            truncated: false,
+        }],
+    };
+    render(template, &input).map(|_| ())
 }
 
 /// Cuts files to a byte budget, in order, marking what was cut.

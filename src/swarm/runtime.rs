@@ -66,6 +66,17 @@ pub const CONTROL_DIR: &str = "control";
 /// Where a repository keeps its own worker prompt (read from the protected branch).
 pub const WORKER_TEMPLATE: &str = "prompts/worker.j2";
 
+/// `prompts/worker.j2` as the protected branch holds it, else the built-in prompt.
+fn worker_template(ws: &Workspace) -> Result<String> {
+    let tip = ws
+        .repo
+        .find_commit(git::branch_tip(&ws.repo, ws.branch())?)?;
+    Ok(
+        agent::prompt::template_on_branch(&ws.repo, &tip.tree()?, WORKER_TEMPLATE, ws.branch())?
+            .unwrap_or_else(|| agent::prompt::DEFAULT_TEMPLATE.to_string()),
+    )
+}
+
 /// One operator's control, as `atelier control` writes it.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ControlRequest {
@@ -901,6 +912,13 @@ impl<'a> Conductor<'a> {
         validated: Option<super::validator::Validated>,
     ) -> Result<Conductor<'a>> {
         refuse_unchecked(&opts.plan_files, &role_names(ws))?;
+        // A template the run could not use refuses it before anything of the run exists.
+        agent::prompt::check(&worker_template(ws)?).map_err(|e| {
+            crate::workflow::Error::Input(format!(
+                "{WORKER_TEMPLATE} on {}: {e}; fix it with a proposal",
+                ws.branch()
+            ))
+        })?;
         let run = new_run(ws, &opts.plan_files)?;
         let lock = Lock::acquire(&run_dir(ws, &run).join("lock"))?;
         let mut c = Conductor::open(
@@ -1002,15 +1020,7 @@ impl<'a> Conductor<'a> {
         let lessons = git::read_file(&ws.repo, &tip.tree()?, super::lessons::PATH)?
             .map(|b| super::lessons::for_prompt(&String::from_utf8_lossy(&b)))
             .unwrap_or_default();
-        let worker_template = match git::read_file(&ws.repo, &tip.tree()?, WORKER_TEMPLATE)? {
-            Some(b) => String::from_utf8(b).map_err(|_| {
-                crate::workflow::Error::input(format!(
-                    "{WORKER_TEMPLATE} on {}: not UTF-8 text; fix it with a proposal or remove it (the built-in prompt is used when it is absent)",
-                    ws.branch()
-                ))
-            })?,
-            None => agent::prompt::DEFAULT_TEMPLATE.to_string(),
-        };
+        let worker_template = worker_template(ws)?;
         Ok(Conductor {
             ws,
             clock,
@@ -1425,7 +1435,14 @@ impl<'a> Conductor<'a> {
             &self.attempt_branch(&task.key, attempt),
             at,
         )?;
-        let prompt = self.prompt(&task, &path)?;
+        let prompt = match self.prompt(&task, &path) {
+            Ok(p) => p,
+            // No worktree left behind, every worker stopped, and how to continue said.
+            Err(e) => {
+                let _ = git::remove_worktree(repo, &name, &path);
+                return Err(self.stop_all(&e.to_string()));
+            }
+        };
         self.emit(RunEvent::AttemptStarted {
             task: task.key.clone(),
             attempt,

@@ -132,9 +132,9 @@ pub fn validate(
     let repo = &ws.repo;
     let tip = git::branch_tip(repo, ws.branch())?;
     let tree = repo.find_commit(tip)?.tree()?;
-    let template = git::read_file(repo, &tree, "prompts/validator.j2")?
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_else(|| DEFAULT_TEMPLATE.to_string());
+    let template =
+        agent::prompt::template_on_branch(repo, &tree, "prompts/validator.j2", ws.branch())?
+            .unwrap_or_else(|| DEFAULT_TEMPLATE.to_string());
     let text = prompt(&template, plan_files, goal.unwrap_or(""))?;
     let timeout = Duration::from_secs(
         parse_duration(&ws.config.review.timeout)

@@ -481,9 +481,10 @@ impl Forge for GitHubForge {
         let Some(&n) = view.submitted_pulls(&pull.proposal).last() else {
             return Ok(());
         };
-        let base = git::branch_tip(&ws.repo, &pull.base_branch)?;
-        let head = git::branch_tip(&ws.repo, &pull.head_branch)?;
-        let body = render_body(ws, view, pull, base, head)?;
+        // The clone's record is anyone's to edit: its branches are checked against the
+        // configuration and the ledger, as every other reader of it does.
+        let (pull, base, head) = crate::workflow::checked_record(ws, view, pull.clone())?;
+        let body = render_body(ws, view, &pull, base, head)?;
         self.client_with_token()?
             .update_pull(n, &pull.title, &body)?;
         Ok(())
@@ -961,38 +962,54 @@ fn render_body(
         .unwrap_or_default();
     let status = crate::workflow::cycle::status(ws, view, &pull.proposal, &pull.record, head)?;
     // The template as the protected branch holds it, like every prompt: reviewed text, never
-    // the operator's uncommitted edit nor the proposal's own version of it.
-    let base_tip = repo.find_commit(base)?.tree()?;
-    let template = match git::read_file(repo, &base_tip, BODY_TEMPLATE)? {
-        Some(b) => String::from_utf8(b).map_err(|_| {
-            crate::workflow::Error::input(format!(
-                "{BODY_TEMPLATE} on {}: not UTF-8 text; fix it with a proposal or remove it (the built-in template is used when it is absent)",
-                ws.branch()
-            ))
-        })?,
-        None => DEFAULT_BODY_TEMPLATE.to_string(),
+    // the operator's uncommitted edit nor the proposal's own version of it (whatever `base`
+    // a caller passes).
+    let base_tip = repo
+        .find_commit(git::branch_tip(repo, ws.branch())?)?
+        .tree()?;
+    let context = serde_json::json!({
+        "proposal": record,
+        "record_path": record_path,
+        "base": base.to_string(),
+        "head": head.to_string(),
+        "files": files,
+        "verdict": review_section(view, &pull.proposal, head),
+        "evidence": evidence_section(status.as_ref()),
+        "caveat": caveat(view, &pull.proposal, head, status.as_ref()),
+    });
+    let render = |template: &str| -> std::result::Result<String, String> {
+        let mut env = minijinja::Environment::new();
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        env.add_template("body", template)
+            .and_then(|_| {
+                env.get_template("body")?
+                    .render(minijinja::value::Serde(&context))
+            })
+            .map_err(|e| {
+                format!(
+                    "{BODY_TEMPLATE} on {}: not a valid template: {e}",
+                    ws.branch()
+                )
+            })
     };
-    let mut env = minijinja::Environment::new();
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.add_template("body", &template).with_context(|| {
-        format!(
-            "{BODY_TEMPLATE} on {}: not a valid template; fix it with a proposal",
-            ws.branch()
-        )
-    })?;
-    let body = env
-        .get_template("body")?
-        .render(minijinja::value::Serde(serde_json::json!({
-            "proposal": record,
-            "record_path": record_path,
-            "base": base.to_string(),
-            "head": head.to_string(),
-            "files": files,
-            "verdict": review_section(view, &pull.proposal, head),
-            "evidence": evidence_section(status.as_ref()),
-            "caveat": caveat(view, &pull.proposal, head, status.as_ref()),
-        })))
-        .context("rendering the pull request body")?;
+    let ours =
+        match crate::agent::prompt::template_on_branch(repo, &base_tip, BODY_TEMPLATE, ws.branch())
+        {
+            Ok(t) => Ok(t),
+            Err(crate::workflow::Error::Input(why)) => Err(why),
+            Err(e) => return Err(e),
+        };
+    let body = match ours.and_then(|t| t.map(|t| render(&t)).transpose()) {
+        Ok(Some(body)) => body,
+        Ok(None) => render(DEFAULT_BODY_TEMPLATE).map_err(crate::workflow::Error::input)?,
+        // A broken template shows only once merged: it must not stop every later pull request,
+        // the one that fixes it included. Atelier's own template stands in, saying why.
+        Err(why) => format!(
+            "> **Warning:** {why}. Atelier's built-in template is shown instead until a proposal fixes it.\n\n{}",
+            render(DEFAULT_BODY_TEMPLATE).map_err(crate::workflow::Error::input)?,
+            why = why.replace('\n', " ")
+        ),
+    };
     Ok(clip_body(body))
 }
 
