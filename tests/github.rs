@@ -1925,16 +1925,8 @@ fn a_remote_ledger_rewound_behind_a_merge_is_a_rollback() {
 /// three files: the template, src/lib.rs and the proposal's record.
 #[test]
 fn the_pull_request_body_is_rendered_from_the_protected_branchs_template() {
-    let hub = Hub::build(
-        crate::support::Setup {
-            files: vec![(
-                "prompts/pull_request.j2".into(),
-                "REVIEWED body for proposal {{ proposal.id }} ({{ files | length }} file(s)).\n"
-                    .into(),
-            )],
-            ..Default::default()
-        },
-        "manual",
+    let hub = with_body_template(
+        "REVIEWED body for proposal {{ proposal.id }} ({{ files | length }} file(s)).\n",
     );
     let id = hub.env.propose(
         &[
@@ -1967,16 +1959,7 @@ fn the_pull_request_body_is_rendered_from_the_protected_branchs_template() {
 /// template is the protected branch's whatever the record says.
 #[test]
 fn a_forge_record_pointed_at_the_proposal_does_not_let_it_write_its_own_body() {
-    let hub = Hub::build(
-        crate::support::Setup {
-            files: vec![(
-                "prompts/pull_request.j2".into(),
-                "REVIEWED body for proposal {{ proposal.id }}.\n".into(),
-            )],
-            ..Default::default()
-        },
-        "manual",
-    );
+    let hub = with_body_template("REVIEWED body for proposal {{ proposal.id }}.\n");
     let id = hub.env.propose(
         &[(
             "prompts/pull_request.j2",
@@ -2012,16 +1995,7 @@ fn a_forge_record_pointed_at_the_proposal_does_not_let_it_write_its_own_body() {
 /// the body falls back to the built-in template and says why.
 #[test]
 fn a_broken_body_template_on_the_branch_does_not_stop_the_proposal_that_fixes_it() {
-    let hub = Hub::build(
-        crate::support::Setup {
-            files: vec![(
-                "prompts/pull_request.j2".into(),
-                "Broken {% if proposal.id %}\n".into(),
-            )],
-            ..Default::default()
-        },
-        "manual",
-    );
+    let hub = with_body_template("Broken {% if proposal.id %}\n");
     let id = hub.env.propose(
         &[(
             "prompts/pull_request.j2",
@@ -2039,4 +2013,15 @@ fn a_broken_body_template_on_the_branch_does_not_stop_the_proposal_that_fixes_it
             && !body.contains("Fixed body"),
         "{body}"
     );
+}
+
+/// A hub whose protected branch holds `template` as its pull request body template.
+fn with_body_template(template: &str) -> Hub {
+    Hub::build(
+        crate::support::Setup {
+            files: vec![("prompts/pull_request.j2".into(), template.into())],
+            ..Default::default()
+        },
+        "manual",
+    )
 }
