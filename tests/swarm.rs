@@ -1971,3 +1971,33 @@ fn a_worker_prompt_that_breaks_mid_run_stops_it_cleanly_and_says_how_to_continue
     s.run(&["run", "--resume", "r1"]).ok();
     assert_eq!(s.prompt("p:C", 1), "Do Task C.");
 }
+
+/// The lessons every prompt carries are reviewed text on the protected branch: committed as a
+/// symbolic link, git holds only the link's target path, so the lessons would silently vanish
+/// from every prompt (and `propose --from memory` would rewrite the link's text). Both refuse,
+/// naming the link, before a run exists.
+#[test]
+fn lessons_committed_as_a_symbolic_link_are_refused_not_silently_dropped() {
+    let s = Swarm::new("");
+    s.env
+        .write("docs/lessons.md", "- Run the tests before you finish.\n");
+    std::fs::create_dir_all(s.env.repo.join("prompts")).expect("mkdir");
+    std::os::unix::fs::symlink("../docs/lessons.md", s.env.repo.join("prompts/lessons.md"))
+        .expect("link");
+    s.env.git(&["add", "prompts", "docs"]);
+    s.env
+        .git(&["commit", "-qm", "Lessons kept in docs, linked"]);
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    let link = "prompts/lessons.md on main is a symbolic link (to `../docs/lessons.md`)";
+    let out = s.run(&["run", &p]).code(2);
+    assert!(out.stderr.contains(link), "{}", out.stderr);
+    assert!(
+        !s.env.repo.join(".atelier/runs/r1").exists(),
+        "a run started"
+    );
+    let out = s.run(&["propose", "--from", "memory"]).code(2);
+    assert!(out.stderr.contains(link), "{}", out.stderr);
+}

@@ -7,11 +7,11 @@ use serde::Serialize;
 /// The default worker prompt: Atelier's own `prompts/worker.j2`.
 pub const DEFAULT_TEMPLATE: &str = include_str!("../../prompts/worker.j2");
 
-/// A prompt template as the protected branch's `tree` holds it at `path` (`None`: absent, the
-/// built-in stands in). Text only, and never through a symbolic link: git keeps a link's target
-/// path as its text, and what a checkout would find behind it is the working tree's (or
+/// A prompt's text (a template, the lessons) as the protected branch's `tree` holds it at
+/// `path` (`None`: absent). Text only, and never through a symbolic link: git keeps a link's
+/// target path as its text, and what a checkout would find behind it is the working tree's (or
 /// anyone's), so a link on the way is refused, naming it, rather than read or skipped.
-pub fn template_on_branch(
+pub fn text_on_branch(
     repo: &git2::Repository,
     tree: &git2::Tree<'_>,
     path: &str,
@@ -20,13 +20,13 @@ pub fn template_on_branch(
     use crate::workflow::Error;
     if let Some((link, target)) = crate::git::link_on_path(repo, tree, path)? {
         return Err(Error::input(format!(
-            "{link} on {branch} is a symbolic link (to `{target}`): {path} is read as the branch holds it, never through a link; commit the template itself in its place with a proposal"
+            "{link} on {branch} is a symbolic link (to `{target}`): {path} is read as the branch holds it, never through a link; commit the file itself in its place with a proposal"
         )));
     }
     match crate::git::read_file(repo, tree, path)? {
         Some(b) => String::from_utf8(b).map(Some).map_err(|_| {
             Error::input(format!(
-                "{path} on {branch}: not UTF-8 text; fix it with a proposal or remove it (the built-in template is used when it is absent)"
+                "{path} on {branch}: not UTF-8 text; fix it with a proposal"
             ))
         }),
         None => Ok(None),

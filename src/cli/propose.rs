@@ -312,12 +312,8 @@ struct MemoryOutput {
 fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
     let (repo, branch) = (&ws.repo, ws.branch().to_string());
     let (base, base_tree) = tip_of(ws)?;
-    let existing = match crate::git::read_file(repo, &base_tree, lessons::PATH)? {
-        Some(b) => String::from_utf8(b).map_err(|_| {
-            workflow::Error::Input(format!("{} on {branch}: not UTF-8", lessons::PATH))
-        })?,
-        None => String::new(),
-    };
+    let existing = crate::agent::prompt::text_on_branch(repo, &base_tree, lessons::PATH, &branch)?
+        .unwrap_or_default();
     let logs = stats::load(&ws.atelier_dir().join("runs"), None)?;
     let found = lessons::recurring(&logs, &existing);
     let report = |proposal: Option<workflow::Proposed>, found: Vec<lessons::Recurring>| {

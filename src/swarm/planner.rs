@@ -145,9 +145,8 @@ pub fn plan(ws: &Workspace, goal: &str, now: i64) -> Result<Planned> {
     let repo = &ws.repo;
     let base = git::branch_tip(repo, ws.branch())?;
     let tree = repo.find_commit(base)?.tree()?;
-    let template =
-        agent::prompt::template_on_branch(repo, &tree, "prompts/proposer.j2", ws.branch())?
-            .unwrap_or_else(|| DEFAULT_TEMPLATE.to_string());
+    let template = agent::prompt::text_on_branch(repo, &tree, "prompts/proposer.j2", ws.branch())?
+        .unwrap_or_else(|| DEFAULT_TEMPLATE.to_string());
     let mut files = Vec::new();
     tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
         if entry.kind() == Some(git2::ObjectType::Blob) {

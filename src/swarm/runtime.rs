@@ -72,8 +72,21 @@ fn worker_template(ws: &Workspace) -> Result<String> {
         .repo
         .find_commit(git::branch_tip(&ws.repo, ws.branch())?)?;
     Ok(
-        agent::prompt::template_on_branch(&ws.repo, &tip.tree()?, WORKER_TEMPLATE, ws.branch())?
+        agent::prompt::text_on_branch(&ws.repo, &tip.tree()?, WORKER_TEMPLATE, ws.branch())?
             .unwrap_or_else(|| agent::prompt::DEFAULT_TEMPLATE.to_string()),
+    )
+}
+
+/// The bullet lines of `prompts/lessons.md` as the protected branch holds it, as prompts carry
+/// them.
+fn lessons_on_branch(ws: &Workspace) -> Result<Vec<String>> {
+    let tip = ws
+        .repo
+        .find_commit(git::branch_tip(&ws.repo, ws.branch())?)?;
+    Ok(
+        agent::prompt::text_on_branch(&ws.repo, &tip.tree()?, super::lessons::PATH, ws.branch())?
+            .map(|t| super::lessons::for_prompt(&t))
+            .unwrap_or_default(),
     )
 }
 
@@ -912,7 +925,9 @@ impl<'a> Conductor<'a> {
         validated: Option<super::validator::Validated>,
     ) -> Result<Conductor<'a>> {
         refuse_unchecked(&opts.plan_files, &role_names(ws))?;
-        // A template the run could not use refuses it before anything of the run exists.
+        // A template (or lessons) the run could not use refuses it before anything of the run
+        // exists.
+        lessons_on_branch(ws)?;
         agent::prompt::check(&worker_template(ws)?).map_err(|e| {
             crate::workflow::Error::Input(format!(
                 "{WORKER_TEMPLATE} on {}: {e}; fix it with a proposal",
@@ -1014,12 +1029,7 @@ impl<'a> Conductor<'a> {
         let keys: Vec<String> = tasks.keys().cloned().collect();
         let state = RunState::fold(&events::read(&events)?, &keys);
         let (tx, rx) = mpsc::unbounded_channel();
-        let tip = ws
-            .repo
-            .find_commit(git::branch_tip(&ws.repo, ws.branch())?)?;
-        let lessons = git::read_file(&ws.repo, &tip.tree()?, super::lessons::PATH)?
-            .map(|b| super::lessons::for_prompt(&String::from_utf8_lossy(&b)))
-            .unwrap_or_default();
+        let lessons = lessons_on_branch(ws)?;
         let worker_template = worker_template(ws)?;
         Ok(Conductor {
             ws,

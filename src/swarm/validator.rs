@@ -132,9 +132,8 @@ pub fn validate(
     let repo = &ws.repo;
     let tip = git::branch_tip(repo, ws.branch())?;
     let tree = repo.find_commit(tip)?.tree()?;
-    let template =
-        agent::prompt::template_on_branch(repo, &tree, "prompts/validator.j2", ws.branch())?
-            .unwrap_or_else(|| DEFAULT_TEMPLATE.to_string());
+    let template = agent::prompt::text_on_branch(repo, &tree, "prompts/validator.j2", ws.branch())?
+        .unwrap_or_else(|| DEFAULT_TEMPLATE.to_string());
     let text = prompt(&template, plan_files, goal.unwrap_or(""))?;
     let timeout = Duration::from_secs(
         parse_duration(&ws.config.review.timeout)

@@ -993,8 +993,7 @@ fn render_body(
             })
     };
     let ours =
-        match crate::agent::prompt::template_on_branch(repo, &base_tip, BODY_TEMPLATE, ws.branch())
-        {
+        match crate::agent::prompt::text_on_branch(repo, &base_tip, BODY_TEMPLATE, ws.branch()) {
             Ok(t) => Ok(t),
             Err(crate::workflow::Error::Input(why)) => Err(why),
             Err(e) => return Err(e),
