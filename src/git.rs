@@ -90,6 +90,26 @@ pub fn link_on_path(
     Ok(None)
 }
 
+/// The first submodule (a gitlink: the tree holds a commit id, a checkout another repository's
+/// files) on `path` in `tree`, if any: [`read_file`] finds nothing there or under it.
+pub fn gitlink_on_path(tree: &Tree<'_>, path: &str) -> Result<Option<String>, GitError> {
+    let mut at = String::new();
+    for part in path.split('/') {
+        if !at.is_empty() {
+            at.push('/');
+        }
+        at.push_str(part);
+        match tree.get_path(Path::new(&at)) {
+            Ok(entry) if entry.filemode() == 0o160000 => return Ok(Some(at)),
+            Ok(entry) if entry.kind() == Some(ObjectType::Tree) => {}
+            Ok(_) => return Ok(None),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(None)
+}
+
 /// The three policy files in `tree`.
 pub fn policy_files(repo: &Repository, tree: &Tree<'_>) -> Result<PolicyFiles, GitError> {
     Ok(PolicyFiles {

@@ -645,3 +645,42 @@ fn a_validator_prompt_committed_as_a_symbolic_link_is_refused() {
     assert!(!s.fake.join("validator-prompt.txt").exists());
     assert!(!s.env.repo.join(".atelier/runs").exists(), "a run started");
 }
+
+/// A worker prompt the run could not use refuses the run before the contract validator is
+/// asked: its verdict (an agent's time, tokens) would be spent on a run that never starts.
+#[test]
+fn a_broken_worker_prompt_refuses_the_run_before_the_validator_is_asked() {
+    let s = with_validator();
+    s.env
+        .write("prompts/worker.j2", "{{ task.no_such_field }}\n");
+    s.env.git(&["add", "prompts"]);
+    s.env.git(&["commit", "-qm", "A broken worker prompt"]);
+    let p = s.plan(
+        "p.toml",
+        &crate::swarm::plan(
+            "p",
+            &[crate::swarm::task(
+                "A",
+                &["src/a.rs"],
+                &[],
+                "grep -q a src/a.rs",
+            )],
+        ),
+    );
+    std::fs::write(
+        s.fake.join("validator-answer.txt"),
+        r#"{"verdict": "approve", "findings": []}"#,
+    )
+    .expect("answer");
+    let r = s.run(&["run", &p]).code(2);
+    assert!(
+        r.stderr.contains("prompts/worker.j2 on main")
+            && r.stderr.contains("fix it with a proposal"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !s.fake.join("validator-prompt.txt").exists(),
+        "the validator was asked about a run that could not start"
+    );
+}

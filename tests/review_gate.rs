@@ -667,3 +667,34 @@ fn a_symlink_where_the_panel_folder_should_be_halts_merges() {
     assert_eq!((code, unmet(&v)), (1, vec!["E_REVIEW_INVALID".to_string()]));
     env.atelier(&["review", &id]).code(2);
 }
+
+/// An agent reviewer's template committed as a symbolic link is not a template: git holds the
+/// link's target path, which would have been the whole prompt (and a reviewer that approves
+/// whatever it reads would have approved). The reviewer fails, naming the link, and blocks as
+/// it was declared.
+#[test]
+fn an_agent_reviewers_template_committed_as_a_link_fails_the_reviewer() {
+    let (_dir, role) = script_role(
+        "approve.sh",
+        "cat >/dev/null\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
+    );
+    let env = with_agent_reviewer(&role, "");
+    let templates = env.repo.join("reviewers/templates");
+    std::fs::rename(
+        templates.join("adversary.md.j2"),
+        templates.join("ours.md.j2"),
+    )
+    .expect("move");
+    std::os::unix::fs::symlink("ours.md.j2", templates.join("adversary.md.j2")).expect("link");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "the reviewer's template, linked"]);
+    let id = env.propose_code();
+    let out = env.atelier(&["review", &id, "--json"]);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert_ne!(out.code, 0, "{text}");
+    assert!(
+        text.contains("reviewers/templates/adversary.md.j2 on the proposal's base")
+            && text.contains("is a symbolic link (to `ours.md.j2`)"),
+        "{text}"
+    );
+}

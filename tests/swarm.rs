@@ -2001,3 +2001,58 @@ fn lessons_committed_as_a_symbolic_link_are_refused_not_silently_dropped() {
     let out = s.run(&["propose", "--from", "memory"]).code(2);
     assert!(out.stderr.contains(link), "{}", out.stderr);
 }
+
+/// Prompts kept in a submodule (`prompts` a gitlink): the branch's tree holds only a commit id
+/// there, while the checkout the operator reads holds another repository's files. Neither a
+/// silent fall back to the built-in prompt (the lessons silently dropped) nor the other
+/// repository's text: the run refuses before it starts, naming the submodule and the branch.
+/// The same for a folder where the template should be.
+#[test]
+fn prompts_in_a_submodule_are_refused_not_silently_replaced_by_the_built_in_ones() {
+    let s = Swarm::new("");
+    let commit = s.env.git(&["rev-parse", "HEAD"]);
+    s.env.git(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{},prompts", commit.trim()),
+    ]);
+    s.env
+        .git(&["commit", "-qm", "Prompts shared as a submodule"]);
+    s.scenario("p:A", "echo ok > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("A", &["src/a.rs"], &[], "grep -q ok src/a.rs")]),
+    );
+    let out = s.run(&["run", &p]);
+    let sent = std::fs::read_to_string(s.fake.join("prompt-p-A-1.txt")).unwrap_or_default();
+    assert!(
+        !sent.contains("## Done means (the contract)"),
+        "the built-in prompt replaced the submodule's silently: {sent}"
+    );
+    assert!(
+        out.code != 0
+            && out.stderr.contains("prompts on main is a submodule")
+            && out.stderr.contains("commit the file itself"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        !s.env.repo.join(".atelier/runs/r1").exists(),
+        "a run started"
+    );
+
+    // A folder where the template should be.
+    s.env.git(&["rm", "-q", "--cached", "prompts"]);
+    s.env.write("prompts/worker.j2/README.md", "Our prompt.\n");
+    s.env.git(&["add", "prompts"]);
+    s.env.git(&["commit", "-qm", "A folder named worker.j2"]);
+    let out = s.run(&["run", &p]);
+    assert!(
+        out.code != 0 && out.stderr.contains("prompts/worker.j2 on main is a folder"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}

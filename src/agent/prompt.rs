@@ -23,6 +23,19 @@ pub fn text_on_branch(
             "{link} on {branch} is a symbolic link (to `{target}`): {path} is read as the branch holds it, never through a link; commit the file itself in its place with a proposal"
         )));
     }
+    if let Some(at) = crate::git::gitlink_on_path(tree, path)? {
+        return Err(Error::input(format!(
+            "{at} on {branch} is a submodule: {path} is read as the branch holds it, never from another repository; commit the file itself in its place with a proposal"
+        )));
+    }
+    if tree
+        .get_path(std::path::Path::new(path))
+        .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Tree))
+    {
+        return Err(Error::input(format!(
+            "{path} on {branch} is a folder, not a file; commit the file itself in its place with a proposal"
+        )));
+    }
     match crate::git::read_file(repo, tree, path)? {
         Some(b) => String::from_utf8(b).map(Some).map_err(|_| {
             Error::input(format!(

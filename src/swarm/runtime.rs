@@ -90,6 +90,18 @@ fn lessons_on_branch(ws: &Workspace) -> Result<Vec<String>> {
     )
 }
 
+/// A worker template (or lessons) a new run could not use refuses it before anything of the
+/// run exists, and before the contract validator is asked.
+fn prompts_usable(ws: &Workspace) -> Result<()> {
+    lessons_on_branch(ws)?;
+    agent::prompt::check(&worker_template(ws)?).map_err(|e| {
+        crate::workflow::Error::Input(format!(
+            "{WORKER_TEMPLATE} on {}: {e}; fix it with a proposal",
+            ws.branch()
+        ))
+    })
+}
+
 /// One operator's control, as `atelier control` writes it.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ControlRequest {
@@ -757,6 +769,7 @@ pub fn run_with_progress(
         Some(_) => None,
         None => {
             refuse_unchecked(&opts.plan_files, &role_names(ws))?;
+            prompts_usable(ws)?;
             let v =
                 super::validator::validate(ws, &opts.plan_files, opts.goal.as_deref(), clock())?;
             if let Some(v) = v.as_ref().filter(|v| !v.accepted()) {
@@ -925,15 +938,7 @@ impl<'a> Conductor<'a> {
         validated: Option<super::validator::Validated>,
     ) -> Result<Conductor<'a>> {
         refuse_unchecked(&opts.plan_files, &role_names(ws))?;
-        // A template (or lessons) the run could not use refuses it before anything of the run
-        // exists.
-        lessons_on_branch(ws)?;
-        agent::prompt::check(&worker_template(ws)?).map_err(|e| {
-            crate::workflow::Error::Input(format!(
-                "{WORKER_TEMPLATE} on {}: {e}; fix it with a proposal",
-                ws.branch()
-            ))
-        })?;
+        prompts_usable(ws)?;
         let run = new_run(ws, &opts.plan_files)?;
         let lock = Lock::acquire(&run_dir(ws, &run).join("lock"))?;
         let mut c = Conductor::open(

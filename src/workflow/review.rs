@@ -446,19 +446,21 @@ fn prepare(
             continue;
         };
         let path = format!("reviewers/templates/{name}");
-        let template = match git::read_file(repo, &base_tree, &path)? {
-            Some(b) => match String::from_utf8(b) {
-                Ok(t) => t,
-                Err(_) => {
-                    failed.push(ReviewerOutcome::failed(
-                        &def.name,
-                        def.blocking,
-                        format!("{path} at base is not UTF-8 text"),
-                    ));
-                    continue;
-                }
-            },
-            None => {
+        // Never through a link (its target path is not a template) nor from a submodule: a
+        // reviewer whose template cannot be read so fails, blocking as it was declared.
+        let template = match crate::agent::prompt::text_on_branch(
+            repo,
+            &base_tree,
+            &path,
+            &format!("the proposal's base {base}"),
+        ) {
+            Ok(Some(t)) => t,
+            Err(Error::Input(why)) => {
+                failed.push(ReviewerOutcome::failed(&def.name, def.blocking, why));
+                continue;
+            }
+            Err(e) => return Err(e),
+            Ok(None) => {
                 failed.push(ReviewerOutcome::failed(&def.name, def.blocking, format!("{path} does not exist at the proposal's base {base}: add it through a proposal")));
                 continue;
             }
