@@ -123,11 +123,14 @@ pub fn prompt(
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.add_template("proposer", template)
-        .map_err(|e| bad(format!("prompts/proposer.j2: {e}")))?;
+    env.add_template("proposer", template).map_err(|e| {
+        bad(format!(
+            "prompts/proposer.j2 (as the protected branch holds it): {e}; fix it with a proposal"
+        ))
+    })?;
     env.get_template("proposer")
         .and_then(|t| t.render(minijinja::value::Serde(&input)))
-        .map_err(|e| bad(format!("prompts/proposer.j2: {e}")))
+        .map_err(|e| bad(format!("prompts/proposer.j2 (as the protected branch holds it): {e}; fix it with a proposal")))
 }
 
 /// Asks the `proposer` role for a plan toward `goal` and checks it with the contract validator.

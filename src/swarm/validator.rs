@@ -74,11 +74,14 @@ pub fn prompt(template: &str, plan_files: &[(String, String)], goal: &str) -> Re
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.add_template("validator", template)
-        .map_err(|e| bad(format!("prompts/validator.j2: {e}")))?;
+    env.add_template("validator", template).map_err(|e| {
+        bad(format!(
+            "prompts/validator.j2 (as the protected branch holds it): {e}; fix it with a proposal"
+        ))
+    })?;
     env.get_template("validator")
         .and_then(|t| t.render(minijinja::value::Serde(&input)))
-        .map_err(|e| bad(format!("prompts/validator.j2: {e}")))
+        .map_err(|e| bad(format!("prompts/validator.j2 (as the protected branch holds it): {e}; fix it with a proposal")))
 }
 
 /// Reads the validator's answer; one that cannot be read rejects the contracts.
