@@ -59,14 +59,23 @@ pub fn read_file(
     }
 }
 
-/// The first symbolic link on `path` in `tree` (the path up to it, and the target git keeps as
-/// its text), if any: [`read_file`] reads a link's target as the file's bytes and finds nothing
-/// under a linked folder, where a checkout would have followed the link.
-pub fn link_on_path(
+/// What stands on a path in a tree where [`read_file`] cannot follow it as a checkout would.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotAFile {
+    /// A symbolic link, with the target git keeps as its text: [`read_file`] reads that target
+    /// as the file's bytes, and finds nothing under a linked folder.
+    Link { target: String },
+    /// A submodule (a gitlink: the tree holds a commit id, a checkout another repository's
+    /// files): [`read_file`] finds nothing there or under it.
+    Submodule,
+}
+
+/// The first link or submodule on `path` in `tree` (the path up to it, and which), if any.
+pub fn not_a_file_on_path(
     repo: &Repository,
     tree: &Tree<'_>,
     path: &str,
-) -> Result<Option<(String, String)>, GitError> {
+) -> Result<Option<(String, NotAFile)>, GitError> {
     let mut at = String::new();
     for part in path.split('/') {
         if !at.is_empty() {
@@ -76,31 +85,12 @@ pub fn link_on_path(
         match tree.get_path(Path::new(&at)) {
             Ok(entry) if entry.filemode() == 0o120000 => {
                 let target = repo.find_blob(entry.id())?;
-                return Ok(Some((
-                    at,
-                    String::from_utf8_lossy(target.content()).into_owned(),
-                )));
+                let target = String::from_utf8_lossy(target.content()).into_owned();
+                return Ok(Some((at, NotAFile::Link { target })));
             }
-            Ok(entry) if entry.kind() == Some(ObjectType::Tree) => {}
-            Ok(_) => return Ok(None),
-            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(None)
-}
-
-/// The first submodule (a gitlink: the tree holds a commit id, a checkout another repository's
-/// files) on `path` in `tree`, if any: [`read_file`] finds nothing there or under it.
-pub fn gitlink_on_path(tree: &Tree<'_>, path: &str) -> Result<Option<String>, GitError> {
-    let mut at = String::new();
-    for part in path.split('/') {
-        if !at.is_empty() {
-            at.push('/');
-        }
-        at.push_str(part);
-        match tree.get_path(Path::new(&at)) {
-            Ok(entry) if entry.filemode() == 0o160000 => return Ok(Some(at)),
+            Ok(entry) if entry.filemode() == 0o160000 => {
+                return Ok(Some((at, NotAFile::Submodule)))
+            }
             Ok(entry) if entry.kind() == Some(ObjectType::Tree) => {}
             Ok(_) => return Ok(None),
             Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),

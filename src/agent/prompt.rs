@@ -18,15 +18,18 @@ pub fn text_on_branch(
     branch: &str,
 ) -> crate::workflow::Result<Option<String>> {
     use crate::workflow::Error;
-    if let Some((link, target)) = crate::git::link_on_path(repo, tree, path)? {
-        return Err(Error::input(format!(
-            "{link} on {branch} is a symbolic link (to `{target}`): {path} is read as the branch holds it, never through a link; commit the file itself in its place with a proposal"
-        )));
-    }
-    if let Some(at) = crate::git::gitlink_on_path(tree, path)? {
-        return Err(Error::input(format!(
-            "{at} on {branch} is a submodule: {path} is read as the branch holds it, never from another repository; commit the file itself in its place with a proposal"
-        )));
+    match crate::git::not_a_file_on_path(repo, tree, path)? {
+        Some((link, crate::git::NotAFile::Link { target })) => {
+            return Err(Error::input(format!(
+                "{link} on {branch} is a symbolic link (to `{target}`): {path} is read as the branch holds it, never through a link; commit the file itself in its place with a proposal"
+            )))
+        }
+        Some((at, crate::git::NotAFile::Submodule)) => {
+            return Err(Error::input(format!(
+                "{at} on {branch} is a submodule: {path} is read as the branch holds it, never from another repository; commit the file itself in its place with a proposal"
+            )))
+        }
+        None => {}
     }
     if tree
         .get_path(std::path::Path::new(path))
