@@ -17,6 +17,15 @@ pub enum ClockError {
     BeforeEpoch,
 }
 
+impl crate::errors::Classify for ClockError {
+    fn kind(&self) -> crate::errors::Kind {
+        match self {
+            ClockError::Override(_) => crate::errors::Kind::Input,
+            ClockError::BeforeEpoch => crate::errors::Kind::Environment,
+        }
+    }
+}
+
 /// Where the current time came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {

@@ -404,8 +404,18 @@ fn default_kind() -> String {
 fn default_branch() -> String {
     "main".into()
 }
+/// GitHub's public REST API (GitHub Enterprise Server answers at `https://HOST/api/v3`):
+/// `[forge] api_url` when atelier.toml does not say (part of the
+/// file's schema; the GitHub forge reads the setting, never this constant).
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+
+/// Whether `url` can be `[forge] api_url`: an http(s) URL.
+pub fn is_api_url(url: &str) -> bool {
+    (url.starts_with("https://") || url.starts_with("http://")) && url.parse::<http::Uri>().is_ok()
+}
+
 fn default_api_url() -> String {
-    crate::forge::github::client::DEFAULT_API_URL.into()
+    DEFAULT_API_URL.into()
 }
 fn default_remote() -> String {
     "origin".into()
@@ -457,11 +467,10 @@ fn check_forge(f: &ForgeConfig) -> Result<(), String> {
                     f.repository
                 ));
             }
-            if !crate::forge::github::client::is_api_url(&f.api_url) {
+            if !is_api_url(&f.api_url) {
                 return Err(format!(
                     "[forge] api_url = \"{}\": expected an http(s) URL such as {}",
-                    f.api_url,
-                    crate::forge::github::client::DEFAULT_API_URL
+                    f.api_url, DEFAULT_API_URL
                 ));
             }
             if f.remote.is_empty() || f.remote.starts_with('-') {
@@ -495,6 +504,12 @@ pub enum ConfigError {
     Missing { path: String },
     #[error("{path}: {reason}")]
     Invalid { path: String, reason: String },
+}
+
+impl crate::errors::Classify for ConfigError {
+    fn kind(&self) -> crate::errors::Kind {
+        crate::errors::Kind::Input
+    }
 }
 
 impl Config {
@@ -629,7 +644,7 @@ impl Config {
             quote(&self.forge.kind),
             quote(&self.forge.repository),
             quote(&self.forge.branch),
-            crate::forge::github::client::DEFAULT_API_URL,
+            DEFAULT_API_URL,
             match &self.gate.key {
                 Some(k) => format!("key = {}\n", quote(&k.display().to_string())),
                 None => String::new(),

@@ -20,6 +20,12 @@ pub enum FsError {
     LockHeld { path: String, secs: u64 },
 }
 
+impl crate::errors::Classify for FsError {
+    fn kind(&self) -> crate::errors::Kind {
+        crate::errors::Kind::Environment
+    }
+}
+
 type Result<T> = std::result::Result<T, FsError>;
 
 /// `.with_context()` for io results, as an [`FsError`].

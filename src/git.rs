@@ -8,6 +8,7 @@ use std::path::Path;
 use git2::{Commit, Diff, ObjectType, Oid, Repository, Tree};
 use thiserror::Error;
 
+use crate::errors::{Classify, Kind};
 use crate::governance::policy::{
     PolicyFiles, ALLOWED_SIGNERS_PATH, GATE_KEY_PATH, GOVERNANCE_PATH,
 };
@@ -24,6 +25,21 @@ pub enum GitError {
     NoGit(std::io::Error),
     #[error("`git {args}` failed: {stderr}")]
     Cli { args: String, stderr: String },
+    /// A file the branch holds is not text Atelier reads: a link, a submodule, a folder, or not
+    /// UTF-8; the message names it and what to do.
+    #[error("{0}")]
+    NotText(String),
+}
+
+impl Classify for GitError {
+    fn kind(&self) -> Kind {
+        match self {
+            GitError::NotARepo { .. } | GitError::NoBranch { .. } | GitError::NotText(_) => {
+                Kind::Input
+            }
+            GitError::Git(_) | GitError::NoGit(_) | GitError::Cli { .. } => Kind::Environment,
+        }
+    }
 }
 
 pub fn open(dir: &Path) -> Result<Repository, GitError> {
@@ -98,6 +114,48 @@ pub fn not_a_file_on_path(
         }
     }
     Ok(None)
+}
+
+/// A text file (a prompt template, the lessons) as the protected branch's `tree` holds it at
+/// `path` (`None`: absent). Text only, and never through a symbolic link: git keeps a link's
+/// target path as its text, and what a checkout would find behind it is the working tree's (or
+/// anyone's), so a link on the way is refused, naming it, rather than read or skipped; so are a
+/// submodule, a folder and bytes that are not UTF-8 ([`GitError::NotText`]).
+pub fn text_on_branch(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    path: &str,
+    branch: &str,
+) -> Result<Option<String>, GitError> {
+    match not_a_file_on_path(repo, tree, path)? {
+        Some((link, NotAFile::Link { target })) => {
+            return Err(GitError::NotText(format!(
+                "{link} on {branch} is a symbolic link (to `{target}`): {path} is read as the branch holds it, never through a link; commit the file itself in its place with a proposal"
+            )))
+        }
+        Some((at, NotAFile::Submodule)) => {
+            return Err(GitError::NotText(format!(
+                "{at} on {branch} is a submodule: {path} is read as the branch holds it, never from another repository; commit the file itself in its place with a proposal"
+            )))
+        }
+        None => {}
+    }
+    if tree
+        .get_path(Path::new(path))
+        .is_ok_and(|e| e.kind() == Some(ObjectType::Tree))
+    {
+        return Err(GitError::NotText(format!(
+            "{path} on {branch} is a folder, not a file; commit the file itself in its place with a proposal"
+        )));
+    }
+    match read_file(repo, tree, path)? {
+        Some(b) => String::from_utf8(b).map(Some).map_err(|_| {
+            GitError::NotText(format!(
+                "{path} on {branch}: not UTF-8 text; fix it with a proposal"
+            ))
+        }),
+        None => Ok(None),
+    }
 }
 
 /// The three policy files in `tree`.
@@ -295,6 +353,15 @@ pub enum PatchError {
     Empty { file: String },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+}
+
+impl Classify for PatchError {
+    fn kind(&self) -> Kind {
+        match self {
+            PatchError::Git(_) => Kind::Environment,
+            _ => Kind::Input,
+        }
+    }
 }
 
 /// Applies a unified diff to `base`'s tree, returning the new tree.

@@ -8,6 +8,17 @@
 //! compiler reads it ("Trojan Source", CVE-2021-42574), and a zero-width space or a tag character
 //! holds text nobody sees.
 
+/// One line of at most `max` characters (line breaks become spaces; a cut ends in `…`).
+pub fn clip(s: &str, max: usize) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    if s.chars().count() <= max {
+        return s;
+    }
+    let mut out: String = s.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
 /// Whether `c` reorders the text around it or is drawn as nothing: the bidirectional controls
 /// (embeddings, overrides, isolates, marks), zero-width and other invisible format characters,
 /// the line and paragraph separators, invisible fillers and the tag characters. Variation

@@ -199,7 +199,7 @@ fn atelier_s_own_files_differ_from_the_defaults_only_as_documented() {
             "prompts/worker.j2",
         ),
         (
-            atelier::forge::github::DEFAULT_BODY_TEMPLATE,
+            atelier::workflow::body::DEFAULT_TEMPLATE,
             "prompts/pull_request.j2",
         ),
         (

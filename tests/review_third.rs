@@ -10,19 +10,22 @@ use crate::support::Env;
 
 const BOT: &str = "bot-token";
 
-/// The code the CLI would find in an error's chain, the way `cli::coded` looks for it: by
-/// downcasting each error of `source()`'s chain to the types that carry a code.
+/// The code the CLI would find for an error: the kind the outermost error of the chain whose
+/// type knows its kind reports (the way `cli::kind_of` reads it).
 fn code_in_chain(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
-    use atelier::governance::Coded;
+    use atelier::errors::{Classify, Kind};
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = next {
-        if let Some(r) = e.downcast_ref::<Refusal>() {
-            return Some(r.code);
-        }
-        if let Some(w) = e.downcast_ref::<Error>() {
-            if let Some(c) = w.code() {
-                return Some(c);
-            }
+        let kind = if let Some(r) = e.downcast_ref::<Refusal>() {
+            Some(r.kind())
+        } else {
+            e.downcast_ref::<Error>().map(|w| w.kind())
+        };
+        if let Some(kind) = kind {
+            return match kind {
+                Kind::Refused(c) => Some(c),
+                _ => None,
+            };
         }
         next = e.source();
     }

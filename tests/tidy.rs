@@ -136,9 +136,10 @@ fn github_stays_behind_the_forge_trait() {
     // The workflow, the gate and the audit are written once for every forge: GitHub's models,
     // HTTP statuses and addresses live in src/forge/ (and the agent HTTP backend talks to model
     // endpoints, not to a forge).
-    // `atelier ui` serves its own pages over HTTP (hyper) and speaks to no forge.
+    // `atelier ui` serves its own pages over HTTP (hyper) and speaks to no forge. The
+    // configuration names GitHub's default API address and checks that a configured one is a URL.
     let v = violations(
-        |p| p.starts_with("src/forge/") || p == "src/cli/ui.rs",
+        |p| p.starts_with("src/forge/") || p == "src/cli/ui.rs" || p == "src/config.rs",
         &[
             "octocrab",
             "api.github.com",
@@ -245,36 +246,58 @@ fn codes_are_typed_never_text() {
     );
 }
 
-/// Every error type that carries a code is one `cli::coded` recognises, so that it exits 1.
+/// Every error type that knows its kind is one `cli::classified` recognises, so that its kind
+/// (a refusal's code above all) reaches the exit code whatever wrapped it; and every error type
+/// that carries a code knows its kind.
 #[test]
-fn every_coded_error_exits_1() {
+fn every_classified_error_reaches_the_edge() {
     let all = files();
     let cli = &all
         .iter()
         .find(|(p, _)| p == "src/cli/mod.rs")
         .expect("src/cli/mod.rs")
         .1;
-    let start = cli.find("fn coded(").expect("cli::coded");
-    let body = &cli[start..start + cli[start..].find("\n}\n").expect("end of coded")];
-    let mut missing = Vec::new();
-    let mut seen = 0;
-    for (path, code) in &all {
-        for (at, _) in code.match_indices("impl Coded for ") {
-            let name: String = code[at + "impl Coded for ".len()..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            seen += 1;
-            if !body.contains(&format!("::{name}>()")) {
-                missing.push(format!("{path}: {name}"));
+    let start = cli.find("fn classified<").expect("cli::classified");
+    let body = &cli[start..start + cli[start..].find("\n}\n").expect("end of classified")];
+    let implemented = |marker: &str| {
+        let mut names = Vec::new();
+        for (path, code) in &all {
+            for (at, _) in code.match_indices(marker) {
+                let name: String = code[at + marker.len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                    .collect();
+                let short = name.rsplit("::").next().unwrap_or_default().to_string();
+                names.push((path.clone(), short));
             }
         }
-    }
-    assert!(seen >= 3, "found only {seen} Coded types");
+        names
+    };
+    let classified = implemented("Classify for ");
+    assert!(
+        classified.len() >= 15,
+        "found only {} Classify types",
+        classified.len()
+    );
+    let missing: Vec<String> = classified
+        .iter()
+        .filter(|(_, name)| !body.contains(&format!("::{name},")))
+        .map(|(path, name)| format!("{path}: {name}"))
+        .collect();
     assert!(
         missing.is_empty(),
-        "name these in cli::coded:\n{}",
+        "name these in cli::classified:\n{}",
         missing.join("\n")
+    );
+    let unkinded: Vec<String> = implemented("impl Coded for ")
+        .into_iter()
+        .filter(|(_, name)| !classified.iter().any(|(_, c)| c == name))
+        .map(|(path, name)| format!("{path}: {name}"))
+        .collect();
+    assert!(
+        unkinded.is_empty(),
+        "these carry a code but do not implement errors::Classify:\n{}",
+        unkinded.join("\n")
     );
 }
 

@@ -129,9 +129,9 @@ impl ContainError {
 }
 
 /// A run or review that cannot be contained is refused with the error's code.
-impl From<ContainError> for crate::workflow::Error {
-    fn from(e: ContainError) -> Self {
-        crate::workflow::refuse(e.code(), e.to_string())
+impl crate::errors::Classify for ContainError {
+    fn kind(&self) -> crate::errors::Kind {
+        crate::errors::Kind::Refused(self.code())
     }
 }
 

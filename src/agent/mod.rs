@@ -70,6 +70,12 @@ pub enum BackendError {
     EmptyCommand { role: String },
 }
 
+impl crate::errors::Classify for BackendError {
+    fn kind(&self) -> crate::errors::Kind {
+        crate::errors::Kind::Input
+    }
+}
+
 /// The backend for a role.
 pub fn backend(role_name: &str, role: &RoleConfig) -> Result<Backend, BackendError> {
     let argv = match role.backend.as_str() {

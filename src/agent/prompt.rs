@@ -7,47 +7,9 @@ use serde::Serialize;
 /// The default worker prompt: Atelier's own `prompts/worker.j2`.
 pub const DEFAULT_TEMPLATE: &str = include_str!("../../prompts/worker.j2");
 
-/// A prompt's text (a template, the lessons) as the protected branch's `tree` holds it at
-/// `path` (`None`: absent). Text only, and never through a symbolic link: git keeps a link's
-/// target path as its text, and what a checkout would find behind it is the working tree's (or
-/// anyone's), so a link on the way is refused, naming it, rather than read or skipped.
-pub fn text_on_branch(
-    repo: &git2::Repository,
-    tree: &git2::Tree<'_>,
-    path: &str,
-    branch: &str,
-) -> crate::workflow::Result<Option<String>> {
-    use crate::workflow::Error;
-    match crate::git::not_a_file_on_path(repo, tree, path)? {
-        Some((link, crate::git::NotAFile::Link { target })) => {
-            return Err(Error::input(format!(
-                "{link} on {branch} is a symbolic link (to `{target}`): {path} is read as the branch holds it, never through a link; commit the file itself in its place with a proposal"
-            )))
-        }
-        Some((at, crate::git::NotAFile::Submodule)) => {
-            return Err(Error::input(format!(
-                "{at} on {branch} is a submodule: {path} is read as the branch holds it, never from another repository; commit the file itself in its place with a proposal"
-            )))
-        }
-        None => {}
-    }
-    if tree
-        .get_path(std::path::Path::new(path))
-        .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Tree))
-    {
-        return Err(Error::input(format!(
-            "{path} on {branch} is a folder, not a file; commit the file itself in its place with a proposal"
-        )));
-    }
-    match crate::git::read_file(repo, tree, path)? {
-        Some(b) => String::from_utf8(b).map(Some).map_err(|_| {
-            Error::input(format!(
-                "{path} on {branch}: not UTF-8 text; fix it with a proposal"
-            ))
-        }),
-        None => Ok(None),
-    }
-}
+/// A prompt's text as the protected branch holds it: [`crate::git::text_on_branch`] (never
+/// through a link, a submodule or a folder; UTF-8 only).
+pub use crate::git::text_on_branch;
 
 /// A file (or its head) shown to the worker.
 #[derive(Debug, Clone, Serialize)]

@@ -58,6 +58,12 @@ pub enum CheckpointError {
     WeakKey { name: String, key_id: String },
 }
 
+impl crate::errors::Classify for CheckpointError {
+    fn kind(&self) -> crate::errors::Kind {
+        crate::errors::Kind::Input
+    }
+}
+
 /// One syntactically valid signature line.
 #[derive(Debug)]
 struct SignatureLine<'a> {

@@ -46,6 +46,18 @@ impl Coded for AuditError {
     }
 }
 
+impl crate::errors::Classify for AuditError {
+    fn kind(&self) -> crate::errors::Kind {
+        use crate::errors::Kind;
+        match self {
+            AuditError::Ledger(l) => l.kind(),
+            AuditError::Git(g) => g.kind(),
+            AuditError::Git2(_) => Kind::Environment,
+            AuditError::MalformedEntry { .. } => Kind::Input,
+        }
+    }
+}
+
 type Result<T> = std::result::Result<T, AuditError>;
 
 /// One problem `audit verify` found.
@@ -284,7 +296,7 @@ fn check_ledger(
         let mut key = None;
         for (seq, _, line, _) in &index.rotations {
             if *seq < first_new {
-                key = crate::workflow::parse_public_key(line);
+                key = crate::keys::parse_public_key(line);
             }
         }
         key
@@ -294,7 +306,7 @@ fn check_ledger(
             .rotations
             .iter()
             .find(|(seq, _, _, recovered)| *recovered && *seq >= first_new)
-            .and_then(|(seq, _, line, _)| Some((*seq, crate::workflow::parse_public_key(line)?)))
+            .and_then(|(seq, _, line, _)| Some((*seq, crate::keys::parse_public_key(line)?)))
     };
     let mut recovered_from: std::collections::BTreeMap<u64, u64> = Default::default();
     let mut latest = true;
@@ -325,7 +337,7 @@ fn check_ledger(
                 if chained {
                     format!(
                         "checkpoint in ledger commit {oid} (appending from entry {first_new}) is not signed by the gate key in force there ({}), following the rotations the ledger records: {e}",
-                        key.map_or("none".into(), |k| crate::workflow::vk_fingerprint(&k))
+                        key.map_or("none".into(), |k| crate::keys::fingerprint(&k))
                     )
                 } else {
                     format!("checkpoint in ledger commit {oid} does not verify under the gate key in {GATE_KEY_PATH}: {e}")
@@ -380,7 +392,7 @@ fn check_ledger(
         latest = false;
     }
     for (seq, commit, line, recovered) in &index.rotations {
-        let fp = crate::workflow::key_fingerprint(line);
+        let fp = crate::keys::key_fingerprint(line);
         let merge = commit.get(..12).unwrap_or(commit);
         report.gate_keys.push(if *recovered {
             match recovered_from.get(seq) {
@@ -763,17 +775,15 @@ pub fn verify(
     // A rotation stands only for a recorded merge whose tree publishes that key: anything else
     // is the gate key's holder naming a successor nobody approved.
     for (seq, commit, key, _) in &index.rotations {
-        let published = crate::workflow::published_gate_key(repo, commit)
-            .ok()
-            .flatten();
-        let named = crate::workflow::parse_public_key(key);
+        let published = crate::keys::published_gate_key(repo, commit).ok().flatten();
+        let named = crate::keys::parse_public_key(key);
         if !index.merged.contains_key(commit) || published.is_none() || published != named {
             report.findings.push(finding(
                 Code::LedgerContradiction,
                 Some(commit.clone()),
                 format!(
                     "entry {seq} rotates the gate key to {}, but {commit} is not a recorded merge publishing that key in {GATE_KEY_PATH}",
-                    crate::workflow::key_fingerprint(key)
+                    crate::keys::key_fingerprint(key)
                 ),
             ));
         }

@@ -271,6 +271,15 @@ impl Coded for LedgerError {
     }
 }
 
+impl crate::errors::Classify for LedgerError {
+    fn kind(&self) -> crate::errors::Kind {
+        match self.code() {
+            Some(code) => crate::errors::Kind::Refused(code),
+            None => crate::errors::Kind::Environment,
+        }
+    }
+}
+
 /// The merge commit trailer that carries the ledger checkpoint at the time of the merge.
 pub const LEDGER_TRAILER: &str = "Atelier-Ledger";
 

@@ -7,8 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{json, now, out};
-use crate::forge::github::client::GitHub;
-use crate::forge::github::serve;
+use crate::forge::github::serve::{Timeouts, SECRET_VAR};
 use crate::workflow::{self, Workspace};
 
 #[derive(Args, Debug)]
@@ -57,16 +56,13 @@ pub struct ServeArgs {
 }
 
 pub fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let ws = Workspace::open(dir)?;
-    // Fail now, not at the first delivery, if the configuration cannot work.
-    GitHub::connect(&ws.config.forge, true)?;
-    let secret = std::env::var(serve::SECRET_VAR)
+    let ready = workflow::serve::prepare(dir)?;
+    let secret = std::env::var(SECRET_VAR)
         .ok()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "{} is not set: the webhook secret verifies every delivery (the same value as the webhook's secret on GitHub)",
-                serve::SECRET_VAR
+                "{SECRET_VAR} is not set: the webhook secret verifies every delivery (the same value as the webhook's secret on GitHub)"
             )
         })?;
     let addr: std::net::SocketAddr = args.listen.parse().map_err(|e| {
@@ -76,11 +72,32 @@ pub fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     let ms = std::time::Duration::from_millis;
-    let timeouts = serve::Timeouts {
+    let timeouts = Timeouts {
         headers: ms(args.header_timeout_ms.max(1)),
         first_byte: ms(args.first_byte_timeout_ms.max(1)),
         body: ms(args.body_timeout_ms.max(1)),
     };
-    serve::run(ws.root.clone(), addr, secret.into_bytes(), timeouts)?;
+    ready.serve(
+        addr,
+        secret.into_bytes(),
+        timeouts,
+        std::sync::Arc::new(Operator),
+    )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `serve`'s lines for the operator: notes on stderr, the address on stdout.
+struct Operator;
+
+impl workflow::serve::Reporter for Operator {
+    fn note(&self, line: &str) {
+        super::note!("{line}");
+    }
+
+    fn listening(&self, at: std::net::SocketAddr) {
+        // A closed stdout must not stop a server: the address is also in its notes then.
+        if out(&format!("listening on http://{at}\n")).is_err() {
+            super::note!("listening on http://{at}");
+        }
+    }
 }

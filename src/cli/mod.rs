@@ -26,8 +26,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::errors::{Classify, Kind};
 use crate::governance::time::Timestamp;
-use crate::governance::{Code, Coded};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -289,62 +289,63 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// How a failed command ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ExitClass {
-    /// Nobody is reading stdout any more: success (verdict commands never get here).
-    BrokenPipe,
-    /// The command understood the request and said no, with a code: exit 1.
-    Refused,
-    /// Bad input, usage, or something in the way: exit 2.
-    Error,
-}
-
-/// The code of an error that carries one. Every [`Coded`] error type is named here (a tidy test
-/// checks), so that no error with a code can exit 2.
-fn coded(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
-    if let Some(r) = err.downcast_ref::<crate::workflow::Refusal>() {
-        return r.code();
+/// The [`Classify`] view of one error of a chain, if its type is one of the crate's error
+/// types. Every type that implements [`Classify`] is named here (a tidy test checks), so that an
+/// error's kind, decided where it was made, reaches the edge whatever wrapped it.
+fn classified<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Classify> {
+    macro_rules! try_types {
+        ($($t:ty),* $(,)?) => {
+            $(if let Some(x) = e.downcast_ref::<$t>() { return Some(x); })*
+        };
     }
-    if let Some(w) = err.downcast_ref::<crate::workflow::Error>() {
-        return w.code();
-    }
-    if let Some(l) = err.downcast_ref::<crate::audit::ledger::LedgerError>() {
-        return l.code();
-    }
-    if let Some(a) = err.downcast_ref::<crate::audit::history::AuditError>() {
-        return a.code();
-    }
-    if let Some(s) = err.downcast_ref::<crate::governance::token::SignatureError>() {
-        return Coded::code(s);
-    }
+    try_types!(
+        crate::workflow::Error,
+        crate::forge::ForgeError,
+        crate::errors::Refusal,
+        crate::audit::ledger::LedgerError,
+        crate::audit::history::AuditError,
+        crate::audit::checkpoint::CheckpointError,
+        crate::agent::BackendError,
+        crate::agent::contain::ContainError,
+        crate::config::ConfigError,
+        crate::keys::KeyError,
+        crate::clock::ClockError,
+        crate::fsutil::FsError,
+        crate::git::GitError,
+        crate::git::PatchError,
+        crate::governance::token::SignatureError,
+        crate::governance::token::TokenError,
+        crate::governance::time::TimeError,
+        crate::governance::policy::PolicyError,
+        crate::governance::allowed_signers::AllowedSignersError,
+        std::io::Error,
+        git2::Error,
+    );
     None
 }
 
-/// Where the first error carrying a code sits in the chain, and its code. A refusal attached as
-/// context (`anyhow::Error::context`) is found too; it is the outermost error then.
-fn refusal_in(err: &anyhow::Error) -> Option<(usize, Code)> {
-    let found = err
-        .chain()
+/// What kind of failure an error is, and where in its chain the line people read first sits:
+/// the outermost error whose type knows its kind decides (a wrapper keeps its source's kind);
+/// an error made here in `cli` (a usage problem) is bad input.
+fn kind_of(err: &anyhow::Error) -> (Kind, usize) {
+    err.chain()
         .enumerate()
-        .find_map(|(i, e)| coded(e).map(|code| (i, code)));
-    found.or_else(|| {
-        err.downcast_ref::<crate::workflow::Refusal>()
-            .map(|r| (0, r.code))
-    })
+        .find_map(|(i, e)| classified(e).map(|c| (c.kind(), i + c.refusal_at())))
+        .unwrap_or((Kind::Input, 0))
 }
 
-/// The one place an error becomes an exit class: a broken pipe is success, an error carrying a
-/// code anywhere in its chain is a refusal (exit 1), anything else exit 2.
-fn exit_class(err: &anyhow::Error) -> ExitClass {
-    if is_broken_pipe(err) {
-        ExitClass::BrokenPipe
-    } else if refusal_in(err).is_some() {
-        ExitClass::Refused
-    } else {
-        ExitClass::Error
+/// The one match from a kind to an exit code: 1 refused, 2 bad input or a failure of what
+/// Atelier relies on, 101 a bug (as a panic exits).
+fn exit_code(kind: Kind) -> u8 {
+    match kind {
+        Kind::Refused(_) => 1,
+        Kind::Input | Kind::Environment => 2,
+        Kind::Internal => INTERNAL_EXIT,
     }
 }
+
+/// The exit code of an internal error: a panic in any thread, or a broken invariant.
+const INTERNAL_EXIT: u8 = 101;
 
 /// Parses arguments, runs the command and classifies the outcome into an exit code.
 /// Moves a gate key an older version left in `.atelier/` out of the repository, saying so; a
@@ -385,28 +386,40 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    let err = match run(cli) {
-        Ok(code) => return code,
-        Err(err) => err,
+    // A panic is a bug: it says so (the default hook has printed where) and exits 101.
+    let err = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+        Ok(Ok(code)) => return code,
+        Ok(Err(err)) => err,
+        Err(_) => {
+            note!("internal error: Atelier panicked (above); this is a bug, please report it with that output");
+            return ExitCode::from(INTERNAL_EXIT);
+        }
     };
-    match exit_class(&err) {
-        ExitClass::BrokenPipe => ExitCode::SUCCESS,
-        ExitClass::Refused => {
+    if is_broken_pipe(&err) {
+        // Nobody is reading stdout any more: success (verdict commands never get here).
+        return ExitCode::SUCCESS;
+    }
+    let (kind, at) = kind_of(&err);
+    match kind {
+        Kind::Refused(_) => {
             // The refusal itself (its text starts with its code), then what caused it, if
             // anything did.
-            let (at, _) = refusal_in(&err).expect("classified as a refusal");
             let mut chain = err.chain().skip(at);
             let first = chain.next().map(|r| r.to_string()).unwrap_or_default();
             note!("refused: {first}");
             print_causes(&first, chain);
-            ExitCode::from(1)
         }
-        ExitClass::Error => {
+        Kind::Input | Kind::Environment => {
             note!("error: {err}");
             print_causes(&err.to_string(), err.chain().skip(1));
-            ExitCode::from(2)
+        }
+        Kind::Internal => {
+            note!("internal error: {err}");
+            print_causes(&err.to_string(), err.chain().skip(1));
+            note!("this is a bug in Atelier: please report it with the output above");
         }
     }
+    ExitCode::from(exit_code(kind))
 }
 
 /// Each cause under an error once: a wrapper that shows its source's words (a library's error

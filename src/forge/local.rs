@@ -7,12 +7,12 @@
 
 use std::path::PathBuf;
 
-use crate::workflow::error::Result;
 use git2::Oid;
 
 use super::{
-    Addr, Carried, Comment, Forge, ForgeError, ForgeKind, ForgeMerge, Landing, MergeRequest,
-    Posted, Published, PullRequest, PullState,
+    refuse, Addr, Carried, Comment, Context, Forge, ForgeError, ForgeKind, ForgeMerge, Landing,
+    MergeRequest, Posted, Publish, Published, PullRequest, PullState, RemoteLedger, Result, Shown,
+    Site,
 };
 use crate::audit::view::LedgerView;
 use crate::fsutil::atomic_write;
@@ -20,7 +20,6 @@ use crate::git;
 use crate::governance::time::Timestamp;
 use crate::governance::token::RawToken;
 use crate::governance::Code;
-use crate::workflow::{Evaluation, GateStatus, Publish, Workspace};
 
 /// This clone's records of the proposals it opened, one JSON file per pull request, on every
 /// forge (on GitHub they are what `propose` made and `submit` publishes).
@@ -153,6 +152,58 @@ impl Records {
     }
 }
 
+/// This clone's record of a proposal, checked against the configuration and the ledger, with
+/// its branches' tips: the record must target the protected branch from the proposal's own
+/// branch, and the facts the ledger recorded when the proposal was opened (its pull request
+/// number, branch and proposer) win over the record, which anyone with the clone can edit.
+pub fn checked_record(
+    site: &Site,
+    view: &LedgerView,
+    pull: PullRequest,
+) -> Result<(PullRequest, Oid, Oid)> {
+    let repo = site.repo;
+    let expected_head = format!("atelier/proposals/{}", pull.number);
+    if pull.base_branch != site.branch() || pull.head_branch != expected_head {
+        return Err(refuse(
+            Code::ForgeState,
+            format!(
+                "pull request {} targets `{}` from `{}`; expected `{}` from `{expected_head}` — the forge record was edited",
+                pull.number,
+                pull.base_branch,
+                pull.head_branch,
+                site.branch()
+            ),
+        ));
+    }
+    let opened = view.opened(&pull.proposal);
+    let Some(opened) = opened
+        .clone()
+        .filter(|o| o.pull == pull.number && o.branch == pull.head_branch)
+    else {
+        return Err(refuse(
+            Code::ForgeState,
+            format!(
+                "the forge record of proposal {} names pull request {} from `{}`, but the ledger recorded {} — the forge record was edited",
+                pull.proposal,
+                pull.number,
+                pull.head_branch,
+                match opened {
+                    Some(o) => format!("pull request {} from `{}`", o.pull, o.branch),
+                    None => "no such proposal".to_string(),
+                }
+            ),
+        ));
+    };
+    let pull = PullRequest {
+        proposer: opened.proposer,
+        ..pull
+    };
+    let base = git::branch_tip(repo, &pull.base_branch)?;
+    let head = git::branch_tip(repo, &pull.head_branch)
+        .with_context(|| format!("the proposal branch {} is gone", pull.head_branch))?;
+    Ok((pull, base, head))
+}
+
 impl Forge for LocalForge {
     fn kind(&self) -> ForgeKind {
         ForgeKind::Local
@@ -160,29 +211,32 @@ impl Forge for LocalForge {
 
     fn pull_for(&self, _: &LedgerView, addr: &Addr) -> Result<u64> {
         match addr {
-            Addr::Proposal(id) => crate::workflow::parse_id(id),
+            Addr::Proposal(id) => super::parse_id(id),
             Addr::Pull(n) => Ok(*n),
         }
     }
 
-    fn sync(&self, _: &Workspace, _: bool) -> Result<Vec<String>> {
-        Ok(Vec::new())
+    fn fetch_ledger(&self, _: &Site) -> Result<RemoteLedger> {
+        Ok(RemoteLedger::Local)
+    }
+
+    fn fetched_base(&self, _: &Site) -> Option<Oid> {
+        None
     }
 
     fn carried(
         &self,
-        ws: &Workspace,
+        site: &Site,
         view: &LedgerView,
         n: u64,
         _: Publish,
         delivered: Vec<Comment>,
     ) -> Result<Carried> {
-        let (mut pull, base, head) =
-            crate::workflow::checked_record(ws, view, self.records.get(n)?)?;
+        let (mut pull, base, head) = checked_record(site, view, self.records.get(n)?)?;
         // The record must also be the one its number names (a record copied over another's
         // file is consistent with the ledger, but for another proposal).
         if pull.number != n || pull.proposal != n.to_string() {
-            return Err(crate::workflow::refuse(
+            return Err(refuse(
                 Code::ForgeState,
                 format!(
                     "{} holds the record of pull request {} (proposal {}), not of {n}: the forge record was edited",
@@ -205,17 +259,11 @@ impl Forge for LocalForge {
         true
     }
 
-    fn publish_ledger(&self, _: &Workspace) -> Result<()> {
+    fn publish_ledger(&self, _: &Site) -> Result<()> {
         Ok(())
     }
 
-    fn publish_verdict(
-        &self,
-        _: &Evaluation,
-        _: &[Comment],
-        _: GateStatus,
-        _: &str,
-    ) -> Result<Option<String>> {
+    fn publish_verdict(&self, _: &Shown, _: &[Comment]) -> Result<Option<String>> {
         Ok(None)
     }
 
@@ -223,8 +271,8 @@ impl Forge for LocalForge {
         token.to_text()
     }
 
-    fn post(&self, ws: &Workspace, n: u64, body: &str, now: Timestamp) -> Result<Posted> {
-        let author = ws
+    fn post(&self, site: &Site, n: u64, body: &str, now: Timestamp) -> Result<Posted> {
+        let author = site
             .repo
             .config()
             .ok()
@@ -250,8 +298,8 @@ impl Forge for LocalForge {
         false
     }
 
-    fn prepare(&self, ws: &Workspace, req: &MergeRequest, now: Timestamp) -> Result<Option<Oid>> {
-        let repo = &ws.repo;
+    fn prepare(&self, site: &Site, req: &MergeRequest, now: Timestamp) -> Result<Option<Oid>> {
+        let repo = site.repo;
         let sig = git::signature(repo, now)?;
         let commit = repo.commit(
             None,
@@ -264,15 +312,12 @@ impl Forge for LocalForge {
         Ok(Some(commit))
     }
 
-    fn merge(&self, ws: &Workspace, req: &MergeRequest, prepared: Option<Oid>) -> Result<Landing> {
-        let commit = prepared.ok_or_else(|| {
-            crate::workflow::Error::Input(
-                "the local forge merges only a merge commit prepared here".to_string(),
-            )
-        })?;
-        let refname = format!("refs/heads/{}", ws.branch());
+    fn merge(&self, site: &Site, req: &MergeRequest, prepared: Option<Oid>) -> Result<Landing> {
+        // `prepare` always builds one here: a broken invariant, not bad input.
+        let commit = prepared.expect("the local forge prepares every merge commit it lands");
+        let refname = format!("refs/heads/{}", site.branch());
         if git::compare_and_swap(
-            &ws.repo,
+            site.repo,
             &refname,
             req.base,
             commit,
@@ -281,14 +326,14 @@ impl Forge for LocalForge {
             return Ok(Landing::Landed(commit.to_string()));
         }
         Ok(Landing::BaseMoved {
-            found: git::branch_tip(&ws.repo, ws.branch())
+            found: git::branch_tip(site.repo, site.branch())
                 .map(|o| o.to_string())
                 .unwrap_or_else(|_| "nothing".into()),
         })
     }
 
-    fn fetch_base(&self, ws: &Workspace) -> Result<Oid> {
-        Ok(git::branch_tip(&ws.repo, ws.branch())?)
+    fn fetch_base(&self, site: &Site) -> Result<Oid> {
+        Ok(git::branch_tip(site.repo, site.branch())?)
     }
 
     fn own_account(&self) -> Result<Option<String>> {
@@ -305,19 +350,24 @@ impl Forge for LocalForge {
     }
 
     /// The local forge shows proposals through `atelier show` and `gate`, which read the ledger.
-    fn publish_review(&self, _: &Workspace, _: &LedgerView, _: &PullRequest) -> Result<()> {
+    fn shows_body(&self) -> bool {
+        false
+    }
+
+    fn publish_review(&self, _: &LedgerView, _: &PullRequest, _: &str) -> Result<()> {
         Ok(())
     }
 
     fn publish_proposal(
         &self,
-        ws: &Workspace,
+        site: &Site,
         _: &LedgerView,
         _: &PullRequest,
+        _: &str,
     ) -> Result<Published> {
-        Err(crate::workflow::Error::Input(format!(
+        Err(ForgeError::Input(format!(
             "this command needs [forge] kind = \"github\" in atelier.toml (it is \"{}\"); see docs/github.md",
-            ws.config.forge.kind
+            site.config.forge.kind
         )))
     }
 }

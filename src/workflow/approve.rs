@@ -114,12 +114,12 @@ pub fn approve(
 ) -> Result<Approval> {
     // Taking in the remote ledger moves a ref: like every mutation, under the lock.
     let _lock = ws.lock()?;
-    ws.forge.sync(ws, true)?;
+    super::sync::sync(ws, true)?;
     let view = ws.view()?;
     let n = ws.pull_for(&view, addr)?;
     let carried = ws
         .forge
-        .carried(ws, &view, n, super::Publish::Nothing, Vec::new())?;
+        .carried(&ws.site(), &view, n, super::Publish::Nothing, Vec::new())?;
     super::gate::check_addressed(addr, &carried)?;
     let n = carried.pull.number;
     let pull = carried.pull.clone();
@@ -195,7 +195,7 @@ pub fn approve(
         if ws.forge.records_on_post() {
             ws.check_gate_key()?;
         }
-        let p = ws.forge.post(ws, n, &comment, now)?;
+        let p = ws.forge.post(&ws.site(), n, &comment, now)?;
         if ws.forge.records_on_post() {
             let events: Vec<Event> = tokens
                 .iter()

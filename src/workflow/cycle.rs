@@ -17,7 +17,7 @@ use crate::swarm::evidence::{self, Evidence};
 /// and its branch is at `expected`.
 fn open_at(ws: &Workspace, id: &str, expected: Oid) -> Result<String> {
     let view = ws.view()?;
-    let (pull, _, head) = super::checked_record(ws, &view, ws.pull(id)?)?;
+    let (pull, _, head) = ws.checked_record(&view, ws.pull(id)?)?;
     if pull.state != crate::forge::PullState::Open || view.finished(id) {
         return Err(refuse(
             Code::NotOpen,

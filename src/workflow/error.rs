@@ -1,16 +1,16 @@
-//! The operations' error: what a workflow, forge or swarm operation can fail with (`anyhow`
-//! stays at the CLI's edge). A refusal
-//! carries its [`Code`] (exit 1); everything else is bad input or something in the way (exit 2),
-//! decided once by the CLI (`cli::exit_class`) from [`Coded`].
+//! The governed loop's error: what a workflow operation fails with. It wraps the errors of the
+//! layers below with `From`, keeping each one's [`Kind`] (`errors::Classify`); a refusal
+//! carries its [`Code`] however much context is wrapped around it. Higher layers (the swarm
+//! runtime, the cycle) wrap this one in turn; only `cli` turns a kind into an exit code.
 
+use crate::audit::history::AuditError;
 use crate::audit::ledger::LedgerError;
 use crate::config::ConfigError;
+use crate::errors::{Classify, Kind, Refusal};
 use crate::forge::ForgeError;
 use crate::fsutil::FsError;
 use crate::git::{GitError, PatchError};
-use crate::governance::{Code, Coded};
-
-use super::Refusal;
+use crate::keys::KeyError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -21,12 +21,13 @@ pub enum Error {
     #[error("{refusal}")]
     RefusedBecause {
         refusal: Refusal,
-        /// A boxed [`Error`]: the chain then yields the `Error` itself (for `cli::coded`).
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: Box<Error>,
     },
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
     #[error(transparent)]
     Git(#[from] GitError),
     #[error(transparent)]
@@ -40,24 +41,34 @@ pub enum Error {
     #[error(transparent)]
     Fs(#[from] FsError),
     #[error(transparent)]
-    Io(#[from] std::io::Error),
+    Key(#[from] KeyError),
     #[error(transparent)]
     Clock(#[from] crate::clock::ClockError),
     #[error(transparent)]
-    Key(#[from] ssh_key::Error),
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
-    #[error(transparent)]
-    Template(#[from] minijinja::Error),
+    Backend(#[from] crate::agent::BackendError),
     #[error(transparent)]
     Plan(#[from] crate::swarm::plan::PlanFileError),
     #[error(transparent)]
-    Backend(#[from] crate::agent::BackendError),
-    #[error(transparent)]
     Events(#[from] crate::swarm::events::EventsError),
+    /// Containment that cannot be had, as a refusal (its text starts with its code).
+    #[error("{code}: {0}", code = .0.code())]
+    Contain(#[from] crate::agent::contain::ContainError),
+    /// A file system operation that failed; the message says which file.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A key's bytes that ssh-key could not handle.
+    #[error(transparent)]
+    SshKey(#[from] ssh_key::Error),
+    /// A JSON value that would not (de)serialize.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A template that does not render; the message names it.
+    #[error(transparent)]
+    Template(#[from] minijinja::Error),
+    /// A thread doing part of the work panicked or was cancelled: a bug.
     #[error("a worker task failed: {0}")]
     Join(#[from] tokio::task::JoinError),
-    /// A forge's service failed or answered with an error, in its words and with what to do.
+    /// A forge's or a model endpoint's service failed, in its words and with what to do.
     #[error("{0}")]
     Remote(String),
     /// Bad input: an argument, a file, a key; the message says which and what to do.
@@ -67,10 +78,8 @@ pub enum Error {
     #[error("{context}")]
     Context {
         context: String,
-        /// A boxed [`Error`]: the chain then yields the `Error` itself, so a refusal inside keeps
-        /// its code.
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: Box<Error>,
     },
 }
 
@@ -91,14 +100,39 @@ impl Error {
     }
 }
 
-/// Only the variants that are a coded refusal themselves: a refusal inside a `Context` is
-/// found as the next error of the chain, so the CLI prints it first.
-impl Coded for Error {
-    fn code(&self) -> Option<Code> {
+impl Classify for Error {
+    fn kind(&self) -> Kind {
         match self {
-            Error::Refused(r) | Error::RefusedBecause { refusal: r, .. } => Some(r.code),
-            Error::Ledger(l) => l.code(),
-            _ => None,
+            Error::Refused(r) | Error::RefusedBecause { refusal: r, .. } => r.kind(),
+            Error::Ledger(e) => e.kind(),
+            Error::Audit(e) => e.kind(),
+            Error::Git(e) => e.kind(),
+            Error::Patch(e) => e.kind(),
+            Error::Forge(e) => e.kind(),
+            Error::Config(e) => e.kind(),
+            Error::Fs(e) => e.kind(),
+            Error::Key(e) => e.kind(),
+            Error::Clock(e) => e.kind(),
+            Error::Backend(e) => e.kind(),
+            Error::Contain(e) => e.kind(),
+            Error::Plan(_)
+            | Error::Input(_)
+            | Error::SshKey(_)
+            | Error::Json(_)
+            | Error::Template(_) => Kind::Input,
+            Error::Events(_) | Error::Git2(_) | Error::Io(_) | Error::Remote(_) => {
+                Kind::Environment
+            }
+            Error::Join(_) => Kind::Internal,
+            Error::Context { source, .. } => source.kind(),
+        }
+    }
+
+    fn refusal_at(&self) -> usize {
+        match self {
+            Error::Forge(e) => e.refusal_at(),
+            Error::Context { source, .. } => 1 + source.refusal_at(),
+            _ => 0,
         }
     }
 }
@@ -126,5 +160,51 @@ impl<T> Context<T> for Option<T> {
 
     fn with_context(self, context: impl FnOnce() -> String) -> Result<T> {
         self.ok_or_else(|| Error::input(context()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::governance::Code;
+
+    #[test]
+    fn a_refusal_keeps_its_kind_under_context_and_says_where_it_is() {
+        let e = Error::from(Refusal::new(Code::StaleHead, "moved"))
+            .context("merging 3")
+            .context("the merge command");
+        assert_eq!(e.kind(), Kind::Refused(Code::StaleHead));
+        assert_eq!(e.refusal_at(), 2);
+        let chain: Vec<String> =
+            std::iter::successors(Some(&e as &(dyn std::error::Error + 'static)), |e| {
+                e.source()
+            })
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(chain[2], "E_STALE_HEAD: moved");
+    }
+
+    #[test]
+    fn a_forge_refusal_under_forge_context_is_found_through_the_wrapper() {
+        let f = ForgeError::from(Refusal::new(Code::ForgeState, "edited")).context("reading 2");
+        let e = Error::from(f).context("gate");
+        assert_eq!(e.kind(), Kind::Refused(Code::ForgeState));
+        assert_eq!(e.refusal_at(), 2);
+    }
+
+    #[test]
+    fn an_io_failure_is_the_environments_not_bad_input() {
+        let e = Error::from(std::io::Error::other("disk full")).context("writing x");
+        assert_eq!(e.kind(), Kind::Environment);
+    }
+
+    #[test]
+    fn a_panicked_worker_is_internal() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let join = rt.block_on(async { tokio::spawn(async { panic!("boom") }).await });
+        let e = Error::from(join.expect_err("the task panicked"));
+        assert_eq!(e.kind(), Kind::Internal);
     }
 }

@@ -7,31 +7,10 @@ use crate::workflow::error::Result;
 use super::{evaluate_at, Evaluation, Workspace};
 use crate::audit::ledger::Event;
 use crate::audit::view::LedgerView;
-use crate::forge::{Addr, Comment};
+use crate::forge::{Addr, Comment, GateStatus, Publish, Shown, DESCRIPTION_MAX};
 use crate::governance::time::Timestamp;
 use crate::governance::token::{self, RawToken, Verdict};
 use crate::governance::Code;
-
-/// What a verdict looks like on a forge: a commit status's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GateStatus {
-    /// Only approvals are missing.
-    Pending,
-    Success,
-    Failure,
-}
-
-/// What an evaluation writes to the forge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Publish {
-    /// Nothing: evaluate only.
-    Nothing,
-    /// The verdict (GitHub: the status and the summary comment).
-    Verdict,
-    /// `pending` first (a new head arrived), then the verdict.
-    PendingThenVerdict,
-}
 
 /// What `gate` did.
 pub struct GateRun {
@@ -46,9 +25,6 @@ pub struct GateRun {
     pub published: Option<String>,
     pub notes: Vec<String>,
 }
-
-/// GitHub's limit on a status description, which every forge keeps to.
-pub const DESCRIPTION_MAX: usize = 140;
 
 /// The status a decision shows, and its description (at most 140 characters).
 pub fn status_for(eval: &Evaluation) -> (GateStatus, String) {
@@ -84,18 +60,7 @@ pub fn status_for(eval: &Evaluation) -> (GateStatus, String) {
             text,
         )
     };
-    (state, clip(&text, DESCRIPTION_MAX))
-}
-
-/// One line of at most `max` characters.
-pub fn clip(s: &str, max: usize) -> String {
-    let s = s.replace(['\n', '\r'], " ");
-    if s.chars().count() <= max {
-        return s;
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
+    (state, crate::text::clip(&text, DESCRIPTION_MAX))
 }
 
 /// Runs the gate on the proposal `addr` names and records its decision (the `gate` command).
@@ -114,7 +79,7 @@ pub fn gate_locked(
     publish: Publish,
     delivered: Vec<Comment>,
 ) -> Result<GateRun> {
-    let notes = ws.forge.sync(ws, false)?;
+    let notes = super::sync::sync(ws, false)?;
     let view = ws.view()?;
     judge(ws, &view, addr, now, publish, delivered, notes)
 }
@@ -129,7 +94,7 @@ pub(super) fn judge(
     mut notes: Vec<String>,
 ) -> Result<GateRun> {
     let n = ws.pull_for(view, addr)?;
-    let carried = ws.forge.carried(ws, view, n, publish, delivered)?;
+    let carried = ws.forge.carried(&ws.site(), view, n, publish, delivered)?;
     check_addressed(addr, &carried)?;
     let eval = evaluate_at(ws, view, carried.pull, carried.base, carried.head, now)?;
     let (status, description) = status_for(&eval);
@@ -159,7 +124,7 @@ pub(super) fn judge(
                     ws.record(events, now)?;
                     // Published at once: every clone's view of the ledger (and this machine's
                     // memory of it) stays one the forge can give them.
-                    if let Err(e) = ws.forge.publish_ledger(ws) {
+                    if let Err(e) = ws.forge.publish_ledger(&ws.site()) {
                         notes.push(format!(
                             "the ledger was recorded but not pushed ({}); the next command that pushes it catches up",
                             crate::errors::chain(&e)
@@ -172,9 +137,14 @@ pub(super) fn judge(
             Err(_) => notes
                 .push("no gate key here: tokens were judged but not recorded in the ledger".into()),
         }
-        published = ws
-            .forge
-            .publish_verdict(&eval, &carried.editable, status, &description)?;
+        let shown = Shown {
+            pull: eval.pull.number,
+            head: &eval.change.head,
+            status,
+            description: &description,
+            summary: &super::body::summary(&eval),
+        };
+        published = ws.forge.publish_verdict(&shown, &carried.editable)?;
     }
     Ok(GateRun {
         eval,

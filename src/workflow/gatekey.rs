@@ -102,17 +102,17 @@ pub fn legacy_key(
         .open(&from)
         .and_then(|mut f| f.read_to_end(&mut bytes))
         .map_err(|e| Error::input(format!("reading {}: {e}", from.display())))?;
-    let Ok(key) = super::read_signing_key_bytes(&bytes) else {
+    let Ok(key) = crate::keys::read_signing_key_bytes(&bytes) else {
         return refuse("not an OpenSSH ed25519 private key");
     };
     let published = match crate::git::branch_tip(repo, &config.forge.branch) {
-        Ok(tip) => super::published_gate_key(repo, &tip.to_string())?,
+        Ok(tip) => crate::keys::published_gate_key(repo, &tip.to_string())?,
         Err(_) => None,
     }
     .or_else(|| {
         std::fs::read_to_string(root.join(crate::governance::policy::GATE_KEY_PATH))
             .ok()
-            .and_then(|t| super::parse_public_key(&t))
+            .and_then(|t| crate::keys::parse_public_key(&t))
     });
     if published != Some(key.verifying_key()) {
         return refuse(&format!(
@@ -206,7 +206,7 @@ pub fn recovery_marker(key_path: &Path) -> PathBuf {
 pub fn recovering(key_path: &Path) -> Option<ed25519_dalek::VerifyingKey> {
     std::fs::read_to_string(recovery_marker(key_path))
         .ok()
-        .and_then(|t| super::parse_public_key(&t))
+        .and_then(|t| crate::keys::parse_public_key(&t))
 }
 
 /// A new gate key made to replace a lost one.
@@ -221,7 +221,7 @@ pub struct Recovered {
 /// error when a key is there otherwise (a key you hold is rotated, never recovered).
 fn interrupted(root: &Path, config: &Config) -> Result<Option<Recovered>> {
     let path = location(root, config)?;
-    if let (Some(marked), Ok(key)) = (recovering(&path), super::read_signing_key(&path)) {
+    if let (Some(marked), Ok(key)) = (recovering(&path), crate::keys::read_signing_key(&path)) {
         if key.verifying_key() == marked {
             let public = std::fs::read_to_string(recovery_marker(&path))
                 .unwrap_or_default()
@@ -278,7 +278,7 @@ pub fn recover_and_propose(
     now: crate::governance::time::Timestamp,
 ) -> Result<Recovery> {
     if let Some(resumed) = interrupted(&ws.root, &ws.config)? {
-        let signs = super::parse_public_key(&resumed.public).is_some_and(|k| {
+        let signs = crate::keys::parse_public_key(&resumed.public).is_some_and(|k| {
             crate::audit::ledger::read(&ws.repo)
                 .ok()
                 .flatten()
@@ -294,7 +294,7 @@ pub fn recover_and_propose(
         if signs {
             return Err(Error::input(format!(
                 "a recovery is in progress: the new gate key {} at {} already signs the ledger; have its proposal (`atelier proposals`) approved by the constitution quorum and merged",
-                super::key_fingerprint(&resumed.public),
+                crate::keys::key_fingerprint(&resumed.public),
                 resumed.path.display()
             )));
         }
@@ -315,7 +315,7 @@ pub fn recover_and_propose(
         )));
     }
     let r = recover(&ws.root, &ws.config)?;
-    let fingerprint = super::key_fingerprint(&r.public);
+    let fingerprint = crate::keys::key_fingerprint(&r.public);
     let repo = &ws.repo;
     let tip = crate::git::branch_tip(repo, ws.branch())?;
     let base = repo.find_commit(tip)?.tree()?;

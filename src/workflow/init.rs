@@ -157,7 +157,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         report
             .kept
             .push(format!("{} (the gate key)", key_path.display()));
-        super::read_signing_key(&key_path)?
+        crate::keys::read_signing_key(&key_path)?
     } else {
         let key = SigningKey::generate(&mut rand_core::OsRng);
         let pair = Ed25519Keypair::from_seed(&key.to_bytes());

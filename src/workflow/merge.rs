@@ -7,10 +7,11 @@
 use crate::workflow::error::Result;
 use git2::Oid;
 
-use super::gate::{judge, GateRun, Publish};
+use super::gate::{judge, GateRun};
 use super::{decision_event, refuse, Evaluation, Workspace};
 use crate::audit::ledger::{self, Event, MergeRecord};
 use crate::audit::view::Intent;
+use crate::forge::Publish;
 use crate::forge::{Addr, Landing, MergeRequest, PullState};
 use crate::git;
 use crate::governance::time::Timestamp;
@@ -87,7 +88,7 @@ pub fn merge(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome
 /// [`merge`] under the repository lock the caller holds.
 pub fn merge_locked(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome> {
     ws.gate_key()?;
-    let notes = ws.forge.sync(ws, true)?;
+    let notes = super::sync::sync(ws, true)?;
     let view = ws.view()?;
     let n = ws.pull_for(&view, addr)?;
     // A merge this gate asked for may have landed without being recorded (a crash, a lost
@@ -123,7 +124,7 @@ pub fn merge_locked(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Merge
         ws.record(vec![decision_event(&run.eval)], now)?;
     }
     if !run.eval.decision.allowed {
-        ws.forge.publish_ledger(ws)?;
+        ws.forge.publish_ledger(&ws.site())?;
         return Ok(MergeOutcome::Refused(Box::new(run)));
     }
     let eval = &run.eval;
@@ -167,7 +168,7 @@ pub fn merge_locked(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Merge
         tree,
         message,
     };
-    let prepared = ws.forge.prepare(ws, &req, now)?;
+    let prepared = ws.forge.prepare(&ws.site(), &req, now)?;
     if let Some(commit) = prepared {
         // Recorded before the branch moves: a crash after the swap still leaves the merge in
         // the ledger.
@@ -178,9 +179,9 @@ pub fn merge_locked(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Merge
     }
     // Published before the merge exists: a clone that sees the merge commit can always fetch a
     // ledger that extends the checkpoint it names (otherwise it would look like a rollback).
-    ws.forge.publish_ledger(ws)?;
+    ws.forge.publish_ledger(&ws.site())?;
     let commit_of = |c: Option<Oid>| c.map(|c| c.to_string()).unwrap_or_default();
-    let landed = match ws.forge.merge(ws, &req, prepared)? {
+    let landed = match ws.forge.merge(&ws.site(), &req, prepared)? {
         Landing::Landed(sha) => sha,
         Landing::BaseMoved { found } => {
             let branch = ws.branch();
@@ -192,7 +193,7 @@ pub fn merge_locked(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Merge
                 }],
                 now,
             )?;
-            ws.forge.publish_ledger(ws)?;
+            ws.forge.publish_ledger(&ws.site())?;
             return Err(refuse(
                 Code::BaseMoved,
                 format!(
@@ -203,7 +204,7 @@ pub fn merge_locked(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Merge
         }
         Landing::HeadMoved { found, reason } => {
             ws.record(vec![aborted(&intent, prepared, reason.clone())], now)?;
-            ws.forge.publish_ledger(ws)?;
+            ws.forge.publish_ledger(&ws.site())?;
             return Err(refuse(
                 Code::HeadMoved,
                 format!(
@@ -214,7 +215,7 @@ pub fn merge_locked(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<Merge
         }
         Landing::NotMergeable(reason) => {
             ws.record(vec![aborted(&intent, prepared, reason.clone())], now)?;
-            ws.forge.publish_ledger(ws)?;
+            ws.forge.publish_ledger(&ws.site())?;
             return Err(refuse(
                 Code::NotMergeable,
                 format!(
@@ -306,7 +307,7 @@ fn alarm(
             source: Box::new(e),
         };
     }
-    let pushed = ws.forge.publish_ledger(ws);
+    let pushed = ws.forge.publish_ledger(&ws.site());
     let commented = ws.forge.announce_alarm(n, code, &detail);
     let mut message = format!(
         "{detail}; the alarm is recorded in the ledger — investigate before anything else merges"
@@ -355,7 +356,7 @@ fn conclude(
     let base = Oid::from_str(&intent.base)?;
     let head = Oid::from_str(&intent.head)?;
     let tree = Oid::from_str(&intent.tree)?;
-    let fetched_base = ws.forge.fetch_base(ws)?;
+    let fetched_base = ws.forge.fetch_base(&ws.site())?;
     // The forge's answer is not trusted: the commit it names must be what the protected branch
     // now holds (its new tip; for a request concluded later, on its first-parent line).
     let named = Oid::from_str(&landed).ok();
@@ -423,7 +424,7 @@ fn conclude(
         // The ledger now says which key is in force; the recovery is over.
         let _ = std::fs::remove_file(super::gatekey::recovery_marker(&key_path));
     }
-    ws.forge.publish_ledger(ws)?;
+    ws.forge.publish_ledger(&ws.site())?;
     // This clone's record of the proposal, where it has one, says so too.
     if let Ok(id) = super::parse_id(&intent.proposal) {
         if ws.records.get(id).is_ok() {
@@ -618,11 +619,11 @@ pub struct Closed {
 /// marks this clone's record, publishes the ledger, and closes the pull request on the forge.
 pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -> Result<Closed> {
     let _lock = ws.lock()?;
-    ws.forge.sync(ws, true)?;
+    super::sync::sync(ws, true)?;
     let view = ws.view()?;
     // The record must be the one the ledger opened under this id: an edited record never
     // closes another proposal.
-    let (pull, _, _) = super::checked_record(ws, &view, ws.pull(id)?)?;
+    let (pull, _, _) = ws.checked_record(&view, ws.pull(id)?)?;
     if pull.proposal != id {
         return Err(refuse(
             Code::ForgeState,
@@ -680,7 +681,7 @@ pub fn close(ws: &Workspace, id: &str, reason: Option<String>, now: Timestamp) -
             now,
         )?;
     }
-    if let Err(e) = ws.forge.publish_ledger(ws) {
+    if let Err(e) = ws.forge.publish_ledger(&ws.site()) {
         notes.push(format!(
             "the ledger records the close but was not pushed ({}); the next command that pushes it catches up",
             crate::errors::chain(&e)

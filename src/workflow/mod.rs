@@ -3,6 +3,7 @@
 //! the pure gate in `governance`, and records every step in the ledger. It never prints.
 
 mod approve;
+pub mod body;
 pub mod cycle;
 pub mod error;
 pub mod gate;
@@ -10,14 +11,13 @@ mod init;
 pub(crate) mod merge;
 mod propose;
 pub mod review;
+pub mod serve;
+pub mod sync;
 
 pub mod gatekey;
 pub use approve::{approve, payload_from, Approval, ApproveOptions, Sign};
 pub use error::{Error, Result};
-pub use gate::{
-    bound_pull, clip, decision_event, gate, gate_locked, status_for, GateRun, GateStatus, Publish,
-    DESCRIPTION_MAX,
-};
+pub use gate::{bound_pull, decision_event, gate, gate_locked, status_for, GateRun};
 pub use init::{init, keygen, InitReport, KeygenReport};
 pub use merge::{
     close, merge, merge_locked, merge_message, merge_message_at, Closed, MergeOutcome, Merged,
@@ -26,10 +26,10 @@ pub use propose::{propose, submit, ProposeOptions, Proposed};
 
 use std::path::{Path, PathBuf};
 
-use crate::workflow::error::Context;
 use ed25519_dalek::SigningKey;
 use git2::{Oid, Repository};
-use thiserror::Error;
+
+use crate::workflow::error::Context;
 
 use crate::audit::ledger::{self, Event};
 use crate::audit::view::LedgerView;
@@ -37,7 +37,7 @@ use crate::audit::witness;
 use crate::config::Config;
 use crate::forge::github::GitHubForge;
 use crate::forge::local::{LocalForge, Records};
-use crate::forge::{Addr, Forge, PullRequest, PullState};
+use crate::forge::{Addr, Forge, PullRequest, PullState, Site};
 use crate::fsutil::Lock;
 use crate::git;
 use crate::governance::decision::{self, Change, Decision, GateInput};
@@ -46,29 +46,12 @@ use crate::governance::time::Timestamp;
 use crate::governance::token::RawToken;
 use crate::governance::Code;
 
-/// A refusal: the command understood the request and said no. Exit code 1, with a stable code.
-#[derive(Debug, Error)]
-#[error("{code}: {message}")]
-pub struct Refusal {
-    pub code: Code,
-    pub message: String,
-}
+pub use crate::errors::Refusal;
+pub use crate::forge::{parse_id, GateStatus, Publish, DESCRIPTION_MAX};
+use crate::keys::{branch_gate_keys, parse_public_key, read_signing_key_bytes};
+pub use crate::keys::{key_fingerprint, published_gate_key, read_signing_key};
 
-impl crate::governance::Coded for Refusal {
-    fn code(&self) -> Option<Code> {
-        Some(self.code)
-    }
-}
-
-impl Refusal {
-    pub fn new(code: Code, message: impl Into<String>) -> Refusal {
-        Refusal {
-            code,
-            message: message.into(),
-        }
-    }
-}
-
+/// A refusal with `code`, as the governed loop's error.
 pub fn refuse(code: Code, message: impl Into<String>) -> crate::workflow::Error {
     Refusal::new(code, message).into()
 }
@@ -142,6 +125,30 @@ impl Workspace {
             records,
             forge,
         })
+    }
+
+    /// What the forge works on: this clone and its records.
+    pub fn site(&self) -> Site<'_> {
+        Site {
+            root: &self.root,
+            repo: &self.repo,
+            config: &self.config,
+            records: &self.records,
+        }
+    }
+
+    /// This clone's record of pull request `pull`, checked against the configuration and the
+    /// ledger, with its branches' tips (`forge::local::checked_record`).
+    pub fn checked_record(
+        &self,
+        view: &LedgerView,
+        pull: PullRequest,
+    ) -> Result<(PullRequest, Oid, Oid)> {
+        Ok(crate::forge::local::checked_record(
+            &self.site(),
+            view,
+            pull,
+        )?)
     }
 
     pub fn atelier_dir(&self) -> PathBuf {
@@ -251,7 +258,7 @@ impl Workspace {
         // what is there is this repository's key.
         if path.as_ref().map_or(true, |p| !p.exists()) {
             if let Ok(Some(bytes)) = gatekey::legacy_key(&self.repo, &self.root, &self.config) {
-                return read_signing_key_bytes(&bytes);
+                return Ok(read_signing_key_bytes(&bytes)?);
             }
         }
         let path = path?;
@@ -270,7 +277,7 @@ impl Workspace {
 
     /// The pull request an address names, on this workspace's forge.
     pub fn pull_for(&self, view: &LedgerView, addr: &Addr) -> Result<u64> {
-        self.forge.pull_for(view, addr)
+        Ok(self.forge.pull_for(view, addr)?)
     }
 
     /// The ledger, read once for a command.
@@ -299,7 +306,7 @@ impl Workspace {
                             rotated.proposal,
                             rotated.commit,
                             key_fingerprint(&rotated.key),
-                            vk_fingerprint(&own),
+                            crate::keys::fingerprint(&own),
                             self.gate_key_path()?.display()
                         ),
                     ));
@@ -312,11 +319,11 @@ impl Workspace {
                             Code::GateKeyNotInForce,
                             format!(
                                 "this machine's gate key {} at {} is not one branch `{}` has published in {} (expected: {}): restore the gate key; if it is lost, `atelier gate-key recover` (GOVERNANCE.md, \"A lost gate key\")",
-                                vk_fingerprint(&own),
+                                crate::keys::fingerprint(&own),
                                 self.gate_key_path()?.display(),
                                 self.branch(),
                                 crate::governance::policy::GATE_KEY_PATH,
-                                vk_fingerprint(&published[0])
+                                crate::keys::fingerprint(&published[0])
                             ),
                         ));
                     }
@@ -557,28 +564,6 @@ pub fn branch_floor(
     Ok(None)
 }
 
-/// An OpenSSH public key line's ed25519 key, if it is one.
-pub fn parse_public_key(line: &str) -> Option<ed25519_dalek::VerifyingKey> {
-    ssh_key::PublicKey::from_openssh(line.trim())
-        .ok()
-        .and_then(|k| k.key_data().ed25519().map(|e| e.0))
-        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
-}
-
-/// The `SHA256:…` fingerprint of a verifying key.
-pub fn vk_fingerprint(key: &ed25519_dalek::VerifyingKey) -> String {
-    crate::governance::token::fingerprint(&ssh_key::public::KeyData::Ed25519(
-        ssh_key::public::Ed25519PublicKey(key.to_bytes()),
-    ))
-}
-
-/// The fingerprint of an OpenSSH public key line, or why there is none.
-pub fn key_fingerprint(line: &str) -> String {
-    parse_public_key(line)
-        .map(|k| vk_fingerprint(&k))
-        .unwrap_or_else(|| "a key that does not parse".into())
-}
-
 /// The `gate-key-rotated` event a merge of `base` into `landed` calls for: when the merged tree
 /// publishes another gate key than the base did.
 pub fn rotation(
@@ -607,55 +592,6 @@ pub fn rotation(
     }))
 }
 
-/// The gate key `policies/gate_key.pub` publishes at commit `at`.
-pub fn published_gate_key(
-    repo: &Repository,
-    at: &str,
-) -> Result<Option<ed25519_dalek::VerifyingKey>> {
-    let tree = repo.find_commit(Oid::from_str(at)?)?.tree()?;
-    Ok(
-        git::read_file(repo, &tree, crate::governance::policy::GATE_KEY_PATH)?
-            .and_then(|b| String::from_utf8(b).ok())
-            .and_then(|t| ssh_key::PublicKey::from_openssh(t.trim()).ok())
-            .and_then(|k| k.key_data().ed25519().map(|e| e.0))
-            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok()),
-    )
-}
-
-/// Every distinct gate key `branch` published on its first-parent line since `adoption`, newest
-/// first.
-pub fn branch_gate_keys(
-    repo: &Repository,
-    branch: &str,
-    adoption: Option<&str>,
-) -> Result<Vec<ed25519_dalek::VerifyingKey>> {
-    let Ok(tip) = git::branch_tip(repo, branch) else {
-        return Ok(Vec::new());
-    };
-    let mut walk = repo.revwalk()?;
-    walk.push(tip)?;
-    walk.simplify_first_parent()?;
-    let (mut blobs, mut keys) = (Vec::new(), Vec::new());
-    for oid in walk {
-        let oid = oid?;
-        let tree = repo.find_commit(oid)?.tree()?;
-        if let Ok(entry) = tree.get_path(std::path::Path::new(
-            crate::governance::policy::GATE_KEY_PATH,
-        )) {
-            if !blobs.contains(&entry.id()) {
-                blobs.push(entry.id());
-                if let Some(k) = published_gate_key(repo, &oid.to_string())? {
-                    keys.push(k);
-                }
-            }
-        }
-        if adoption == Some(oid.to_string().as_str()) {
-            break;
-        }
-    }
-    Ok(keys)
-}
-
 /// The gate's public key: this machine's own, where it holds the private key; else the one the
 /// protected branch publishes.
 pub fn gate_public_key(ws: &Workspace) -> Result<Option<ed25519_dalek::VerifyingKey>> {
@@ -665,7 +601,7 @@ pub fn gate_public_key(ws: &Workspace) -> Result<Option<ed25519_dalek::Verifying
     let Ok(tip) = git::branch_tip(&ws.repo, ws.branch()) else {
         return Ok(None);
     };
-    published_gate_key(&ws.repo, &tip.to_string())
+    Ok(published_gate_key(&ws.repo, &tip.to_string())?)
 }
 
 /// The working tree must be the directory that holds `.git` (found walking up from `dir`): a
@@ -697,61 +633,6 @@ fn check_working_tree(dir: &Path, root: &Path) -> Result<()> {
         // No `.git` on the way up (GIT_DIR set by the caller): git found it, trust that.
         None => Ok(()),
     }
-}
-
-/// Reads an unencrypted OpenSSH ed25519 private key.
-pub fn read_signing_key(path: &Path) -> Result<SigningKey> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading key {}", path.display()))?;
-    let key = match ssh_key::PrivateKey::from_openssh(&text) {
-        Ok(k) => k,
-        Err(_) if ssh_key::PublicKey::from_openssh(text.trim()).is_ok() => {
-            let private = path.to_string_lossy().strip_suffix(".pub").map(PathBuf::from);
-            return Err(crate::workflow::Error::Input(format!(
-                "{}: this is a public key; --key takes the private key{}",
-                path.display(),
-                match private.filter(|p| p.is_file()) {
-                    Some(p) => format!(" (probably {})", p.display()),
-                    None => " (the file without `.pub`)".into(),
-                }
-            )));
-        }
-        Err(e) => {
-            return Err(crate::workflow::Error::Input(format!(
-                "{}: not an OpenSSH private key ({e}); --key takes the file `atelier keygen` or `ssh-keygen -t ed25519` wrote (the one without `.pub`)",
-                path.display()
-            )))
-        }
-    };
-    if key.is_encrypted() {
-        return Err(crate::workflow::Error::Input(format!(
-            "{}: the key is passphrase-protected; atelier does not read encrypted keys. Sign with ssh-keygen instead: `atelier approve <id> --payload > p && ssh-keygen -Y sign -f {} -n atelier-approval p && atelier approve <id> --signature p.sig`",
-            path.display(),
-            path.display()
-        )));
-    }
-    let Some(pair) = key.key_data().ed25519() else {
-        return Err(crate::workflow::Error::Input(format!(
-            "{}: a {} key; approvals must use ed25519 (`atelier keygen` makes one)",
-            path.display(),
-            key.algorithm()
-        )));
-    };
-    Ok(SigningKey::from_bytes(&pair.private.to_bytes()))
-}
-
-/// An unencrypted OpenSSH ed25519 private key from its bytes (never shown in errors).
-pub fn read_signing_key_bytes(bytes: &[u8]) -> Result<SigningKey> {
-    let key = std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|t| ssh_key::PrivateKey::from_openssh(t).ok())
-        .filter(|k| !k.is_encrypted())
-        .ok_or_else(|| Error::input("not an unencrypted OpenSSH private key"))?;
-    let pair = key
-        .key_data()
-        .ed25519()
-        .ok_or_else(|| Error::input("not an ed25519 key"))?;
-    Ok(SigningKey::from_bytes(&pair.private.to_bytes()))
 }
 
 /// The first setting that decides what contained programs run or reach (by its atelier.toml
@@ -807,70 +688,6 @@ pub struct Evaluation {
     pub merge_tree: Option<Oid>,
 }
 
-/// A proposal id: digits, without leading zeros.
-pub fn parse_id(id: &str) -> Result<u64> {
-    let canonical = !id.is_empty()
-        && id.bytes().all(|b| b.is_ascii_digit())
-        && !(id.len() > 1 && id.starts_with('0'));
-    id.parse().ok().filter(|_| canonical).ok_or_else(|| {
-        crate::workflow::Error::Input(format!(
-            "`{id}` is not a proposal id: ids are numbers written without leading zeros (`atelier proposals` lists them)"
-        ))
-    })
-}
-
-/// This clone's record of a proposal, checked against the configuration and the ledger, with
-/// its branches' tips: the record must target the protected branch from the proposal's own
-/// branch, and the facts the ledger recorded when the proposal was opened (its pull request
-/// number, branch and proposer) win over the record, which anyone with the clone can edit.
-pub fn checked_record(
-    ws: &Workspace,
-    view: &LedgerView,
-    pull: PullRequest,
-) -> Result<(PullRequest, Oid, Oid)> {
-    let repo = &ws.repo;
-    let expected_head = format!("atelier/proposals/{}", pull.number);
-    if pull.base_branch != ws.branch() || pull.head_branch != expected_head {
-        return Err(refuse(
-            Code::ForgeState,
-            format!(
-                "pull request {} targets `{}` from `{}`; expected `{}` from `{expected_head}` — the forge record was edited",
-                pull.number,
-                pull.base_branch,
-                pull.head_branch,
-                ws.branch()
-            ),
-        ));
-    }
-    let opened = view.opened(&pull.proposal);
-    let Some(opened) = opened
-        .clone()
-        .filter(|o| o.pull == pull.number && o.branch == pull.head_branch)
-    else {
-        return Err(refuse(
-            Code::ForgeState,
-            format!(
-                "the forge record of proposal {} names pull request {} from `{}`, but the ledger recorded {} — the forge record was edited",
-                pull.proposal,
-                pull.number,
-                pull.head_branch,
-                match opened {
-                    Some(o) => format!("pull request {} from `{}`", o.pull, o.branch),
-                    None => "no such proposal".to_string(),
-                }
-            ),
-        ));
-    };
-    let pull = PullRequest {
-        proposer: opened.proposer,
-        ..pull
-    };
-    let base = git::branch_tip(repo, &pull.base_branch)?;
-    let head = git::branch_tip(repo, &pull.head_branch)
-        .with_context(|| format!("the proposal branch {} is gone", pull.head_branch))?;
-    Ok((pull, base, head))
-}
-
 /// Runs the gate on this clone's record of a proposal, as its branches are here. Records
 /// nothing.
 pub fn evaluate(
@@ -879,7 +696,7 @@ pub fn evaluate(
     pull: PullRequest,
     now: Timestamp,
 ) -> Result<Evaluation> {
-    let (pull, base, head) = checked_record(ws, view, pull)?;
+    let (pull, base, head) = ws.checked_record(view, pull)?;
     evaluate_at(ws, view, pull, base, head, now)
 }
 

@@ -219,12 +219,12 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
 /// updates its pull request) and records the pull request and head in the ledger.
 pub fn submit(ws: &Workspace, id: &str, now: Timestamp) -> Result<crate::forge::Published> {
     let _lock = ws.lock()?;
-    ws.forge.sync(ws, true)?;
+    super::sync::sync(ws, true)?;
     let view = ws.view()?;
     // The record must be the one the ledger opened: its number, branch and (from the ledger)
     // proposer; an edited record can neither publish another proposal's branch under this id
     // nor clear who proposed it.
-    let (pull, _, _) = super::checked_record(ws, &view, ws.pull(id)?)?;
+    let (pull, _, _) = ws.checked_record(&view, ws.pull(id)?)?;
     if pull.proposal != id {
         return Err(super::refuse(
             Code::ForgeState,
@@ -240,7 +240,14 @@ pub fn submit(ws: &Workspace, id: &str, now: Timestamp) -> Result<crate::forge::
             format!("proposal {id} is merged or closed; there is nothing to submit"),
         ));
     }
-    let published = ws.forge.publish_proposal(ws, &view, &pull)?;
+    let body = if ws.forge.shows_body() {
+        let base = crate::git::branch_tip(&ws.repo, ws.branch())?;
+        let head = crate::git::branch_tip(&ws.repo, &pull.head_branch)?;
+        super::body::render(ws, &view, &pull, base, head)?
+    } else {
+        String::new()
+    };
+    let published = ws.forge.publish_proposal(&ws.site(), &view, &pull, &body)?;
     let already = view
         .submitted_heads()
         .any(|(p, n, h)| p == pull.proposal && n == published.pull && h == published.head);
@@ -255,7 +262,7 @@ pub fn submit(ws: &Workspace, id: &str, now: Timestamp) -> Result<crate::forge::
             }],
             now,
         )?;
-        ws.forge.publish_ledger(ws)?;
+        ws.forge.publish_ledger(&ws.site())?;
     }
     Ok(published)
 }

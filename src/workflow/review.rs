@@ -67,11 +67,11 @@ fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result
     // Read the change under the lock; the agent reviewers (minutes, perhaps) run without it.
     let (mut r, pull, open, prepared) = {
         let _lock = ws.lock()?;
-        notes.extend(ws.forge.sync(ws, false)?);
+        notes.extend(super::sync::sync(ws, false)?);
         let view = ws.view()?;
         let carried = match addr {
             Addr::Proposal(id) if local => {
-                let (pull, base, head) = super::checked_record(ws, &view, ws.pull(id)?)?;
+                let (pull, base, head) = ws.checked_record(&view, ws.pull(id)?)?;
                 Carried {
                     pull,
                     base,
@@ -81,9 +81,9 @@ fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result
             }
             _ => {
                 let n = ws.pull_for(&view, addr)?;
-                let carried = ws
-                    .forge
-                    .carried(ws, &view, n, Publish::Nothing, Vec::new())?;
+                let carried =
+                    ws.forge
+                        .carried(&ws.site(), &view, n, Publish::Nothing, Vec::new())?;
                 check_addressed(addr, &carried)?;
                 carried
             }
@@ -205,7 +205,7 @@ fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result
             .last()
             .and_then(|l| crate::audit::ledger::Entry::parse(l).ok())
             .map(|e| e.seq);
-        if let Err(e) = ws.forge.publish_ledger(ws) {
+        if let Err(e) = ws.forge.publish_ledger(&ws.site()) {
             notes.push(format!(
                 "the verdict was recorded but the ledger was not pushed ({}); the next command that pushes it catches up",
                 crate::errors::chain(&e)
@@ -219,7 +219,7 @@ fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result
             return Ok(r);
         }
         if let Ok(record) = ws.pull(&r.proposal) {
-            if let Err(e) = ws.forge.publish_review(ws, &view, &record) {
+            if let Err(e) = super::body::publish_review(ws, &view, record) {
                 notes.push(format!(
                     "the pull request body was not updated: {}",
                     crate::errors::chain(&e)
@@ -455,11 +455,11 @@ fn prepare(
             &format!("the proposal's base {base}"),
         ) {
             Ok(Some(t)) => t,
-            Err(Error::Input(why)) => {
+            Err(crate::git::GitError::NotText(why)) => {
                 failed.push(ReviewerOutcome::failed(&def.name, def.blocking, why));
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
             Ok(None) => {
                 failed.push(ReviewerOutcome::failed(&def.name, def.blocking, format!("{path} does not exist at the proposal's base {base}: add it through a proposal")));
                 continue;

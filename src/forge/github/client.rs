@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::workflow::error::{Context, Error, Result};
+use crate::forge::{ForgeError as Error, Result};
 use http::{HeaderMap, Method, StatusCode};
 use http_body_util::BodyExt;
 use octocrab::models::issues::Comment as GhComment;
@@ -19,14 +19,6 @@ use serde_json::{json, Value};
 
 use crate::config::ForgeConfig;
 use crate::forge::Comment;
-
-/// GitHub's REST API (GitHub Enterprise Server answers at `https://HOST/api/v3`).
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
-
-/// Whether `url` can be `[forge] api_url`: an http(s) URL.
-pub fn is_api_url(url: &str) -> bool {
-    (url.starts_with("https://") || url.starts_with("http://")) && url.parse::<http::Uri>().is_ok()
-}
 
 /// Where the token is read from, in order.
 pub const TOKEN_VARS: [&str; 2] = ["ATELIER_GITHUB_TOKEN", "GITHUB_TOKEN"];
@@ -86,6 +78,19 @@ impl Reply {
         }
         msg
     }
+
+    /// Whether a 422 answer's errors say that a pull request exists already (GitHub's
+    /// `errors[].message`: "A pull request already exists for owner:branch.").
+    fn says_pull_exists(&self) -> bool {
+        let v: Value = serde_json::from_str(&self.body).unwrap_or(Value::Null);
+        v["errors"].as_array().is_some_and(|errors| {
+            errors.iter().any(|e| {
+                e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("A pull request already exists"))
+            })
+        })
+    }
 }
 
 impl std::fmt::Debug for GitHub {
@@ -109,7 +114,7 @@ impl GitHub {
     /// Connects to the configured repository. `need_token`: refuse to start without one.
     pub fn connect(forge: &ForgeConfig, need_token: bool) -> Result<GitHub> {
         if !forge.is_github() {
-            return Err(Error::Remote(format!(
+            return Err(Error::Input(format!(
                 "this command needs [forge] kind = \"github\" in atelier.toml (it is \"{}\"); see docs/github.md",
                 forge.kind
             )));
@@ -117,10 +122,10 @@ impl GitHub {
         let (owner, name) = forge
             .repository
             .split_once('/')
-            .context("[forge] repository must be `owner/name`")?;
+            .ok_or_else(|| Error::Input("[forge] repository must be `owner/name`".into()))?;
         let token = token_from_env();
         if need_token && token.is_none() {
-            return Err(Error::Remote(format!(
+            return Err(Error::Input(format!(
                 "no GitHub token: set GITHUB_TOKEN (or ATELIER_GITHUB_TOKEN) to a token that may act on {} (docs/github.md lists the permissions)",
                 forge.repository
             )));
@@ -128,7 +133,7 @@ impl GitHub {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .context("starting the HTTP runtime")?;
+            .map_err(|e| Error::Remote(format!("starting the HTTP runtime: {e}")))?;
         let has_token = token.is_some();
         let octo = {
             let _guard = rt.enter();
@@ -243,7 +248,7 @@ impl GitHub {
         )))
     }
 
-    fn failure(&self, call: &Call, r: &Reply) -> crate::workflow::Error {
+    fn failure(&self, call: &Call, r: &Reply) -> Error {
         let msg = r.message();
         match r.status.as_u16() {
             401 if !self.has_token => Error::Remote(format!(
@@ -309,8 +314,10 @@ impl GitHub {
             let mut items: Vec<T> = read(&r, what)?;
             out.append(&mut items);
             if let Some(url) = next_link(&r.headers) {
-                next = Some(self.relative(&url).with_context(|| {
-                    format!("GitHub's next page while trying to {what} points elsewhere: {url}")
+                next = Some(self.relative(&url).ok_or_else(|| {
+                    Error::Remote(format!(
+                        "GitHub's next page while trying to {what} points elsewhere: {url}"
+                    ))
                 })?);
             }
         }
@@ -361,21 +368,27 @@ impl GitHub {
         Ok(all.into_iter().map(RemotePull::from).collect())
     }
 
-    pub fn create_pull(
-        &self,
-        title: &str,
-        head: &str,
-        base: &str,
-        body: &str,
-    ) -> Result<RemotePull> {
-        let p: GhPull = self.json(Call {
+    /// Opens a pull request; [`Created::Exists`] when GitHub answers that one from `head` into
+    /// `base` already exists (a retried create whose first attempt succeeded, say).
+    pub fn create_pull(&self, title: &str, head: &str, base: &str, body: &str) -> Result<Created> {
+        let what = format!("open a pull request from {head} into {base}");
+        let r = self.send(Call {
             method: Method::POST,
             path: self.repo_path("/pulls"),
             body: Some(json!({"title": title, "head": head, "base": base, "body": body})),
-            what: &format!("open a pull request from {head} into {base}"),
+            what: &what,
             permission: "Pull requests: write",
         })?;
-        Ok(RemotePull::from(p))
+        if r.status == StatusCode::UNPROCESSABLE_ENTITY && r.says_pull_exists() {
+            return Ok(Created::Exists(format!(
+                "GitHub refused to {what}: {} {}",
+                r.status.as_u16(),
+                r.message()
+            )));
+        }
+        Ok(Created::Opened(RemotePull::from(read::<GhPull>(
+            &r, &what,
+        )?)))
     }
 
     pub fn update_pull(&self, n: u64, title: &str, body: &str) -> Result<RemotePull> {
@@ -680,6 +693,13 @@ fn classify(r: &Reply) -> Verdict {
     }
 }
 
+/// What opening a pull request did.
+pub enum Created {
+    Opened(RemotePull),
+    /// GitHub has one from that branch into that base already: its words.
+    Exists(String),
+}
+
 /// Reads a successful answer into a model; any other status is an error naming GitHub's message.
 fn read<T: DeserializeOwned>(r: &Reply, what: &str) -> Result<T> {
     if !r.status.is_success() {
@@ -689,8 +709,10 @@ fn read<T: DeserializeOwned>(r: &Reply, what: &str) -> Result<T> {
             r.message()
         )));
     }
-    serde_json::from_str(&r.body).with_context(|| {
-        format!("GitHub's answer while trying to {what} is not the documented shape")
+    serde_json::from_str(&r.body).map_err(|e| {
+        Error::Remote(format!(
+            "GitHub's answer while trying to {what} is not the documented shape: {e}"
+        ))
     })
 }
 

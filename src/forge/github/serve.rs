@@ -22,15 +22,42 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use crate::workflow::error::{Context, Error, Result};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use serde_json::Value;
 
 use super::client::GitHub;
-use crate::forge::Addr;
-use crate::workflow::{self, MergeOutcome, Publish, Workspace};
+use crate::forge::{Comment, ForgeError as Error, Result};
+
+/// A failure of the governed loop's work on a delivery, shown to the operator as a line.
+pub type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the receiver asks of the governed loop (`atelier serve` gives it the gate: the
+/// workflow's `serve::Gatekeeper`), and where it tells the operator what happened. The receiver
+/// checks, deduplicates and queues deliveries; the handler does the work, one pull request at a
+/// time, on the receiver's one worker thread.
+pub trait Handler: Send + Sync {
+    /// Records the tokens of comment bodies delivered for pull request `n`: how many were. An
+    /// error means nothing was recorded (the receiver keeps the bodies for the next evaluation).
+    fn record_delivered(
+        &self,
+        n: u64,
+        delivered: &[Comment],
+    ) -> std::result::Result<usize, Failure>;
+    /// Evaluates pull request `n`, `pending` first when a new head arrived, reading `delivered`
+    /// as carriers too (and merges it, where the configuration says so).
+    fn evaluate(
+        &self,
+        n: u64,
+        pending: bool,
+        delivered: Vec<Comment>,
+    ) -> std::result::Result<(), Failure>;
+    /// A line for the operator (stderr).
+    fn note(&self, line: &str);
+    /// The address the receiver listens on, once it does (stdout).
+    fn listening(&self, at: SocketAddr);
+}
 
 /// Where the webhook secret comes from.
 pub const SECRET_VAR: &str = "ATELIER_WEBHOOK_SECRET";
@@ -54,9 +81,6 @@ pub struct Timeouts {
     pub body: std::time::Duration,
 }
 
-/// How long an evaluation waits for the repository lock before giving up (its delivered
-/// bodies stay queued for the next evaluation).
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 /// After this long on one evaluation, `/healthz` answers 503.
 const STALLED_SECS: u64 = 180;
 
@@ -201,7 +225,7 @@ const DELIVERED_TOTAL: usize = 2000;
 
 /// Keeps a delivered comment body that carries a token, once; when full, new ones are dropped
 /// (never the older ones, which a flood could otherwise push out).
-fn keep_delivered(kept: &mut Vec<crate::forge::Comment>, c: crate::forge::Comment) {
+fn keep_delivered(kept: &mut Vec<Comment>, c: Comment) {
     let carries = !crate::governance::token::RawToken::extract_all(&c.body).is_empty();
     if carries && kept.len() < DELIVERED_MAX && !kept.iter().any(|k| k.body == c.body) {
         kept.push(c);
@@ -212,7 +236,7 @@ fn keep_delivered(kept: &mut Vec<crate::forge::Comment>, c: crate::forge::Commen
 #[derive(Default)]
 struct PullQueue {
     pending_on: Option<String>,
-    delivered: Vec<crate::forge::Comment>,
+    delivered: Vec<Comment>,
 }
 
 /// The worker's work: pull requests to evaluate, each once however many deliveries named it
@@ -242,7 +266,7 @@ struct Shared {
     secret: Vec<u8>,
     repository: String,
     branch: String,
-    auto_merge: bool,
+    handler: Arc<dyn Handler>,
     seen: Mutex<(HashSet<String>, VecDeque<String>)>,
     queue: Mutex<Queue>,
     /// Wakes the worker when there is work.
@@ -293,7 +317,7 @@ impl Shared {
         if let Some((id, author, body)) = delivered.filter(|_| total < DELIVERED_TOTAL) {
             keep_delivered(
                 &mut entry.delivered,
-                crate::forge::Comment {
+                Comment {
                     id,
                     author,
                     body,
@@ -343,16 +367,17 @@ impl Shared {
             let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match next {
                 None => {
                     if let Err(e) = self.regate_all() {
-                        crate::cli::note!(
+                        self.handler.note(&format!(
                             "re-evaluating open proposals after a push: {}",
                             crate::errors::chain(&e)
-                        );
+                        ));
                     }
                 }
                 Some((n, e)) => self.evaluate_pull(n, e),
             }));
             if done.is_err() {
-                crate::cli::note!("an evaluation panicked; the worker goes on with the next");
+                self.handler
+                    .note("an evaluation panicked; the worker goes on with the next");
             }
         }
     }
@@ -362,16 +387,6 @@ impl Shared {
             Some((n, crate::clock::wall_seconds()));
         self.evaluate_pull_now(n, queued);
         *self.busy.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-
-    /// The repository lock, waited for at most [`LOCK_WAIT`], saying so if it is held.
-    fn lock(&self, ws: &Workspace, n: u64) -> Result<crate::fsutil::Lock> {
-        ws.lock_within(LOCK_WAIT, || {
-            crate::cli::note!(
-                "pull request #{n}: waiting for the repository lock {} (another command holds it)",
-                ws.atelier_dir().join("lock").display()
-            )
-        })
     }
 
     fn evaluate_pull_now(
@@ -389,23 +404,28 @@ impl Shared {
         let keep = if delivered.is_empty() {
             Vec::new()
         } else {
-            match self.record_delivered(n, &delivered) {
+            match self.handler.record_delivered(n, &delivered) {
                 Ok(0) => Vec::new(),
                 Ok(k) => {
-                    crate::cli::note!("pull request #{n}: {k} delivered token(s) recorded");
+                    self.handler.note(&format!(
+                        "pull request #{n}: {k} delivered token(s) recorded"
+                    ));
                     Vec::new()
                 }
                 Err(e) => {
-                    crate::cli::note!(
+                    self.handler.note(&format!(
                         "pull request #{n}: delivered tokens kept, not recorded: {}",
-                        crate::errors::chain(&e)
-                    );
+                        crate::errors::chain(e.as_ref())
+                    ));
                     delivered.clone()
                 }
             }
         };
-        if let Err(e) = self.evaluate(n, pending_on, delivered) {
-            crate::cli::note!("pull request #{n}: {}", crate::errors::chain(&e));
+        if let Err(e) = self.handler.evaluate(n, pending_on.is_some(), delivered) {
+            self.handler.note(&format!(
+                "pull request #{n}: {}",
+                crate::errors::chain(e.as_ref())
+            ));
         }
         if !keep.is_empty() {
             // Kept (not ready) for the next delivery's evaluation.
@@ -418,54 +438,12 @@ impl Shared {
         }
     }
 
-    fn record_delivered(&self, n: u64, delivered: &[crate::forge::Comment]) -> Result<usize> {
-        let ws = Workspace::open(&self.root)?;
-        let _lock = self.lock(&ws, n)?;
-        super::record_delivered(&ws, n, delivered, crate::clock::now()?.0)
-    }
-
-    fn evaluate(
-        &self,
-        n: u64,
-        pending_on: Option<String>,
-        delivered: Vec<crate::forge::Comment>,
-    ) -> Result<()> {
-        let ws = Workspace::open(&self.root)?;
-        // `pending` is set by the gate itself, under the repository lock, once the pull request
-        // is known to be a proposal (a fork may share a proposal's head commit).
-        let publish = if pending_on.is_some() {
-            Publish::PendingThenVerdict
-        } else {
-            Publish::Verdict
-        };
-        let now = crate::clock::now()?.0;
-        let run = {
-            let _lock = self.lock(&ws, n)?;
-            workflow::gate_locked(&ws, &Addr::Pull(n), now, publish, delivered)?
-        };
-        crate::cli::note!("pull request #{n}: {:?} — {}", run.status, run.description);
-        if self.auto_merge && run.eval.decision.allowed {
-            let merged = {
-                let _lock = self.lock(&ws, n)?;
-                workflow::merge_locked(&ws, &Addr::Pull(n), crate::clock::now()?.0)?
-            };
-            match merged {
-                MergeOutcome::Merged(m) => {
-                    crate::cli::note!("pull request #{n}: merged as {}", m.commit)
-                }
-                MergeOutcome::Refused(_) => {
-                    crate::cli::note!(
-                        "pull request #{n}: not merged, the gate refused at merge time"
-                    )
-                }
-            }
-        }
-        Ok(())
-    }
-
+    /// Queues every open proposal's pull request (after a push to the protected branch), with
+    /// the configuration as it is now.
     fn regate_all(&self) -> Result<()> {
-        let ws = Workspace::open(&self.root)?;
-        let gh = GitHub::connect(&ws.config.forge, true)?;
+        let config =
+            crate::config::Config::load(&self.root).map_err(|e| Error::Input(e.to_string()))?;
+        let gh = GitHub::connect(&config.forge, true)?;
         for n in super::open_proposal_pulls(&gh)? {
             self.schedule(n, None, None);
         }
@@ -596,9 +574,9 @@ async fn handle(
     let delivery = header("x-github-delivery").unwrap_or_default();
     // Refuse what cannot be a delivery before reading a byte of the body.
     if !signature.as_deref().is_some_and(signature_shape_ok) {
-        crate::cli::note!(
+        shared.handler.note(&format!(
             "delivery {delivery:?} refused: no X-Hub-Signature-256 of the form sha256=<64 hex>"
-        );
+        ));
         return Ok(closing(reply(
             StatusCode::UNAUTHORIZED,
             "missing or wrong X-Hub-Signature-256 (expected sha256= and 64 hex digits)",
@@ -619,12 +597,16 @@ async fn handle(
     let (body, _paid) = match read_body(&shared, req.into_body(), declared).await {
         Ok(b) => b,
         Err((status, why)) => {
-            crate::cli::note!("delivery {delivery:?} refused: {why}");
+            shared
+                .handler
+                .note(&format!("delivery {delivery:?} refused: {why}"));
             return Ok(closing(reply(status, why)));
         }
     };
     if !signature_ok(&shared.secret, &body, signature.as_deref()) {
-        crate::cli::note!("delivery {delivery:?} refused: missing or wrong X-Hub-Signature-256");
+        shared.handler.note(&format!(
+            "delivery {delivery:?} refused: missing or wrong X-Hub-Signature-256"
+        ));
         return Ok(closing(reply(
             StatusCode::UNAUTHORIZED,
             "missing or wrong X-Hub-Signature-256",
@@ -649,11 +631,16 @@ async fn handle(
         }
     };
     if !shared.first_time(&delivery) {
-        crate::cli::note!("delivery {delivery}: a replay, ignored");
+        shared
+            .handler
+            .note(&format!("delivery {delivery}: a replay, ignored"));
         return Ok(reply(StatusCode::OK, "duplicate delivery ignored"));
     }
     let work = route(&event, &payload, &shared.repository, &shared.branch);
-    crate::cli::note!("delivery {delivery}: {event} → {}", work.describe());
+    shared.handler.note(&format!(
+        "delivery {delivery}: {event} → {}",
+        work.describe()
+    ));
     Ok(match work {
         Work::Gate {
             pull,
@@ -675,14 +662,27 @@ async fn handle(
     })
 }
 
-/// Serves until interrupted (Ctrl-C or SIGTERM).
-pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts) -> Result<()> {
-    let ws = Workspace::open(&root)?;
+/// Where the receiver serves: the clone it evaluates in, and the repository and protected
+/// branch it accepts deliveries for.
+pub struct Served {
+    pub root: PathBuf,
+    pub repository: String,
+    pub branch: String,
+}
+
+/// Serves until interrupted (Ctrl-C or SIGTERM), handing verified deliveries to `handler`.
+pub fn run(
+    served: Served,
+    addr: SocketAddr,
+    secret: Vec<u8>,
+    timeouts: Timeouts,
+    handler: Arc<dyn Handler>,
+) -> Result<()> {
     let shared = Arc::new(Shared {
-        repository: ws.config.forge.repository.clone(),
-        branch: ws.config.forge.branch.clone(),
-        auto_merge: ws.config.forge.merge == "auto",
-        root,
+        repository: served.repository,
+        branch: served.branch,
+        handler,
+        root: served.root,
         secret,
         seen: Mutex::new((HashSet::new(), VecDeque::new())),
         queue: Mutex::new(Queue::default()),
@@ -699,20 +699,21 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
     }
     let mut next_connection: u64 = 0;
     let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
-    drop(ws);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .context("starting the server runtime")?;
+        .map_err(|e| Error::Remote(format!("starting the server runtime: {e}")))?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .with_context(|| format!("listening on {addr}"))?;
-        let local = listener.local_addr()?;
-        crate::cli::out(&format!("listening on http://{local}\n"))
-            .map_err(|e| Error::Input(format!("writing to stdout: {e}")))?;
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            .map_err(|e| Error::Input(format!("listening on {addr}: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Error::Remote(format!("the listening address: {e}")))?;
+        shared.handler.listening(local);
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| Error::Remote(format!("waiting for SIGTERM: {e}")))?;
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
@@ -720,7 +721,7 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
                         Ok(a) => a,
                         Err(e) => {
                             // Out of file descriptors, say: back off instead of spinning.
-                            crate::cli::note!("accept: {e}");
+                            shared.handler.note(&format!("accept: {e}"));
                             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                             continue;
                         }
@@ -777,10 +778,10 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
                         tokio::select! {
                             r = conn => {
                                 if let Err(e) = r {
-                                    crate::cli::note!("connection: {e}");
+                                    shared.handler.note(&format!("connection: {e}"));
                                 }
                             }
-                            _ = closed => crate::cli::note!("connection: closed to make room (no signed request yet)"),
+                            _ = closed => shared.handler.note("connection: closed to make room (no signed request yet)"),
                         }
                         shared
                             .unproven
@@ -793,8 +794,8 @@ pub fn run(root: PathBuf, addr: SocketAddr, secret: Vec<u8>, timeouts: Timeouts)
                 _ = term.recv() => break,
             }
         }
-        crate::cli::note!("stopped");
-        Ok::<_, crate::workflow::Error>(())
+        shared.handler.note("stopped");
+        Ok::<_, Error>(())
     })
 }
 
