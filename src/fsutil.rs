@@ -16,8 +16,17 @@ pub enum FsError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} has been held by another command for {secs}s: nothing was done; find the command holding it (`fuser {path}`) and let it finish or stop it")]
+    #[error("{path} is held by another command{waited}: nothing was done; find the command holding it (`fuser {path}`) and let it finish or stop it", waited = waited_for(*.secs))]
     LockHeld { path: String, secs: u64 },
+}
+
+/// How long a lock was waited for, as part of a sentence (nothing when it was only tried).
+fn waited_for(secs: u64) -> String {
+    if secs == 0 {
+        String::new()
+    } else {
+        format!(" (waited {secs}s)")
+    }
 }
 
 impl crate::errors::Classify for FsError {

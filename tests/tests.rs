@@ -13,6 +13,7 @@ mod containment;
 mod containment_review;
 mod containment_review2;
 mod cycle;
+mod gate_key_move;
 mod gate_table;
 mod github;
 mod github_emulator;

@@ -142,6 +142,18 @@ pub fn migrate(repo: &git2::Repository, root: &Path, config: &Config) -> Result<
     if to == from {
         return Ok(None);
     }
+    // The move deletes a file under .atelier/: only under the repository lock, as every
+    // mutation. It is never waited for (read-only commands run this first, and the old place
+    // keeps working): a held lock leaves the key where it is, saying so, until the next command.
+    let _lock = crate::fsutil::Lock::acquire_within(
+        &root.join(".atelier").join("lock"),
+        std::time::Duration::ZERO,
+        || {},
+    )?;
+    // Another command may have moved it between the look and the lock.
+    let Some(bytes) = legacy_key(repo, root, config)? else {
+        return Ok(None);
+    };
     match std::fs::read(&to) {
         Ok(existing) if existing == bytes => {}
         Ok(_) => {
