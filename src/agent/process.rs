@@ -461,13 +461,13 @@ pub fn scrubbed_env(pass: &[String], extra: &[(String, String)]) -> Vec<(String,
     env
 }
 
-/// Runs a program to completion or to a limit. `on_nudge` is called with the seconds of
-/// silence each time the nudge threshold passes.
-pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::Result<Outcome> {
-    let started = Instant::now();
-    let mut env = spawn.env.clone();
-    // The private temporary directory and the ruleset live until the program has ended.
-    let (_private_tmp, ruleset) = match &spawn.sandbox {
+/// For a contained program: its private temporary directory (named in its environment, with
+/// the user's git configuration out of reach) and the Landlock ruleset `prepare` built.
+fn contained(
+    spawn: &Spawn,
+    env: &mut Vec<(String, String)>,
+) -> std::io::Result<(Option<tempfile::TempDir>, Option<std::os::fd::OwnedFd>)> {
+    Ok(match &spawn.sandbox {
         None => (None, None),
         Some(sandbox) => {
             let tmp = tempfile::Builder::new()
@@ -497,7 +497,16 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
                 .map_err(|e| std::io::Error::other(format!("{}: {e}", e.code())))?;
             (Some(tmp), Some(fd))
         }
-    };
+    })
+}
+
+/// Runs a program to completion or to a limit. `on_nudge` is called with the seconds of
+/// silence each time the nudge threshold passes.
+pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::Result<Outcome> {
+    let started = Instant::now();
+    let mut env = spawn.env.clone();
+    // The private temporary directory and the ruleset live until the program has ended.
+    let (_private_tmp, ruleset) = contained(spawn, &mut env)?;
     let ruleset_fd = ruleset.as_ref().map(super::contain::raw);
     let filter = spawn
         .sandbox
@@ -628,28 +637,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
     }
     let c = cap.lock().expect("the capture lock is never poisoned");
     if let Some(s) = &spawn.silence {
-        let quiet = |lasted: Duration, ended| Quiet {
-            lasted,
-            ended,
-            nudged: lasted >= s.nudge_after,
-        };
-        outcome.quiet = c
-            .quiet
-            .iter()
-            .map(|g| quiet(*g, QuietEnd::Output))
-            .collect();
-        // The last quiet period ran until the program ended (or was ended).
-        let last = ended_at.saturating_duration_since(c.last);
-        let ended = if outcome.silenced {
-            QuietEnd::Restart
-        } else if outcome.timed_out {
-            QuietEnd::Timeout
-        } else {
-            QuietEnd::Exit
-        };
-        if last >= s.quiet_floor() || ended == QuietEnd::Restart {
-            outcome.quiet.push(quiet(last, ended));
-        }
+        outcome.quiet = quiet_periods(s, &c, ended_at, &outcome);
     }
     outcome.code = status.and_then(|s| s.code());
     outcome.output = String::from_utf8_lossy(&c.kept).into_owned();
@@ -658,6 +646,34 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
     outcome.truncated = c.total > c.kept.len() as u64;
     outcome.elapsed = started.elapsed();
     Ok(outcome)
+}
+
+/// The quiet periods of a program's run: each gap between outputs that reached the floor, and
+/// the last one, which ran until the program ended (or was ended).
+fn quiet_periods(s: &Silence, c: &Capture, ended_at: Instant, outcome: &Outcome) -> Vec<Quiet> {
+    let quiet = |lasted: Duration, ended| Quiet {
+        lasted,
+        ended,
+        nudged: lasted >= s.nudge_after,
+    };
+    let mut periods: Vec<Quiet> = c
+        .quiet
+        .iter()
+        .map(|g| quiet(*g, QuietEnd::Output))
+        .collect();
+    // The last quiet period ran until the program ended (or was ended).
+    let last = ended_at.saturating_duration_since(c.last);
+    let ended = if outcome.silenced {
+        QuietEnd::Restart
+    } else if outcome.timed_out {
+        QuietEnd::Timeout
+    } else {
+        QuietEnd::Exit
+    };
+    if last >= s.quiet_floor() || ended == QuietEnd::Restart {
+        periods.push(quiet(last, ended));
+    }
+    periods
 }
 
 /// Runs a program the operator named, not an agent: uncontained, with this process's

@@ -73,10 +73,7 @@ pub fn summary(eval: &Evaluation) -> String {
     }
     const FINDINGS_MAX: usize = 30;
     for f in rv.findings.iter().take(FINDINGS_MAX) {
-        t.push_str(&format!(
-            "- {}\n",
-            clip(&super::review::finding_line(f), 500)
-        ));
+        t.push_str(&format!("- {}\n", clip(&finding_line(f), 500)));
     }
     if rv.findings.len() > FINDINGS_MAX {
         t.push_str(&format!(
@@ -257,4 +254,25 @@ fn review_section(view: &LedgerView, proposal: &str, head: Oid) -> String {
         ),
         _ => "No panel verdict recorded for this head yet (`atelier review --pr N` records one). The gate re-runs the built-in reviewers at every evaluation; its summary comment shows their findings.".to_string(),
     }
+}
+
+/// One finding on one line: `[severity] reviewer file:line: message (hint: …)`.
+pub fn finding_line(f: &crate::governance::review::Finding) -> String {
+    use crate::governance::review::Severity;
+    let sev = match f.severity {
+        Severity::Blocking => "BLOCKING",
+        Severity::Major => "major",
+        Severity::Minor => "minor",
+    };
+    let at = match (&f.file, f.line) {
+        (Some(file), Some(line)) => format!(" {file}:{line}"),
+        (Some(file), None) => format!(" {file}"),
+        _ => String::new(),
+    };
+    format!(
+        "[{sev}] {}{at}: {} (hint: {})",
+        f.reviewer,
+        f.message.replace('\n', " "),
+        f.hint.replace('\n', " ")
+    )
 }

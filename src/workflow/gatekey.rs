@@ -135,9 +135,9 @@ pub struct Migrated {
 /// key there means only the old copy is removed.
 pub fn migrate(repo: &git2::Repository, root: &Path, config: &Config) -> Result<Option<Migrated>> {
     let from = legacy(root, config);
-    let Some(bytes) = legacy_key(repo, root, config)? else {
+    if legacy_key(repo, root, config)?.is_none() {
         return Ok(None);
-    };
+    }
     let to = location(root, config)?;
     if to == from {
         return Ok(None);

@@ -51,6 +51,72 @@ fn write_if_missing(root: &Path, rel: &str, bytes: &[u8], report: &mut InitRepor
     Ok(())
 }
 
+/// The default constitution, panel and docs, each only where it is missing.
+fn write_defaults(root: &Path, report: &mut InitReport) -> Result<()> {
+    write_if_missing(
+        root,
+        "policies/governance.toml",
+        DEFAULT_GOVERNANCE_TOML.as_bytes(),
+        report,
+    )?;
+    write_if_missing(
+        root,
+        "policies/allowed_signers",
+        ALLOWED_SIGNERS_TEMPLATE.as_bytes(),
+        report,
+    )?;
+    write_if_missing(
+        root,
+        "reviewers/README.md",
+        REVIEWERS_README.as_bytes(),
+        report,
+    )?;
+    // The default panel: the built-in reviewers, so it runs offline from the start, and an
+    // agent reviewer switched off (comments only) with its prompt template.
+    for (path, text) in crate::panel::DEFAULT_PANEL {
+        write_if_missing(root, path, text.as_bytes(), report)?;
+    }
+    write_if_missing(
+        root,
+        "reviewers/adversary.toml",
+        ADVERSARY.as_bytes(),
+        report,
+    )?;
+    write_if_missing(
+        root,
+        "reviewers/templates/adversary.md.j2",
+        crate::agent::reviewer::DEFAULT_TEMPLATE.as_bytes(),
+        report,
+    )?;
+    write_if_missing(
+        root,
+        "proposals/README.md",
+        PROPOSALS_README.as_bytes(),
+        report,
+    )?;
+    write_if_missing(root, "GOVERNANCE.md", GOVERNANCE_MD.as_bytes(), report)?;
+    Ok(())
+}
+
+/// Keeps `.atelier/` out of git.
+fn ignore_atelier_dir(root: &Path, report: &mut InitReport) -> Result<()> {
+    let ignore = root.join(".gitignore");
+    let current = std::fs::read_to_string(&ignore).unwrap_or_default();
+    if !current
+        .lines()
+        .any(|l| l.trim() == ".atelier/" || l.trim() == ".atelier")
+    {
+        let mut text = current.clone();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(".atelier/\n");
+        atomic_write(&ignore, text.as_bytes())?;
+        report.created.push(".gitignore (.atelier/ entry)".into());
+    }
+    Ok(())
+}
+
 /// Adopts Atelier in the repository containing `dir`. Idempotent: existing files are kept.
 pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> Result<InitReport> {
     let repo = git::open(dir)?;
@@ -93,53 +159,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         &mut report,
     )?;
     let config = Config::load(&root)?;
-    write_if_missing(
-        &root,
-        "policies/governance.toml",
-        DEFAULT_GOVERNANCE_TOML.as_bytes(),
-        &mut report,
-    )?;
-    write_if_missing(
-        &root,
-        "policies/allowed_signers",
-        ALLOWED_SIGNERS_TEMPLATE.as_bytes(),
-        &mut report,
-    )?;
-    write_if_missing(
-        &root,
-        "reviewers/README.md",
-        REVIEWERS_README.as_bytes(),
-        &mut report,
-    )?;
-    // The default panel: the built-in reviewers, so it runs offline from the start, and an
-    // agent reviewer switched off (comments only) with its prompt template.
-    for (path, text) in crate::panel::DEFAULT_PANEL {
-        write_if_missing(&root, path, text.as_bytes(), &mut report)?;
-    }
-    write_if_missing(
-        &root,
-        "reviewers/adversary.toml",
-        ADVERSARY.as_bytes(),
-        &mut report,
-    )?;
-    write_if_missing(
-        &root,
-        "reviewers/templates/adversary.md.j2",
-        crate::agent::reviewer::DEFAULT_TEMPLATE.as_bytes(),
-        &mut report,
-    )?;
-    write_if_missing(
-        &root,
-        "proposals/README.md",
-        PROPOSALS_README.as_bytes(),
-        &mut report,
-    )?;
-    write_if_missing(
-        &root,
-        "GOVERNANCE.md",
-        GOVERNANCE_MD.as_bytes(),
-        &mut report,
-    )?;
+    write_defaults(&root, &mut report)?;
 
     // The gate's key: private outside the repository (moved there from .atelier/ if an older
     // version left it there), public in policies/.
@@ -189,21 +209,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
             ssh_key::public::Ed25519PublicKey(key.verifying_key().to_bytes()),
         ));
 
-    // Keep .atelier/ out of git.
-    let ignore = root.join(".gitignore");
-    let current = std::fs::read_to_string(&ignore).unwrap_or_default();
-    if !current
-        .lines()
-        .any(|l| l.trim() == ".atelier/" || l.trim() == ".atelier")
-    {
-        let mut text = current.clone();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(".atelier/\n");
-        atomic_write(&ignore, text.as_bytes())?;
-        report.created.push(".gitignore (.atelier/ entry)".into());
-    }
+    ignore_atelier_dir(&root, &mut report)?;
     report.to_commit = vec![
         ".gitignore".into(),
         crate::config::FILE.into(),

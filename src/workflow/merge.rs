@@ -85,38 +85,52 @@ pub fn merge(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome
     merge_locked(ws, addr, now)
 }
 
+/// A merge this gate asked for may have landed without being recorded (a crash, a lost
+/// answer): it is concluded from the recorded request instead of judging a merged pull request.
+/// Any other merge on the forge is a bypass, and raises an alarm.
+fn merged_on_forge(
+    ws: &Workspace,
+    view: &crate::audit::view::LedgerView,
+    n: u64,
+    now: Timestamp,
+) -> Result<Option<MergeOutcome>> {
+    let Some(m) = ws.forge.merged_on_forge(n)? else {
+        return Ok(None);
+    };
+    if let Some(intent) = view.unconcluded_request(&m.proposal, n) {
+        // Only a merge this gate's own account made concludes its request; anyone else's
+        // merge of the same head is a bypass, whatever the request says.
+        let me = own_account(ws)?;
+        if m.by.as_deref() == Some(me.as_str()) {
+            let clean = checkout_is_clean(ws, Oid::from_str(&intent.tree)?)?;
+            return conclude(ws, &intent, m.commit, Vec::new(), false, clean, now).map(Some);
+        }
+        let detail = format!(
+            "pull request #{n} was merged on the forge as {} by {}, not by the gate's account ({me}), while the gate's own merge request was unanswered",
+            m.commit,
+            m.by.as_deref().unwrap_or("an unknown account")
+        );
+        return Err(alarm(ws, &m.proposal, n, OUTSIDE, detail, now));
+    }
+    if !view.merged(&m.proposal, n) {
+        // Merged on the forge, and not by this gate: branch protection was bypassed.
+        let detail = format!(
+            "pull request #{n} was merged on the forge as {}, but not by the gate (no unconcluded merge request of its own is recorded)",
+            m.commit
+        );
+        return Err(alarm(ws, &m.proposal, n, OUTSIDE, detail, now));
+    }
+    Ok(None)
+}
+
 /// [`merge`] under the repository lock the caller holds.
 pub fn merge_locked(ws: &Workspace, addr: &Addr, now: Timestamp) -> Result<MergeOutcome> {
     ws.gate_key()?;
     let notes = super::sync::sync(ws, true)?;
     let view = ws.view()?;
     let n = ws.pull_for(&view, addr)?;
-    // A merge this gate asked for may have landed without being recorded (a crash, a lost
-    // answer): conclude it from the recorded request instead of judging a merged pull request.
-    if let Some(m) = ws.forge.merged_on_forge(n)? {
-        if let Some(intent) = view.unconcluded_request(&m.proposal, n) {
-            // Only a merge this gate's own account made concludes its request; anyone else's
-            // merge of the same head is a bypass, whatever the request says.
-            let me = own_account(ws)?;
-            if m.by.as_deref() == Some(me.as_str()) {
-                let clean = checkout_is_clean(ws, Oid::from_str(&intent.tree)?)?;
-                return conclude(ws, &intent, m.commit, Vec::new(), false, clean, now);
-            }
-            let detail = format!(
-                "pull request #{n} was merged on the forge as {} by {}, not by the gate's account ({me}), while the gate's own merge request was unanswered",
-                m.commit,
-                m.by.as_deref().unwrap_or("an unknown account")
-            );
-            return Err(alarm(ws, &m.proposal, n, OUTSIDE, detail, now));
-        }
-        if !view.merged(&m.proposal, n) {
-            // Merged on the forge, and not by this gate: branch protection was bypassed.
-            let detail = format!(
-                "pull request #{n} was merged on the forge as {}, but not by the gate (no unconcluded merge request of its own is recorded)",
-                m.commit
-            );
-            return Err(alarm(ws, &m.proposal, n, OUTSIDE, detail, now));
-        }
+    if let Some(concluded) = merged_on_forge(ws, &view, n, now)? {
+        return Ok(concluded);
     }
     let run = judge(ws, &view, addr, now, Publish::Verdict, Vec::new(), notes)?;
     // `merge` records its decision every time (unless the evaluation just did).

@@ -62,8 +62,8 @@ fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<Proposed> {
-    let title = opts.title.trim();
+/// A title is one line of plain text (it is shown on reviewers' terminals).
+fn check_title(title: &str) -> Result<()> {
     if title.is_empty() || title.contains('\n') {
         return Err(crate::workflow::Error::Input(
             "--title: expected one non-empty line".to_string(),
@@ -83,6 +83,53 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
             c as u32
         )));
     }
+    Ok(())
+}
+
+/// Nothing under `.atelier/` may be proposed: it holds each clone's gate key, forge and locks.
+fn refuse_reserved(
+    repo: &git2::Repository,
+    base_commit: &git2::Commit,
+    patched: git2::Oid,
+    patch: &std::path::Path,
+) -> Result<()> {
+    let reserved: Vec<String> =
+        git::changed_paths(repo, &base_commit.tree()?, &repo.find_tree(patched)?)?
+            .into_iter()
+            .filter(|p| crate::governance::policy::is_reserved(p))
+            .collect();
+    if !reserved.is_empty() {
+        return Err(super::refuse(
+            Code::ReservedPath,
+            format!(
+                "{} changes {}: nothing under `{}/` may be proposed (it holds each clone's gate key, forge and locks); remove those files from the patch",
+                patch.display(),
+                reserved.join(", "),
+                crate::governance::policy::RESERVED_DIR
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The next proposal number: never one this clone's forge knows, not one the ledger (which
+/// travels between clones) recorded, not one whose branch survived a crash.
+fn next_number(ws: &Workspace) -> Result<u64> {
+    let in_ledger = ws.view()?.next_opened_number();
+    let mut number = ws.records.next_number()?.max(in_ledger);
+    while ws
+        .repo
+        .find_reference(&format!("refs/heads/atelier/proposals/{number}"))
+        .is_ok()
+    {
+        number += 1;
+    }
+    Ok(number)
+}
+
+pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<Proposed> {
+    let title = opts.title.trim();
+    check_title(title)?;
     let patch = std::fs::read(&opts.patch)
         .with_context(|| format!("reading patch {}", opts.patch.display()))?;
     let _lock = ws.lock()?;
@@ -103,32 +150,8 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
         &opts.patch.display().to_string(),
         &branch,
     )?;
-    let reserved: Vec<String> =
-        git::changed_paths(repo, &base_commit.tree()?, &repo.find_tree(patched)?)?
-            .into_iter()
-            .filter(|p| crate::governance::policy::is_reserved(p))
-            .collect();
-    if !reserved.is_empty() {
-        return Err(super::refuse(
-            Code::ReservedPath,
-            format!(
-                "{} changes {}: nothing under `{}/` may be proposed (it holds each clone's gate key, forge and locks); remove those files from the patch",
-                opts.patch.display(),
-                reserved.join(", "),
-                crate::governance::policy::RESERVED_DIR
-            ),
-        ));
-    }
-    // Never reuse an id: not one this clone's forge knows, not one the ledger (which travels
-    // between clones) recorded, not one whose branch survived a crash.
-    let in_ledger = ws.view()?.next_opened_number();
-    let mut number = ws.records.next_number()?.max(in_ledger);
-    while repo
-        .find_reference(&format!("refs/heads/atelier/proposals/{number}"))
-        .is_ok()
-    {
-        number += 1;
-    }
+    refuse_reserved(repo, &base_commit, patched, &opts.patch)?;
+    let number = next_number(ws)?;
     let id = number.to_string();
     let record = format!("proposals/{id}-{}", slug(title));
     let proposer = opts.proposer.or_else(|| {

@@ -64,113 +64,165 @@ pub fn review_branch(ws: &Workspace, id: &str, now: Timestamp) -> Result<Review>
 
 fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result<Review> {
     let mut notes = Vec::new();
-    // Read the change under the lock; the agent reviewers (minutes, perhaps) run without it.
-    let (mut r, pull, open, prepared) = {
-        let _lock = ws.lock()?;
-        notes.extend(super::sync::sync(ws, false)?);
-        let view = ws.view()?;
-        let carried = match addr {
-            Addr::Proposal(id) if local => {
-                let (pull, base, head) = ws.checked_record(&view, ws.pull(id)?)?;
-                Carried {
-                    pull,
-                    base,
-                    head,
-                    editable: Vec::new(),
-                }
+    let Read {
+        review: mut r,
+        pull,
+        open,
+        prepared,
+    } = read_change(ws, addr, local, now, &mut notes)?;
+    if let Some(prepared) = prepared {
+        run_agents(ws, &mut r, prepared, &mut notes)?;
+    }
+    r.summary = summary(&r);
+    record(ws, &mut r, addr, local, (pull, open), now, &mut notes)?;
+    r.notes = notes;
+    Ok(r)
+}
+
+/// What `review` reads under the lock: the change, the built-in reviewers' findings and the
+/// agent reviewers' jobs, prepared (they run without the lock).
+struct Read {
+    review: Review,
+    pull: u64,
+    open: bool,
+    prepared: Option<(Vec<ReviewJob>, Vec<ReviewerOutcome>)>,
+}
+
+fn read_change(
+    ws: &Workspace,
+    addr: &Addr,
+    local: bool,
+    now: Timestamp,
+    notes: &mut Vec<String>,
+) -> Result<Read> {
+    let _lock = ws.lock()?;
+    notes.extend(super::sync::sync(ws, false)?);
+    let view = ws.view()?;
+    let carried = match addr {
+        Addr::Proposal(id) if local => {
+            let (pull, base, head) = ws.checked_record(&view, ws.pull(id)?)?;
+            Carried {
+                pull,
+                base,
+                head,
+                editable: Vec::new(),
             }
-            _ => {
-                let n = ws.pull_for(&view, addr)?;
-                let carried =
-                    ws.forge
-                        .carried(&ws.site(), &view, n, Publish::Nothing, Vec::new())?;
-                check_addressed(addr, &carried)?;
-                carried
-            }
-        };
-        let eval = evaluate_at(
+        }
+        _ => {
+            let n = ws.pull_for(&view, addr)?;
+            let carried = ws
+                .forge
+                .carried(&ws.site(), &view, n, Publish::Nothing, Vec::new())?;
+            check_addressed(addr, &carried)?;
+            carried
+        }
+    };
+    let eval = evaluate_at(
+        ws,
+        &view,
+        carried.pull.clone(),
+        carried.base,
+        carried.head,
+        now,
+    )?;
+    let provenance = view.provenance(&carried.pull.proposal);
+    let (input, panel, _files) = panel::input(
+        &ws.repo,
+        carried.base,
+        carried.head,
+        eval.merge_tree,
+        &provenance,
+        None,
+    )?;
+    let defs = panel.defs.as_ref().map_err(|e| {
+        Error::input(format!(
+            "{e} (the panel is read from the proposal's base {}: fix the file there through a proposal)",
+            carried.base
+        ))
+    })?;
+    let findings = input.builtin;
+    let agent_defs: Vec<&ReviewerDef> = defs.iter().filter(|d| d.kind == Kind::Agent).collect();
+    let prepared = if agent_defs.is_empty() {
+        None
+    } else {
+        let handoff = handoff(
             ws,
-            &view,
-            carried.pull.clone(),
-            carried.base,
-            carried.head,
-            now,
-        )?;
-        let provenance = view.provenance(&carried.pull.proposal);
-        let (input, panel, _files) = panel::input(
-            &ws.repo,
+            &carried.pull,
             carried.base,
             carried.head,
             eval.merge_tree,
             &provenance,
-            None,
+            &findings,
         )?;
-        let defs = panel.defs.as_ref().map_err(|e| {
-            Error::input(format!(
-                "{e} (the panel is read from the proposal's base {}: fix the file there through a proposal)",
-                carried.base
-            ))
-        })?;
-        let findings = input.builtin;
-        let agent_defs: Vec<&ReviewerDef> = defs.iter().filter(|d| d.kind == Kind::Agent).collect();
-        let prepared = if agent_defs.is_empty() {
-            None
-        } else {
-            let handoff = handoff(
-                ws,
-                &carried.pull,
-                carried.base,
-                carried.head,
-                eval.merge_tree,
-                &provenance,
-                &findings,
-            )?;
-            Some(prepare(
-                ws,
-                carried.base,
-                &agent_defs,
-                &provenance,
-                &handoff,
-            )?)
-        };
-        let verdict = review::critic(&findings);
-        let reviewers = defs.iter().map(|d| d.name.clone()).collect();
-        let r = Review {
-            proposal: carried.pull.proposal.clone(),
-            base: carried.base.to_string(),
-            head: carried.head.to_string(),
-            tree: eval.merge_tree.map(|t| t.to_string()),
-            panel: panel.digest(),
-            verdict,
-            summary: String::new(),
-            findings,
-            reviewers,
-            origin: provenance.origin,
-            recorded: None,
-            notes: Vec::new(),
-        };
-        (r, carried.pull.number, eval.change.open, prepared)
+        Some(prepare(
+            ws,
+            carried.base,
+            &agent_defs,
+            &provenance,
+            &handoff,
+        )?)
     };
-    // The agent reviewers, in parallel, without the lock: their findings join the built-ins'.
-    if let Some((jobs, mut outcomes)) = prepared {
-        let timeout = crate::governance::time::parse_duration(&ws.config.review.timeout)
-            .map_err(|e| Error::input(format!("atelier.toml: review.timeout: {e}")))?;
-        let head = git2::Oid::from_str(&r.head)?;
-        outcomes.extend(reviewer::run_reviewers(
-            &ws.root,
-            head,
-            jobs,
-            std::time::Duration::from_secs(timeout.max(1) as u64),
-        ));
-        for o in &outcomes {
-            if let Some(why) = &o.failure {
-                notes.push(format!("agent reviewer `{}` failed: {why}", o.name));
-            }
-            r.findings.extend(o.findings());
+    let verdict = review::critic(&findings);
+    let reviewers = defs.iter().map(|d| d.name.clone()).collect();
+    let r = Review {
+        proposal: carried.pull.proposal.clone(),
+        base: carried.base.to_string(),
+        head: carried.head.to_string(),
+        tree: eval.merge_tree.map(|t| t.to_string()),
+        panel: panel.digest(),
+        verdict,
+        summary: String::new(),
+        findings,
+        reviewers,
+        origin: provenance.origin,
+        recorded: None,
+        notes: Vec::new(),
+    };
+    Ok(Read {
+        review: r,
+        pull: carried.pull.number,
+        open: eval.change.open,
+        prepared,
+    })
+}
+
+/// The agent reviewers, in parallel, without the lock: their findings join the built-ins'.
+fn run_agents(
+    ws: &Workspace,
+    r: &mut Review,
+    (jobs, mut outcomes): (Vec<ReviewJob>, Vec<ReviewerOutcome>),
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let timeout = crate::governance::time::parse_duration(&ws.config.review.timeout)
+        .map_err(|e| Error::input(format!("atelier.toml: review.timeout: {e}")))?;
+    let head = git2::Oid::from_str(&r.head)?;
+    outcomes.extend(reviewer::run_reviewers(
+        &ws.root,
+        head,
+        jobs,
+        std::time::Duration::from_secs(timeout.max(1) as u64),
+    ));
+    for o in &outcomes {
+        if let Some(why) = &o.failure {
+            notes.push(format!("agent reviewer `{}` failed: {why}", o.name));
         }
-        r.verdict = review::critic(&r.findings);
+        r.findings.extend(o.findings());
     }
-    r.summary = summary(&r);
+    r.verdict = review::critic(&r.findings);
+    Ok(())
+}
+
+/// Records the verdict in the ledger (where the gate key is, for an open proposal), publishes
+/// the ledger and shows the review and the gate's verdict on the forge.
+fn record(
+    ws: &Workspace,
+    r: &mut Review,
+    addr: &Addr,
+    local: bool,
+    (pull, open): (u64, bool),
+    now: Timestamp,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     if !open {
         notes.push(format!(
             "proposal {} is closed or merged: the verdict was not recorded",
@@ -215,8 +267,7 @@ fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result
         // (not for a proposal reviewed before it is submitted: submitting shows it).
         let view = ws.view()?;
         if local {
-            r.notes = notes;
-            return Ok(r);
+            return Ok(());
         }
         if let Ok(record) = ws.pull(&r.proposal) {
             if let Err(e) = super::body::publish_review(ws, &view, record) {
@@ -247,8 +298,7 @@ fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result
             )),
         }
     }
-    r.notes = notes;
-    Ok(r)
+    Ok(())
 }
 
 /// The structured handoff agent reviewers get: the proposal's title and rationale, the
@@ -542,22 +592,4 @@ pub fn summary(r: &Review) -> String {
     t
 }
 
-/// One finding on one line: `[severity] reviewer file:line: message (hint: …)`.
-pub fn finding_line(f: &Finding) -> String {
-    let sev = match f.severity {
-        Severity::Blocking => "BLOCKING",
-        Severity::Major => "major",
-        Severity::Minor => "minor",
-    };
-    let at = match (&f.file, f.line) {
-        (Some(file), Some(line)) => format!(" {file}:{line}"),
-        (Some(file), None) => format!(" {file}"),
-        _ => String::new(),
-    };
-    format!(
-        "[{sev}] {}{at}: {} (hint: {})",
-        f.reviewer,
-        f.message.replace('\n', " "),
-        f.hint.replace('\n', " ")
-    )
-}
+pub use super::body::finding_line;
