@@ -51,8 +51,9 @@ pub enum Error {
     #[error(transparent)]
     Events(#[from] crate::swarm::events::EventsError),
     /// Containment that cannot be had, as a refusal (its text starts with its code).
+    /// (Its message is the whole refusal: it is not also its source, which would repeat it.)
     #[error("{code}: {0}", code = .0.code())]
-    Contain(#[from] crate::agent::contain::ContainError),
+    Contain(crate::agent::contain::ContainError),
     /// A file system operation that failed; the message says which file.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -97,6 +98,12 @@ impl Error {
             context: context.into(),
             source: Box::new(self),
         }
+    }
+}
+
+impl From<crate::agent::contain::ContainError> for Error {
+    fn from(e: crate::agent::contain::ContainError) -> Error {
+        Error::Contain(e)
     }
 }
 

@@ -130,6 +130,16 @@ pub struct Migrated {
     pub to: PathBuf,
 }
 
+/// Whether two paths name one file (by device and inode): `[gate] key` may spell the old place
+/// another way (`..`, a symlinked folder), and removing "the old copy" would then remove the key.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
 /// Moves a key found where older versions kept it to `location`, if there is one there. A
 /// different key already at the new place is an error (nothing is moved or removed); the same
 /// key there means only the old copy is removed.
@@ -139,7 +149,7 @@ pub fn migrate(repo: &git2::Repository, root: &Path, config: &Config) -> Result<
         return Ok(None);
     }
     let to = location(root, config)?;
-    if to == from {
+    if to == from || same_file(&to, &from) {
         return Ok(None);
     }
     // The move deletes a file under .atelier/: only under the repository lock, as every
