@@ -1,4 +1,5 @@
-//! The pure gate, data-driven: plain inputs in, a decision out, no repository or clock.
+//! TODO story doc
+//! (from gate_table)
 
 use std::collections::BTreeMap;
 
@@ -30,8 +31,11 @@ fn fingerprint(k: &SigningKey) -> String {
 }
 
 const ALICE: u8 = 1;
+
 const BOB: u8 = 2;
+
 const CAROL: u8 = 3;
+
 const GATE: u8 = 9;
 
 struct Scenario {

@@ -1,7 +1,5 @@
-//! The GitHub emulator (support/github.rs) the forge tests run against: every answer
-//! deserializes into octocrab's models, its git side behaves like GitHub's (pull refs, syncing,
-//! true merge commits landed with a compare-and-swap), and its faults, permissions and
-//! pagination look like GitHub's.
+//! TODO story doc
+//! (from github_emulator)
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -17,7 +15,9 @@ use serde_json::{json, Value};
 use crate::support::github::{Emulator, Fault, Logged};
 
 const REPO: &str = "acme/widgets";
+
 const ALICE: &str = "tok-alice";
+
 const BOB: &str = "tok-bob";
 
 struct Forge {

@@ -1,7 +1,5 @@
-//! The GitHub fixtures (tests/fixtures/github) and the support code that uses them: the OpenAPI
-//! subset's validator accepts GitHub's own examples and rejects broken copies with a useful path,
-//! the documented responses are found from concrete requests, and the vendored webhook examples
-//! parse, re-address and sign as GitHub's do.
+//! TODO story doc
+//! (from github_fixtures)
 
 use serde_json::{json, Value};
 

@@ -1,11 +1,10 @@
-//! One governed loop on every forge: the same scenario table (propose, approve, reject, gate,
-//! merge, close, and their refusals) runs on the local forge and on GitHub (the REST emulator),
-//! each step addressed both ways (the proposal id, and `--pr N`), and must give the same exit
-//! codes and the same unmet requirements on both.
+//! TODO story doc
+//! (from one_loop)
 
 use serde_json::Value;
 
-use crate::github::Hub;
+use crate::support::github::Fault;
+use crate::support::hub::Hub;
 use crate::support::{unmet, Env, Run};
 
 enum Forge {
@@ -272,6 +271,7 @@ fn the_same_scenarios_give_the_same_outcomes_on_both_forges() {
         assert_eq!(outcomes[0], outcomes[1], "{name}: local, then GitHub");
     }
 }
+
 #[test]
 fn a_proposal_id_names_its_submitted_pull_request_on_github() {
     let hub = Hub::new();
@@ -335,7 +335,6 @@ fn a_proposal_the_ledger_finished_cannot_be_closed_from_an_edited_record() {
 
 #[test]
 fn a_close_the_forge_refused_to_finish_is_finished_by_running_it_again() {
-    use crate::support::github::Fault;
     let hub = Hub::new();
     let n = hub.submitted();
     hub.emu.inject(Fault::Respond {

@@ -1,8 +1,5 @@
-//! Atelier's own repository has what any adopter has, read by the parsers the gate and the
-//! conductor use, and the defaults `atelier init` installs are its files: Atelier's own file
-//! where Atelier uses the default as it is, else the generic file under `src/defaults/` that
-//! Atelier's own differs from only as documented (ARCHITECTURE.md, the decision "One source for
-//! the defaults").
+//! TODO story doc
+//! (from own_repository)
 
 use std::path::{Path, PathBuf};
 

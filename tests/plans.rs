@@ -1,4 +1,5 @@
-//! Plans and the contract validator (`atelier plan check`), and the schedule's pure rules.
+//! TODO story doc
+//! (from plans)
 
 use std::collections::BTreeSet;
 

@@ -1,12 +1,5 @@
-//! `allowed_signers` against the reference: for each file in a table, one token signed by stock
-//! `ssh-keygen -Y sign` is verified by `ssh-keygen -Y verify` (at a fixed time, in three time
-//! zones) and judged by Atelier's gate through the pure API. The gate must never count an
-//! approval that ssh-keygen refuses. Where the gate refuses what ssh-keygen accepts, the row says
-//! so, and GOVERNANCE.md ("Keys") must list the case.
-//!
-//! The rows follow the behaviours OpenSSH's own regression test (regress/sshsig.sh) and
-//! ssh-keygen(1), section ALLOWED SIGNERS, define. The end of the file performs breaks 5 and 9
-//! of issue 8 through the `atelier` binary.
+//! TODO story doc
+//! (from signers_vs_sshkeygen)
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,11 +13,15 @@ use crate::support::{token_codes, unmet, Env, Setup};
 
 /// The gate's clock and ssh-keygen's `verify-time`: 2026-11-29T10:00:00Z.
 const NOW: i64 = 1_795_946_400;
+
 const VERIFY_TIME: &str = "20261129100000Z";
+
 /// The zones ssh-keygen runs in: UTC, east of it (Tokyo's UTC+9) and west of it (New York's
 /// UTC-5 in November), spelled as POSIX TZ rules so that they need no tzdata.
 const ZONES: [&str; 3] = ["UTC0", "JST-9", "EST5"];
+
 const YES: [bool; 3] = [true; 3];
+
 const NO: [bool; 3] = [false; 3];
 
 /// What the gate makes of the token.

@@ -1,5 +1,5 @@
-//! Tokens against the reference tool (ssh-keygen) and against forgery: tampering, line-ending
-//! variants, wrong namespaces, other key types, weak keys and payloads for something else.
+//! TODO story doc
+//! (from tokens)
 
 use std::path::Path;
 

@@ -1,0 +1,4 @@
+//! TODO story doc
+
+mod verify;
+mod witnesses;

@@ -1,0 +1,5 @@
+//! TODO story doc
+
+mod gate;
+mod merge;
+mod records;
