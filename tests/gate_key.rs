@@ -1,7 +1,6 @@
-//! TODO story doc
-//! (from adopt)
-//! (from hardening)
-//! (from containment_review2)
+//! An operator keeps the gate key: moved out of the repository (never while another command holds
+//! the lock), rotated, recovered by the constitution quorum, and never taken from where a branch
+//! or a planted file points.
 
 use atelier::audit::ledger;
 use git2::Repository;
@@ -363,7 +362,7 @@ fn the_gate_never_appends_to_a_ledger_signed_by_a_key_the_branch_names() {
     assert!(run.stderr.contains("E_LEDGER_CORRUPT"), "{}", run.stderr);
 }
 
-/// (Finding 6) `gatekey::migrate` runs before every command and adopts whatever it finds at
+/// `gatekey::migrate` runs before every command and adopts whatever it finds at
 /// `.atelier/gate_key` (reading through a symlink) whenever this HOME has no key: it never
 /// checks the key against `policies/gate_key.pub`. A branch that tracks `.atelier/gate_key`
 /// (git checks out tracked files over ignored ones) plants it in every clone that checks the
@@ -408,7 +407,7 @@ fn a_key_planted_at_the_legacy_path_is_never_adopted_as_the_gate_key() {
     );
 }
 
-/// (Finding 6, continued) Through a symlink at the legacy path, the file it points at (here the
+/// Through a symlink at the legacy path, the file it points at (here the
 /// operator's own SSH key) is copied into the gate key directory and used as the gate key.
 #[test]
 fn a_symlink_at_the_legacy_path_is_never_followed() {

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from constitution)
+//! A change to the constitution (governance source, the policy itself) needs the constitution
+//! quorum, and cannot lower or meet the quorum it installs by its own changes.
 
 use crate::support::{token_codes, unmet, Env};
 

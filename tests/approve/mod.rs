@@ -1,8 +1,10 @@
-//! TODO story doc
-//! (from adopt)
-//! (from approvals)
+//! An approver signs a proposal: which tokens and keys count towards the quorum, which never do
+//! (the gate key, the proposer, a revoked, expired or unknown key, a stale token), and vetoes.
 
 mod constitution;
+mod signers_vs_sshkeygen;
+mod tokens;
+
 use crate::support::{token_codes, unmet, Env, Setup};
 
 #[test]

@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from approvals)
-//! (from hardening)
-//! (from audit)
+//! `audit verify` and `audit show`: commits pushed past the gate, ledger entries edited, removed,
+//! reordered, inserted or rolled back, and merges whose tokens do not satisfy the base policy.
 
 use atelier::audit::ledger;
 use git2::Repository;

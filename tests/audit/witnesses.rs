@@ -1,5 +1,6 @@
-//! TODO story doc
-//! (from hardening)
+//! Witnesses of the ledger: approvers' checkpoints, merge commits' checkpoints and the local
+//! memory catch a ledger rewound (alone or with main); what is no witness (another repository's
+//! token, an unsigned line, a key swapped in for a moment).
 
 use atelier::audit::ledger;
 use git2::Repository;

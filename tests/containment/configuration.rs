@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from containment)
-//! (from containment_review)
-//! (from containment_review2)
+//! Containment as configured: what the protected branch's configuration grants (paths, network,
+//! roles) and what an uncommitted or wrong setting cannot undo.
 
 use crate::containment::{attack, verdict_of};
 use crate::support::skip::{require_landlock, skip};
@@ -86,7 +84,7 @@ fn a_bad_network_setting_names_the_field() {
     assert!(run.stderr.contains("\"none\", \"any\""), "{}", run.stderr);
 }
 
-/// (Review finding 5a) Only `[swarm] containment` is read from the protected branch; every grant is read from
+/// Only `[swarm] containment` is read from the protected branch; every grant is read from
 /// the working tree. An uncommitted `writable = ["/"]` (or `network = "any"`, or
 /// `shared_target_dir = "."`) undoes containment as surely as the refused `containment = "none"`,
 /// and the run still says `contained: landlock`.
@@ -112,7 +110,7 @@ fn an_uncommitted_grant_cannot_undo_containment() {
     );
 }
 
-/// (Review finding 5b) Which branch is "protected" is itself read from the working tree's `[forge] branch`:
+/// Which branch is "protected" is itself read from the working tree's `[forge] branch`:
 /// point it at any local branch that says `containment = "none"` and the refusal is gone.
 #[test]
 fn another_branch_cannot_stand_in_for_the_protected_one() {
@@ -140,7 +138,7 @@ fn another_branch_cannot_stand_in_for_the_protected_one() {
     );
 }
 
-/// (Review finding 5c) `~` is refused as "the whole home directory, which holds ~/.ssh", but `~/` is the same
+/// `~` is refused as "the whole home directory, which holds ~/.ssh", but `~/` is the same
 /// directory and is accepted.
 #[test]
 fn a_listed_home_with_a_trailing_slash_is_refused_too() {
@@ -165,7 +163,7 @@ fn a_listed_home_with_a_trailing_slash_is_refused_too() {
     );
 }
 
-/// (Finding 3) What `Workspace::containment` compares with the protected branch is each role's
+/// What `Workspace::containment` compares with the protected branch is each role's
 /// `network`, `readable` and `writable`; what the run uses of the working tree's role is all of
 /// it. An uncommitted `command` that names a file by absolute path makes it readable
 /// (`Sandbox::programs`); an uncommitted `env` hands the worker a secret of the conductor's
@@ -202,7 +200,7 @@ fn an_uncommitted_role_command_cannot_make_a_file_readable() {
     );
 }
 
-/// (Finding 3, continued) An uncommitted `env` entry: the conductor's secret reaches the worker.
+/// An uncommitted `env` entry: the conductor's secret reaches the worker.
 #[test]
 fn an_uncommitted_role_env_cannot_pass_a_secret() {
     require_landlock!();
@@ -226,7 +224,7 @@ fn an_uncommitted_role_env_cannot_pass_a_secret() {
     );
 }
 
-/// (Finding 3, continued) An uncommitted `backend`: the same role, no `network` field on either
+/// An uncommitted `backend`: the same role, no `network` field on either
 /// side, but the preset's default port opens. (A `claude` stand-in runs the role's command.)
 #[test]
 fn an_uncommitted_role_backend_cannot_open_a_port() {
@@ -267,7 +265,7 @@ fn an_uncommitted_role_backend_cannot_open_a_port() {
     );
 }
 
-/// (Finding 7) `writable` and `readable` are refused when they hold the gate key's directory
+/// `writable` and `readable` are refused when they hold the gate key's directory
 /// (`contain::grants`), but `[swarm] shared_target_dir`, which every worker and step may write,
 /// is only checked against the repository: `"~/.local/share"` hands every worker the gate key
 /// (to read, or to replace).

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from containment)
-//! (from containment_review)
+//! Files a contained worker cannot read or write: the gate key, git, the events file, the main
+//! working tree, home, SSH keys, credentials, root-only files, the kernel keyring.
 
 use std::path::Path;
 
@@ -118,7 +117,7 @@ fn a_worker_cannot_follow_a_symlink_out_of_its_worktree() {
     assert_eq!(s.env.read("README.md"), "# demo\n");
 }
 
-/// (Review finding 2) The git common directory is readable whole, `config` included: where a CI checkout (or a
+/// The git common directory is readable whole, `config` included: where a CI checkout (or a
 /// user) keeps a credential there, every worker could read it, so a contained run refuses.
 #[test]
 fn a_worker_cannot_read_credentials_in_the_git_config() {
@@ -150,7 +149,7 @@ fn a_worker_cannot_read_credentials_in_the_git_config() {
     }
 }
 
-/// (Review finding 3) Capabilities are dropped but the uid stays 0, and root owns the system's secrets: a
+/// Capabilities are dropped but the uid stays 0, and root owns the system's secrets: a
 /// contained worker run by root reads /etc/shadow (and /etc/ssh's host keys, where they exist).
 #[test]
 fn a_contained_root_worker_cannot_read_root_only_system_files() {
@@ -163,7 +162,7 @@ fn a_contained_root_worker_cannot_read_root_only_system_files() {
     denied(&s, "head -c 1 /etc/shadow");
 }
 
-/// (Review finding 3b) Keyrings are per uid and Landlock does not cover them: a secret the operator keeps in
+/// Keyrings are per uid and Landlock does not cover them: a secret the operator keeps in
 /// the kernel's user keyring (Kerberos, a credential helper) is read by the contained worker.
 #[test]
 fn a_worker_cannot_read_the_operators_kernel_keyring() {
@@ -196,7 +195,7 @@ fn a_worker_cannot_read_the_operators_kernel_keyring() {
     assert_eq!(v, "denied\n", "the worker read the user keyring");
 }
 
-/// (Review finding 4) A cache setting in the main working tree (`shared_target_dir = "target"`, as README once
+/// A cache setting in the main working tree (`shared_target_dir = "target"`, as README once
 /// suggested) would let every worker write where the operator's own, uncontained cargo builds,
 /// links and runs: refused, naming the field; a cache outside the repository works.
 #[test]

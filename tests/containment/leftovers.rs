@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from containment)
-//! (from containment_review)
-//! (from containment_review2)
+//! What a failed or interrupted attempt leaves behind is defanged: inspecting it runs none of the
+//! worker's code.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -21,7 +19,7 @@ pub(crate) fn stealing_hook(s: &Swarm) -> (std::path::PathBuf, String) {
     (stolen, hook)
 }
 
-/// (Review finding 6) A failed attempt's worktree was kept "for inspection". The worker controls its `.git`:
+/// A failed attempt's worktree was kept "for inspection". The worker controls its `.git`:
 /// it replaces the pointer with a repository of its own whose `core.fsmonitor` runs a command,
 /// and the operator's first `git status` there (or a shell prompt showing the branch) runs it,
 /// uncontained.
@@ -63,7 +61,7 @@ fn kept(s: &Swarm, run: &str) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// (Finding 1) `defang_worktree` removes every entry *named* `.git`, but git also discovers
+/// `defang_worktree` removes every entry *named* `.git`, but git also discovers
 /// a repository in any directory that looks like one (`HEAD`, `objects/`, `refs/`: an implicit
 /// bare repository; `safe.bareRepository` defaults to `all`). A worker turns `src/` of its
 /// failed worktree into one, with `core.bare = false`, `core.worktree = ..` and an fsmonitor
@@ -93,7 +91,7 @@ fn inspecting_a_subdirectory_of_a_failed_attempt_does_not_run_the_workers_code()
     );
 }
 
-/// (Finding 1, continued) `defang_worktree` walks with full paths and gives up at the first
+/// `defang_worktree` walks with full paths and gives up at the first
 /// error: a worker that leaves a tree deeper than PATH_MAX (twenty 250-byte directory names)
 /// makes it fail with ENAMETOOLONG before it reaches the `.git` the worker wrote. The whole run
 /// then ends in an error (every other task with it), and the worktree keeps the worker's `.git`.
@@ -122,7 +120,7 @@ fn a_deep_tree_does_not_stop_a_failed_attempt_being_defanged() {
     );
 }
 
-/// (Finding 4) Only a *failed* attempt's worktree is defanged. Interrupt the conductor
+/// Only a *failed* attempt's worktree is defanged. Interrupt the conductor
 /// (Ctrl-C, SIGTERM, a CI timeout) while a worker runs, and its worktree stays under
 /// `.atelier/runs/<run>/wt/` with whatever `.git` the worker made (and `atelier clean` skips
 /// unfinished runs): the operator's `git status` there runs the worker's command.

@@ -1,5 +1,6 @@
-//! TODO story doc
-//! (from containment)
+//! A contained worker: each test is an attack a hostile worker (or a check, a reviewer, a build)
+//! tries under Landlock, and must be denied; a kernel without Landlock skips, and fails under
+//! `ATELIER_TEST_STRICT=1` (see support/skip.rs).
 
 mod configuration;
 mod files;

@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from containment)
-//! (from containment_review)
-//! (from containment_review2)
+//! The network of a contained worker: none means none (TCP, UDP, Unix sockets, MPTCP, vsock,
+//! socket pairs), and a granted port is the only one reachable.
 
 use std::process::Command;
 
@@ -54,7 +52,7 @@ fn a_role_given_a_port_reaches_it_and_nothing_else() {
     denied(&s, &format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{pc}'"));
 }
 
-/// (Review finding 1) Named Unix sockets are outside Landlock's reach (ABI <= 7): a contained worker finds the
+/// Named Unix sockets are outside Landlock's reach (ABI <= 7): a contained worker finds the
 /// operator's ssh-agent in /proc/net/unix and uses its keys (the keys approvals are signed
 /// with); the same holds for docker.sock, systemd's and D-Bus's sockets (root-owned, mode 0600,
 /// and the worker is uid 0 without capabilities: the owner check passes).
@@ -127,7 +125,7 @@ fn a_worker_cannot_use_the_operators_ssh_agent_or_any_unix_socket() {
     assert_eq!(v, "denied\n");
 }
 
-/// (Review finding 7) network = "none" is TCP only: UDP reaches any address (DNS exfiltration, local UDP
+/// network = "none" is TCP only: UDP reaches any address (DNS exfiltration, local UDP
 /// services such as a metadata or syslog endpoint).
 #[test]
 fn a_worker_with_network_none_cannot_send_udp() {
@@ -160,7 +158,7 @@ fn swarm_with_port(port: u16) -> Swarm {
     s
 }
 
-/// (Finding 2) Landlock's TCP rules apply to TCP sockets only (`sk_is_tcp`; seen on 6.18 here):
+/// Landlock's TCP rules apply to TCP sockets only (`sk_is_tcp`; seen on 6.18 here):
 /// an MPTCP socket (`IPPROTO_MPTCP`, enabled by default) connects to any port, and the peer
 /// sees a plain TCP connection. A role limited to `network = [port]` (the presets' default is
 /// `[443]`) reaches every port on every address: cloud metadata on 80, local databases, a
@@ -194,7 +192,7 @@ fn a_role_given_one_port_cannot_reach_another_over_mptcp() {
     assert_eq!(v, "denied\n");
 }
 
-/// (Finding 5a) The seccomp filter denies `socket(AF_UNIX, …)` but allows `socketpair`: a
+/// The seccomp filter denies `socket(AF_UNIX, …)` but allows `socketpair`: a
 /// datagram pair's socket can `sendto` (or `connect`) any named datagram socket, which Landlock
 /// (ABI <= 7) does not check either: journald's `/dev/log`, `/run/systemd/notify`, chrony's
 /// command socket, wpa_supplicant's control sockets (and pass descriptors with SCM_RIGHTS).
@@ -220,7 +218,7 @@ fn a_worker_cannot_reach_a_named_datagram_socket_through_a_socketpair() {
     assert_eq!(v, "denied\n");
 }
 
-/// (Finding 5b) With `network = "none"` the filter denies AF_INET and AF_INET6 only (a
+/// With `network = "none"` the filter denies AF_INET and AF_INET6 only (a
 /// deny-list of families): AF_VSOCK, which reaches the hypervisor's host (Firecracker, Kata,
 /// WSL2, cloud VMs) without any IP, is created freely. No connection is attempted here.
 #[test]

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from containment)
-//! (from containment_review)
+//! Processes: a contained worker cannot read or signal the conductor, outlive its attempt or use a
+//! descriptor the conductor inherited; checks and agent reviewers are contained too.
 
 use crate::containment::{attack, denied};
 use crate::support::skip::require_landlock;
@@ -95,7 +94,7 @@ fn an_agent_reviewer_is_contained() {
     assert_eq!(env.read("README.md"), "# demo\n");
 }
 
-/// (Review finding 8) Landlock checks opens, not descriptors: whatever the conductor inherited without
+/// Landlock checks opens, not descriptors: whatever the conductor inherited without
 /// close-on-exec (from a CI runner, an IDE, `make -j`'s jobserver; here a pipe on fd 251 from
 /// the harness already reaches every worker) passes into the contained worker.
 #[test]

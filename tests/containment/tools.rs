@@ -1,11 +1,11 @@
-//! TODO story doc
-//! (from containment_review2)
+//! Ordinary tools still work in a contained worker (git with an operator's gitconfig,
+//! multiprocessing).
 
 use crate::containment::verdict_of;
 use crate::support::skip::require_landlock;
 use crate::support::swarm::Swarm;
 
-/// (Finding 8) Containment breaks ordinary tools on an ordinary machine. The operator's
+/// Containment breaks ordinary tools on an ordinary machine. The operator's
 /// `~/.gitconfig` exists (it holds `user.name`), Landlock denies opening it, and git treats
 /// EACCES on its global configuration as fatal: every `git status`, `git diff`, `git log` in a
 /// worker, a step or a reviewer exits 128, though README promises they work (the test HOME
@@ -26,7 +26,7 @@ fn git_works_in_a_contained_worker_when_the_operator_has_a_gitconfig() {
     assert_eq!(v, "ESCAPED\n", "git failed in the worker");
 }
 
-/// (Finding 8, continued) `/dev/shm` is not writable: POSIX semaphores fail, and with them
+/// `/dev/shm` is not writable: POSIX semaphores fail, and with them
 /// Python's `multiprocessing` (Pool, Queue, Lock), in workers and in gauntlet steps alike,
 /// unless the role lists `/dev/shm` (which then works).
 #[test]

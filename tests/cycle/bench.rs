@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from cycle)
-//! (from review12b)
-//! (from proposers)
+//! `bench replay`: missions replayed from the protected branch, against another build, with
+//! paired intervals.
 
 use atelier::swarm::bench;
 

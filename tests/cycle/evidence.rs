@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from cycle)
-//! (from review_cycle)
-//! (from review_cycle2)
+//! The evidence a cycle writes: shown to approvers as the cycle's, credited only to the change and
+//! base it measured, and shown on GitHub.
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -10,7 +8,6 @@ use serde_json::Value;
 
 use crate::cycle::{flaky_cycle, improvements, tuned, SCENARIO};
 use crate::support::Env;
-/// The swarm and scenario of tests/cycle.rs.
 
 #[test]
 fn evidence_edited_after_the_cycle_wrote_it_is_shown_as_such_and_cannot_merge() {
@@ -163,7 +160,7 @@ fn record_file(env: &Env, id: &str, file: &str) -> String {
         .to_string()
 }
 
-/// Promise 2. The evidence was measured on one change; someone with push access then changes
+/// The evidence was measured on one change; someone with push access then changes
 /// the change (here: a different failure_budget than the one measured), leaving evidence.json
 /// untouched so its digest still matches. The approvers sign the new head, it merges, and the
 /// improvement curve credits the merged change with the old measurement — no warning, although
@@ -213,7 +210,7 @@ fn a_change_pushed_after_its_evidence_is_credited_with_the_old_measurement() {
     assert_eq!(improvements(&s).as_array().map(Vec::len), Some(0));
 }
 
-/// Promise 2 (what people read). The digest in the ledger covers evidence.json only; the
+/// The digest in the ledger covers evidence.json only; the
 /// evidence.md people read (in the record, and in the pull request body) is bound by nothing.
 /// Someone with push access turns "REGRESSED" into "improved" in evidence.md; the approvers'
 /// view (`atelier show`) shows the edited text with no sign that it is not what the cycle wrote.
@@ -253,7 +250,7 @@ fn evidence_md_edited_after_the_cycle_is_shown_to_approvers_as_the_cycles() {
     );
 }
 
-/// Promise 2 (on GitHub). The pull request body shows `proposals/<id>-<slug>/evidence.md` under
+/// The pull request body shows `proposals/<id>-<slug>/evidence.md` under
 /// "Evidence (`atelier cycle`)" whenever the file exists in the head — whether or not the cycle
 /// ever recorded evidence for the proposal. A plain patch (or an agent's change outside the
 /// cycle) that writes its own record's evidence.md gets a forged evidence section.
@@ -278,7 +275,7 @@ fn a_patch_that_writes_its_own_evidence_md_gets_an_evidence_section_on_github() 
     );
 }
 
-/// Promise 4 (and 3). The proposal is opened — on the local forge, approvable and mergeable —
+/// The proposal is opened — on the local forge, approvable and mergeable —
 /// before its metric is registered and long before its evidence exists; if the cycle dies
 /// during the benchmark (a crash, the OOM killer, a reboot), an open proposal remains with a
 /// registered metric and no evidence, and it merges with two approvals like any other.
@@ -332,7 +329,7 @@ fn a_cycle_killed_during_the_benchmark_leaves_a_mergeable_proposal_without_evide
     );
 }
 
-/// Promise 3, on GitHub. `--submit-anyway` opens the pull request with a warning ("submitted
+/// `--submit-anyway` opens the pull request with a warning ("submitted
 /// although its registered metric regressed"), but `caveat` only speaks for the head the
 /// ledger's evidence names. One later push through `atelier submit` that drops the evidence
 /// files (or changes anything) and the body says nothing of the regression any more: no
@@ -341,7 +338,7 @@ fn a_cycle_killed_during_the_benchmark_leaves_a_mergeable_proposal_without_evide
 fn on_github_one_push_after_submit_anyway_erases_the_regression_warning() {
     let hub = crate::support::hub::Hub::new();
     let env = &hub.env;
-    // The swarm of tests/swarm.rs, by hand (Swarm owns its Env; the hub owns this one).
+    // The swarm of support/swarm.rs, by hand (Swarm owns its Env; the hub owns this one).
     let fake = env.tmp.path().join("fake");
     std::fs::create_dir_all(&fake).expect("mkdir");
     let agent = fake.join("agent.sh");
@@ -437,7 +434,7 @@ fn on_github_one_push_after_submit_anyway_erases_the_regression_warning() {
     );
 }
 
-/// Finding 3. E_EVIDENCE_MISSING binds the evidence to the head, never to the base it was
+/// E_EVIDENCE_MISSING binds the evidence to the head, never to the base it was
 /// measured on. Here the cycle measures failure_budget 3 -> 1 against base X; a person then
 /// merges the very same [conductor] edit; the cycle proposal, still at its evidence head,
 /// merges on the moved base changing nothing but its record. The improvement curve credits

@@ -1,11 +1,8 @@
-//! TODO story doc
-//! (from cycle)
-//! (from review_cycle)
-//! (from review_cycle3)
+//! The judges of a cycle: the panel blocks a change to what judges it (missions, the benchmark's
+//! sources), and only that.
 
 use crate::cycle::{flaky_cycle, tuned, SCENARIO};
 use crate::support::Env;
-/// The swarm and scenario of tests/cycle.rs.
 
 #[test]
 fn a_proposer_whose_change_edits_the_replay_missions_is_blocked_by_the_panel() {
@@ -118,7 +115,7 @@ fn agent_reviewers_get_the_validators_and_the_benchmark_in_their_handoff() {
     );
 }
 
-/// Promise 6 (and the user-testing validator's, in future cycles). `[validators.user_testing]`
+/// `[validators.user_testing]`
 /// judges every cycle's change, but judge-tamper's judging sections of atelier.toml are
 /// gauntlet, forge, gate, review and governance only: an agent's change that empties the
 /// scenario (`true`) is not judge tampering, and the panel approves it.
@@ -153,7 +150,7 @@ fn an_agent_neutering_the_user_testing_scenario_is_not_judge_tamper() {
     );
 }
 
-/// Promise 6, in Atelier's own panel (the one `init` installs): the cycle's judging code — the
+/// In Atelier's own panel (the one `init` installs), the cycle's judging code — the
 /// outcome and objections (src/swarm/evidence.rs), the user-testing validator
 /// (src/swarm/usertest.rs), the evidence record and the improvement curve
 /// (src/workflow/cycle.rs), the cycle itself (src/cli/cycle.rs) — are not judge paths, while
@@ -197,7 +194,7 @@ fn an_agent_changing_the_cycles_own_judging_code_is_not_judge_tamper() {
     }
 }
 
-/// Finding 5. The candidate's numbers are its own binary's report: the evidence says they can
+/// The candidate's numbers are its own binary's report: the evidence says they can
 /// be trusted because "the judge paths — the missions and the benchmark's code — must be
 /// unchanged, which the panel checks". But src/main.rs (which can answer `bench sample` with
 /// any numbers before src/cli/bench.rs runs) and src/swarm/builds.rs (what counts as a code

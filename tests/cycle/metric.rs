@@ -1,12 +1,10 @@
-//! TODO story doc
-//! (from cycle)
-//! (from review_cycle)
+//! The cycle's metric: registered first, a regression recorded not submitted, `--submit-anyway`,
+//! and the improvement curve.
 
 use serde_json::Value;
 
 use crate::cycle::{flaky_cycle, improvements, ledger, on_branch, tuned, SCENARIO};
 use crate::support::swarm::Swarm;
-/// The swarm and scenario of tests/cycle.rs.
 
 fn kinds_of(s: &Swarm, id: &str) -> Vec<String> {
     ledger(s)
@@ -158,7 +156,7 @@ fn submit_anyway_submits_and_the_improvement_curve_shows_what_merged() {
     );
 }
 
-/// Promise 1. A registration is once per proposal, not once per change: the same change can be
+/// A registration is once per proposal, not once per change: the same change can be
 /// put through the cycle again under a new proposal with another `--metric`, and the one whose
 /// metric came out best merged. The improvement curve shows it as a clean pre-registered
 /// result, with nothing about the other registrations of the identical change.

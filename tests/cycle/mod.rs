@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from cycle)
-//! (from review_cycle)
+//! The improvement cycle (`atelier cycle`): tune, validators, the benchmark, evidence, the metric
+//! and judges, on Atelier's own code as on another repository's.
 
 mod bench;
 mod evidence;
@@ -12,7 +11,6 @@ mod validators;
 use serde_json::Value;
 
 use crate::support::swarm::{runs_with_a_hopeless_task, Swarm};
-/// The swarm and scenario of tests/cycle.rs.
 
 /// The user-testing scenario: runs in the patched tree, with an empty HOME and no forge token.
 pub(crate) const SCENARIO: &str = "set -e\ngrep -q '^failure_budget' atelier.toml\ntest -z \"$GITHUB_TOKEN\"\ntest -z \"$(ls -A \"$HOME\")\"\ntest \"$GREETING\" = hello\ncase \"$TOOLS\" in /*/tools) ;; *) exit 9 ;; esac\necho scenario ok\n";

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from cycle)
-//! (from review_cycle3)
+//! A cycle on Atelier's own code: two builds measured, a hostile change contained while built and
+//! run, and what a build can do to hide from or hang the cycle.
 
 use std::time::{Duration, Instant};
 
@@ -246,7 +245,7 @@ fn stand_in_with_fixer(script: &str) -> (Swarm, std::path::PathBuf) {
     (s, cargo)
 }
 
-/// Finding 1. `code_changed` counts a change as code only when *both* sides' Cargo.toml name
+/// `code_changed` counts a change as code only when *both* sides' Cargo.toml name
 /// the `atelier` package. A change that renames the package (keeping `[lib] name = "atelier"`
 /// and `[[bin]] name = "atelier"`, so the real crate still builds the same binary) and edits
 /// the code is reported as leaving "atelier's own code as it is": no build, no benchmark, and
@@ -282,7 +281,7 @@ fn renaming_the_package_hides_a_code_change_from_the_two_builds() {
     );
 }
 
-/// Finding 2. The candidate's numbers are whatever its `bench sample` prints, and a metric
+/// The candidate's numbers are whatever its `bench sample` prints, and a metric
 /// it leaves out counts as 0 (`unwrap_or(0)` in `replay_sides`). A change whose binary
 /// answers with `{}` — on purpose, or because it renamed an event — gets every
 /// lower-is-better metric recorded as "improved", and the evidence calls the registered
@@ -322,7 +321,7 @@ fn a_candidate_that_omits_its_metrics_is_refused_not_credited() {
     assert!(r.stdout.trim().is_empty(), "no evidence: {}", r.stdout);
 }
 
-/// Finding 3. While the change's binary runs `bench sample` (contained, in a session of its
+/// While the change's binary runs `bench sample` (contained, in a session of its
 /// own), Ctrl-C does nothing: the terminal's SIGINT reaches only atelier's process group, and
 /// atelier no longer dies of it — the proposer's and the build's `Interrupts` registered tokio
 /// handlers, which stay installed for the life of the process — while `contained_sample` runs
@@ -397,7 +396,7 @@ fn ctrl_c_stops_the_cycle_while_the_change_s_binary_is_measured() {
     assert!(!left, "the change's sample outlived the interrupted cycle");
 }
 
-/// Finding 4. `build_input` misses `.gitattributes`, which decides what the build's worktree
+/// `build_input` misses `.gitattributes`, which decides what the build's worktree
 /// holds: `text eol=crlf` (or `ident`) rewrites the checked-out files that `include_str!`
 /// embeds (src/defaults/, missions/, reviewers/ templates, prompts/), so the binary changes
 /// while the cycle records that the change "leaves atelier's own code as it is".
@@ -432,7 +431,7 @@ fn a_gitattributes_change_alters_the_build_and_is_measured_as_code() {
     );
 }
 
-/// Finding 6. The trusted build of the base runs in `.atelier/bench/bench-<sha12>` on branch
+/// The trusted build of the base runs in `.atelier/bench/bench-<sha12>` on branch
 /// `atelier/bench/bench-<sha12>` and removes both only when `trusted` returns. A cycle killed
 /// during that build (SIGKILL, OOM, a closed terminal: a real release build takes minutes)
 /// leaves both behind, nothing prunes them, and every later cycle against that base fails at
@@ -496,7 +495,7 @@ fn a_cycle_killed_during_the_base_s_build_does_not_block_the_next_one() {
     );
 }
 
-/// Finding 7. After the contained build, atelier itself (uncontained) copies
+/// After the contained build, atelier itself (uncontained) copies
 /// `<target>/release/atelier` with `std::fs::copy`, which follows a link and opens whatever is
 /// there. The build writes that directory: a build script's background child (alive until
 /// cargo exits) can swap the output for a FIFO — emulated here by the stand-in cargo running
@@ -546,7 +545,7 @@ fn a_build_that_leaves_a_fifo_for_its_binary_does_not_hang_the_cycle() {
     );
 }
 
-/// Finding 8. Under `[swarm] containment = "none"` the change is built and run uncontained
+/// Under `[swarm] containment = "none"` the change is built and run uncontained
 /// (its label says UNCONTAINED), but evidence.md — what approvers read — says, for every
 /// two-build benchmark, that the candidate was "built and run contained".
 #[test]

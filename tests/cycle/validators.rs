@@ -1,13 +1,10 @@
-//! TODO story doc
-//! (from cycle)
-//! (from review_cycle)
-//! (from review_cycle2)
+//! The cycle's validators: the user-testing scenario, what it may be granted, and a change that
+//! steers it.
 
 use serde_json::Value;
 
 use crate::cycle::{flaky_cycle, on_branch, tuned};
 use crate::support::swarm::{add_role, runs_with_a_hopeless_task, Swarm};
-/// The swarm and scenario of tests/cycle.rs.
 
 #[test]
 fn a_failing_user_scenario_or_nothing_to_propose_stops_the_cycle_clearly() {
@@ -70,7 +67,7 @@ fn a_failing_user_scenario_or_nothing_to_propose_stops_the_cycle_clearly() {
     assert!(md.contains("failed_tasks REGRESSED significantly"), "{md}");
 }
 
-/// Promise 5. The scenario's *command* comes from the protected branch, but the command runs
+/// The scenario's *command* comes from the protected branch, but the command runs
 /// in the proposal's tree, so the files it runs (`sh scenario.sh`, the pattern tests/cycle.rs
 /// and the docs use) are the proposal's. An agent whose change breaks what the scenario checks
 /// also rewrites scenario.sh to `exit 0`: the user-testing validator reports "passed", the
@@ -148,7 +145,7 @@ fn user_testing(c: &Value) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Finding 1. `[validators.user_testing] readable`/`writable` are expanded with
+/// `[validators.user_testing] readable`/`writable` are expanded with
 /// `contain::listed` alone, never through `contain::grants`, so the check that refuses a
 /// role's or the gauntlet's listed path holding the gate key, `.atelier/` or `~/.ssh`
 /// (`E_CONTAINMENT_PATH`) does not apply. A merged `readable = ["~/.local/share"]` (where pipx,
@@ -199,7 +196,7 @@ fn the_user_testing_lists_grant_the_gate_key_that_role_lists_may_not() {
     assert_eq!(listed[0]["state"], "closed", "{listed}");
 }
 
-/// Finding 2. "A change that edits a file the scenario runs fails the validator" is decided by
+/// "A change that edits a file the scenario runs fails the validator" is decided by
 /// `may_execute` on the scenario's command line only: a file the named script sources
 /// (`. ./checks.sh`), a module it imports, a makefile it includes is not seen. An agent whose
 /// change breaks what users rely on also rewrites the helper the scenario sources, and the

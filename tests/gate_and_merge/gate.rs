@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from adopt)
+//! The gate explains itself: without tokens it refuses naming what is missing; a malformed policy
+//! at base fails closed.
 
 use crate::support::{unmet, Env};
 

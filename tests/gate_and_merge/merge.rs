@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from approvals)
-//! (from merge)
-//! (from hardening)
+//! `merge`: lands a satisfied proposal once (concurrent merges, compare-and-swap), the tree
+//! `git merge-tree` would, never over local work, and never what the gate refuses.
 
 use std::process::Stdio;
 

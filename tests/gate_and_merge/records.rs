@@ -1,8 +1,5 @@
-//! TODO story doc
-//! (from approvals)
-//! (from hardening)
-//! (from review_fixes)
-//! (from review_one_loop)
+//! Forge records are not authority: an edited or copied record cannot retarget, reopen or close
+//! another proposal; what the ledger holds wins.
 
 use serde_json::Value;
 

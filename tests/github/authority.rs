@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from github)
+//! What carries authority on GitHub: only tokens signed by approvers' keys, bound to the head;
+//! not the bot, a review, a label, an edited comment or a hand-pushed commit.
 
 use serde_json::Value;
 

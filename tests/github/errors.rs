@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from github)
-//! (from review_third)
+//! GitHub's errors: retried when transient, explained when not (auth, permission, not found, a
+//! ledger that could not be pushed).
 
 use crate::support::github::Fault;
 use crate::support::hub::{Hub, BOT, REPO};

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from github)
-//! (from review_fixes)
+//! Merging on GitHub: a moved head, a lost answer, a different tree or a hand merge is refused,
+//! concluded from the recorded request, or raises an alarm.
 
 use crate::support::github::Fault;
 use crate::support::hub::{Hub, BOT, REPO};

@@ -1,9 +1,12 @@
-//! TODO story doc
-//! (from github)
+//! Atelier on GitHub (the REST emulator and vendored webhooks): submit, authority, vetoes,
+//! merges, `serve`, errors, and the same loop on both forges.
 
 mod authority;
+mod emulator;
 mod errors;
+mod fixtures;
 mod merges;
+mod one_loop;
 mod records;
 mod serve;
 mod submit;

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from review_fixes)
-//! (from review_one_loop)
+//! Forge records on GitHub: an edited record cannot clear the proposer, close or judge another
+//! proposal, or submit another branch.
 
 use serde_json::Value;
 

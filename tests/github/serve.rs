@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from github)
-//! (from review_fixes)
+//! `atelier serve`: signed webhooks, coalesced bursts, regating on a push, statuses written once,
+//! and a worker that neither stalls nor drops a veto.
 
 use std::time::{Duration, Instant};
 

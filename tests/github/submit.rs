@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from review_gate)
-//! (from github)
+//! Submitting to GitHub: the pull request body from the protected branch's template, the panel's
+//! summary, statuses for what is not a proposal, and the whole loop ending in a verified history.
 
 use serde_json::Value;
 

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from github)
+//! Vetoes on GitHub: a rejection, deleted or delivered before any evaluation or while retargeted,
+//! still vetoes.
 
 use serde_json::Value;
 

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from swarm)
-//! (from review_control)
+//! The cockpit (`atelier cockpit`) in a real terminal: it pauses a swarm, and a worker's file name
+//! writes no escape sequence to it.
 
 use std::time::Duration;
 

@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from review_escapes)
-//! (from review_ui)
-//! (from ui)
+//! The dashboard (`atelier ui`) in a browser: proposals, the ledger and runs, escaped; loopback
+//! only unless told, with the rebinding check.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Stdio};

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from review_control)
-//! (from review_escapes)
+//! Terminal escapes, bidi overrides and invisible characters from a worker, a diff, a reviewer or
+//! a patch never reach the terminal or JSON output as such.
 
 use serde_json::Value;
 

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from swarm)
-//! (from review_live)
+//! The live view of a run: progress unless `--quiet`, silences while they last and only for their
+//! attempt, never wider than the terminal.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -1,5 +1,6 @@
-//! TODO story doc
-//! (from review_escapes)
+//! What people read, on a terminal and in the browser: whole-output snapshots of the commands,
+//! refusals and their exit codes, the live view, the cockpit, the dashboard, and what a hostile
+//! name or diff cannot hide or inject there.
 
 mod cockpit;
 mod dashboard;

@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from adopt)
-//! (from hardening)
-//! (from review_third)
+//! Exit codes: bad usage exits 2, a refusal exits 1 with its code whatever wraps it, a closed
+//! stdout never turns a refusal into success, and each cause is printed once.
 
 use std::process::Stdio;
 

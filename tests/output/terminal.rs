@@ -1,5 +1,4 @@
-//! TODO story doc
-//! (from adopt)
+//! `show` renders the change for approvers.
 
 use crate::support::Env;
 

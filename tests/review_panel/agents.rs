@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from review_gate)
+//! Agent reviewers: a recorded verdict bound to the change, garbage asked for again then failed,
+//! hangs stopped, HTTP endpoints, and distinct model families.
 
 use git2::Repository;
 use serde_json::Value;

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from review)
-//! (from review_adversary)
+//! The built-in reviewers: policy changes by agents, new dependencies, weakened tests, secrets,
+//! and the panel `init` installs.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from review_gate)
-//! (from review_adversary)
+//! Enforcing the panel: a block holds against edits in the proposal or the working tree, a broken
+//! definition halts merges, and audit catches a merge past a block.
 
 use git2::Repository;
 

@@ -1,9 +1,11 @@
-//! TODO story doc
-//! (from review_gate)
+//! The review panel: built-in and agent reviewers run on every proposal, a blocking verdict
+//! refuses the merge unless the constitution quorum overrules it, and the panel is read from the
+//! base.
 
 mod agents;
 mod builtins;
 mod enforcement;
+mod hackbench;
 
 use atelier::audit::ledger;
 use git2::Repository;

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from github)
+//! A repository on the GitHub emulator: the hub, its served `atelier serve`, and helpers to drive
+//! pull requests.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

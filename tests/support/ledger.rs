@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from hardening)
+//! Reading and writing the ledger directly, the way an attacker with write access to the files
+//! would, and reading the audit's findings.
 
 use atelier::audit::ledger;
 use git2::Repository;

@@ -1,5 +1,4 @@
-//! TODO story doc
-//! (from review_fixes)
+//! Editing forge records directly, the way an attacker with write access to `.atelier/` would.
 
 use std::path::PathBuf;
 

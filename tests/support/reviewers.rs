@@ -1,5 +1,4 @@
-//! TODO story doc
-//! (from review_gate)
+//! Agent reviewers for the tests: scripted reviewer definitions and their answers.
 
 use crate::support::{Env, Setup};
 

@@ -1,8 +1,5 @@
-//! TODO story doc
-//! (from swarm)
-//! (from containment)
-//! (from proposers)
-//! (from stats)
+//! A swarm in a temporary repository driven by the scripted agent: plans, tasks, scenarios, and
+//! running `atelier` with them.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -30,7 +27,7 @@ impl Swarm {
 
     /// A swarm whose protected branch accepts running uncontained: for the conductor's own
     /// defences against a worker that is not confined (containment is tested in
-    /// tests/containment.rs).
+    /// tests/containment/).
     pub(crate) fn uncontained(conductor: &str) -> Swarm {
         Swarm::configured(conductor, "\n[swarm]\ncontainment = \"none\"\n")
     }

@@ -1,6 +1,4 @@
-//! TODO story doc
-//! (from swarm)
-//! (from review_control)
+//! Controlling a running swarm: pause, resume, retry, skip and stop, from another process.
 
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from swarm)
+//! Failures: retries with a do-not-retry list, a budget, nudges and restarts of a silent worker,
+//! and what a failed task shows.
 
 use atelier::swarm::events::RunEvent;
 

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from swarm)
+//! HTTP roles: a model's reply written to the claimed file, failures explained, and no forge
+//! token sent to a model endpoint.
 
 use crate::support::swarm::{plan, task, Swarm};
 

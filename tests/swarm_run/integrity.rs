@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from swarm)
+//! What a run commits is what the worker wrote inside its claims: no forge tokens, no redirected
+//! git dir, no moved run branch, no leftover process or linked directory.
 
 use crate::support::swarm::{one, plan, task, Swarm};
 

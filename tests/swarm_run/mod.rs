@@ -1,13 +1,16 @@
-//! TODO story doc
-//! (from swarm)
+//! An operator runs the swarm (`atelier run`): plans, the schedule, failures and retries,
+//! control, resume, prompts, HTTP roles, the integrity of what is committed, and the telemetry a
+//! run leaves.
 
 mod control;
 mod failures;
 mod http;
 mod integrity;
+mod plans;
 mod prompts;
 mod resume;
 mod schedule;
+mod stats;
 
 use crate::support::swarm::{plan, task, Swarm};
 

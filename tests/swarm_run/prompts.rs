@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from swarm)
+//! The prompts a run uses come from the protected branch, as text (no link, no submodule), and a
+//! broken one stops the run cleanly.
 
 use crate::support::swarm::{plan, task, Swarm};
 

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from swarm)
+//! Resuming a run: after a kill, a torn log line or a crash mid-integration, to the same result;
+//! forged events and branches are refused.
 
 use std::process::Stdio;
 

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from swarm)
+//! The schedule in a real run: overlapping claims never run at once, cross-plan dependencies in
+//! order.
 
 use std::collections::BTreeMap;
 

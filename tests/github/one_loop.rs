@@ -1,5 +1,6 @@
-//! TODO story doc
-//! (from one_loop)
+//! One governed loop on every forge: the same scenario table (propose, approve, reject, gate,
+//! merge, close, and their refusals) on the local forge and on GitHub, each step addressed by the
+//! proposal id and by `--pr N`, with the same exit codes and unmet requirements.
 
 use serde_json::Value;
 

@@ -1,5 +1,4 @@
-//! TODO story doc
-//! (from plans)
+//! Plans and the contract validator (`atelier plan check`), and the schedule's pure rules.
 
 use std::collections::BTreeSet;
 

@@ -1,5 +1,4 @@
-//! TODO story doc
-//! (from gate_table)
+//! The gate's decision table: each case a policy, a set of tokens and the requirements unmet.
 
 use std::collections::BTreeMap;
 

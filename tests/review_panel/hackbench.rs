@@ -1,5 +1,4 @@
-//! TODO story doc
-//! (from hackbench)
+//! hackbench: the panel blocks every gaming patch of the benchmark and approves the benign ones.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from github_fixtures)
+//! The vendored GitHub fixtures: the OpenAPI subset, its examples and the validator, and the
+//! webhook examples readdressed to the test repository.
 
 use serde_json::{json, Value};
 

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from signers_vs_sshkeygen)
+//! Compare against the reference: the gate counts an allowed-signers line or a signature only
+//! where `ssh-keygen -Y verify` would.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -590,7 +590,7 @@ impl Material {
 
 /// The "Keys" section of GOVERNANCE.md.
 fn keys_section() -> String {
-    let text = include_str!("../GOVERNANCE.md");
+    let text = include_str!("../../GOVERNANCE.md");
     let start = text
         .find("\n## Keys\n")
         .expect("GOVERNANCE.md has a Keys section");

@@ -1,6 +1,5 @@
-//! TODO story doc
-//! (from review12)
-//! (from stats)
+//! Telemetry that can carry a decision: what the conductor records about every attempt, `stats`,
+//! and what `tune` and `memory` make of it (and what a worker's output cannot make them do).
 
 use std::collections::BTreeMap;
 

@@ -1,8 +1,7 @@
-//! TODO story doc
-//! (from adopt)
-//! (from approvals)
-//! (from hardening)
-//! (from review_ui)
+//! A proposer proposes a change: `propose --patch` (git and plain diffs, as `git apply` applies
+//! them), canonical sequential ids, and a refusal that leaves nothing behind.
+
+mod proposers;
 
 use crate::support::{bin, Env};
 

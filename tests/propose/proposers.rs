@@ -1,7 +1,5 @@
-//! TODO story doc
-//! (from review12)
-//! (from review12b)
-//! (from proposers)
+//! Proposers that make the change: `lint`, the agent proposer and its contract validator, and
+//! scrutiny of a worker that edits its own check.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -46,7 +44,7 @@ fn an_interrupted_lint_leaves_nothing_behind() {
     );
 }
 
-/// Follow-up to finding 10: a proposer's patch is made against one commit; if the protected
+/// A proposer's patch is made against one commit; if the protected
 /// branch is elsewhere by the time the proposal is opened (under the lock), nothing is proposed.
 #[test]
 fn a_proposers_patch_is_refused_when_the_branch_moved_under_it() {

@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from github_emulator)
+//! The GitHub emulator behaves like GitHub (shapes, pagination, merges, faults, permissions),
+//! checked against GitHub's OpenAPI description.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

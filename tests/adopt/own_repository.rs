@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from own_repository)
+//! Atelier adopts itself: its own configuration, constitution, panel and prompts parse, cover its
+//! code, and differ from the defaults `init` installs only as documented.
 
 use std::path::{Path, PathBuf};
 

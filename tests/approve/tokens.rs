@@ -1,5 +1,5 @@
-//! TODO story doc
-//! (from tokens)
+//! Approval tokens: SSH signatures ssh-keygen makes and verifies, refused when tampered,
+//! replayed, in another namespace, for another repository, pull request or policy.
 
 use std::path::Path;
 

@@ -1,6 +1,7 @@
-//! TODO story doc
-//! (from adopt)
-//! (from review_cycle2)
+//! A maintainer adopts Atelier: `init`, `keygen`, the demo, shell completions, and what counts
+//! as an adopted branch (a policy and a gate key, committed in that order).
+
+mod own_repository;
 
 use crate::support::Env;
 
@@ -282,7 +283,7 @@ fn shell_completions_complete_commands_and_options() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values: bash"));
 }
 
-/// Finding 4 (low). The adoption point now needs policies/gate_key.pub too, but the first
+/// The adoption point now needs policies/gate_key.pub too, but the first
 /// append's refusal still says the branch has "no commit carrying policies/governance.toml"
 /// when it has one and lacks only the key (Atelier's own repository before a maintainer adopts
 /// it), sending the operator after the wrong file.
