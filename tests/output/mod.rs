@@ -7,6 +7,7 @@ mod dashboard;
 mod escapes;
 mod live;
 mod refusals;
+mod snapshots;
 mod terminal;
 
 /// Characters that reorder or hide text on screen without being control characters

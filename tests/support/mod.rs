@@ -11,6 +11,7 @@ pub mod openapi;
 pub mod records;
 pub mod reviewers;
 pub mod skip;
+pub mod snapshot;
 pub mod swarm;
 pub mod webhooks;
 
