@@ -5,7 +5,14 @@
 #![allow(dead_code)]
 
 pub mod github;
+pub mod hub;
+pub mod ledger;
 pub mod openapi;
+pub mod records;
+pub mod reviewers;
+pub mod skip;
+pub mod snapshot;
+pub mod swarm;
 pub mod webhooks;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,5 @@
+//! An auditor verifies the history: `audit verify` finds what bypassed the gate, and witnesses
+//! (checkpoints, the local memory) catch a ledger rewound behind them.
+
+mod verify;
+mod witnesses;

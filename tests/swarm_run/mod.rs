@@ -1,0 +1,137 @@
+//! An operator runs the swarm (`atelier run`): plans, the schedule, failures and retries,
+//! control, resume, prompts, HTTP roles, the integrity of what is committed, and the telemetry a
+//! run leaves.
+
+mod control;
+mod failures;
+mod http;
+mod integrity;
+mod plans;
+mod prompts;
+mod resume;
+mod schedule;
+mod stats;
+
+use crate::support::swarm::{plan, task, Swarm};
+
+#[test]
+fn a_successful_run_becomes_a_proposal_and_clean_removes_what_failures_kept() {
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario("p:A", "echo 'pub fn a() {}' > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task("A", &["src/a.rs"], &[], "grep -q 'pub fn a' src/a.rs")],
+        ),
+    );
+    let v = s.run(&["run", &p, "--propose", "--json"]).ok().json();
+    assert_eq!(v["proposal"]["id"], "1", "{v:#}");
+    let shown = s.env.atelier(&["show", "1"]).ok().stdout;
+    assert!(
+        shown.contains("+pub fn a() {}") && shown.contains("p:A Task A: criteria"),
+        "{shown}"
+    );
+    // The record names the run's events relative to the repository: no local path is committed.
+    let tmp = s.env.tmp.path().display().to_string();
+    assert!(
+        shown.contains("Evidence: .atelier/runs/r1/events.jsonl in the proposer's clone")
+            && !shown.contains(&tmp),
+        "{shown}"
+    );
+    // The proposal goes through the governed loop like any other.
+    s.env.approve("1", "alice").ok();
+    s.env.atelier(&["merge", "1"]).ok();
+    assert!(s.env.read("src/a.rs").contains("pub fn a"));
+    // A failed run keeps its attempt as a commit on the attempt branch (never as a directory a
+    // person might run git in) until `clean`.
+    s.scenario("q:B", "echo half > src/b.rs; exit 3");
+    let q = s.plan(
+        "q.toml",
+        &plan("q", &[task("B", &["src/b.rs"], &[], "test -f src/b.rs")]),
+    );
+    let v = s.run(&["run", &q, "--propose", "--json"]).code(1).json();
+    assert_eq!(v["proposal"], serde_json::Value::Null);
+    assert_eq!(s.env.git(&["worktree", "list"]).lines().count(), 1);
+    assert_eq!(
+        s.env.git(&["show", "atelier/attempts/r2/q-B/1:src/b.rs"]),
+        "half\n"
+    );
+    let c = s.run(&["clean", "--json"]).ok().json();
+    assert!(
+        c["branches"]
+            .as_array()
+            .expect("list")
+            .contains(&serde_json::json!("atelier/attempts/r2/q-B/1")),
+        "{c:#}"
+    );
+}
+
+/// `propose --run RUN`: a finished run whose every task succeeded becomes a proposal without
+/// running anything again; a failed, unknown or already proposed run is refused with why.
+#[test]
+fn a_finished_run_is_proposed_by_its_id() {
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario("p:A", "echo 'pub fn a() {}' > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task("A", &["src/a.rs"], &[], "grep -q 'pub fn a' src/a.rs")],
+        ),
+    );
+    let v = s.run(&["run", &p, "--json"]).ok().json();
+    let run = v["run"].as_str().expect("run id").to_string();
+    let events_before =
+        std::fs::read_to_string(s.env.repo.join(format!(".atelier/runs/{run}/events.jsonl")))
+            .expect("events");
+    let attempts = events_before.matches("attempt-started").count();
+    let r = s.run(&["propose", "--run", &run]).ok();
+    let id = r.stdout.trim().to_string();
+    assert_eq!(id, "1", "{}", r.stderr);
+    let shown = s.run(&["show", &id]).ok().stdout;
+    assert!(shown.contains("+pub fn a() {}"), "{shown}");
+    let events_after =
+        std::fs::read_to_string(s.env.repo.join(format!(".atelier/runs/{run}/events.jsonl")))
+            .expect("events");
+    assert_eq!(
+        events_after.matches("attempt-started").count(),
+        attempts,
+        "nothing ran again"
+    );
+    let again = s.run(&["propose", "--run", &run]).code(2);
+    assert!(
+        again
+            .stderr
+            .contains("the run was proposed already, as proposal 1"),
+        "{}",
+        again.stderr
+    );
+    let unknown = s.run(&["propose", "--run", "nope"]).code(2);
+    assert!(
+        unknown.stderr.contains("--run nope: no such run"),
+        "{}",
+        unknown.stderr
+    );
+    // A run with a failed task is not proposed.
+    s.scenario("q:B", "exit 3");
+    let q = s.plan(
+        "q.toml",
+        &plan("q", &[task("B", &["src/b.rs"], &[], "test -f src/b.rs")]),
+    );
+    let v = s.run(&["run", &q, "--json"]).code(1).json();
+    let failed = v["run"].as_str().expect("run id").to_string();
+    let r = s.run(&["propose", "--run", &failed]).code(2);
+    assert!(
+        r.stderr.contains("1 task(s) failed")
+            && r.stderr.contains("only a run whose every task succeeded"),
+        "{}",
+        r.stderr
+    );
+    let both = s.run(&["propose", "--run", &run, "--title", "x"]).code(2);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
+}
