@@ -37,7 +37,7 @@ pub struct PromptInput {
     pub do_not_retry: Vec<String>,
     /// Golden paths of the same role, trimmed.
     pub examples: Vec<String>,
-    /// The bullet lines of `prompts/lessons.md` on the protected branch (`swarm::lessons`).
+    /// The bullet lines of `prompts/lessons.md` on the protected branch (`improve::lessons`).
     pub lessons: Vec<String>,
     pub context: Vec<ContextFile>,
 }

@@ -1,4 +1,4 @@
-//! `atelier bench replay`: the replay benchmark (`swarm::bench`).
+//! `atelier bench replay`: the replay benchmark (`improve::bench`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::{json, out};
-use crate::swarm::bench::{self, Conductor};
+use crate::improve::bench::{self, Conductor};
 use crate::workflow::{self, Workspace};
 
 #[derive(Subcommand, Debug)]
@@ -132,11 +132,11 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         Some(p) => conductor_of(p)?,
         None => {
             let ws = Workspace::open(dir)?;
-            Conductor::of(&crate::swarm::lint::branch_config(&ws)?.conductor)
+            Conductor::of(&crate::improve::lint::branch_config(&ws)?.conductor)
         }
     };
     let other_build = match (&args.baseline, &args.baseline_bin) {
-        (Some(rev), _) => Some(crate::swarm::builds::trusted(
+        (Some(rev), _) => Some(crate::improve::builds::trusted(
             &Workspace::open(dir)?,
             "--baseline",
             rev,

@@ -14,8 +14,8 @@ use serde::Serialize;
 use super::propose::{run_proposer, ProposeArgs};
 use super::{json, now};
 use crate::governance::review::Verdict;
-use crate::swarm::bench::{self, Conductor};
-use crate::swarm::evidence::{self, Evidence, Validated};
+use crate::improve::bench::{self, Conductor};
+use crate::improve::evidence::{self, Evidence, Validated};
 use crate::workflow::{self, Workspace};
 
 #[derive(Args, Debug)]
@@ -208,7 +208,7 @@ fn steps(
         .filter(|id| args.mission.as_ref().is_none_or(|m| m == id))
         .collect();
     // A change to Atelier's own code is measured by two builds: the base's and the change's.
-    let code = crate::swarm::builds::code_changed(ws, base, head)?;
+    let code = crate::improve::builds::code_changed(ws, base, head)?;
     let files = {
         let mut f: Vec<&str> = code.iter().take(4).map(String::as_str).collect();
         if code.len() > 4 {
@@ -288,8 +288,9 @@ fn steps(
             &format!("the change edits atelier's own code ({files}): building the base (trusted) and the change (contained)"),
         );
         let (base_bin, _) =
-            crate::swarm::builds::trusted(ws, "the base", &p.base, &|m| super::note!("{m}"))?;
-        let changed = crate::swarm::builds::untrusted(ws, head, now()?, &|m| super::note!("{m}"))?;
+            crate::improve::builds::trusted(ws, "the base", &p.base, &|m| super::note!("{m}"))?;
+        let changed =
+            crate::improve::builds::untrusted(ws, head, now()?, &|m| super::note!("{m}"))?;
         progress(
             c,
             "benchmark",
@@ -330,7 +331,7 @@ fn steps(
     });
     progress(c, "validate", "running the validators");
     let mut validators = earlier_validators(ws, &args.from, &p.id)?;
-    let user = crate::swarm::usertest::validate(ws, base, head, now()?)?;
+    let user = crate::improve::usertest::validate(ws, base, head, now()?)?;
     super::note!("cycle [validate] {}: {}", user.name, user.result);
     validators.push(user);
     let (outcome, regressions) = evidence::outcome(metric.as_deref(), benchmark.as_ref());

@@ -570,7 +570,7 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     let routine = "[plan]\nid = \"routine\"\ntitle = \"Routine work\"\n\n[[task]]\nid = \"A\"\ntitle = \"A\"\nrole = \"implementer\"\ngoal = \"Write done to out/a.txt\"\nfiles = [\"out/a.txt\"]\n[task.contract]\ncriteria = [\"out/a.txt holds the line done\"]\nchecks = [\"grep -qx done out/a.txt\"]\n\n[[task]]\nid = \"B\"\ntitle = \"B\"\nrole = \"implementer\"\ngoal = \"Write done to out/b.txt\"\nfiles = [\"out/b.txt\"]\n[task.contract]\ncriteria = [\"out/b.txt holds the line done\"]\nchecks = [\"grep -qx done out/b.txt\"]\n";
     let routine_path = base_dir.join("routine.toml");
     std::fs::write(&routine_path, routine)?;
-    for _ in 0..crate::swarm::tune::MIN_RUNS {
+    for _ in 0..crate::improve::tune::MIN_RUNS {
         crate::swarm::runtime::run(
             &ws,
             crate::swarm::runtime::RunOptions {

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{json, now, out};
-use crate::swarm::{lessons, stats, tune};
+use crate::improve::{lessons, tune};
+use crate::swarm::stats;
 use crate::workflow::{self, ProposeOptions, Workspace};
 
 #[derive(Args, Debug)]
@@ -388,7 +389,7 @@ fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
 struct AgentOutput {
     goal: String,
     plan_file: String,
-    planned: crate::swarm::planner::Planned,
+    planned: crate::improve::planner::Planned,
     run: Option<crate::swarm::runtime::RunSummary>,
     proposal: Option<workflow::Proposed>,
 }
@@ -402,7 +403,7 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
         )
     })?;
     let now = now()?;
-    let planned = crate::swarm::planner::plan(ws, goal, now)?;
+    let planned = crate::improve::planner::plan(ws, goal, now)?;
     // Kept whatever becomes of it, so a refused plan can be read.
     let dir = ws.atelier_dir().join("proposers");
     std::fs::create_dir_all(&dir)?;
@@ -483,7 +484,7 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
             origin: "agent atelier-agent".into(),
             preface: format!(
                 "Proposed by atelier's `agent` proposer toward the goal: {goal}\nThe `{}` role wrote the plan; it passed the contract validator before any worker ran.",
-                crate::swarm::planner::ROLE
+                crate::improve::planner::ROLE
             ),
         }),
     )?;
@@ -503,7 +504,7 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
 /// What `propose --from lint --json` prints.
 #[derive(serde::Serialize)]
 struct LintOutput {
-    lint: crate::swarm::lint::Linted,
+    lint: crate::improve::lint::Linted,
     proposal: Option<workflow::Proposed>,
 }
 
@@ -516,11 +517,11 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
                 .into(),
         )
     })?;
-    let linted = crate::swarm::lint::run(ws, family, now()?)?;
+    let linted = crate::improve::lint::run(ws, family, now()?)?;
     if !linted.contained {
         super::note!("WARNING: the fix command and the gauntlet ran uncontained ([swarm] containment = \"none\", merged)");
     }
-    let report = |linted: crate::swarm::lint::Linted, proposal: Option<workflow::Proposed>| {
+    let report = |linted: crate::improve::lint::Linted, proposal: Option<workflow::Proposed>| {
         if args.json && !args.for_cycle {
             return json(&LintOutput {
                 lint: linted,

@@ -831,7 +831,7 @@ pub fn validate(dir: &Path, args: ValidateArgs) -> anyhow::Result<ExitCode> {
         Some(r) => r,
         None => latest(&ws)?,
     };
-    let s = crate::swarm::scrutiny::scrutinize(&ws, &run)?;
+    let s = crate::improve::scrutiny::scrutinize(&ws, &run)?;
     let code = if s.passed() {
         ExitCode::SUCCESS
     } else {

@@ -1,31 +1,17 @@
 //! The core swarm: plans of tasks (a DAG with exclusive file claims and validation contracts),
 //! their scheduling, and running them: `plan` (parsing, the contract validator), `schedule`
 //! (waves, critical path, claims), `runtime` (the conductor), `events` (a run's log and its
-//! fold, the run's state), `memory` (error digests carried between attempts), `lessons` (the reviewed
-//! `prompts/lessons.md` every prompt carries, and the `memory` proposer's recurring errors) and `stats` (what
-//! the runs measured, across runs) `tune` (the proposer of `[conductor]` changes those
-//! measurements justify) `lint` (the `lint` proposer's fix command and gauntlet, in a
-//! worktree) `planner` (the `agent` proposer's `proposer` role writing a plan)
-//! `validator` (the `validator` role's adversarial read of the contracts before a run) and
-//! `scrutiny` (the scrutiny validator of a finished run, before it becomes a proposal).
+//! fold, the run's state), `memory` (error digests carried between attempts), `live` (the
+//! running workers' silences, `live.json`) and `stats` (what the runs measured, across runs).
+//! The self-improvement cycle's proposers and validators that use them live in `improve`.
 
-pub mod bench;
-pub mod builds;
 pub mod events;
-pub mod evidence;
-pub mod lessons;
-pub mod lint;
 pub mod live;
 pub mod memory;
 pub mod plan;
-pub mod planner;
 pub mod runtime;
 pub mod schedule;
-pub mod scrutiny;
 pub mod stats;
-pub mod tune;
-pub mod usertest;
-pub mod validator;
 
 use std::collections::BTreeSet;
 

@@ -83,11 +83,14 @@ fn lessons_on_branch(ws: &Workspace) -> Result<Vec<String>> {
     let tip = ws
         .repo
         .find_commit(git::branch_tip(&ws.repo, ws.branch())?)?;
-    Ok(
-        agent::prompt::text_on_branch(&ws.repo, &tip.tree()?, super::lessons::PATH, ws.branch())?
-            .map(|t| super::lessons::for_prompt(&t))
-            .unwrap_or_default(),
-    )
+    Ok(agent::prompt::text_on_branch(
+        &ws.repo,
+        &tip.tree()?,
+        crate::improve::lessons::PATH,
+        ws.branch(),
+    )?
+    .map(|t| crate::improve::lessons::for_prompt(&t))
+    .unwrap_or_default())
 }
 
 /// A worker template (or lessons) a new run could not use refuses it before anything of the
@@ -142,14 +145,14 @@ struct Limits {
     sandboxes: Option<Sandboxes>,
 }
 
-pub(super) struct Sandboxes {
+pub(crate) struct Sandboxes {
     roles: BTreeMap<String, Sandbox>,
-    pub(super) gauntlet: Sandbox,
+    pub(crate) gauntlet: Sandbox,
 }
 
 impl Sandboxes {
     /// The grants of `role`'s programs.
-    pub(super) fn role(&self, role: &str) -> Option<Sandbox> {
+    pub(crate) fn role(&self, role: &str) -> Option<Sandbox> {
         self.roles.get(role).cloned()
     }
 }
@@ -181,7 +184,7 @@ impl Limits {
 /// The sandboxes of a run (`None`: uncontained), each prepared once so a kernel without
 /// Landlock, a rule it cannot enforce or a listed path that does not exist refuses the run
 /// before any worker starts.
-pub(super) fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Option<Sandboxes>> {
+pub(crate) fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Option<Sandboxes>> {
     if ws.containment()? == crate::config::Containment::None {
         return Ok(None);
     }
@@ -770,8 +773,12 @@ pub fn run_with_progress(
         None => {
             refuse_unchecked(&opts.plan_files, &role_names(ws))?;
             prompts_usable(ws)?;
-            let v =
-                super::validator::validate(ws, &opts.plan_files, opts.goal.as_deref(), clock())?;
+            let v = crate::improve::validator::validate(
+                ws,
+                &opts.plan_files,
+                opts.goal.as_deref(),
+                clock(),
+            )?;
             if let Some(v) = v.as_ref().filter(|v| !v.accepted()) {
                 return Err(crate::workflow::refuse(
                     Code::ContractRejected,
@@ -935,7 +942,7 @@ impl<'a> Conductor<'a> {
         opts: &RunOptions,
         clock: &'a dyn Fn() -> Timestamp,
         sandboxes: Option<Sandboxes>,
-        validated: Option<super::validator::Validated>,
+        validated: Option<crate::improve::validator::Validated>,
     ) -> Result<Conductor<'a>> {
         refuse_unchecked(&opts.plan_files, &role_names(ws))?;
         prompts_usable(ws)?;
@@ -965,7 +972,7 @@ impl<'a> Conductor<'a> {
         })?;
         if let Some(v) = validated {
             c.emit(RunEvent::ContractValidated {
-                validator: super::validator::ROLE.into(),
+                validator: crate::improve::validator::ROLE.into(),
                 verdict: v.verdict.as_str().into(),
                 findings: v.findings,
             })?;
@@ -2003,7 +2010,7 @@ pub fn propose_run_as(
     }
     let dir = run_dir(ws, &summary.run);
     // The scrutiny validator first: a run whose evidence does not hold is not proposed.
-    let scrutiny = super::scrutiny::scrutinize(ws, &summary.run)?;
+    let scrutiny = crate::improve::scrutiny::scrutinize(ws, &summary.run)?;
     crate::fsutil::atomic_write(
         &dir.join("scrutiny.json"),
         serde_json::to_string_pretty(&scrutiny)

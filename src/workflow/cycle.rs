@@ -11,7 +11,7 @@ use crate::audit::ledger::{Entry, Event};
 use crate::git;
 use crate::governance::time::Timestamp;
 use crate::governance::Code;
-use crate::swarm::evidence::{self, Evidence};
+use crate::improve::evidence::{self, Evidence};
 
 /// The proposal's record folder and tip, checked against the ledger; refused unless it is open
 /// and its branch is at `expected`.
@@ -155,7 +155,7 @@ pub struct Improvement {
     pub merged_at: Option<String>,
     pub metric: Option<String>,
     pub outcome: String,
-    pub delta: Option<crate::swarm::bench::Delta>,
+    pub delta: Option<crate::improve::bench::Delta>,
     /// Set when the merged evidence is not what the ledger recorded (edited after the cycle
     /// wrote it): the figures above are then the ledger's, not the file's.
     pub warning: Option<String>,

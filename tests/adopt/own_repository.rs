@@ -184,11 +184,11 @@ fn atelier_s_own_files_differ_from_the_defaults_only_as_documented() {
     // The built-in prompts are Atelier's own.
     for (builtin, rel) in [
         (
-            atelier::swarm::planner::DEFAULT_TEMPLATE,
+            atelier::improve::planner::DEFAULT_TEMPLATE,
             "prompts/proposer.j2",
         ),
         (
-            atelier::swarm::validator::DEFAULT_TEMPLATE,
+            atelier::improve::validator::DEFAULT_TEMPLATE,
             "prompts/validator.j2",
         ),
         (

@@ -1,7 +1,7 @@
 //! `bench replay`: missions replayed from the protected branch, against another build, with
 //! paired intervals.
 
-use atelier::swarm::bench;
+use atelier::improve::bench;
 
 use crate::support::swarm::Swarm;
 

@@ -151,10 +151,10 @@ fn an_agent_neutering_the_user_testing_scenario_is_not_judge_tamper() {
 }
 
 /// In Atelier's own panel (the one `init` installs), the cycle's judging code — the
-/// outcome and objections (src/swarm/evidence.rs), the user-testing validator
-/// (src/swarm/usertest.rs), the evidence record and the improvement curve
+/// outcome and objections (src/improve/evidence.rs), the user-testing validator
+/// (src/improve/usertest.rs), the evidence record and the improvement curve
 /// (src/workflow/cycle.rs), the cycle itself (src/cli/cycle.rs) — are not judge paths, while
-/// missions/** and src/swarm/bench.rs are. An agent's change making `objections()` return
+/// missions/** and src/improve/bench.rs are. An agent's change making `objections()` return
 /// nothing is reviewed like any other code.
 #[test]
 fn an_agent_changing_the_cycles_own_judging_code_is_not_judge_tamper() {
@@ -166,8 +166,8 @@ fn an_agent_changing_the_cycles_own_judging_code_is_not_judge_tamper() {
     );
     env.git(&["commit", "-qam", "Atelier's own judge-tamper reviewer"]);
     for path in [
-        "src/swarm/evidence.rs",
-        "src/swarm/usertest.rs",
+        "src/improve/evidence.rs",
+        "src/improve/usertest.rs",
         "src/workflow/cycle.rs",
         "src/cli/cycle.rs",
     ] {
@@ -197,7 +197,7 @@ fn an_agent_changing_the_cycles_own_judging_code_is_not_judge_tamper() {
 /// The candidate's numbers are its own binary's report: the evidence says they can
 /// be trusted because "the judge paths — the missions and the benchmark's code — must be
 /// unchanged, which the panel checks". But src/main.rs (which can answer `bench sample` with
-/// any numbers before src/cli/bench.rs runs) and src/swarm/builds.rs (what counts as a code
+/// any numbers before src/cli/bench.rs runs) and src/improve/builds.rs (what counts as a code
 /// change, how the change is built and whether it runs contained) are not judge paths of
 /// Atelier's own panel: an agent's change to either passes judge-tamper.
 #[test]
@@ -209,7 +209,7 @@ fn an_agent_changing_what_produces_the_benchmark_numbers_is_judge_tamper() {
     );
     env.git(&["commit", "-qam", "Atelier's own judge-tamper reviewer"]);
     let mut passed = Vec::new();
-    for path in ["src/swarm/builds.rs", "src/main.rs"] {
+    for path in ["src/improve/builds.rs", "src/main.rs"] {
         let patch = env.patch(&[(path, "// bench sample: always improved\n")]);
         let id = env
             .atelier(&[

@@ -3,7 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use atelier::swarm::{plan, scrutiny, validator};
+use atelier::improve::{scrutiny, validator};
+use atelier::swarm::plan;
 
 use crate::support::swarm::{add_role, reply, with_proposer, Swarm, VALIDATOR};
 

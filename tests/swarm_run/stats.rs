@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use atelier::swarm::events::{QuietEnd, Record, RunEvent};
 use atelier::swarm::stats::RunLog;
-use atelier::swarm::{lessons, tune};
+use atelier::improve::{lessons, tune};
 
 use crate::support::swarm::{plan, runs_with_a_hopeless_task, task, Swarm};
 

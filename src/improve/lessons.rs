@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::events::RunEvent;
-use super::memory;
-use super::stats::RunLog;
+use crate::swarm::events::RunEvent;
+use crate::swarm::memory;
+use crate::swarm::stats::RunLog;
 
 /// Where the lessons live, in the repository.
 pub const PATH: &str = "prompts/lessons.md";

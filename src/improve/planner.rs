@@ -14,11 +14,11 @@ use std::time::Duration;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
-use super::runtime;
-use super::stats;
 use crate::agent::{self, process};
 use crate::git;
 use crate::governance::time::parse_duration;
+use crate::swarm::runtime;
+use crate::swarm::stats;
 use crate::workflow::error::{Context, Result};
 use crate::workflow::Workspace;
 
@@ -45,7 +45,7 @@ struct Input<'a> {
 pub struct Planned {
     /// The plan's text as extracted from the reply.
     pub plan: String,
-    pub refusals: Vec<super::plan::Refusal>,
+    pub refusals: Vec<crate::swarm::plan::Refusal>,
     /// A reply that is not a plan at all (not TOML, no [plan]): why.
     pub unreadable: Option<String>,
 }
@@ -182,7 +182,7 @@ pub fn plan(ws: &Workspace, goal: &str, now: i64) -> Result<Planned> {
     let plan = extract_plan(&reply);
     let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();
     Ok(
-        match super::check(&[("proposer plan".to_string(), plan.clone())], &roles) {
+        match crate::swarm::check(&[("proposer plan".to_string(), plan.clone())], &roles) {
             Ok(report) => Planned {
                 plan,
                 refusals: report.refusals,

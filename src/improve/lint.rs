@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::runtime;
 use crate::agent::process;
 use crate::config::{Config, LintConfig};
 use crate::git;
 use crate::governance::time::parse_duration;
+use crate::swarm::runtime;
 use crate::workflow::error::{Context, Result};
 use crate::workflow::Workspace;
 

@@ -27,9 +27,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::events::RunEvent;
-use super::stats::{self, RunLog};
 use crate::governance::time::format_duration;
+use crate::swarm::events::RunEvent;
+use crate::swarm::stats::{self, RunLog};
 
 /// Runs with the settings in force needed before anything is proposed.
 pub const MIN_RUNS: usize = 5;

@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::Oid;
 use serde::Serialize;
 
-use super::events::{self, Record, RunEvent};
-use super::plan::Task;
 use crate::governance::review::{critic, Finding, Severity, Verdict};
+use crate::swarm::events::{self, Record, RunEvent};
+use crate::swarm::plan::Task;
 use crate::workflow::error::{Context, Result};
 use crate::workflow::Workspace;
 
@@ -266,7 +266,7 @@ pub fn judge(
 /// Scrutinises a finished run: its saved plans, its events, and its change from the base it
 /// started at to the run branch's recorded tip, with the built-in reviewers at that base.
 pub fn scrutinize(ws: &Workspace, run: &str) -> Result<Scrutiny> {
-    let dir = super::runtime::run_dir(ws, run);
+    let dir = crate::swarm::runtime::run_dir(ws, run);
     let records = events::read(&dir.join("events.jsonl"))?;
     let state = events::RunState::of_log(&records);
     let (base, gauntlet) = {
@@ -316,7 +316,7 @@ pub fn scrutinize(ws: &Workspace, run: &str) -> Result<Scrutiny> {
     names.sort();
     for p in names {
         let text = std::fs::read_to_string(&p)?;
-        for t in super::plan::parse(&p.display().to_string(), &text)?.tasks {
+        for t in crate::swarm::plan::parse(&p.display().to_string(), &text)?.tasks {
             tasks.insert(t.key.clone(), t);
         }
     }

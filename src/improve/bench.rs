@@ -14,8 +14,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::events::{self, RunEvent};
 use crate::agent::process::Stopwatch;
+use crate::swarm::events::{self, RunEvent};
 use crate::workflow::error::{Context, Result};
 
 /// The built-in missions, as `(file, text)`.
@@ -670,9 +670,9 @@ fn run_one(
     let ws = crate::workflow::Workspace::open(&root)?;
     let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
     let watch = Stopwatch::start();
-    let summary = super::runtime::run(
+    let summary = crate::swarm::runtime::run(
         &ws,
-        super::runtime::RunOptions {
+        crate::swarm::runtime::RunOptions {
             plan_files: vec![("mission.toml".into(), plan)],
             max_parallel: None,
             resume: None,
@@ -1035,7 +1035,7 @@ mod tests {
 
     #[test]
     fn a_recorded_run_becomes_a_mission_that_replays_its_attempts() {
-        use super::events::QuietEnd;
+        use crate::swarm::events::QuietEnd;
         let ev = |event: RunEvent| events::Record {
             seq: 0,
             at: String::new(),
