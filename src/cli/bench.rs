@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::{json, out};
-use crate::improve::bench::{self, Conductor};
+use crate::improve::bench;
+use crate::improve::metrics::ConductorSettings;
 use crate::workflow::{self, Workspace};
 
 #[derive(Subcommand, Debug)]
@@ -85,7 +86,7 @@ pub struct ReplayArgs {
 }
 
 /// The [conductor] of a TOML file (an atelier.toml, or just a [conductor] table).
-fn conductor_of(path: &Path) -> anyhow::Result<Conductor> {
+fn conductor_of(path: &Path) -> anyhow::Result<ConductorSettings> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| workflow::Error::Input(format!("reading {}: {e}", path.display())))?;
     #[derive(serde::Deserialize)]
@@ -105,7 +106,7 @@ fn conductor_of(path: &Path) -> anyhow::Result<Conductor> {
         crate::governance::time::parse_duration(v)
             .map_err(|e| workflow::Error::Input(format!("{}: {field}: {e}", path.display())))?;
     }
-    Ok(Conductor::of(c))
+    Ok(ConductorSettings::of(c))
 }
 
 pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -132,7 +133,7 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         Some(p) => conductor_of(p)?,
         None => {
             let ws = Workspace::open(dir)?;
-            Conductor::of(&crate::improve::lint::branch_config(&ws)?.conductor)
+            ConductorSettings::of(&crate::improve::lint::branch_config(&ws)?.conductor)
         }
     };
     let other_build = match (&args.baseline, &args.baseline_bin) {
@@ -149,7 +150,7 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         (Some(p), _) => conductor_of(p)?,
         // Another build: the same configuration on both sides, unless one is named.
         (None, Some(_)) => baseline.clone(),
-        (None, None) => Conductor::of(&Workspace::open(dir)?.config.conductor),
+        (None, None) => ConductorSettings::of(&Workspace::open(dir)?.config.conductor),
     };
     let base_side = match other_build {
         Some((path, label)) => bench::Side::Binary {
@@ -176,7 +177,7 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         json(&report)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let side = |c: &Conductor| {
+    let side = |c: &ConductorSettings| {
         format!(
             "nudge_after {}, restart_after {}, attempt_timeout {}, failure_budget {}",
             c.nudge_after, c.restart_after, c.attempt_timeout, c.failure_budget

@@ -14,8 +14,9 @@ use serde::Serialize;
 use super::propose::{run_proposer, ProposeArgs};
 use super::{json, now};
 use crate::governance::review::Verdict;
-use crate::improve::bench::{self, Conductor};
+use crate::improve::bench;
 use crate::improve::evidence::{self, Evidence, Validated};
+use crate::improve::metrics::ConductorSettings;
 use crate::workflow::{self, Workspace};
 
 #[derive(Args, Debug)]
@@ -183,13 +184,13 @@ pub(super) fn run(ws: &Workspace, args: &CycleArgs) -> anyhow::Result<(ExitCode,
 }
 
 /// The [conductor] of atelier.toml in commit `at`.
-fn conductor_at(ws: &Workspace, at: git2::Oid) -> anyhow::Result<Conductor> {
+fn conductor_at(ws: &Workspace, at: git2::Oid) -> anyhow::Result<ConductorSettings> {
     let tree = ws.repo.find_commit(at)?.tree()?;
     let label = format!("{} at {at}", crate::config::FILE);
     let text = crate::git::read_file(&ws.repo, &tree, crate::config::FILE)?
         .ok_or_else(|| workflow::Error::Input(format!("{label}: not found")))?;
     let config = crate::config::Config::parse(&label, &String::from_utf8_lossy(&text))?;
-    Ok(Conductor::of(&config.conductor))
+    Ok(ConductorSettings::of(&config.conductor))
 }
 
 fn steps(

@@ -1,11 +1,11 @@
 //! The evidence `atelier cycle` writes into a proposal's record (`evidence.json`, and
 //! `evidence.md` for people): the metric named before the replay benchmark ran, the benchmark's
 //! deltas with their intervals, and each validator's result. Pure: the cycle (src/cli/cycle.rs)
-//! gathers, this module decides and renders.
+//! gathers, this module decides and renders, with the metrics and settings of `metrics`.
 
 use serde::{Deserialize, Serialize};
 
-use super::bench::{Conductor, Delta, METRICS};
+use super::metrics::{ConductorSettings, Delta, METRICS};
 
 /// The files in the record folder.
 pub const JSON: &str = "evidence.json";
@@ -21,8 +21,8 @@ pub struct Benchmark {
     pub seeds: u64,
     pub missions: Vec<String>,
     pub interval: String,
-    pub baseline: Conductor,
-    pub candidate: Conductor,
+    pub baseline: ConductorSettings,
+    pub candidate: ConductorSettings,
     /// For a change to Atelier's own code: the two builds that ran the missions (the base's,
     /// trusted, and the change's, contained); absent when one atelier ran both configurations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,7 +239,10 @@ The review panel's verdict is recorded in the ledger for the change as it is (`a
 /// The metric a change to `[conductor]` is judged by, and why: the effect the change is meant
 /// to have. `None` when `[conductor]` is unchanged (the benchmark would compare a configuration
 /// with itself).
-pub fn metric_for(base: &Conductor, candidate: &Conductor) -> Option<(String, String)> {
+pub fn metric_for(
+    base: &ConductorSettings,
+    candidate: &ConductorSettings,
+) -> Option<(String, String)> {
     let secs = |t: &str| crate::governance::time::parse_duration(t).unwrap_or(0);
     let (b, c) = (secs(&base.restart_after), secs(&candidate.restart_after));
     if c > b {
@@ -350,8 +353,8 @@ pub fn outcome(metric: Option<&str>, benchmark: Option<&Benchmark>) -> (String, 
 mod tests {
     use super::*;
 
-    fn conductor(restart: &str, budget: u32) -> Conductor {
-        Conductor {
+    fn conductor(restart: &str, budget: u32) -> ConductorSettings {
+        ConductorSettings {
             nudge_after: "300s".into(),
             restart_after: restart.into(),
             attempt_timeout: "60m".into(),

@@ -21,6 +21,7 @@ pub mod builds;
 pub mod evidence;
 pub mod lessons;
 pub mod lint;
+pub mod metrics;
 pub mod planner;
 pub mod scrutiny;
 pub mod tune;

@@ -155,7 +155,7 @@ pub struct Improvement {
     pub merged_at: Option<String>,
     pub metric: Option<String>,
     pub outcome: String,
-    pub delta: Option<crate::improve::bench::Delta>,
+    pub delta: Option<crate::improve::metrics::Delta>,
     /// Set when the merged evidence is not what the ledger recorded (edited after the cycle
     /// wrote it): the figures above are then the ledger's, not the file's.
     pub warning: Option<String>,

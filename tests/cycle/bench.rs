@@ -1,7 +1,7 @@
 //! `bench replay`: missions replayed from the protected branch, against another build, with
 //! paired intervals.
 
-use atelier::improve::bench;
+use atelier::improve::metrics;
 
 use crate::support::swarm::Swarm;
 
@@ -269,9 +269,9 @@ fn a_run_recorded_as_a_mission_replays_from_the_protected_branch_only() {
 fn bench_t_values_above_30_degrees_of_freedom_are_the_normal_approximation() {
     for (df, t) in [(31usize, 2.0395), (40, 2.0211), (60, 2.0003), (100, 1.9840)] {
         assert!(
-            (bench::t95(df) - t).abs() < 0.005,
+            (metrics::t95(df) - t).abs() < 0.005,
             "t95({df}) = {}, expected about {t}",
-            bench::t95(df)
+            metrics::t95(df)
         );
     }
 }
