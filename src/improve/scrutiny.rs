@@ -266,7 +266,7 @@ pub fn judge(
 /// Scrutinises a finished run: its saved plans, its events, and its change from the base it
 /// started at to the run branch's recorded tip, with the built-in reviewers at that base.
 pub fn scrutinize(ws: &Workspace, run: &str) -> Result<Scrutiny> {
-    let dir = crate::swarm::runtime::run_dir(ws, run);
+    let dir = crate::swarm::paths::run_dir(&ws.atelier_dir(), run);
     let records = events::read(&dir.join("events.jsonl"))?;
     let state = events::RunState::of_log(&records);
     let (base, gauntlet) = {

@@ -2,12 +2,14 @@
 //! their scheduling, and running them: `plan` (parsing, the contract validator), `schedule`
 //! (waves, critical path, claims), `runtime` (the conductor), `events` (a run's log and its
 //! fold, the run's state), `memory` (error digests carried between attempts), `live` (the
-//! running workers' silences, `live.json`) and `stats` (what the runs measured, across runs).
+//! running workers' silences, `live.json`), `paths` (where a run keeps its files) and `stats`
+//! (what the runs measured, across runs).
 //! The self-improvement cycle's proposers and validators that use them live in `improve`.
 
 pub mod events;
 pub mod live;
 pub mod memory;
+pub mod paths;
 pub mod plan;
 pub mod runtime;
 pub mod schedule;

@@ -120,9 +120,9 @@ enum Flow {
     Stop,
 }
 
-/// The run's directory under `.atelier/runs/`.
+/// The run's directory under `.atelier/runs/` ([`super::paths::run_dir`] of the workspace).
 pub fn run_dir(ws: &Workspace, run: &str) -> PathBuf {
-    ws.atelier_dir().join("runs").join(run)
+    super::paths::run_dir(&ws.atelier_dir(), run)
 }
 
 fn slug(key: &str) -> String {
@@ -882,7 +882,7 @@ fn role_names(ws: &Workspace) -> BTreeSet<String> {
 /// Claims the next run id atomically (creating its directory either succeeds or not) and keeps
 /// the plans there, for `--resume`.
 fn new_run(ws: &Workspace, plan_files: &[(String, String)]) -> Result<String> {
-    let runs = ws.atelier_dir().join("runs");
+    let runs = super::paths::runs_dir(&ws.atelier_dir());
     std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
     let mut n = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0) + 1;
     let id = loop {
@@ -1937,7 +1937,7 @@ pub fn clean(ws: &Workspace) -> Result<Cleaned> {
         skipped_runs: Vec::new(),
     };
     clean_proposers(ws, &mut out)?;
-    let runs = ws.atelier_dir().join("runs");
+    let runs = super::paths::runs_dir(&ws.atelier_dir());
     let Ok(entries) = std::fs::read_dir(&runs) else {
         return Ok(out);
     };

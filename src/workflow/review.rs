@@ -379,7 +379,7 @@ fn handoff(
 /// when this clone holds the run's record; nothing otherwise.
 fn run_evidence(ws: &Workspace, run: &str) -> (Vec<TaskContract>, Vec<CheckResult>) {
     use crate::swarm::events::{self, RunEvent};
-    let dir = crate::swarm::runtime::run_dir(ws, run);
+    let dir = crate::swarm::paths::run_dir(&ws.atelier_dir(), run);
     let mut contracts = Vec::new();
     if let Ok(entries) = std::fs::read_dir(dir.join("plans")) {
         let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
@@ -549,7 +549,7 @@ fn proposer_family(ws: &Workspace, provenance: &panel::Provenance) -> Vec<Option
     match provenance.origin.as_deref() {
         Some(o) if o.starts_with("swarm run ") => {
             let run = &o["swarm run ".len()..];
-            let dir = crate::swarm::runtime::run_dir(ws, run);
+            let dir = crate::swarm::paths::run_dir(&ws.atelier_dir(), run);
             let mut roles = std::collections::BTreeSet::new();
             if let Ok(entries) = std::fs::read_dir(dir.join("plans")) {
                 for p in entries.flatten().map(|e| e.path()) {
