@@ -2,7 +2,8 @@
 //! each, and the contract validator behind `atelier plan check`.
 //!
 //! Pure: callers pass file names and text; the validator returns refusals as values, naming the
-//! file, the task and the field. Scheduling questions (waves, claims) live in `schedule`.
+//! file, the task and the field. The dependency graph's cycles are found here; scheduling
+//! questions (waves, claims) live in `schedule`, which reads plans and never the reverse.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -267,6 +268,62 @@ pub fn compile_glob(pattern: &str) -> Result<GlobMatcher, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Every task of `plans` by its plan-qualified key.
+pub(super) fn by_key(plans: &[Plan]) -> BTreeMap<&str, &Task> {
+    plans
+        .iter()
+        .flat_map(|p| p.tasks.iter())
+        .map(|t| (t.key.as_str(), t))
+        .collect()
+}
+
+/// A dependency cycle among known tasks, as the list of keys around it (first repeated last).
+pub fn find_cycle(plans: &[Plan]) -> Option<Vec<String>> {
+    let tasks = by_key(plans);
+    // Iterative DFS with colours: 0 new, 1 on the stack, 2 done.
+    let mut colour: BTreeMap<&str, u8> = BTreeMap::new();
+    for start in tasks.keys() {
+        if colour.get(start).copied().unwrap_or(0) != 0 {
+            continue;
+        }
+        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
+        colour.insert(start, 1);
+        while let Some((node, next)) = stack.pop() {
+            let deps: Vec<&str> = tasks
+                .get(node)
+                .map(|t| {
+                    t.depends_on
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|d| tasks.contains_key(d))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(dep) = deps.get(next).copied() {
+                stack.push((node, next + 1));
+                match colour.get(dep).copied().unwrap_or(0) {
+                    0 => {
+                        colour.insert(dep, 1);
+                        stack.push((dep, 0));
+                    }
+                    1 => {
+                        let mut cycle: Vec<String> =
+                            stack.iter().map(|(n, _)| n.to_string()).collect();
+                        let from = cycle.iter().position(|n| n == dep).unwrap_or(0);
+                        cycle.drain(..from);
+                        cycle.push(dep.to_string());
+                        return Some(cycle);
+                    }
+                    _ => {}
+                }
+            } else {
+                colour.insert(node, 2);
+            }
+        }
+    }
+    None
+}
+
 /// Validates plans together (cross-plan dependencies resolve among them). `roles` are the
 /// role names configured in atelier.toml.
 pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
@@ -455,7 +512,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             }
         }
     }
-    if let Some(cycle) = super::schedule::find_cycle(plans) {
+    if let Some(cycle) = find_cycle(plans) {
         let first = keys
             .get(cycle[0].as_str())
             .map(|t| (t.plan.clone(), t.id.clone()));

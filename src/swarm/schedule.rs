@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::plan::{compile_glob, Plan, Task};
+use super::plan::{by_key, compile_glob, Plan, Task};
 
 const META: &[char] = &['*', '?', '[', '{', '\\'];
 
@@ -88,60 +88,8 @@ pub fn claims_overlap(a: &Task, b: &Task) -> bool {
         .any(|x| b.files.iter().any(|y| patterns_overlap(x, y)))
 }
 
-fn index(plans: &[Plan]) -> BTreeMap<&str, &Task> {
-    plans
-        .iter()
-        .flat_map(|p| p.tasks.iter())
-        .map(|t| (t.key.as_str(), t))
-        .collect()
-}
-
-/// A dependency cycle among known tasks, as the list of keys around it (first repeated last).
-pub fn find_cycle(plans: &[Plan]) -> Option<Vec<String>> {
-    let tasks = index(plans);
-    // Iterative DFS with colours: 0 new, 1 on the stack, 2 done.
-    let mut colour: BTreeMap<&str, u8> = BTreeMap::new();
-    for start in tasks.keys() {
-        if colour.get(start).copied().unwrap_or(0) != 0 {
-            continue;
-        }
-        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
-        colour.insert(start, 1);
-        while let Some((node, next)) = stack.pop() {
-            let deps: Vec<&str> = tasks
-                .get(node)
-                .map(|t| {
-                    t.depends_on
-                        .iter()
-                        .map(String::as_str)
-                        .filter(|d| tasks.contains_key(d))
-                        .collect()
-                })
-                .unwrap_or_default();
-            if let Some(dep) = deps.get(next).copied() {
-                stack.push((node, next + 1));
-                match colour.get(dep).copied().unwrap_or(0) {
-                    0 => {
-                        colour.insert(dep, 1);
-                        stack.push((dep, 0));
-                    }
-                    1 => {
-                        let mut cycle: Vec<String> =
-                            stack.iter().map(|(n, _)| n.to_string()).collect();
-                        let from = cycle.iter().position(|n| n == dep).unwrap_or(0);
-                        cycle.drain(..from);
-                        cycle.push(dep.to_string());
-                        return Some(cycle);
-                    }
-                    _ => {}
-                }
-            } else {
-                colour.insert(node, 2);
-            }
-        }
-    }
-    None
-}
+/// Where dependency cycles are found: with the plans, which `plan::validate` refuses for one.
+pub use super::plan::find_cycle;
 
 type Indegree<'a> = BTreeMap<&'a str, usize>;
 type Dependents<'a> = BTreeMap<&'a str, Vec<&'a str>>;
@@ -168,7 +116,7 @@ fn graph<'a>(tasks: &BTreeMap<&'a str, &'a Task>) -> (Indegree<'a>, Dependents<'
 /// Kahn's algorithm across all plans: each wave holds the tasks whose dependencies are all in
 /// earlier waves. Assumes no cycle (validate first).
 pub fn waves(plans: &[Plan]) -> Vec<Vec<String>> {
-    let tasks = index(plans);
+    let tasks = by_key(plans);
     let (mut indegree, dependents) = graph(&tasks);
     let mut current: Vec<&str> = indegree
         .iter()
@@ -196,7 +144,7 @@ pub fn waves(plans: &[Plan]) -> Vec<Vec<String>> {
 
 /// The longest dependency chain (by task count), earliest first.
 pub fn critical_path(plans: &[Plan], waves: &[Vec<String>]) -> Vec<String> {
-    let tasks = index(plans);
+    let tasks = by_key(plans);
     let mut best: BTreeMap<&str, (usize, Option<&str>)> = BTreeMap::new();
     for wave in waves {
         for k in wave {
@@ -227,7 +175,7 @@ pub fn critical_path(plans: &[Plan], waves: &[Vec<String>]) -> Vec<String> {
 
 /// Groups of tasks in the same wave whose claims overlap: they will run one after another.
 pub fn serialised(plans: &[Plan], waves: &[Vec<String>]) -> Vec<Vec<String>> {
-    let tasks = index(plans);
+    let tasks = by_key(plans);
     let mut groups = Vec::new();
     for wave in waves {
         // Union-find over the wave by claim overlap.
@@ -303,7 +251,7 @@ pub fn next_runnable_except<'a>(
     skip: &BTreeSet<String>,
     limit: usize,
 ) -> Vec<&'a Task> {
-    let tasks = index(plans);
+    let tasks = by_key(plans);
     let mut held: Vec<&Task> = in_flight
         .iter()
         .filter_map(|k| tasks.get(k.as_str()).copied())
@@ -333,7 +281,7 @@ pub fn next_runnable_except<'a>(
 /// claims; returns the number of steps (the makespan). Ready tasks are tracked incrementally, so
 /// the cost grows with tasks × parallelism, not tasks².
 pub fn simulate(plans: &[Plan], parallelism: usize) -> usize {
-    let tasks = index(plans);
+    let tasks = by_key(plans);
     let (mut indegree, dependents) = graph(&tasks);
     let mut ready: VecDeque<&str> = indegree
         .iter()
