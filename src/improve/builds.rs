@@ -215,7 +215,7 @@ pub fn untrusted(
         .tempdir()
         .context("creating a directory for the change's build")?;
     let fresh_target;
-    let target = match crate::swarm::runtime::shared_target(&config, &ws.root) {
+    let target = match crate::swarm::runtime::sandbox::shared_target(&config, &ws.root) {
         Some(t) => t,
         None => {
             fresh_target = keep.path().join("target");

@@ -14,7 +14,7 @@ use crate::agent::process;
 use crate::config::{Config, LintConfig};
 use crate::git;
 use crate::governance::time::parse_duration;
-use crate::swarm::runtime;
+use crate::swarm::runtime::sandbox;
 use crate::workflow::error::{Context, Result};
 use crate::workflow::Workspace;
 
@@ -121,11 +121,11 @@ pub(super) fn in_worktree<T>(
         &Path,
         &tokio::runtime::Runtime,
         &mut process::Interrupts,
-        Option<runtime::Sandboxes>,
+        Option<sandbox::Sandboxes>,
     ) -> Result<T>,
 ) -> Result<T> {
     // The containment decision and the gauntlet's grants are the merged ones (as for a run).
-    let sandboxes = runtime::sandboxes(ws, &BTreeSet::new())?;
+    let sandboxes = sandbox::sandboxes(ws, &BTreeSet::new())?;
     let repo = &ws.repo;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -154,7 +154,7 @@ fn fix_and_check(
     ws: &Workspace,
     config: &Config,
     lint: &LintConfig,
-    sandboxes: Option<runtime::Sandboxes>,
+    sandboxes: Option<sandbox::Sandboxes>,
     dir: &Path,
     base: git2::Oid,
     family: &str,
@@ -163,7 +163,7 @@ fn fix_and_check(
     stop: &mut process::Interrupts,
 ) -> Result<Linted> {
     let common = ws.repo.commondir().to_path_buf();
-    let target = runtime::shared_target(config, &ws.root);
+    let target = sandbox::shared_target(config, &ws.root);
     let sandbox = sandboxes.as_ref().map(|s| {
         let mut b = s.gauntlet.clone().write(dir).read(&common);
         if let Some(t) = &target {

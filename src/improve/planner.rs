@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::agent::{self, process};
 use crate::git;
 use crate::governance::time::parse_duration;
-use crate::swarm::runtime;
+use crate::swarm::runtime::sandbox;
 use crate::swarm::stats;
 use crate::workflow::error::{Context, Result};
 use crate::workflow::Workspace;
@@ -250,7 +250,7 @@ fn run_command(
     now: i64,
 ) -> Result<String> {
     let roles: BTreeSet<String> = [role.to_string()].into();
-    let sandboxes = runtime::sandboxes(ws, &roles)?;
+    let sandboxes = sandbox::sandboxes(ws, &roles)?;
     let repo = &ws.repo;
     // Interrupts are caught before the worktree exists, so it is always removed.
     let rt = tokio::runtime::Builder::new_current_thread()

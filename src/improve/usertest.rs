@@ -94,7 +94,7 @@ pub fn validate(
             };
             let protected = crate::agent::contain::protected(&ws.root, &ws.gate_key_path()?);
             let common = ws.repo.commondir().to_path_buf();
-            let target = crate::swarm::runtime::shared_target(&config, &ws.root);
+            let target = crate::swarm::runtime::sandbox::shared_target(&config, &ws.root);
             let sandbox = match sandboxes.as_ref() {
                 None => None,
                 Some(s) => {

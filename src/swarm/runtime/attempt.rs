@@ -1,0 +1,799 @@
+//! One attempt of a task: the conductor prepares it on its loop (a fresh worktree at the run's
+//! tip on the attempt's own branch, the worker's prompt, the claims taken by `attempt-started`);
+//! the attempt then runs on its own: the worker (a command, contained by its role's grants and
+//! watched for silence, or an http endpoint), the snapshot of what it left (nothing outside its
+//! claims), the gauntlet's steps and the task's contract checks (contained by the gauntlet's
+//! grants), and a second snapshot (nothing changed since). Its events go to the conductor over
+//! a channel; its result (`AttemptResult`) is what `integrate` makes of it.
+//!
+//! Talks to `agent::process` (the only place that runs programs), `agent::http`, `git`
+//! (snapshots, worktrees), `memory` (error digests) and the conductor.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use git2::Oid;
+use tokio::sync::mpsc;
+
+use super::limits::{millis, Limits};
+use super::{run_dir, Conductor, Flight, WORKER_TEMPLATE};
+use crate::agent::{self, process};
+use crate::git;
+use crate::swarm::events::RunEvent;
+use crate::swarm::live::Board;
+use crate::swarm::memory;
+use crate::swarm::plan::{compile_glob, Task};
+use crate::workflow::error::Result;
+
+/// How long one contract check may run.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A task key as it appears in worktree and branch names: ASCII letters and digits, `-` for
+/// anything else.
+fn slug(key: &str) -> String {
+    key.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// `text` with each of `values` (8 bytes or more) replaced by `[redacted]`.
+fn redact(text: &str, values: &[String]) -> String {
+    let mut out = text.to_string();
+    for value in values.iter().filter(|v| v.len() >= 8) {
+        out = out.replace(value, "[redacted]");
+    }
+    out
+}
+
+/// `text` with the values of the variables in `names`, as atelier's own environment holds
+/// them, redacted.
+fn redact_passed(text: &str, names: &[String]) -> String {
+    let values: Vec<String> = names.iter().filter_map(|n| std::env::var(n).ok()).collect();
+    redact(text, &values)
+}
+
+/// What one attempt needs, prepared on the main loop (which owns git).
+pub(super) struct AttemptJob {
+    task: Task,
+    /// The repository's common directory, and the commit the attempt started from.
+    common: PathBuf,
+    at: Oid,
+    attempt: u32,
+    run: String,
+    worktree: PathBuf,
+    backend: agent::Backend,
+    prompt: String,
+    /// Where the worker's last-output clock is shown while it runs (`live.json`).
+    board: Board,
+}
+
+impl AttemptJob {
+    /// What every program of the attempt is told: the task, the attempt and the run.
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("ATELIER_TASK_ID".to_string(), self.task.key.clone()),
+            ("ATELIER_ATTEMPT".to_string(), self.attempt.to_string()),
+            ("ATELIER_RUN_ID".to_string(), self.run.clone()),
+        ]
+    }
+}
+
+/// How an attempt ended.
+#[derive(Debug, PartialEq)]
+pub(super) enum AttemptResult {
+    /// The tree the worker produced (checked against the claims, unchanged by the gauntlet).
+    Passed {
+        tree: Oid,
+    },
+    Failed {
+        reason: String,
+        digest: Vec<String>,
+    },
+}
+
+/// Whether `path` is among `task`'s claims: a claimed path, a file under a claimed directory,
+/// or a match of a claimed glob.
+pub(super) fn claimed(task: &Task, path: &str) -> bool {
+    task.files.iter().any(|f| {
+        let dir = f.trim_end_matches('/');
+        path == dir
+            || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+            || compile_glob(f).map(|m| m.is_match(path)).unwrap_or(false)
+    })
+}
+
+/// Asks an http backend and writes its reply to the task's one claimed file; `None` on success.
+async fn http_worker(
+    job: &AttemptJob,
+    base_url: &str,
+    model: &str,
+    key_env: Option<&str>,
+    limits: &Limits,
+    tx: &mpsc::UnboundedSender<RunEvent>,
+) -> Option<AttemptResult> {
+    let fail = |reason: String| {
+        Some(AttemptResult::Failed {
+            digest: vec![format!("[http] {reason}")],
+            reason,
+        })
+    };
+    let target = match job.task.files.as_slice() {
+        [one] if !one.contains(['*', '?', '[', '{']) => one.clone(),
+        other => {
+            return fail(format!(
+                "an http role writes its reply to the task's one claimed file, but this task claims {} pattern(s): {}",
+                other.len(),
+                other.join(", ")
+            ))
+        }
+    };
+    let key = match key_env {
+        None => None,
+        // The forge's and the webhook's secrets never leave for a model endpoint either.
+        Some(name) if process::never_passed(name) => {
+            return fail(format!(
+                "api_key_env = \"{name}\" names a secret atelier never gives to agents; use the endpoint's own key variable"
+            ))
+        }
+        Some(name) => match std::env::var(name) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                return fail(format!(
+                    "the API key variable {name} is not set in atelier's environment"
+                ))
+            }
+        },
+    };
+    let (url, model, prompt, timeout) = (
+        base_url.to_string(),
+        model.to_string(),
+        job.prompt.clone(),
+        limits.attempt,
+    );
+    let started = process::Stopwatch::start();
+    let reply = tokio::task::spawn_blocking(move || {
+        agent::http::chat(&url, &model, key.as_deref(), &prompt, timeout)
+    })
+    .await;
+    let text = match reply {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => return fail(e),
+        Err(e) => return fail(e.to_string()),
+    };
+    let _ = tx.send(RunEvent::WorkerExited {
+        task: job.task.key.clone(),
+        attempt: job.attempt,
+        code: Some(0),
+        output_bytes: text.len() as u64,
+        truncated: false,
+        ms: Some(millis(started.elapsed())),
+    });
+    let path = job.worktree.join(&target);
+    if let Some(dir) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return fail(format!("creating {}: {e}", dir.display()));
+        }
+    }
+    if let Err(e) = std::fs::write(&path, text) {
+        return fail(format!("writing {target}: {e}"));
+    }
+    None
+}
+
+/// Runs a command worker; `None` when it exited successfully.
+async fn command_worker(
+    job: &AttemptJob,
+    argv: &[String],
+    pass_env: &[String],
+    limits: &Limits,
+    tx: &mpsc::UnboundedSender<RunEvent>,
+) -> Option<AttemptResult> {
+    let pass: Vec<String> = pass_env
+        .iter()
+        .filter(|v| !process::never_passed(v))
+        .cloned()
+        .collect();
+    // On the board while the worker runs (not during the gauntlet, which is not watched for
+    // silence).
+    let on_board = job.board.enter(&job.task.key, job.attempt);
+    let worker = process::Spawn {
+        program: argv[0].clone(),
+        args: argv[1..].to_vec(),
+        cwd: job.worktree.clone(),
+        env: process::scrubbed_env(&pass, &job.env()),
+        stdin: job.prompt.clone().into_bytes(),
+        timeout: limits.attempt,
+        silence: Some(process::Silence {
+            nudge_after: limits.nudge,
+            restart_after: limits.restart,
+            live: Some(on_board.last.clone()),
+        }),
+        max_output: limits.max_output,
+        sandbox: limits.worker_sandbox(&job.task.role, &job.worktree, &job.common),
+    };
+    let (task, attempt) = (job.task.key.clone(), job.attempt);
+    let ntx = tx.clone();
+    let outcome = match process::run(&worker, |silent| {
+        let _ = ntx.send(RunEvent::Nudged {
+            task: task.clone(),
+            attempt,
+            silent_secs: silent.as_secs(),
+            silent_ms: Some(millis(silent)),
+        });
+    })
+    .await
+    {
+        Ok(o) => o,
+        Err(e) => {
+            return Some(AttemptResult::Failed {
+                reason: format!("the worker `{}` could not start: {e}", worker.program),
+                digest: vec![format!(
+                    "[worker] could not start `{}`: {e}",
+                    worker.program
+                )],
+            })
+        }
+    };
+    drop(on_board);
+    report_exit(job, &outcome, limits, tx);
+    worker_failure(&outcome, limits, &pass)
+}
+
+/// The worker's exit, the silences it had, and its restart if it was silenced, as events.
+fn report_exit(
+    job: &AttemptJob,
+    outcome: &process::Outcome,
+    limits: &Limits,
+    tx: &mpsc::UnboundedSender<RunEvent>,
+) {
+    let (task, attempt) = (job.task.key.clone(), job.attempt);
+    let _ = tx.send(RunEvent::WorkerExited {
+        task: task.clone(),
+        attempt,
+        code: outcome.code,
+        output_bytes: outcome.output_bytes,
+        truncated: outcome.truncated,
+        ms: Some(millis(outcome.elapsed)),
+    });
+    for q in &outcome.quiet {
+        let _ = tx.send(RunEvent::Quiet {
+            task: task.clone(),
+            attempt,
+            ms: millis(q.lasted),
+            ended: q.ended,
+            nudged: q.nudged,
+        });
+    }
+    if outcome.silenced {
+        let measured = silence_measured(outcome, limits);
+        let _ = tx.send(RunEvent::Restarted {
+            task,
+            attempt,
+            silent_secs: measured.as_secs(),
+            silent_ms: Some(millis(measured)),
+        });
+    }
+}
+
+/// The silence a restart ended, measured, not the threshold: the last quiet period.
+fn silence_measured(outcome: &process::Outcome, limits: &Limits) -> Duration {
+    outcome.quiet.last().map_or(limits.restart, |q| q.lasted)
+}
+
+/// How a worker's run failed the attempt, if it did: silenced and restarted, past the attempt
+/// timeout, or a non-zero exit (its output's digest, with the values of the variables its role
+/// passes — API keys — redacted, whatever the worker printed).
+fn worker_failure(
+    outcome: &process::Outcome,
+    limits: &Limits,
+    pass: &[String],
+) -> Option<AttemptResult> {
+    if outcome.silenced {
+        let silent = silence_measured(outcome, limits).as_secs();
+        return Some(AttemptResult::Failed {
+            reason: format!("the worker was silent for {silent}s and was restarted"),
+            digest: vec![format!("[worker] silent for {silent}s: the attempt was killed; produce output while working")]
+        });
+    }
+    if outcome.timed_out {
+        return Some(AttemptResult::Failed {
+            reason: format!(
+                "the worker ran past the attempt timeout ({}s)",
+                limits.attempt.as_secs()
+            ),
+            digest: vec![format!(
+                "[worker] ran past {}s and was killed",
+                limits.attempt.as_secs()
+            )],
+        });
+    }
+    if outcome.code != Some(0) {
+        return Some(AttemptResult::Failed {
+            reason: format!(
+                "the worker exited with {}",
+                outcome.code.map_or("a signal".into(), |c| c.to_string())
+            ),
+            // The values of the variables the role passes (API keys) never reach the log, the
+            // next prompt or a lesson, whatever the worker printed.
+            digest: memory::digest("worker", &redact_passed(&outcome.output, pass)),
+        });
+    }
+    None
+}
+
+/// Runs the attempt's worker, then checks what it left: its claims, the gauntlet and the
+/// contract checks, and that nothing changed meanwhile.
+async fn run_attempt(
+    job: AttemptJob,
+    limits: &Limits,
+    tx: mpsc::UnboundedSender<RunEvent>,
+) -> AttemptResult {
+    let done = match &job.backend {
+        agent::Backend::Command { argv, pass_env } => {
+            command_worker(&job, argv, pass_env, limits, &tx).await
+        }
+        agent::Backend::Http {
+            base_url,
+            model,
+            api_key_env,
+        } => http_worker(&job, base_url, model, api_key_env.as_deref(), limits, &tx).await,
+    };
+    if let Some(failed) = done {
+        return failed;
+    }
+    // Writes outside the task's claims fail the attempt before anything is checked. The tree
+    // is taken now, from the files, relative to the commit the attempt started from.
+    let (tree, changed) = match snapshot(&job).await {
+        Ok(s) => s,
+        Err(e) => {
+            return AttemptResult::Failed {
+                reason: format!("reading what the worker left: {e}"),
+                digest: vec![format!("[worktree] {e}")],
+            }
+        }
+    };
+    if let Some(failed) = outside_claims(&job.task, &changed) {
+        return failed;
+    }
+    if let Some(failed) = gauntlet(&job, limits, &tx).await {
+        return failed;
+    }
+    // What passed must be what is committed: a process the worker left behind, or a check that
+    // writes tracked files, would otherwise slip unchecked content in.
+    match snapshot(&job).await {
+        Ok((after, _)) if after == tree => AttemptResult::Passed { tree },
+        Ok(_) => AttemptResult::Failed {
+            reason: "the worktree changed after the worker exited (a process it left running, or a check that writes files)".into(),
+            digest: vec!["[worktree] files changed after the worker exited; do not leave processes running".into()],
+        },
+        Err(e) => AttemptResult::Failed { reason: format!("reading the worktree: {e}"), digest: Vec::new() },
+    }
+}
+
+/// The tree of the attempt's worktree as its files are now, and the paths changed since the
+/// commit it started from.
+async fn snapshot(job: &AttemptJob) -> std::result::Result<(Oid, Vec<String>), String> {
+    let (common, root, at) = (job.common.clone(), job.worktree.clone(), job.at);
+    match tokio::task::spawn_blocking(move || git::snapshot(&common, &root, at)).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The failure of an attempt that changed paths outside its task's claims, if it did.
+fn outside_claims(task: &Task, changed: &[String]) -> Option<AttemptResult> {
+    let outside: Vec<&str> = changed
+        .iter()
+        .filter(|p| !claimed(task, p))
+        .map(String::as_str)
+        .collect();
+    (!outside.is_empty()).then(|| AttemptResult::Failed {
+        reason: format!("wrote outside its claims: {}", outside.join(", ")),
+        digest: vec![format!(
+            "[claims] wrote {} outside the task's files; change only {}",
+            outside.join(", "),
+            task.files.join(", ")
+        )],
+    })
+}
+
+/// Runs the gauntlet's steps, then the task's contract checks, in the worktree, each contained
+/// by the gauntlet's grants; the first that does not pass fails the attempt.
+async fn gauntlet(
+    job: &AttemptJob,
+    limits: &Limits,
+    tx: &mpsc::UnboundedSender<RunEvent>,
+) -> Option<AttemptResult> {
+    let mut env = job.env();
+    if let Some(dir) = &limits.target_dir {
+        env.push(("CARGO_TARGET_DIR".into(), dir.display().to_string()));
+    }
+    let checks = job
+        .task
+        .contract
+        .checks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("check {}", i + 1), c.clone(), CHECK_TIMEOUT));
+    for (name, run, timeout) in limits.steps.iter().cloned().chain(checks) {
+        let step = process::Spawn {
+            program: "sh".into(),
+            args: vec!["-c".into(), run.clone()],
+            cwd: job.worktree.clone(),
+            env: process::scrubbed_env(&[], &env),
+            stdin: Vec::new(),
+            timeout,
+            silence: None,
+            max_output: limits.max_output,
+            sandbox: limits.step_sandbox(&job.worktree, &job.common),
+        };
+        let o = match process::run(&step, |_| {}).await {
+            Ok(o) => o,
+            Err(e) => {
+                return Some(AttemptResult::Failed {
+                    reason: format!("step {name} could not start: {e}"),
+                    digest: Vec::new(),
+                })
+            }
+        };
+        let _ = tx.send(RunEvent::StepFinished {
+            task: job.task.key.clone(),
+            attempt: job.attempt,
+            step: name.clone(),
+            passed: o.success(),
+            secs: o.elapsed.as_secs(),
+            ms: Some(millis(o.elapsed)),
+        });
+        if !o.success() {
+            return Some(step_failure(&name, &run, timeout, &o));
+        }
+    }
+    None
+}
+
+/// The failure of a gauntlet step or check that did not pass: how it ended, then its output's
+/// digest.
+fn step_failure(name: &str, run: &str, timeout: Duration, o: &process::Outcome) -> AttemptResult {
+    let why = if o.timed_out {
+        format!("timed out after {}s", timeout.as_secs())
+    } else {
+        format!(
+            "exited with {}",
+            o.code.map_or("a signal".into(), |c| c.to_string())
+        )
+    };
+    let mut digest = memory::digest(name, &o.output);
+    digest.insert(0, format!("[{name}] `{run}` {why}"));
+    digest.truncate(memory::MAX_BLOCKS);
+    AttemptResult::Failed {
+        reason: format!("step {name} (`{run}`) {why}"),
+        digest,
+    }
+}
+
+/// Files of the task's claims and reads that exist in the worktree, for the prompt's context.
+fn context_files(root: &Path, task: &Task) -> Vec<(String, String)> {
+    let patterns: Vec<&String> = task.files.iter().chain(task.reads.iter()).collect();
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.path());
+        for e in entries {
+            let p = e.path();
+            let rel = p
+                .strip_prefix(root)
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if rel == ".git" || rel.starts_with(".atelier") {
+                continue;
+            }
+            // Never follow links: a worker could point one at a key or at `..`.
+            let Ok(meta) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() || (meta.is_file() && meta.len() > 1024 * 1024) {
+                continue;
+            }
+            if meta.is_dir() {
+                stack.push(p);
+            } else if patterns.iter().any(|g| {
+                compile_glob(g).map(|m| m.is_match(&rel)).unwrap_or(false) || rel == g.as_str()
+            }) {
+                if let Ok(text) = std::fs::read_to_string(&p) {
+                    out.push((rel, text));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+impl<'a> Conductor<'a> {
+    /// The worktree of a task's attempt: its name and the path the conductor computes for it.
+    pub(super) fn worktree(&self, task: &str, attempt: u32) -> (String, PathBuf) {
+        let name = format!("{}-{}-{attempt}", self.run, slug(task));
+        let path = run_dir(self.ws, &self.run).join("wt").join(&name);
+        (name, path)
+    }
+
+    pub(super) fn attempt_branch(&self, task: &str, attempt: u32) -> String {
+        format!("atelier/attempts/{}/{}/{attempt}", self.run, slug(task))
+    }
+
+    /// Starts a task's next attempt: a fresh worktree at the run's tip on the attempt's own
+    /// branch, the prompt, the claims (taken by `attempt-started`), and the worker.
+    pub(super) fn launch_attempt(&mut self, task: Task) -> Result<()> {
+        let attempt = self.state.tasks[&task.key].attempt + 1;
+        let (name, path) = self.worktree(&task.key, attempt);
+        let at = self.tip()?;
+        let repo = &self.ws.repo;
+        git::remove_worktree(repo, &name, &path)?;
+        git::add_worktree(
+            repo,
+            &name,
+            &path,
+            &self.attempt_branch(&task.key, attempt),
+            at,
+        )?;
+        let prompt = match self.prompt(&task, &path) {
+            Ok(p) => p,
+            // No worktree left behind, every worker stopped, and how to continue said.
+            Err(e) => {
+                let _ = git::remove_worktree(repo, &name, &path);
+                return Err(self.stop_all(&e.to_string()));
+            }
+        };
+        self.emit(RunEvent::AttemptStarted {
+            task: task.key.clone(),
+            attempt,
+            claims: task.files.clone(),
+            worktree: path.display().to_string(),
+            prompt_bytes: prompt.len(),
+            role: Some(task.role.clone()),
+            backend: Some(self.ws.config.roles[&task.role].backend.clone()),
+        })?;
+        let job = AttemptJob {
+            common: repo.commondir().to_path_buf(),
+            at,
+            backend: self.backends[&task.role].clone(),
+            attempt,
+            run: self.run.clone(),
+            worktree: path.clone(),
+            prompt,
+            task,
+            board: self.board.clone(),
+        };
+        self.flights
+            .insert(job.task.key.clone(), Flight { name, path, at });
+        let (tx, limits) = (self.tx.clone(), self.limits.clone());
+        self.attempts.spawn(async move {
+            let key = job.task.key.clone();
+            let attempt = job.attempt;
+            let started = process::Stopwatch::start();
+            let result = run_attempt(job, &limits, tx).await;
+            (key, attempt, result, millis(started.elapsed()))
+        });
+        Ok(())
+    }
+
+    /// The worker's prompt: the task, what is done, the task's do-not-retry list, the latest
+    /// golden path of its role, and the files it claims and reads, cut to the context budget.
+    fn prompt(&self, task: &Task, worktree: &Path) -> Result<String> {
+        let done_lines: Vec<String> = self
+            .state
+            .completed()
+            .iter()
+            .filter_map(|k| self.tasks.get(k))
+            .map(|t| format!("{}: {}", t.key, t.title))
+            .collect();
+        let input = agent::prompt::PromptInput {
+            task: agent::prompt::PromptTask {
+                id: task.key.clone(),
+                title: task.title.clone(),
+                goal: task.goal.clone(),
+                files: task.files.clone(),
+                criteria: task.contract.criteria.clone(),
+                checks: task.contract.checks.clone(),
+            },
+            completed: done_lines,
+            do_not_retry: self.state.tasks[&task.key].do_not_retry.clone(),
+            examples: self
+                .state
+                .golden
+                .get(&task.role)
+                .and_then(|g| g.last())
+                .cloned()
+                .into_iter()
+                .collect(),
+            context: agent::prompt::slice(context_files(worktree, task), self.limits.context),
+            lessons: self.lessons.clone(),
+        };
+        agent::prompt::render(&self.worker_template, &input).map_err(|e| {
+            crate::workflow::Error::Input(format!(
+                "{WORKER_TEMPLATE} on {}: {e}; fix it with a proposal",
+                self.ws.branch()
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(files: &[&str]) -> Task {
+        let text = format!(
+            "[plan]\nid = \"p\"\ntitle = \"P\"\n\n[[task]]\nid = \"A\"\ntitle = \"A\"\nrole = \"implementer\"\ngoal = \"g\"\nfiles = [{}]\n",
+            files
+                .iter()
+                .map(|f| format!("\"{f}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        crate::swarm::plan::parse("p.toml", &text)
+            .expect("the plan parses")
+            .tasks
+            .remove(0)
+    }
+
+    fn limits() -> Limits {
+        let config = crate::config::Config::parse(
+            "atelier.toml",
+            "[forge]\nkind = \"local\"\nrepository = \"acme/widgets\"\n\n[conductor]\nrestart_after = \"10m\"\nattempt_timeout = \"1h\"\n",
+        )
+        .expect("the configuration parses");
+        Limits::from(&config, Path::new("/repo"), None)
+    }
+
+    fn failed(r: Option<AttemptResult>) -> (String, Vec<String>) {
+        match r {
+            Some(AttemptResult::Failed { reason, digest }) => (reason, digest),
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_claim_covers_its_path_what_is_under_it_and_what_its_glob_matches() {
+        let t = task(&["src/a.rs", "docs/", "tests/*.rs"]);
+        for inside in [
+            "src/a.rs",
+            "docs/guide.md",
+            "docs/deep/x.md",
+            "tests/one.rs",
+        ] {
+            assert!(claimed(&t, inside), "{inside}");
+        }
+        for outside in [
+            "src/a.rs.bak",
+            "src/b.rs",
+            "docsx/y.md",
+            "tests/deep/two.rs",
+        ] {
+            assert!(!claimed(&t, outside), "{outside}");
+        }
+    }
+
+    #[test]
+    fn writing_outside_the_claims_fails_the_attempt_and_says_what_to_change() {
+        let t = task(&["src/a.rs"]);
+        assert_eq!(outside_claims(&t, &["src/a.rs".into()]), None);
+        let (reason, digest) = failed(outside_claims(
+            &t,
+            &["src/a.rs".into(), "Cargo.toml".into(), "src/b.rs".into()],
+        ));
+        assert_eq!(reason, "wrote outside its claims: Cargo.toml, src/b.rs");
+        assert_eq!(
+            digest,
+            ["[claims] wrote Cargo.toml, src/b.rs outside the task's files; change only src/a.rs"]
+        );
+    }
+
+    #[test]
+    fn task_keys_become_safe_names() {
+        assert_eq!(slug("plan-1:T 2/x"), "plan-1-T-2-x");
+    }
+
+    #[test]
+    fn passed_values_of_eight_bytes_or_more_are_redacted() {
+        let values = ["sk-0123456789".to_string(), "short".to_string()];
+        assert_eq!(
+            redact("key sk-0123456789 and short", &values),
+            "key [redacted] and short"
+        );
+    }
+
+    #[test]
+    fn a_worker_that_exits_zero_in_time_passes_its_part() {
+        let ok = process::Outcome {
+            code: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(worker_failure(&ok, &limits(), &[]), None);
+    }
+
+    #[test]
+    fn a_silenced_worker_fails_with_the_silence_measured_not_the_threshold() {
+        let silenced = process::Outcome {
+            code: None,
+            silenced: true,
+            quiet: vec![process::Quiet {
+                lasted: Duration::from_secs(612),
+                ended: crate::swarm::events::QuietEnd::Restart,
+                nudged: true,
+            }],
+            ..Default::default()
+        };
+        let (reason, digest) = failed(worker_failure(&silenced, &limits(), &[]));
+        assert_eq!(reason, "the worker was silent for 612s and was restarted");
+        assert!(
+            digest[0].starts_with("[worker] silent for 612s"),
+            "{digest:?}"
+        );
+        // Without a recorded quiet period, the threshold is what is known.
+        let bare = process::Outcome {
+            silenced: true,
+            ..Default::default()
+        };
+        assert_eq!(silence_measured(&bare, &limits()), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn a_worker_past_its_timeout_or_exiting_non_zero_fails() {
+        let late = process::Outcome {
+            timed_out: true,
+            ..Default::default()
+        };
+        let (reason, _) = failed(worker_failure(&late, &limits(), &[]));
+        assert_eq!(reason, "the worker ran past the attempt timeout (3600s)");
+        let crashed = process::Outcome {
+            code: None,
+            output: "error: boom\n".into(),
+            ..Default::default()
+        };
+        let (reason, digest) = failed(worker_failure(&crashed, &limits(), &[]));
+        assert_eq!(reason, "the worker exited with a signal");
+        assert!(!digest.is_empty());
+        let (reason, _) = failed(worker_failure(
+            &process::Outcome {
+                code: Some(3),
+                ..Default::default()
+            },
+            &limits(),
+            &[],
+        ));
+        assert_eq!(reason, "the worker exited with 3");
+    }
+
+    #[test]
+    fn a_failed_step_says_how_it_ended_first() {
+        let o = process::Outcome {
+            code: Some(101),
+            output: "error[E0308]: mismatched types\n --> src/a.rs:1:1\n".into(),
+            ..Default::default()
+        };
+        let AttemptResult::Failed { reason, digest } =
+            step_failure("build", "cargo build", Duration::from_secs(300), &o)
+        else {
+            panic!("a failed step fails the attempt");
+        };
+        assert_eq!(reason, "step build (`cargo build`) exited with 101");
+        assert_eq!(digest[0], "[build] `cargo build` exited with 101");
+        assert!(digest.len() <= memory::MAX_BLOCKS);
+        let late = process::Outcome {
+            timed_out: true,
+            ..Default::default()
+        };
+        let AttemptResult::Failed { reason, .. } =
+            step_failure("check 1", "sleep 9", Duration::from_secs(2), &late)
+        else {
+            panic!("a timed-out step fails the attempt");
+        };
+        assert_eq!(reason, "step check 1 (`sleep 9`) timed out after 2s");
+    }
+}
