@@ -375,6 +375,29 @@ impl TaskView {
         }
     }
 
+    /// `attempt-started`: running, with the attempt's claims and prompt size.
+    fn attempt_started(&mut self, attempt: u32, claims: &[String], prompt_bytes: usize, at: &str) {
+        self.state = TaskState::Running;
+        self.attempt = attempt;
+        self.claims = claims.to_vec();
+        self.started_at.get_or_insert_with(|| at.to_string());
+        self.prompt_bytes.push(prompt_bytes);
+    }
+
+    /// `attempt-failed`: why, what it printed that matters, and its digest remembered for the
+    /// next attempt's "do not retry" list.
+    fn attempt_failed(&mut self, reason: &str, digest: &[String]) {
+        self.last_failure = Some(reason.to_string());
+        self.last_output = digest.to_vec();
+        memory::remember(&mut self.do_not_retry, digest);
+    }
+
+    /// The task reached `state` (succeeded, failed or skipped) at `at`.
+    fn end(&mut self, state: TaskState, at: &str) {
+        self.state = state;
+        self.finished_at = Some(at.to_string());
+    }
+
     /// Whether the task ended: integrated, failed or blocked.
     pub fn ended(&self) -> bool {
         matches!(
@@ -447,6 +470,7 @@ impl RunState {
 
     /// One step of the fold.
     pub fn apply(&mut self, r: &Record) {
+        let at = &r.at;
         match &r.event {
             RunEvent::RunStarted {
                 run,
@@ -454,24 +478,9 @@ impl RunState {
                 base,
                 waves,
                 ..
-            } => {
-                self.run = run.clone();
-                self.branch = branch.clone();
-                self.waves = waves.clone();
-                if self.tip.is_none() && commit_id(base) {
-                    self.tip = Some(base.clone());
-                }
-            }
+            } => self.started(run, branch, base, waves),
             RunEvent::Containment { mode, .. } => self.containment = Some(mode.clone()),
-            RunEvent::RunResumed { abandoned } => {
-                for t in abandoned {
-                    self.held.remove(t);
-                    if let Some(v) = self.tasks.get_mut(t) {
-                        v.state = TaskState::Pending;
-                    }
-                }
-                self.finished = false;
-            }
+            RunEvent::RunResumed { abandoned } => self.resumed(abandoned),
             RunEvent::AttemptStarted {
                 task,
                 attempt,
@@ -480,139 +489,138 @@ impl RunState {
                 ..
             } => {
                 self.held.insert(task.clone(), claims.clone());
-                if let Some(v) = self.tasks.get_mut(task) {
-                    v.state = TaskState::Running;
-                    v.attempt = *attempt;
-                    v.claims = claims.clone();
-                    v.started_at.get_or_insert_with(|| r.at.clone());
-                    v.prompt_bytes.push(*prompt_bytes);
-                }
+                self.task(task, |v| {
+                    v.attempt_started(*attempt, claims, *prompt_bytes, at)
+                });
             }
-            RunEvent::Nudged { task, .. } => {
-                if let Some(v) = self.tasks.get_mut(task) {
-                    v.nudges += 1;
-                }
-            }
-            RunEvent::Restarted { task, .. } => {
-                if let Some(v) = self.tasks.get_mut(task) {
-                    v.restarts += 1;
-                }
-            }
+            RunEvent::Nudged { task, .. } => self.task(task, |v| v.nudges += 1),
+            RunEvent::Restarted { task, .. } => self.task(task, |v| v.restarts += 1),
             RunEvent::StepFinished {
                 task, step, passed, ..
-            } => {
-                if let Some(v) = self.tasks.get_mut(task) {
-                    v.last_step = Some(format!(
-                        "{step}: {}",
-                        if *passed { "passed" } else { "failed" }
-                    ));
-                }
-            }
+            } => self.task(task, |v| {
+                let how = if *passed { "passed" } else { "failed" };
+                v.last_step = Some(format!("{step}: {how}"));
+            }),
             RunEvent::AttemptFailed {
                 task,
                 reason,
                 digest,
                 ..
-            } => {
-                if let Some(v) = self.tasks.get_mut(task) {
-                    v.last_failure = Some(reason.clone());
-                    v.last_output = digest.clone();
-                    memory::remember(&mut v.do_not_retry, digest);
-                }
-            }
+            } => self.task(task, |v| v.attempt_failed(reason, digest)),
             RunEvent::AttemptPassed {
                 task,
                 attempt,
                 commit,
                 ..
-            } => {
-                if let Some(v) = self.tasks.get_mut(task) {
-                    v.passed = Some(Passed {
-                        attempt: *attempt,
-                        commit: Some(commit.clone()).filter(|c| !c.is_empty()),
-                    });
-                }
-            }
-            RunEvent::GoldenPath { role, example, .. } => {
-                self.golden
-                    .entry(role.clone())
-                    .or_default()
-                    .push(example.clone());
-            }
+            } => self.task(task, |v| {
+                v.passed = Some(Passed {
+                    attempt: *attempt,
+                    commit: Some(commit.clone()).filter(|c| !c.is_empty()),
+                })
+            }),
+            RunEvent::GoldenPath { role, example, .. } => self
+                .golden
+                .entry(role.clone())
+                .or_default()
+                .push(example.clone()),
             RunEvent::ClaimsReleased { task, .. } => {
                 self.held.remove(task);
-                if let Some(v) = self.tasks.get_mut(task) {
+                self.task(task, |v| {
                     if v.state == TaskState::Running {
                         v.state = TaskState::Pending;
                     }
-                }
+                });
             }
             RunEvent::Integrated { task, commit } => {
                 if commit_id(commit) {
                     self.tip = Some(commit.clone());
                 }
-                if let Some(v) = self.tasks.get_mut(task) {
-                    v.state = TaskState::Succeeded;
-                    v.finished_at = Some(r.at.clone());
-                }
+                self.task(task, |v| v.end(TaskState::Succeeded, at));
             }
-            RunEvent::TaskFailed { task, reason } => {
-                if let Some(v) = self.tasks.get_mut(task) {
-                    v.state = TaskState::Failed;
-                    v.last_failure = Some(reason.clone());
-                    v.finished_at = Some(r.at.clone());
-                }
-            }
+            RunEvent::TaskFailed { task, reason } => self.task(task, |v| {
+                v.end(TaskState::Failed, at);
+                v.last_failure = Some(reason.clone());
+            }),
             RunEvent::Control {
                 action,
                 task,
                 applied: true,
                 ..
-            } => match (action.as_str(), task) {
-                ("pause", _) => self.paused = true,
-                ("resume", _) => self.paused = false,
-                ("retry", Some(t)) => {
-                    // The task starts over with a fresh budget, and what it blocked is
-                    // pending again (blocked anew if something else still fails).
-                    if let Some(v) = self.tasks.get_mut(t) {
-                        v.state = TaskState::Pending;
-                        v.budget_from = v.attempt;
-                        v.finished_at = None;
-                    }
-                    for v in self.tasks.values_mut() {
-                        if v.state == TaskState::Blocked {
-                            v.state = TaskState::Pending;
-                            v.last_failure = None;
-                        }
-                    }
-                }
-                ("skip", Some(t)) => {
-                    if let Some(v) = self.tasks.get_mut(t) {
-                        v.state = TaskState::Skipped;
-                        v.finished_at = Some(r.at.clone());
-                        v.last_failure = Some("skipped by an operator".into());
-                    }
-                    for v in self.tasks.values_mut() {
-                        if v.state == TaskState::Blocked {
-                            v.state = TaskState::Pending;
-                            v.last_failure = None;
-                        }
-                    }
-                }
-                _ => {}
-            },
+            } => self.controlled(action, task.as_deref(), at),
             RunEvent::Control { .. } => {}
-            RunEvent::TaskBlocked { task, by } => {
-                if let Some(v) = self.tasks.get_mut(task) {
-                    v.state = TaskState::Blocked;
-                    v.last_failure = Some(format!("blocked by {by}"));
-                }
-            }
+            RunEvent::TaskBlocked { task, by } => self.task(task, |v| {
+                v.state = TaskState::Blocked;
+                v.last_failure = Some(format!("blocked by {by}"));
+            }),
             RunEvent::RunFinished { .. } => self.finished = true,
             RunEvent::WorkerExited { .. }
             | RunEvent::Settings { .. }
             | RunEvent::Quiet { .. }
             | RunEvent::ContractValidated { .. } => {}
+        }
+    }
+
+    /// Changes `task`'s view, when the run has that task (events naming others change nothing
+    /// but `held`).
+    fn task(&mut self, task: &str, change: impl FnOnce(&mut TaskView)) {
+        if let Some(v) = self.tasks.get_mut(task) {
+            change(v);
+        }
+    }
+
+    /// `run-started`: the run, its branch and waves, and its base as the tip until the first
+    /// integration.
+    fn started(&mut self, run: &str, branch: &str, base: &str, waves: &[Vec<String>]) {
+        self.run = run.to_string();
+        self.branch = branch.to_string();
+        self.waves = waves.to_vec();
+        if self.tip.is_none() && commit_id(base) {
+            self.tip = Some(base.to_string());
+        }
+    }
+
+    /// `run-resumed`: the attempts in flight at the crash are abandoned, their tasks pending.
+    fn resumed(&mut self, abandoned: &[String]) {
+        for t in abandoned {
+            self.held.remove(t);
+            self.task(t, |v| v.state = TaskState::Pending);
+        }
+        self.finished = false;
+    }
+
+    /// An operator's control that applied (`control` events record those that did not too).
+    fn controlled(&mut self, action: &str, task: Option<&str>, at: &str) {
+        match (action, task) {
+            ("pause", _) => self.paused = true,
+            ("resume", _) => self.paused = false,
+            ("retry", Some(t)) => {
+                // The task starts over with a fresh budget, and what it blocked is pending
+                // again (blocked anew if something else still fails).
+                self.task(t, |v| {
+                    v.state = TaskState::Pending;
+                    v.budget_from = v.attempt;
+                    v.finished_at = None;
+                });
+                self.unblock_all();
+            }
+            ("skip", Some(t)) => {
+                self.task(t, |v| {
+                    v.end(TaskState::Skipped, at);
+                    v.last_failure = Some("skipped by an operator".into());
+                });
+                self.unblock_all();
+            }
+            _ => {}
+        }
+    }
+
+    /// Every blocked task pending again: the conductor blocks anew what still must be.
+    fn unblock_all(&mut self) {
+        for v in self.tasks.values_mut() {
+            if v.state == TaskState::Blocked {
+                v.state = TaskState::Pending;
+                v.last_failure = None;
+            }
         }
     }
 
