@@ -324,24 +324,62 @@ pub fn find_cycle(plans: &[Plan]) -> Option<Vec<String>> {
     None
 }
 
+/// Refusals as the validator gathers them, in the order it finds them.
+struct Refusals(Vec<Refusal>);
+
+impl Refusals {
+    fn refuse(
+        &mut self,
+        code: Code,
+        file: &str,
+        task: Option<&str>,
+        field: Option<&str>,
+        message: String,
+    ) {
+        self.0.push(Refusal {
+            code,
+            file: file.to_string(),
+            task: task.map(str::to_string),
+            field: field.map(str::to_string),
+            message,
+        })
+    }
+}
+
 /// Validates plans together (cross-plan dependencies resolve among them). `roles` are the
 /// role names configured in atelier.toml.
 pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
-    let mut out = Vec::new();
-    let mut refuse =
-        |code: Code, file: &str, task: Option<&str>, field: Option<&str>, message: String| {
-            out.push(Refusal {
-                code,
-                file: file.to_string(),
-                task: task.map(str::to_string),
-                field: field.map(str::to_string),
-                message,
-            })
-        };
+    let mut out = Refusals(Vec::new());
+    check_headers(plans, &mut out);
+    let keys = check_task_ids(plans, &mut out);
+    for p in plans {
+        for t in &p.tasks {
+            let task = Some(t.id.as_str());
+            if t.goal.trim().is_empty() {
+                out.refuse(
+                    Code::TaskNoGoal,
+                    &p.file,
+                    task,
+                    Some("goal"),
+                    "the goal is empty: say what the worker must do".into(),
+                );
+            }
+            check_role(p, t, roles, &mut out);
+            check_dependencies(p, t, plans, &keys, &mut out);
+            check_contract(p, t, &mut out);
+            check_globs(p, t, &mut out);
+        }
+    }
+    check_cycle(plans, &keys, &mut out);
+    out.0
+}
+
+/// Each plan's id (unique, non-empty, no `:`) and `max_parallel` (at least 1).
+fn check_headers(plans: &[Plan], out: &mut Refusals) {
     let mut plan_files: BTreeMap<&str, &str> = BTreeMap::new();
     for p in plans {
         if let Some(other) = plan_files.insert(&p.id, &p.file) {
-            refuse(
+            out.refuse(
                 Code::PlanDuplicateId,
                 &p.file,
                 None,
@@ -350,7 +388,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             );
         }
         if p.id.trim().is_empty() || p.id.contains(':') {
-            refuse(
+            out.refuse(
                 Code::PlanBadId,
                 &p.file,
                 None,
@@ -359,7 +397,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             );
         }
         if p.max_parallel == Some(0) {
-            refuse(
+            out.refuse(
                 Code::PlanBadField,
                 &p.file,
                 None,
@@ -368,11 +406,15 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             );
         }
     }
+}
+
+/// Each task's id (non-empty, no `:`, once per plan); the tasks by key.
+fn check_task_ids<'p>(plans: &'p [Plan], out: &mut Refusals) -> BTreeMap<&'p str, &'p Task> {
     let mut keys: BTreeMap<&str, &Task> = BTreeMap::new();
     for p in plans {
         for t in &p.tasks {
             if t.id.trim().is_empty() || t.id.contains(':') {
-                refuse(
+                out.refuse(
                     Code::TaskBadId,
                     &p.file,
                     Some(&t.id),
@@ -381,7 +423,7 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
                 );
             }
             if keys.insert(&t.key, t).is_some() {
-                refuse(
+                out.refuse(
                     Code::TaskDuplicateId,
                     &p.file,
                     Some(&t.id),
@@ -391,142 +433,255 @@ pub fn validate(plans: &[Plan], roles: &BTreeSet<String>) -> Vec<Refusal> {
             }
         }
     }
-    for p in plans {
-        for t in &p.tasks {
-            let task = Some(t.id.as_str());
-            if t.goal.trim().is_empty() {
-                refuse(
-                    Code::TaskNoGoal,
-                    &p.file,
-                    task,
-                    Some("goal"),
-                    "the goal is empty: say what the worker must do".into(),
-                );
-            }
-            if matches!(t.role.as_str(), "proposer" | "validator") {
-                refuse(
-                    Code::UnknownRole,
-                    &p.file,
-                    task,
-                    Some("role"),
-                    format!(
-                        "role `{}` is atelier's own (it {}), never a worker's: give the task a worker role",
-                        t.role,
-                        if t.role == "proposer" { "writes plans" } else { "judges contracts" }
-                    ),
-                );
-            } else if !roles.contains(&t.role) {
-                let known: Vec<&str> = roles
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|r| !matches!(*r, "proposer" | "validator"))
-                    .collect();
-                refuse(
-                    Code::UnknownRole,
-                    &p.file,
-                    task,
-                    Some("role"),
-                    format!(
-                        "role `{}` is not configured; atelier.toml has {} (add a [roles.{}] section)",
-                        t.role,
-                        if known.is_empty() { "no roles".to_string() } else { known.join(", ") },
-                        t.role
-                    ),
-                );
-            }
-            for d in &t.depends_on {
-                if d == &t.key {
-                    refuse(
-                        Code::DependencyCycle,
-                        &p.file,
-                        task,
-                        Some("depends_on"),
-                        format!("{} depends on itself", t.key),
-                    );
-                } else if !keys.contains_key(d.as_str()) {
-                    let plan = d.split(':').next().unwrap_or("");
-                    let why = if plans.iter().any(|x| x.id == plan) {
-                        format!(
-                            "plan {plan} has no task `{}`",
-                            d.split(':').nth(1).unwrap_or("")
-                        )
-                    } else {
-                        format!("plan {plan} is not among the plans given; pass its file too")
-                    };
-                    refuse(
-                        Code::UnknownDependency,
-                        &p.file,
-                        task,
-                        Some("depends_on"),
-                        format!("`{d}`: {why}"),
-                    );
+    keys
+}
+
+/// A task's role: a worker role configured in atelier.toml, never atelier's own.
+fn check_role(p: &Plan, t: &Task, roles: &BTreeSet<String>, out: &mut Refusals) {
+    let task = Some(t.id.as_str());
+    if matches!(t.role.as_str(), "proposer" | "validator") {
+        out.refuse(
+            Code::UnknownRole,
+            &p.file,
+            task,
+            Some("role"),
+            format!(
+                "role `{}` is atelier's own (it {}), never a worker's: give the task a worker role",
+                t.role,
+                if t.role == "proposer" {
+                    "writes plans"
+                } else {
+                    "judges contracts"
                 }
-            }
-            if t.contract.checks.is_empty() {
-                refuse(Code::ContractNoCheck, &p.file, task, Some("contract.checks"), "the contract has no check: add a command that exits 0 only when the task is done".into());
-            }
-            for (i, c) in t.contract.checks.iter().enumerate() {
-                if let Some(why) = vague_check(c) {
-                    refuse(
-                        Code::ContractVague,
-                        &p.file,
-                        task,
-                        Some(&format!("contract.checks[{i}]")),
-                        format!("`{c}`: {why}"),
-                    );
-                }
-            }
-            if t.contract.criteria.is_empty() {
-                refuse(
-                    Code::ContractNoCriteria,
+            ),
+        );
+    } else if !roles.contains(&t.role) {
+        let known: Vec<&str> = roles
+            .iter()
+            .map(String::as_str)
+            .filter(|r| !matches!(*r, "proposer" | "validator"))
+            .collect();
+        out.refuse(
+            Code::UnknownRole,
+            &p.file,
+            task,
+            Some("role"),
+            format!(
+                "role `{}` is not configured; atelier.toml has {} (add a [roles.{}] section)",
+                t.role,
+                if known.is_empty() {
+                    "no roles".to_string()
+                } else {
+                    known.join(", ")
+                },
+                t.role
+            ),
+        );
+    }
+}
+
+/// A task's dependencies: not itself, and each a task of the plans given.
+fn check_dependencies(
+    p: &Plan,
+    t: &Task,
+    plans: &[Plan],
+    keys: &BTreeMap<&str, &Task>,
+    out: &mut Refusals,
+) {
+    let task = Some(t.id.as_str());
+    for d in &t.depends_on {
+        if d == &t.key {
+            out.refuse(
+                Code::DependencyCycle,
+                &p.file,
+                task,
+                Some("depends_on"),
+                format!("{} depends on itself", t.key),
+            );
+        } else if !keys.contains_key(d.as_str()) {
+            let plan = d.split(':').next().unwrap_or("");
+            let why = if plans.iter().any(|x| x.id == plan) {
+                format!(
+                    "plan {plan} has no task `{}`",
+                    d.split(':').nth(1).unwrap_or("")
+                )
+            } else {
+                format!("plan {plan} is not among the plans given; pass its file too")
+            };
+            out.refuse(
+                Code::UnknownDependency,
+                &p.file,
+                task,
+                Some("depends_on"),
+                format!("`{d}`: {why}"),
+            );
+        }
+    }
+}
+
+/// A task's contract: at least one check, none that cannot fail; at least one criterion, none
+/// vague.
+fn check_contract(p: &Plan, t: &Task, out: &mut Refusals) {
+    let task = Some(t.id.as_str());
+    if t.contract.checks.is_empty() {
+        out.refuse(
+            Code::ContractNoCheck,
+            &p.file,
+            task,
+            Some("contract.checks"),
+            "the contract has no check: add a command that exits 0 only when the task is done"
+                .into(),
+        );
+    }
+    for (i, c) in t.contract.checks.iter().enumerate() {
+        if let Some(why) = vague_check(c) {
+            out.refuse(
+                Code::ContractVague,
+                &p.file,
+                task,
+                Some(&format!("contract.checks[{i}]")),
+                format!("`{c}`: {why}"),
+            );
+        }
+    }
+    if t.contract.criteria.is_empty() {
+        out.refuse(
+            Code::ContractNoCriteria,
+            &p.file,
+            task,
+            Some("contract.criteria"),
+            "the contract has no criteria: say in prose what must hold, for reviewers".into(),
+        );
+    }
+    for (i, c) in t.contract.criteria.iter().enumerate() {
+        if let Some(why) = vague_criterion(c) {
+            out.refuse(
+                Code::ContractVague,
+                &p.file,
+                task,
+                Some(&format!("contract.criteria[{i}]")),
+                format!("\"{c}\": {why}"),
+            );
+        }
+    }
+}
+
+/// A task's claims and reads: patterns that compile, relative, without `..`.
+fn check_globs(p: &Plan, t: &Task, out: &mut Refusals) {
+    for (field, list) in [("files", &t.files), ("reads", &t.reads)] {
+        for (i, g) in list.iter().enumerate() {
+            if let Err(e) = compile_glob(g) {
+                out.refuse(
+                    Code::BadGlob,
                     &p.file,
-                    task,
-                    Some("contract.criteria"),
-                    "the contract has no criteria: say in prose what must hold, for reviewers"
-                        .into(),
+                    Some(t.id.as_str()),
+                    Some(&format!("{field}[{i}]")),
+                    format!("`{g}`: {e}"),
                 );
-            }
-            for (i, c) in t.contract.criteria.iter().enumerate() {
-                if let Some(why) = vague_criterion(c) {
-                    refuse(
-                        Code::ContractVague,
-                        &p.file,
-                        task,
-                        Some(&format!("contract.criteria[{i}]")),
-                        format!("\"{c}\": {why}"),
-                    );
-                }
-            }
-            for (field, list) in [("files", &t.files), ("reads", &t.reads)] {
-                for (i, g) in list.iter().enumerate() {
-                    if let Err(e) = compile_glob(g) {
-                        refuse(
-                            Code::BadGlob,
-                            &p.file,
-                            task,
-                            Some(&format!("{field}[{i}]")),
-                            format!("`{g}`: {e}"),
-                        );
-                    }
-                }
             }
         }
     }
-    if let Some(cycle) = find_cycle(plans) {
-        let first = keys
-            .get(cycle[0].as_str())
-            .map(|t| (t.plan.clone(), t.id.clone()));
-        let file = first
-            .as_ref()
-            .and_then(|(p, _)| plans.iter().find(|x| &x.id == p))
-            .map_or("", |p| p.file.as_str());
-        refuse(
-            Code::DependencyCycle,
-            file,
-            first.as_ref().map(|(_, t)| t.as_str()),
-            Some("depends_on"),
-            format!("dependency cycle: {}", cycle.join(" -> ")),
+}
+
+/// A dependency cycle among the plans' tasks, refused at its first task.
+fn check_cycle(plans: &[Plan], keys: &BTreeMap<&str, &Task>, out: &mut Refusals) {
+    let Some(cycle) = find_cycle(plans) else {
+        return;
+    };
+    let first = keys
+        .get(cycle[0].as_str())
+        .map(|t| (t.plan.clone(), t.id.clone()));
+    let file = first
+        .as_ref()
+        .and_then(|(p, _)| plans.iter().find(|x| &x.id == p))
+        .map_or("", |p| p.file.as_str());
+    out.refuse(
+        Code::DependencyCycle,
+        file,
+        first.as_ref().map(|(_, t)| t.as_str()),
+        Some("depends_on"),
+        format!("dependency cycle: {}", cycle.join(" -> ")),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roles() -> BTreeSet<String> {
+        ["implementer".to_string(), "validator".to_string()].into()
+    }
+
+    /// Every refusal as `code file task field`, in the order the validator gives them.
+    fn refusals(files: &[(&str, &str)]) -> Vec<String> {
+        let plans: Vec<Plan> = files
+            .iter()
+            .map(|(f, t)| parse(f, t).expect("the plan parses"))
+            .collect();
+        validate(&plans, &roles())
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} {} {}",
+                    r.code,
+                    r.file,
+                    r.task.as_deref().unwrap_or("-"),
+                    r.field.as_deref().unwrap_or("-")
+                )
+            })
+            .collect()
+    }
+
+    const GOOD: &str = "[plan]\nid = \"p\"\ntitle = \"P\"\n\n[[task]]\nid = \"A\"\ntitle = \"A\"\nrole = \"implementer\"\ngoal = \"Write a\"\nfiles = [\"src/a.rs\"]\n[task.contract]\ncriteria = [\"src/a.rs defines fn a returning 1\"]\nchecks = [\"grep -q 'fn a' src/a.rs\"]\n";
+
+    #[test]
+    fn a_good_plan_is_not_refused() {
+        assert!(refusals(&[("p.toml", GOOD)]).is_empty());
+    }
+
+    #[test]
+    fn every_problem_is_refused_once_with_its_place_in_the_order_found() {
+        let bad = "[plan]\nid = \"q:x\"\ntitle = \"Q\"\nmax_parallel = 0\n\n\
+            [[task]]\nid = \"A\"\ntitle = \"A\"\nrole = \"proposer\"\ngoal = \" \"\nfiles = [\"../up\"]\nreads = [\"/abs\"]\ndepends_on = [\"A\", \"Z\", \"r:B\"]\n\n\
+            [[task]]\nid = \"A\"\ntitle = \"A again\"\nrole = \"reviewer\"\ngoal = \"g\"\n[task.contract]\ncriteria = [\"works\"]\nchecks = [\"true\"]\n";
+        let dup = GOOD.replace("title = \"P\"", "title = \"P again\"");
+        assert_eq!(
+            refusals(&[("bad.toml", bad), ("p.toml", GOOD), ("dup.toml", &dup)]),
+            [
+                "E_PLAN_BAD_ID bad.toml - plan.id",
+                "E_PLAN_BAD_FIELD bad.toml - plan.max_parallel",
+                "E_PLAN_DUPLICATE_ID dup.toml - plan.id",
+                "E_TASK_DUPLICATE_ID bad.toml A id",
+                "E_TASK_DUPLICATE_ID dup.toml A id",
+                "E_TASK_NO_GOAL bad.toml A goal",
+                "E_UNKNOWN_ROLE bad.toml A role",
+                "E_DEPENDENCY_CYCLE bad.toml A depends_on",
+                "E_UNKNOWN_DEPENDENCY bad.toml A depends_on",
+                "E_UNKNOWN_DEPENDENCY bad.toml A depends_on",
+                "E_CONTRACT_NO_CHECK bad.toml A contract.checks",
+                "E_CONTRACT_NO_CRITERIA bad.toml A contract.criteria",
+                "E_BAD_GLOB bad.toml A files[0]",
+                "E_BAD_GLOB bad.toml A reads[0]",
+                "E_UNKNOWN_ROLE bad.toml A role",
+                "E_CONTRACT_VAGUE bad.toml A contract.checks[0]",
+                "E_CONTRACT_VAGUE bad.toml A contract.criteria[0]",
+            ]
         );
     }
-    out
+
+    #[test]
+    fn a_dependency_cycle_is_refused_at_its_first_task() {
+        let cyclic = GOOD.replace("goal = \"Write a\"", "goal = \"Write a\"\ndepends_on = [\"B\"]")
+            + "\n[[task]]\nid = \"B\"\ntitle = \"B\"\nrole = \"implementer\"\ngoal = \"Write b\"\nfiles = [\"src/b.rs\"]\ndepends_on = [\"A\"]\n[task.contract]\ncriteria = [\"src/b.rs defines fn b returning 2\"]\nchecks = [\"grep -q 'fn b' src/b.rs\"]\n";
+        let plans = [parse("p.toml", &cyclic).expect("parses")];
+        let r = validate(&plans, &roles());
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(r[0].code, Code::DependencyCycle);
+        assert_eq!(r[0].task.as_deref(), Some("A"));
+        assert_eq!(r[0].message, "dependency cycle: p:A -> p:B -> p:A");
+        assert_eq!(
+            find_cycle(&plans),
+            Some(vec!["p:A".into(), "p:B".into(), "p:A".into()])
+        );
+    }
 }
