@@ -182,175 +182,66 @@ fn step_group(step: &str) -> &str {
     }
 }
 
+/// What one role's finished attempts measured, gathered across runs before their
+/// distributions are taken.
+#[derive(Default)]
+struct Acc {
+    attempt_ms: Vec<u64>,
+    passed_ms: Vec<u64>,
+    worker_ms: Vec<u64>,
+    prompt: Vec<u64>,
+    quiet: BTreeMap<&'static str, Vec<u64>>,
+    /// Per task instance (run, task): the attempts that finished, with whether they passed.
+    tasks: BTreeMap<(String, String), BTreeMap<u32, bool>>,
+}
+
+/// One run's log, read once: its attempts, its latest settings and its peak parallelism.
+#[derive(Default)]
+struct RunScan {
+    attempts: BTreeMap<(String, u32), Attempt>,
+    settings: Option<RunSettings>,
+    held: BTreeSet<String>,
+    peak: usize,
+}
+
+impl RunScan {
+    fn attempt(&mut self, task: &str, attempt: u32) -> &mut Attempt {
+        self.attempts
+            .entry((task.to_string(), attempt))
+            .or_default()
+    }
+}
+
+/// The gauntlet's steps across runs: passed and failed counts, and their durations (ms).
+#[derive(Default)]
+struct StepAcc {
+    stats: BTreeMap<String, StepStats>,
+    ms: BTreeMap<String, Vec<u64>>,
+}
+
 /// Folds run logs (oldest first) into the statistics.
 pub fn compute(runs: &[RunLog]) -> Stats {
     let mut stats = Stats::default();
-    let mut step_ms: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    // (role) -> per-role accumulators
-    #[derive(Default)]
-    struct Acc {
-        attempt_ms: Vec<u64>,
-        passed_ms: Vec<u64>,
-        worker_ms: Vec<u64>,
-        prompt: Vec<u64>,
-        quiet: BTreeMap<&'static str, Vec<u64>>,
-        /// Per task instance (run, task): the attempts that finished, with whether they passed.
-        tasks: BTreeMap<(String, String), BTreeMap<u32, bool>>,
-    }
+    let mut steps = StepAcc::default();
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
     for run in runs {
-        let mut attempts: BTreeMap<(String, u32), Attempt> = BTreeMap::new();
-        let mut settings = None;
-        let (mut held, mut peak) = (BTreeSet::new(), 0usize);
-        for r in &run.records {
-            match &r.event {
-                RunEvent::Settings {
-                    nudge_after_ms,
-                    restart_after_ms,
-                    attempt_timeout_ms,
-                    failure_budget,
-                    max_parallel,
-                    ..
-                } => {
-                    settings = Some(RunSettings {
-                        nudge_after_ms: *nudge_after_ms,
-                        restart_after_ms: *restart_after_ms,
-                        attempt_timeout_ms: *attempt_timeout_ms,
-                        failure_budget: *failure_budget,
-                        max_parallel: *max_parallel,
-                    })
-                }
-                RunEvent::AttemptStarted {
-                    task,
-                    attempt,
-                    prompt_bytes,
-                    role,
-                    backend,
-                    ..
-                } => {
-                    held.insert(task.clone());
-                    peak = peak.max(held.len());
-                    let a = attempts.entry((task.clone(), *attempt)).or_default();
-                    a.role = role.clone().or_else(|| run.plan_roles.get(task).cloned());
-                    a.backend = backend.clone();
-                    a.prompt_bytes = Some(*prompt_bytes);
-                }
-                RunEvent::ClaimsReleased { task, .. } => {
-                    held.remove(task);
-                }
-                RunEvent::Nudged { task, attempt, .. } => {
-                    attempts.entry((task.clone(), *attempt)).or_default().nudges += 1;
-                }
-                RunEvent::Restarted { task, attempt, .. } => {
-                    attempts
-                        .entry((task.clone(), *attempt))
-                        .or_default()
-                        .restarts += 1;
-                }
-                RunEvent::Quiet {
-                    task,
-                    attempt,
-                    ms,
-                    ended,
-                    nudged,
-                } => attempts
-                    .entry((task.clone(), *attempt))
-                    .or_default()
-                    .quiet
-                    .push((*ms, *ended, *nudged)),
-                RunEvent::WorkerExited {
-                    task, attempt, ms, ..
-                } => {
-                    attempts
-                        .entry((task.clone(), *attempt))
-                        .or_default()
-                        .worker_ms = *ms
-                }
-                RunEvent::StepFinished {
-                    step,
-                    passed,
-                    secs,
-                    ms,
-                    ..
-                } => {
-                    let group = step_group(step).to_string();
-                    let s = stats.steps.entry(group.clone()).or_default();
-                    if *passed {
-                        s.passed += 1;
-                    } else {
-                        s.failed += 1;
-                    }
-                    step_ms
-                        .entry(group)
-                        .or_default()
-                        .push(ms.unwrap_or(secs.saturating_mul(1000)));
-                }
-                RunEvent::AttemptPassed {
-                    task, attempt, ms, ..
-                } => {
-                    let a = attempts.entry((task.clone(), *attempt)).or_default();
-                    a.passed = Some(true);
-                    a.ms = *ms;
-                }
-                RunEvent::AttemptFailed {
-                    task, attempt, ms, ..
-                } => {
-                    let a = attempts.entry((task.clone(), *attempt)).or_default();
-                    a.passed = Some(false);
-                    a.ms = *ms;
-                }
-                _ => {}
-            }
-        }
+        let scan = scan(run, &mut steps);
         let state = events::RunState::of_log(&run.records);
-        let finished_attempts = attempts.values().filter(|a| a.passed.is_some()).count();
+        let finished_attempts = scan
+            .attempts
+            .values()
+            .filter(|a| a.passed.is_some())
+            .count();
         stats.runs.push(RunInfo {
             run: run.id.clone(),
             finished: state.finished,
             tasks: state.tasks.len(),
             attempts: finished_attempts,
-            settings,
-            peak_parallel: peak,
+            settings: scan.settings,
+            peak_parallel: scan.peak,
         });
-        for ((task, number), a) in attempts {
-            let Some(passed) = a.passed else { continue };
-            let role = a.role.clone().unwrap_or_else(|| UNKNOWN_ROLE.to_string());
-            let rs = stats.roles.entry(role.clone()).or_default();
-            let ac = acc.entry(role).or_default();
-            if let Some(b) = &a.backend {
-                rs.backends.insert(b.clone());
-            }
-            rs.attempts += 1;
-            rs.nudges += a.nudges;
-            rs.restarts += a.restarts;
-            if !passed {
-                rs.wasted_attempts += 1;
-                rs.wasted_ms = rs.wasted_ms.saturating_add(a.ms.unwrap_or(0));
-            }
-            if let Some(ms) = a.ms {
-                ac.attempt_ms.push(ms);
-                if passed {
-                    ac.passed_ms.push(ms);
-                }
-            }
-            ac.worker_ms.extend(a.worker_ms);
-            ac.prompt.extend(a.prompt_bytes.map(|b| b as u64));
-            for (ms, ended, nudged) in &a.quiet {
-                ac.quiet.entry(ended.as_str()).or_default().push(*ms);
-                if *ended == QuietEnd::Output && passed {
-                    ac.quiet.entry("output_then_passed").or_default().push(*ms);
-                }
-                if *ended == QuietEnd::Exit && passed {
-                    ac.quiet.entry("exit_then_passed").or_default().push(*ms);
-                }
-                if *nudged {
-                    rs.silences.nudged += 1;
-                }
-            }
-            ac.tasks
-                .entry((run.id.clone(), task))
-                .or_default()
-                .insert(number, passed);
+        for ((task, number), a) in scan.attempts {
+            add_attempt(&mut stats.roles, &mut acc, (&run.id, task, number), a);
         }
     }
     for (role, ac) in acc {
@@ -358,37 +249,183 @@ pub fn compute(runs: &[RunLog]) -> Stats {
             .roles
             .get_mut(&role)
             .expect("every accumulator has its role");
-        rs.attempt_ms = Dist::of(&ac.attempt_ms);
-        rs.passed_attempt_ms = Dist::of(&ac.passed_ms);
-        rs.worker_ms = Dist::of(&ac.worker_ms);
-        rs.prompt_bytes = Dist::of(&ac.prompt);
-        let q = |k: &str| Dist::of(ac.quiet.get(k).map_or(&[][..], |v| v.as_slice()));
-        rs.silences.output = q("output");
-        rs.silences.output_then_passed = q("output_then_passed");
-        rs.silences.restart = q("restart");
-        rs.silences.exit_then_passed = q("exit_then_passed");
-        rs.silences.exit = q("exit");
-        rs.silences.timeout = q("timeout");
-        rs.silences.samples = ac
-            .quiet
-            .iter()
-            .map(|(k, v)| {
-                let mut v = v.clone();
-                v.sort_unstable();
-                (k.to_string(), v)
-            })
-            .collect();
-        rs.tasks = ac.tasks.len();
-        rs.succeeded = ac.tasks.values().filter(|a| a.values().any(|p| *p)).count();
-        rs.failed = rs.tasks - rs.succeeded;
-        rs.curve = curve(&ac.tasks);
+        finish_role(rs, ac);
     }
-    for (step, ms) in step_ms {
+    stats.steps = steps.stats;
+    for (step, ms) in steps.ms {
         if let Some(s) = stats.steps.get_mut(&step) {
             s.ms = Dist::of(&ms);
         }
     }
     stats
+}
+
+/// Reads one run's events: its attempts (each gathered from its events), settings and peak
+/// parallelism; the steps' results go to `steps`.
+fn scan(run: &RunLog, steps: &mut StepAcc) -> RunScan {
+    let mut s = RunScan::default();
+    for r in &run.records {
+        match &r.event {
+            RunEvent::Settings {
+                nudge_after_ms,
+                restart_after_ms,
+                attempt_timeout_ms,
+                failure_budget,
+                max_parallel,
+                ..
+            } => {
+                s.settings = Some(RunSettings {
+                    nudge_after_ms: *nudge_after_ms,
+                    restart_after_ms: *restart_after_ms,
+                    attempt_timeout_ms: *attempt_timeout_ms,
+                    failure_budget: *failure_budget,
+                    max_parallel: *max_parallel,
+                })
+            }
+            RunEvent::AttemptStarted {
+                task,
+                attempt,
+                prompt_bytes,
+                role,
+                backend,
+                ..
+            } => {
+                s.held.insert(task.clone());
+                s.peak = s.peak.max(s.held.len());
+                let a = s.attempt(task, *attempt);
+                a.role = role.clone().or_else(|| run.plan_roles.get(task).cloned());
+                a.backend = backend.clone();
+                a.prompt_bytes = Some(*prompt_bytes);
+            }
+            RunEvent::ClaimsReleased { task, .. } => {
+                s.held.remove(task);
+            }
+            RunEvent::Nudged { task, attempt, .. } => s.attempt(task, *attempt).nudges += 1,
+            RunEvent::Restarted { task, attempt, .. } => s.attempt(task, *attempt).restarts += 1,
+            RunEvent::Quiet {
+                task,
+                attempt,
+                ms,
+                ended,
+                nudged,
+            } => s.attempt(task, *attempt).quiet.push((*ms, *ended, *nudged)),
+            RunEvent::WorkerExited {
+                task, attempt, ms, ..
+            } => s.attempt(task, *attempt).worker_ms = *ms,
+            RunEvent::StepFinished {
+                step,
+                passed,
+                secs,
+                ms,
+                ..
+            } => {
+                let group = step_group(step).to_string();
+                let st = steps.stats.entry(group.clone()).or_default();
+                if *passed {
+                    st.passed += 1;
+                } else {
+                    st.failed += 1;
+                }
+                steps
+                    .ms
+                    .entry(group)
+                    .or_default()
+                    .push(ms.unwrap_or(secs.saturating_mul(1000)));
+            }
+            RunEvent::AttemptPassed {
+                task, attempt, ms, ..
+            } => {
+                let a = s.attempt(task, *attempt);
+                a.passed = Some(true);
+                a.ms = *ms;
+            }
+            RunEvent::AttemptFailed {
+                task, attempt, ms, ..
+            } => {
+                let a = s.attempt(task, *attempt);
+                a.passed = Some(false);
+                a.ms = *ms;
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Counts one attempt (`(run, task, number)`) of a run into its role's statistics and
+/// accumulator; an attempt that did not finish (a crash abandoned it) is not counted.
+fn add_attempt(
+    roles: &mut BTreeMap<String, RoleStats>,
+    acc: &mut BTreeMap<String, Acc>,
+    (run, task, number): (&str, String, u32),
+    a: Attempt,
+) {
+    let Some(passed) = a.passed else { return };
+    let role = a.role.clone().unwrap_or_else(|| UNKNOWN_ROLE.to_string());
+    let rs = roles.entry(role.clone()).or_default();
+    let ac = acc.entry(role).or_default();
+    if let Some(b) = &a.backend {
+        rs.backends.insert(b.clone());
+    }
+    rs.attempts += 1;
+    rs.nudges += a.nudges;
+    rs.restarts += a.restarts;
+    if !passed {
+        rs.wasted_attempts += 1;
+        rs.wasted_ms = rs.wasted_ms.saturating_add(a.ms.unwrap_or(0));
+    }
+    if let Some(ms) = a.ms {
+        ac.attempt_ms.push(ms);
+        if passed {
+            ac.passed_ms.push(ms);
+        }
+    }
+    ac.worker_ms.extend(a.worker_ms);
+    ac.prompt.extend(a.prompt_bytes.map(|b| b as u64));
+    for (ms, ended, nudged) in &a.quiet {
+        ac.quiet.entry(ended.as_str()).or_default().push(*ms);
+        if *ended == QuietEnd::Output && passed {
+            ac.quiet.entry("output_then_passed").or_default().push(*ms);
+        }
+        if *ended == QuietEnd::Exit && passed {
+            ac.quiet.entry("exit_then_passed").or_default().push(*ms);
+        }
+        if *nudged {
+            rs.silences.nudged += 1;
+        }
+    }
+    ac.tasks
+        .entry((run.to_string(), task))
+        .or_default()
+        .insert(number, passed);
+}
+
+/// A role's distributions, tasks and curve, from what its attempts measured.
+fn finish_role(rs: &mut RoleStats, ac: Acc) {
+    rs.attempt_ms = Dist::of(&ac.attempt_ms);
+    rs.passed_attempt_ms = Dist::of(&ac.passed_ms);
+    rs.worker_ms = Dist::of(&ac.worker_ms);
+    rs.prompt_bytes = Dist::of(&ac.prompt);
+    let q = |k: &str| Dist::of(ac.quiet.get(k).map_or(&[][..], |v| v.as_slice()));
+    rs.silences.output = q("output");
+    rs.silences.output_then_passed = q("output_then_passed");
+    rs.silences.restart = q("restart");
+    rs.silences.exit_then_passed = q("exit_then_passed");
+    rs.silences.exit = q("exit");
+    rs.silences.timeout = q("timeout");
+    rs.silences.samples = ac
+        .quiet
+        .iter()
+        .map(|(k, v)| {
+            let mut v = v.clone();
+            v.sort_unstable();
+            (k.to_string(), v)
+        })
+        .collect();
+    rs.tasks = ac.tasks.len();
+    rs.succeeded = ac.tasks.values().filter(|a| a.values().any(|p| *p)).count();
+    rs.failed = rs.tasks - rs.succeeded;
+    rs.curve = curve(&ac.tasks);
 }
 
 /// The attempt-success curve of tasks' finished attempts (attempt number → passed).
