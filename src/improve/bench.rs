@@ -287,19 +287,18 @@ pub fn behaviour(t: &MissionTask, scale: u64, seed: u64) -> Result<String> {
     })
 }
 
-/// A mission recorded from a run's events (`atelier bench record`): each task's attempts, in
-/// order, with how long each was silent before it ended and how it ended, so the replay
-/// benchmark can run what really happened under other settings. `scale` compresses time
-/// (default: the run's `restart_after`, or its longest silence, replays in about 5 s).
-pub fn record(
-    run: &str,
-    records: &[events::Record],
-    id: &str,
-    scale: Option<u64>,
-) -> Result<String> {
-    let bad = |w: String| crate::workflow::Error::Input(w);
-    // Per (task, attempt): the silence before it ended and how it ended.
+/// What a run's attempts did, from its events: the tasks in the order their first attempt
+/// started, per (task, attempt) the longest silence and how it ended, and the run's
+/// `restart_after` (ms; 0 when no `settings` event says).
+struct Recorded {
+    order: Vec<String>,
+    attempts: BTreeMap<(String, u32), (u64, Option<&'static str>)>,
+    restart_ms: u64,
+}
+
+fn recorded(records: &[events::Record]) -> Recorded {
     let mut order: Vec<String> = Vec::new();
+    // Per (task, attempt): the silence before it ended and how it ended.
     let mut attempts: BTreeMap<(String, u32), (u64, Option<&'static str>)> = BTreeMap::new();
     let mut exited: BTreeMap<(String, u32), Option<i32>> = BTreeMap::new();
     let mut restart_ms = 0;
@@ -360,6 +359,29 @@ pub fn record(
             _ => {}
         }
     }
+    Recorded {
+        order,
+        attempts,
+        restart_ms,
+    }
+}
+
+/// A mission recorded from a run's events (`atelier bench record`): each task's attempts, in
+/// order, with how long each was silent before it ended and how it ended, so the replay
+/// benchmark can run what really happened under other settings. `scale` compresses time
+/// (default: the run's `restart_after`, or its longest silence, replays in about 5 s).
+pub fn record(
+    run: &str,
+    records: &[events::Record],
+    id: &str,
+    scale: Option<u64>,
+) -> Result<String> {
+    let bad = |w: String| crate::workflow::Error::Input(w);
+    let Recorded {
+        order,
+        attempts,
+        restart_ms,
+    } = recorded(records);
     if order.is_empty() {
         return Err(bad(format!(
             "run {run}: no attempt was recorded; there is nothing to replay"
