@@ -13,8 +13,10 @@
 //! plan), `validator` (the `validator` role's read of the contracts before a run), `scrutiny`
 //! (the scrutiny validator of a finished run) and `usertest` (the user-testing validator).
 //!
-//! Below: `swarm` (plans, events, stats; the conductor for `bench`, its sandboxes for the
-//! runners), `agent`, `git`, `config`, `governance`. Above: `cli`.
+//! Below: `swarm` (plans, events, stats; the conductor for `bench`; the conductor's sandbox
+//! setup for the runners), `agent`, `git`, `config`, `governance`. The conductor itself asks
+//! `validator` (before a run), `scrutiny` (before a run's proposal) and `lessons` (for every
+//! prompt); `bench`, `builds`, `lint` and `usertest` sit above it. Above all: `cli`.
 
 pub mod bench;
 pub mod builds;

@@ -108,3 +108,35 @@ pub(crate) fn shared_target(config: &Config, root: &Path) -> Option<PathBuf> {
         None => root.join(d),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(swarm: &str) -> Config {
+        Config::parse(
+            "atelier.toml",
+            &format!("[forge]\nkind = \"local\"\nrepository = \"acme/widgets\"\n\n[swarm]\n{swarm}"),
+        )
+        .expect("the configuration parses")
+    }
+
+    #[test]
+    fn without_a_shared_target_dir_each_worktree_builds_its_own() {
+        assert_eq!(shared_target(&config(""), Path::new("/repo")), None);
+    }
+
+    #[test]
+    fn a_relative_shared_target_dir_is_under_the_repository_and_an_absolute_one_is_itself() {
+        let relative = config("shared_target_dir = \"target/shared\"");
+        assert_eq!(
+            shared_target(&relative, Path::new("/repo")),
+            Some(PathBuf::from("/repo/target/shared"))
+        );
+        let absolute = config("shared_target_dir = \"/cache/atelier\"");
+        assert_eq!(
+            shared_target(&absolute, Path::new("/repo")),
+            Some(PathBuf::from("/cache/atelier"))
+        );
+    }
+}
