@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use atelier::improve::{lessons, tune};
 use atelier::swarm::events::{QuietEnd, Record, RunEvent};
 use atelier::swarm::stats::RunLog;
-use atelier::improve::{lessons, tune};
 
 use crate::support::swarm::{plan, runs_with_a_hopeless_task, task, Swarm};
 

@@ -116,7 +116,9 @@ mod tests {
     fn config(swarm: &str) -> Config {
         Config::parse(
             "atelier.toml",
-            &format!("[forge]\nkind = \"local\"\nrepository = \"acme/widgets\"\n\n[swarm]\n{swarm}"),
+            &format!(
+                "[forge]\nkind = \"local\"\nrepository = \"acme/widgets\"\n\n[swarm]\n{swarm}"
+            ),
         )
         .expect("the configuration parses")
     }
