@@ -127,7 +127,7 @@ fn atelier_s_own_constitution_covers_all_of_its_code() {
     };
     for path in [
         "src/lib.rs",
-        "src/swarm/runtime.rs",
+        "src/swarm/runtime/mod.rs",
         "src/main.rs",
         "src/defaults/policies/governance.toml",
         "tests/tidy.rs",
