@@ -259,7 +259,7 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
             let tail: Vec<String> = records
                 .iter()
                 .filter_map(|r| {
-                    super::run::describe(&r.event, &s.run).map(|l| format!("{} {l}", r.at))
+                    super::runs::describe(&r.event, &s.run).map(|l| format!("{} {l}", r.at))
                 })
                 .collect::<Vec<_>>()
                 .into_iter()
@@ -309,7 +309,7 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
                         note = if s.finished {
                             format!("run {run} has finished: nothing to control")
                         } else {
-                            super::run::send_control(ws, run, action, task.as_deref())?;
+                            super::runs::send_control(ws, run, action, task.as_deref())?;
                             format!(
                                 "asked to {action}{} (the events show when it applies)",
                                 task.map(|t| format!(" {t}")).unwrap_or_default()
@@ -373,7 +373,7 @@ mod tests {
         let roles = [("p:A".to_string(), "implementer".to_string())].into();
         let tail: Vec<String> = log
             .iter()
-            .filter_map(|r| crate::cli::run::describe(&r.event, "r1"))
+            .filter_map(|r| crate::cli::runs::describe(&r.event, "r1"))
             .collect();
         let live = crate::swarm::live::Status {
             pid: 1,

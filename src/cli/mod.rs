@@ -17,6 +17,7 @@ mod plan;
 mod propose;
 mod review;
 mod run;
+mod runs;
 mod show;
 mod ui;
 

@@ -115,97 +115,6 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// One line for an event worth showing an operator (`run`'s progress, the cockpit's tail).
-pub(super) fn describe(event: &crate::swarm::events::RunEvent, run: &str) -> Option<String> {
-    describe_raw(event, run).map(|l| super::printable(&l).replace('\n', " "))
-}
-
-fn describe_raw(event: &crate::swarm::events::RunEvent, run: &str) -> Option<String> {
-    use crate::swarm::events::RunEvent as E;
-    match event {
-        E::RunStarted { branch, .. } => Some(format!("run {run}: started on {branch}")),
-        E::RunResumed { .. } => Some(format!("run {}: resumed", run)),
-        E::AttemptStarted {
-            task,
-            attempt,
-            role,
-            ..
-        } => Some(format!(
-            "{task}: attempt {attempt} started{}",
-            role.as_deref()
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
-        )),
-        E::Nudged {
-            task,
-            attempt,
-            silent_secs,
-            ..
-        } => Some(format!(
-            "{task}: attempt {attempt} silent for {silent_secs}s (nudged)"
-        )),
-        E::Restarted {
-            task,
-            attempt,
-            silent_secs,
-            ..
-        } => Some(format!(
-            "{task}: attempt {attempt} silent for {silent_secs}s: restarted"
-        )),
-        E::StepFinished {
-            task,
-            attempt,
-            step,
-            passed,
-            ms,
-            secs,
-        } => Some(format!(
-            "{task}: attempt {attempt} step {step} {} ({:.1}s)",
-            if *passed { "passed" } else { "FAILED" },
-            ms.map_or(*secs as f64, |m| m as f64 / 1000.0)
-        )),
-        E::AttemptFailed {
-            task,
-            attempt,
-            reason,
-            ..
-        } => Some(format!("{task}: attempt {attempt} failed: {reason}")),
-        E::AttemptPassed { task, attempt, .. } => Some(format!("{task}: attempt {attempt} passed")),
-        E::Integrated { task, .. } => Some(format!("{task}: integrated")),
-        E::TaskFailed { task, reason } => Some(format!("{task}: FAILED: {reason}")),
-        E::TaskBlocked { task, by } => Some(format!("{task}: blocked by {by}")),
-        E::Control {
-            action,
-            task,
-            by,
-            applied,
-            detail,
-        } => Some(format!(
-            "control: {by} asked to {action}{}: {}",
-            task.as_deref().map(|t| format!(" {t}")).unwrap_or_default(),
-            if *applied {
-                "applied".to_string()
-            } else {
-                format!("not applied ({detail})")
-            }
-        )),
-        E::RunFinished {
-            succeeded,
-            failed,
-            blocked,
-            skipped,
-        } => Some(format!(
-            "run {run}: finished: {succeeded} succeeded, {failed} failed, {blocked} blocked{}",
-            if *skipped > 0 {
-                format!(", {skipped} skipped")
-            } else {
-                String::new()
-            }
-        )),
-        _ => None,
-    }
-}
-
 /// `run`'s progress on stderr: on a terminal a compact view redrawn at each event and each
 /// second (tasks done, running, failed; each running task's attempt, last step, and how long
 /// its worker has been silent); otherwise one line per change of state.
@@ -237,7 +146,7 @@ impl Live {
         }
         match u {
             runtime::Update::Event(r, st) => {
-                let Some(line) = describe(&r.event, &st.run) else {
+                let Some(line) = super::runs::describe(&r.event, &st.run) else {
                     return;
                 };
                 if self.terminal {
@@ -416,44 +325,13 @@ pub fn control(dir: &Path, args: ControlArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    send_control(&ws, &run, &args.action, args.task.as_deref())?;
+    super::runs::send_control(&ws, &run, &args.action, args.task.as_deref())?;
     out(&format!(
         "asked run {run} to {}{}: its conductor takes it within a second and records it (`atelier status {run}`); a run whose conductor is not running takes it at `atelier run --resume {run}`\n",
         args.action,
         args.task.as_deref().map(|t| format!(" {t}")).unwrap_or_default()
     ))?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Leaves a control for run `run`'s conductor in its `control/` directory, as who is asking
-/// (the repository's `user.email`, else `$USER`).
-pub(super) fn send_control(
-    ws: &Workspace,
-    run: &str,
-    action: &str,
-    task: Option<&str>,
-) -> anyhow::Result<()> {
-    let by = ws
-        .repo
-        .config()
-        .ok()
-        .and_then(|c| c.get_string("user.email").ok())
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "unknown".into());
-    let request = runtime::ControlRequest {
-        action: action.to_string(),
-        task: task.map(str::to_string),
-        by,
-    };
-    let ctl = runtime::run_dir(ws, run).join(runtime::CONTROL_DIR);
-    // Named to sort by when it was asked, and never to collide (the clock read quietly: the
-    // cockpit calls this with its screen up).
-    let stamp = crate::clock::now().map(|(t, _)| t).unwrap_or(0);
-    let mut nonce = [0u8; 6];
-    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
-    let file = ctl.join(format!("{stamp:012}-{}.json", hex::encode(nonce)));
-    crate::fsutil::atomic_write(&file, &serde_json::to_vec(&request)?)?;
-    Ok(())
 }
 
 #[derive(Args, Debug)]
