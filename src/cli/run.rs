@@ -69,50 +69,64 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
         v["proposal"] = serde_json::to_value(&proposed)?;
         json(&v)?;
     } else {
-        let mut t = format!("run {} on branch {}\n", summary.run, summary.branch);
-        if summary.containment == "none" {
-            t.push_str("  WARNING:   workers ran uncontained (`[swarm] containment = \"none\"` in atelier.toml): they could read the gate key and write the repository\n");
-        } else {
-            t.push_str(&format!(
-                "  contained: {} (README: what a worker can and cannot do)\n",
-                summary.containment
-            ));
-        }
-        if let Some(p) = &proposed {
-            t.push_str(&format!(
-                "  proposed:  proposal {} on {} (`atelier gate {}` shows what it needs)\n",
-                p.id, p.branch, p.id
-            ));
-        } else if args.propose {
-            t.push_str("  proposed:  nothing (the run did not succeed entirely)\n");
-        }
-        t.push_str(&format!("  succeeded: {}\n", summary.succeeded.len()));
-        let state = events::read(Path::new(&summary.events))
-            .ok()
-            .map(|r| RunState::of_log(&r));
-        for (k, why) in &summary.failed {
-            t.push_str(&format!("  failed:    {k}: {why}\n"));
-            if let Some(v) = state.as_ref().and_then(|s| s.tasks.get(k)) {
-                t.push_str(&output_lines(&v.last_output, "             "));
-            }
-        }
-        for (k, why) in &summary.blocked {
-            t.push_str(&format!("  blocked:   {k}: {why}\n"));
-        }
-        for k in &summary.skipped {
-            t.push_str(&format!(
-                "  skipped:   {k} (forced past by an operator: the run is not proposed)\n"
-            ));
-        }
-        t.push_str(&format!("events: {}\n", summary.events));
         // Reasons and output lines carry what workers wrote: no escape reaches the terminal.
-        out(&super::printable(&t))?;
+        out(&super::printable(&render_summary(
+            &summary,
+            proposed.as_ref(),
+            args.propose,
+        )))?;
     }
     Ok(if summary.ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What `run` prints when it ends: the branch, containment, the proposal (when `--propose`
+/// asked for one), and each task that did not succeed with why.
+fn render_summary(
+    summary: &runtime::RunSummary,
+    proposed: Option<&crate::workflow::Proposed>,
+    propose: bool,
+) -> String {
+    let mut t = format!("run {} on branch {}\n", summary.run, summary.branch);
+    if summary.containment == "none" {
+        t.push_str("  WARNING:   workers ran uncontained (`[swarm] containment = \"none\"` in atelier.toml): they could read the gate key and write the repository\n");
+    } else {
+        t.push_str(&format!(
+            "  contained: {} (README: what a worker can and cannot do)\n",
+            summary.containment
+        ));
+    }
+    if let Some(p) = proposed {
+        t.push_str(&format!(
+            "  proposed:  proposal {} on {} (`atelier gate {}` shows what it needs)\n",
+            p.id, p.branch, p.id
+        ));
+    } else if propose {
+        t.push_str("  proposed:  nothing (the run did not succeed entirely)\n");
+    }
+    t.push_str(&format!("  succeeded: {}\n", summary.succeeded.len()));
+    let state = events::read(Path::new(&summary.events))
+        .ok()
+        .map(|r| RunState::of_log(&r));
+    for (k, why) in &summary.failed {
+        t.push_str(&format!("  failed:    {k}: {why}\n"));
+        if let Some(v) = state.as_ref().and_then(|s| s.tasks.get(k)) {
+            t.push_str(&output_lines(&v.last_output, "             "));
+        }
+    }
+    for (k, why) in &summary.blocked {
+        t.push_str(&format!("  blocked:   {k}: {why}\n"));
+    }
+    for k in &summary.skipped {
+        t.push_str(&format!(
+            "  skipped:   {k} (forced past by an operator: the run is not proposed)\n"
+        ));
+    }
+    t.push_str(&format!("events: {}\n", summary.events));
+    t
 }
 
 /// `run`'s progress on stderr: on a terminal a compact view redrawn at each event and each
@@ -608,8 +622,28 @@ fn render_stats(s: &stats::Stats) -> String {
         "{} run(s) ({first}..{last}), {attempts} finished attempt(s)\n",
         s.runs.len()
     );
-    t.push_str("\nruns:\n");
-    for r in &s.runs {
+    t.push_str(&render_runs(&s.runs));
+    for (role, r) in &s.roles {
+        t.push_str(&render_role(role, r));
+    }
+    if !s.steps.is_empty() {
+        t.push_str("\nsteps (gauntlet steps; contract checks together as `checks`):\n");
+        for (name, st) in &s.steps {
+            t.push_str(&format!(
+                "  {name}: {} passed, {} failed; time {}\n",
+                st.passed,
+                st.failed,
+                dist_ms(&st.ms)
+            ));
+        }
+    }
+    t
+}
+
+/// `stats`' list of runs, each with the settings it ran with.
+fn render_runs(runs: &[stats::RunInfo]) -> String {
+    let mut t = String::from("\nruns:\n");
+    for r in runs {
         let settings = match &r.settings {
             Some(c) => format!(
                 "nudge_after {}, restart_after {}, attempt_timeout {}, failure_budget {}, max_parallel {}",
@@ -630,66 +664,59 @@ fn render_stats(s: &stats::Stats) -> String {
             r.peak_parallel
         ));
     }
-    for (role, r) in &s.roles {
-        let backends: Vec<&str> = r.backends.iter().map(String::as_str).collect();
+    t
+}
+
+/// `stats` for one role: its tasks and attempts, the attempt-success curve, times, silences,
+/// nudges, restarts and prompt sizes.
+fn render_role(role: &str, r: &stats::RoleStats) -> String {
+    let backends: Vec<&str> = r.backends.iter().map(String::as_str).collect();
+    let mut t = format!(
+        "\nrole {role}{}: {} task(s), {} succeeded, {} failed; {} attempt(s), {} wasted ({})\n",
+        if backends.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", backends.join(", "))
+        },
+        r.tasks,
+        r.succeeded,
+        r.failed,
+        r.attempts,
+        r.wasted_attempts,
+        human_ms(r.wasted_ms)
+    );
+    t.push_str("  attempt  finished  passed  P(pass)  tasks passed by then\n");
+    for p in &r.curve {
         t.push_str(&format!(
-            "\nrole {role}{}: {} task(s), {} succeeded, {} failed; {} attempt(s), {} wasted ({})\n",
-            if backends.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", backends.join(", "))
-            },
-            r.tasks,
-            r.succeeded,
-            r.failed,
-            r.attempts,
-            r.wasted_attempts,
-            human_ms(r.wasted_ms)
+            "  {:>7}  {:>8}  {:>6}  {:>6.0}%  {:>5.0}%\n",
+            p.attempt,
+            p.started,
+            p.passed,
+            p.p_pass * 100.0,
+            p.passed_by * 100.0
         ));
-        t.push_str("  attempt  finished  passed  P(pass)  tasks passed by then\n");
-        for p in &r.curve {
-            t.push_str(&format!(
-                "  {:>7}  {:>8}  {:>6}  {:>6.0}%  {:>5.0}%\n",
-                p.attempt,
-                p.started,
-                p.passed,
-                p.p_pass * 100.0,
-                p.passed_by * 100.0
-            ));
-        }
-        t.push_str(&format!("  attempt time: {}\n", dist_ms(&r.attempt_ms)));
-        t.push_str(&format!("  worker time: {}\n", dist_ms(&r.worker_ms)));
-        let si = &r.silences;
-        t.push_str(&format!(
-            "  silences ended by output: {}\n    of which in attempts that passed: {}\n  ended by a restart: {}\n  ended by the worker's exit: {}\n  ended by the attempt timeout: {}\n",
-            dist_ms(&si.output),
-            dist_ms(&si.output_then_passed),
-            dist_ms(&si.restart),
-            dist_ms(&si.exit),
-            dist_ms(&si.timeout)
-        ));
-        t.push_str(&format!(
-            "  nudges: {}, restarts: {}, silences that reached the nudge threshold: {}\n",
-            r.nudges, r.restarts, si.nudged
-        ));
-        let p = &r.prompt_bytes;
-        if p.count > 0 {
-            t.push_str(&format!(
-                "  prompt size: median {} B, p90 {} B, max {} B\n",
-                p.p50, p.p90, p.max
-            ));
-        }
     }
-    if !s.steps.is_empty() {
-        t.push_str("\nsteps (gauntlet steps; contract checks together as `checks`):\n");
-        for (name, st) in &s.steps {
-            t.push_str(&format!(
-                "  {name}: {} passed, {} failed; time {}\n",
-                st.passed,
-                st.failed,
-                dist_ms(&st.ms)
-            ));
-        }
+    t.push_str(&format!("  attempt time: {}\n", dist_ms(&r.attempt_ms)));
+    t.push_str(&format!("  worker time: {}\n", dist_ms(&r.worker_ms)));
+    let si = &r.silences;
+    t.push_str(&format!(
+        "  silences ended by output: {}\n    of which in attempts that passed: {}\n  ended by a restart: {}\n  ended by the worker's exit: {}\n  ended by the attempt timeout: {}\n",
+        dist_ms(&si.output),
+        dist_ms(&si.output_then_passed),
+        dist_ms(&si.restart),
+        dist_ms(&si.exit),
+        dist_ms(&si.timeout)
+    ));
+    t.push_str(&format!(
+        "  nudges: {}, restarts: {}, silences that reached the nudge threshold: {}\n",
+        r.nudges, r.restarts, si.nudged
+    ));
+    let p = &r.prompt_bytes;
+    if p.count > 0 {
+        t.push_str(&format!(
+            "  prompt size: median {} B, p90 {} B, max {} B\n",
+            p.p50, p.p90, p.max
+        ));
     }
     t
 }
