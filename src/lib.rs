@@ -16,6 +16,7 @@ pub mod forge;
 pub mod fsutil;
 pub mod git;
 pub mod governance;
+pub mod improve;
 pub mod keys;
 pub mod panel;
 pub mod proposal;
