@@ -3,3 +3,4 @@
 //! [`cycle::Host`] its caller (the cli) implements.
 
 pub mod cycle;
+pub mod propose;
