@@ -400,10 +400,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_cockpit_shows_tasks_controls_and_a_paused_run() {
+    /// A run of two tasks in two waves: A's first attempt running, and the run paused.
+    fn paused_log() -> Vec<events::Record> {
         use events::RunEvent as E;
-        let log = vec![
+        vec![
             record(E::RunStarted {
                 run: "r1".into(),
                 plans: vec!["p".into()],
@@ -429,14 +429,12 @@ mod tests {
                 applied: true,
                 detail: "applied".into(),
             }),
-        ];
-        let s = RunState::of_log(&log);
-        let roles = [("p:A".to_string(), "implementer".to_string())].into();
-        let tail: Vec<String> = log
-            .iter()
-            .filter_map(|r| crate::cli::runs::describe(&r.event, "r1"))
-            .collect();
-        let live = crate::swarm::live::Status {
+        ]
+    }
+
+    /// The conductor's live status at 50 s: A's attempt silent for 10 s.
+    fn live_status() -> crate::swarm::live::Status {
+        crate::swarm::live::Status {
             pid: 1,
             written_ms: 50_000,
             attempts: vec![crate::swarm::live::Attempt {
@@ -444,7 +442,31 @@ mod tests {
                 attempt: 1,
                 silent_ms: 10_000,
             }],
-        };
+        }
+    }
+
+    /// A terminal's text, a line per row.
+    fn text_of(b: &ratatui::buffer::Buffer) -> String {
+        (0..b.area.height)
+            .map(|y| {
+                (0..b.area.width)
+                    .map(|x| b[(x, y)].symbol())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect::<String>()
+    }
+
+    #[test]
+    fn the_cockpit_shows_tasks_controls_and_a_paused_run() {
+        let log = paused_log();
+        let s = RunState::of_log(&log);
+        let roles = [("p:A".to_string(), "implementer".to_string())].into();
+        let tail: Vec<String> = log
+            .iter()
+            .filter_map(|r| crate::cli::runs::describe(&r.event, "r1"))
+            .collect();
+        let live = live_status();
         let screen = |now_ms: u64| {
             let mut terminal = Terminal::new(TestBackend::new(180, 30)).expect("terminal");
             let mut table = TableState::default();
@@ -465,15 +487,7 @@ mod tests {
                     )
                 })
                 .expect("draw");
-            let b = terminal.backend().buffer().clone();
-            (0..b.area.height)
-                .map(|y| {
-                    (0..b.area.width)
-                        .map(|x| b[(x, y)].symbol())
-                        .collect::<String>()
-                        + "\n"
-                })
-                .collect::<String>()
+            text_of(terminal.backend().buffer())
         };
         // Written 2 s ago with 10 s of silence: the worker has been silent for 12 s.
         let text = screen(52_000);
