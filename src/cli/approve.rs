@@ -61,16 +61,26 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let now = now()?;
-    let how = if let Some(k) = args.key {
-        Sign::Key(workflow::read_signing_key(&k)?)
+    let how = sign_by(&args)?;
+    let post = args.post || ws.forge.records_on_post();
+    let addr = super::gate::addr(args.id, args.pr);
+    let done = workflow::approve(&ws, &addr, how, &opts, post, now)?;
+    told(&done, &opts)
+}
+
+/// How the approver signs: with a key, by printing the payload, with ssh-keygen's signature,
+/// or with a whole token as received.
+fn sign_by(args: &ApproveArgs) -> anyhow::Result<Sign> {
+    Ok(if let Some(k) = &args.key {
+        Sign::Key(workflow::read_signing_key(k)?)
     } else if args.payload {
         if args.post {
             anyhow::bail!("--payload prints the bytes to sign; there is nothing to --post yet");
         }
         Sign::Payload
-    } else if let Some(sig) = args.signature {
-        let payload_path = match args.payload_file {
-            Some(p) => p,
+    } else if let Some(sig) = &args.signature {
+        let payload_path = match &args.payload_file {
+            Some(p) => p.clone(),
             None => PathBuf::from(sig.to_string_lossy().strip_suffix(".sig").ok_or_else(|| {
                 anyhow::anyhow!(
                     "--signature {}: expected the `.sig` file ssh-keygen wrote next to the payload file (or pass --payload-file)",
@@ -84,7 +94,7 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
                 payload_path.display()
             )
         })?;
-        let signature = std::fs::read_to_string(&sig)
+        let signature = std::fs::read_to_string(sig)
             .map_err(|e| anyhow::anyhow!("reading signature {}: {e}", sig.display()))?;
         if !signature.starts_with("-----BEGIN SSH SIGNATURE-----") {
             anyhow::bail!(
@@ -93,17 +103,19 @@ pub fn approve(dir: &Path, args: ApproveArgs) -> anyhow::Result<ExitCode> {
             );
         }
         Sign::Signed { payload, signature }
-    } else if let Some(token) = args.token {
+    } else if let Some(token) = &args.token {
         Sign::Text(
-            std::fs::read_to_string(&token)
+            std::fs::read_to_string(token)
                 .map_err(|e| anyhow::anyhow!("reading token file {}: {e}", token.display()))?,
         )
     } else {
         unreachable!("clap requires one of --key, --payload, --signature, --token")
-    };
-    let post = args.post || ws.forge.records_on_post();
-    let addr = super::gate::addr(args.id, args.pr);
-    let done = workflow::approve(&ws, &addr, how, &opts, post, now)?;
+    })
+}
+
+/// What `approve` says of what it did: the payload to sign, why a token will never count, and
+/// where it was recorded or posted (or the comment to paste). Exit 1 when it will never count.
+fn told(done: &workflow::Approval, opts: &ApproveOptions) -> anyhow::Result<ExitCode> {
     if done.payload_only {
         out(&done.comment)?;
         return Ok(ExitCode::SUCCESS);

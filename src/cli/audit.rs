@@ -69,7 +69,7 @@ pub(super) fn summary(e: &Event) -> String {
         } => {
             format!(
                 "\"{title}\" head {} by {}",
-                head.get(..12).unwrap_or(head),
+                short(head),
                 proposer.as_deref().unwrap_or("?")
             )
         }
@@ -95,14 +95,14 @@ pub(super) fn summary(e: &Event) -> String {
         ),
         Event::MergeRequested { pull, head, .. } => format!(
             "merge of pull request #{pull} requested (head {})",
-            head.get(..12).unwrap_or(head)
+            short(head)
         ),
         Event::Submitted { pull, url, .. } => format!("submitted as pull request #{pull} ({url})"),
         Event::ReviewRecorded { review, .. } => format!(
             "review panel: {} ({} finding(s)) for head {}",
             review.verdict.as_str(),
             review.findings.len(),
-            review.head.get(..12).unwrap_or(&review.head)
+            short(&review.head)
         ),
         Event::Alarm { code, detail, .. } => format!("ALARM {code}: {detail}"),
         Event::MetricRegistered {
@@ -111,16 +111,7 @@ pub(super) fn summary(e: &Event) -> String {
             head,
             seeds,
             ..
-        } => match metric {
-            Some(m) => format!(
-                "metric pre-registered: {m} ({seeds} seed(s)) for head {}: {reason}",
-                head.get(..12).unwrap_or(head)
-            ),
-            None => format!(
-                "no metric registered for head {}: {reason}",
-                head.get(..12).unwrap_or(head)
-            ),
-        },
+        } => metric_line(metric.as_deref(), reason, head, *seeds),
         Event::EvidenceRecorded {
             head,
             outcome,
@@ -128,7 +119,7 @@ pub(super) fn summary(e: &Event) -> String {
             ..
         } => format!(
             "evidence recorded at {}: {outcome}{}",
-            head.get(..12).unwrap_or(head),
+            short(head),
             delta
                 .as_deref()
                 .map(|d| format!(" ({d})"))
@@ -139,16 +130,37 @@ pub(super) fn summary(e: &Event) -> String {
             commit,
             key,
             recovered,
-        } => format!(
-            "gate key {} by proposal {proposal} (merge {}): later checkpoints are signed by {}",
-            if *recovered {
-                "RECOVERED (the old key was lost)"
-            } else {
-                "rotated"
-            },
-            commit.get(..12).unwrap_or(commit),
-            crate::workflow::key_fingerprint(key)
+        } => key_line(proposal, commit, key, *recovered),
+    }
+}
+
+/// A commit id's first 12 characters, as the log shows them.
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+/// A `gate-key-rotated` entry: which key signs the checkpoints from here on.
+fn key_line(proposal: &str, commit: &str, key: &str, recovered: bool) -> String {
+    format!(
+        "gate key {} by proposal {proposal} (merge {}): later checkpoints are signed by {}",
+        if recovered {
+            "RECOVERED (the old key was lost)"
+        } else {
+            "rotated"
+        },
+        short(commit),
+        crate::workflow::key_fingerprint(key)
+    )
+}
+
+/// A `metric-registered` entry: the metric named before the benchmark ran, or why none was.
+fn metric_line(metric: Option<&str>, reason: &str, head: &str, seeds: u64) -> String {
+    match metric {
+        Some(m) => format!(
+            "metric pre-registered: {m} ({seeds} seed(s)) for head {}: {reason}",
+            short(head)
         ),
+        None => format!("no metric registered for head {}: {reason}", short(head)),
     }
 }
 

@@ -1,4 +1,4 @@
-//! `atelier bench replay`: the replay benchmark (`improve::bench`).
+//! `atelier bench replay`: the replay benchmark (`swarm::bench`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -110,25 +110,32 @@ fn conductor_of(path: &Path) -> anyhow::Result<ConductorSettings> {
 }
 
 pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
-    let args = match cmd {
-        BenchCommand::Replay(a) => a,
-        BenchCommand::Record(a) => return record(dir, a),
-        BenchCommand::Sample(a) => {
-            let mission = match (&a.mission, &a.mission_file) {
-                (Some(id), _) => bench::built_in(id)?,
-                (None, Some(f)) => {
-                    let text = std::fs::read_to_string(f).map_err(|e| {
-                        workflow::Error::Input(format!("reading {}: {e}", f.display()))
-                    })?;
-                    bench::parse_mission(&f.display().to_string(), &text)?
-                }
-                (None, None) => unreachable!("clap requires one"),
-            };
-            let metrics = bench::sample(&mission, &conductor_of(&a.config)?, a.seed)?;
-            json(&metrics)?;
-            return Ok(ExitCode::SUCCESS);
+    match cmd {
+        BenchCommand::Replay(a) => replay(dir, a),
+        BenchCommand::Record(a) => record(dir, a),
+        BenchCommand::Sample(a) => sample(a),
+    }
+}
+
+/// `bench sample`: one mission under one configuration, as JSON.
+fn sample(a: SampleArgs) -> anyhow::Result<ExitCode> {
+    let mission = match (&a.mission, &a.mission_file) {
+        (Some(id), _) => bench::built_in(id)?,
+        (None, Some(f)) => {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| workflow::Error::Input(format!("reading {}: {e}", f.display())))?;
+            bench::parse_mission(&f.display().to_string(), &text)?
         }
+        (None, None) => unreachable!("clap requires one"),
     };
+    let metrics = bench::sample(&mission, &conductor_of(&a.config)?, a.seed)?;
+    json(&metrics)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench replay`: the baseline's side (a configuration, or another build) against the
+/// candidate configuration here.
+fn replay(dir: &Path, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let baseline = match &args.baseline_config {
         Some(p) => conductor_of(p)?,
         None => {
@@ -175,8 +182,14 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     )?;
     if args.json {
         json(&report)?;
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        out(&replay_text(&report))?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A replay's report as `bench replay` prints it: the two sides, then a metric a line.
+fn replay_text(report: &bench::Report) -> String {
     let side = |c: &ConductorSettings| {
         format!(
             "nudge_after {}, restart_after {}, attempt_timeout {}, failure_budget {}",
@@ -217,8 +230,7 @@ pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             d.verdict
         ));
     }
-    out(&t)?;
-    Ok(ExitCode::SUCCESS)
+    t
 }
 
 fn record(dir: &Path, a: RecordArgs) -> anyhow::Result<ExitCode> {

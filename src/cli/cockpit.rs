@@ -80,6 +80,46 @@ pub(super) fn draw(
         Constraint::Length(2),
     ])
     .areas(f.area());
+    let (header, second) = header_lines(s, critical, validated, live.is_some());
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::from(super::printable(&header)),
+            Line::from(super::printable(&second)),
+        ])
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title("atelier watch"),
+        ),
+        head,
+    );
+    let rows = s
+        .tasks
+        .iter()
+        .map(|(k, v)| task_row(s, k, v, roles, now, live.map(|l| (l, now_ms))))
+        .collect();
+    f.render_stateful_widget(task_table(rows), body, table);
+    let lines: Vec<Line<'_>> = tail.iter().map(|l| Line::from(l.as_str())).collect();
+    f.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title("events")),
+        events_area,
+    );
+    f.render_widget(
+        Paragraph::new(format!(
+            "p pause  r resume  t retry task  k skip task  s stop  ↑/↓ select  q quit   {note}"
+        )),
+        help,
+    );
+}
+
+/// The header's two lines: the run's state with its counts and waves; then the critical path,
+/// the contract validator's verdict and whether the conductor is `reporting` its status.
+fn header_lines(
+    s: &RunState,
+    critical: &[String],
+    validated: Option<&str>,
+    reporting: bool,
+) -> (String, String) {
     let count = |st: TaskState| s.tasks.values().filter(|t| t.state == st).count();
     let status = if s.finished {
         "finished"
@@ -106,7 +146,7 @@ pub(super) fn draw(
     );
     let reporting = if s.finished {
         ""
-    } else if live.is_some() {
+    } else if reporting {
         "   conductor: reporting"
     } else {
         "   conductor: NOT REPORTING (interrupted? `atelier run --resume` continues it)"
@@ -122,67 +162,67 @@ pub(super) fn draw(
             .map(|v| format!("   contract validator: {v}"))
             .unwrap_or_default()
     );
-    f.render_widget(
-        Paragraph::new(vec![
-            Line::from(super::printable(&header)),
-            Line::from(super::printable(&second)),
-        ])
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title("atelier watch"),
-        ),
-        head,
-    );
+    (header, second)
+}
+
+/// Task `k`'s row: its state, role, wave, attempt, elapsed time (to `now`, seconds), its
+/// worker's silence while the conductor reports it (`live`, read at the milliseconds given),
+/// nudges, restarts, claims and last step.
+fn task_row<'a>(
+    s: &RunState,
+    k: &str,
+    v: &crate::swarm::events::TaskView,
+    roles: &std::collections::BTreeMap<String, String>,
+    now: i64,
+    live: Option<(&crate::swarm::live::Status, u64)>,
+) -> Row<'a> {
     let time = |x: &Option<String>| {
         x.as_deref()
             .and_then(|t| crate::governance::time::parse_rfc3339(t).ok())
     };
-    let rows: Vec<Row<'_>> = s
-        .tasks
+    let elapsed = match (time(&v.started_at), time(&v.finished_at)) {
+        (Some(a), Some(b)) => format!("{}s", b - a),
+        (Some(a), None) if v.state == TaskState::Running => {
+            format!("{}s", (now - a).max(0))
+        }
+        _ => "-".into(),
+    };
+    let last = match v.state {
+        TaskState::Succeeded | TaskState::Running => v.last_step.clone(),
+        _ => v.last_failure.clone().or(v.last_step.clone()),
+    }
+    .unwrap_or_default();
+    let silent = live
+        .filter(|_| v.state == TaskState::Running)
+        .and_then(|(l, now_ms)| l.silent_ms(k, v.attempt, now_ms))
+        .map_or("-".to_string(), crate::swarm::live::human);
+    let wave = s
+        .waves
         .iter()
-        .map(|(k, v)| {
-            let elapsed = match (time(&v.started_at), time(&v.finished_at)) {
-                (Some(a), Some(b)) => format!("{}s", b - a),
-                (Some(a), None) if v.state == TaskState::Running => {
-                    format!("{}s", (now - a).max(0))
-                }
-                _ => "-".into(),
-            };
-            let last = match v.state {
-                TaskState::Succeeded | TaskState::Running => v.last_step.clone(),
-                _ => v.last_failure.clone().or(v.last_step.clone()),
-            }
-            .unwrap_or_default();
-            let silent = live
-                .filter(|_| v.state == TaskState::Running)
-                .and_then(|l| l.silent_ms(k, v.attempt, now_ms))
-                .map_or("-".to_string(), crate::swarm::live::human);
-            let wave = s
-                .waves
-                .iter()
-                .position(|w| w.contains(k))
-                .map_or("-".to_string(), |i| (i + 1).to_string());
-            let claims = s.held.get(k).map(|c| c.join(" ")).unwrap_or_default();
-            // Task ids, claims and reasons carry what plans and workers wrote: printable only.
-            let p = |t: &str| super::printable(t).replace('\n', " ");
-            Row::new(vec![
-                p(k),
-                state_name(v.state).to_string(),
-                p(&roles.get(k).cloned().unwrap_or_default()),
-                wave,
-                v.attempt.to_string(),
-                elapsed,
-                silent,
-                v.nudges.to_string(),
-                v.restarts.to_string(),
-                p(&claims),
-                p(&last),
-            ])
-            .style(Style::default().fg(colour(v.state)))
-        })
-        .collect();
-    let table_widget = Table::new(
+        .position(|w| w.iter().any(|t| t == k))
+        .map_or("-".to_string(), |i| (i + 1).to_string());
+    let claims = s.held.get(k).map(|c| c.join(" ")).unwrap_or_default();
+    // Task ids, claims and reasons carry what plans and workers wrote: printable only.
+    let p = |t: &str| super::printable(t).replace('\n', " ");
+    Row::new(vec![
+        p(k),
+        state_name(v.state).to_string(),
+        p(&roles.get(k).cloned().unwrap_or_default()),
+        wave,
+        v.attempt.to_string(),
+        elapsed,
+        silent,
+        v.nudges.to_string(),
+        v.restarts.to_string(),
+        p(&claims),
+        p(&last),
+    ])
+    .style(Style::default().fg(colour(v.state)))
+}
+
+/// The tasks table around its `rows`: the columns' widths and headings.
+fn task_table(rows: Vec<Row<'_>>) -> Table<'_> {
+    Table::new(
         rows,
         [
             Constraint::Length(18),
@@ -206,19 +246,54 @@ pub(super) fn draw(
         .style(Style::default().add_modifier(Modifier::BOLD)),
     )
     .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-    .block(Block::default().borders(Borders::ALL).title("tasks"));
-    f.render_stateful_widget(table_widget, body, table);
-    let lines: Vec<Line<'_>> = tail.iter().map(|l| Line::from(l.as_str())).collect();
-    f.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title("events")),
-        events_area,
-    );
-    f.render_widget(
-        Paragraph::new(format!(
-            "p pause  r resume  t retry task  k skip task  s stop  ↑/↓ select  q quit   {note}"
-        )),
-        help,
-    );
+    .block(Block::default().borders(Borders::ALL).title("tasks"))
+}
+
+/// What one frame shows of the run, read afresh from its events.
+struct Seen {
+    state: RunState,
+    validated: Option<String>,
+    roles: std::collections::BTreeMap<String, String>,
+    tail: Vec<String>,
+}
+
+/// Reads the run's events at `path`: its state, the contract validator's verdict, each task's
+/// role and the last eight lines worth showing.
+fn seen(path: &std::path::Path) -> anyhow::Result<Seen> {
+    let records = events::read(path)?;
+    let s = RunState::of_log(&records);
+    let validated = records.iter().rev().find_map(|r| match &r.event {
+        events::RunEvent::ContractValidated {
+            validator, verdict, ..
+        } => Some(format!("{verdict} ({validator})")),
+        _ => None,
+    });
+    let roles: std::collections::BTreeMap<String, String> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            events::RunEvent::AttemptStarted {
+                task,
+                role: Some(role),
+                ..
+            } => Some((task.clone(), role.clone())),
+            _ => None,
+        })
+        .collect();
+    let tail: Vec<String> = records
+        .iter()
+        .filter_map(|r| super::runs::describe(&r.event, &s.run).map(|l| format!("{} {l}", r.at)))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .take(8)
+        .rev()
+        .collect();
+    Ok(Seen {
+        state: s,
+        validated,
+        roles,
+        tail,
+    })
 }
 
 /// The cockpit until `q` (or the run ends and a key is pressed).
@@ -231,53 +306,24 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
     let result = (|| -> anyhow::Result<()> {
         let mut critical: Option<Vec<String>> = None;
         loop {
-            let records = events::read(&path)?;
-            let s = RunState::of_log(&records);
+            let seen = seen(&path)?;
             // The plans do not change during a run: the critical path is worked out once.
             let critical = critical.get_or_insert_with(|| {
                 runtime::run_plans(ws, run)
-                    .map(|p| crate::swarm::schedule::critical_path(&p, &s.waves))
+                    .map(|p| crate::swarm::schedule::critical_path(&p, &seen.state.waves))
                     .unwrap_or_default()
             });
-            let validated = records.iter().rev().find_map(|r| match &r.event {
-                events::RunEvent::ContractValidated {
-                    validator, verdict, ..
-                } => Some(format!("{verdict} ({validator})")),
-                _ => None,
-            });
-            let roles: std::collections::BTreeMap<String, String> = records
-                .iter()
-                .filter_map(|r| match &r.event {
-                    events::RunEvent::AttemptStarted {
-                        task,
-                        role: Some(role),
-                        ..
-                    } => Some((task.clone(), role.clone())),
-                    _ => None,
-                })
-                .collect();
-            let tail: Vec<String> = records
-                .iter()
-                .filter_map(|r| {
-                    super::run::describe(&r.event, &s.run).map(|l| format!("{} {l}", r.at))
-                })
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .take(8)
-                .rev()
-                .collect();
             // Not `cli::now()`: its note about ATELIER_NOW would print over the screen.
             let now = crate::clock::now().map(|(t, _)| t).unwrap_or(0);
             let live = crate::swarm::live::read(&runtime::run_dir(ws, run));
             terminal.draw(|f| {
                 draw(
                     f,
-                    &s,
+                    &seen.state,
                     critical,
-                    validated.as_deref(),
-                    &roles,
-                    &tail,
+                    seen.validated.as_deref(),
+                    &seen.roles,
+                    &seen.tail,
                     &mut table,
                     &note,
                     now,
@@ -290,39 +336,54 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
             let Event::Key(key) = event::read()? else {
                 continue;
             };
-            if key.kind != KeyEventKind::Press {
-                continue;
-            }
-            let tasks: Vec<&String> = s.tasks.keys().collect();
-            let selected = table
-                .selected()
-                .and_then(|i| tasks.get(i))
-                .map(|t| t.as_str());
-            match key.code {
-                KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
-                KeyCode::Down => table.select(Some(
-                    (table.selected().unwrap_or(0) + 1).min(tasks.len().saturating_sub(1)),
-                )),
-                KeyCode::Up => table.select(Some(table.selected().unwrap_or(0).saturating_sub(1))),
-                code => {
-                    if let Some((action, task)) = control_for(code, selected) {
-                        note = if s.finished {
-                            format!("run {run} has finished: nothing to control")
-                        } else {
-                            super::run::send_control(ws, run, action, task.as_deref())?;
-                            format!(
-                                "asked to {action}{} (the events show when it applies)",
-                                task.map(|t| format!(" {t}")).unwrap_or_default()
-                            )
-                        };
-                    }
-                }
+            if key.kind == KeyEventKind::Press
+                && on_key(ws, run, key.code, &seen.state, &mut table, &mut note)?
+            {
+                return Ok(());
             }
         }
     })();
     ratatui::restore();
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Acts on a key pressed with the run in state `s`: moves the selection, or sends the control
+/// the key asks for, saying so in `note`. True when the key quits the cockpit.
+fn on_key(
+    ws: &Workspace,
+    run: &str,
+    code: KeyCode,
+    s: &RunState,
+    table: &mut TableState,
+    note: &mut String,
+) -> anyhow::Result<bool> {
+    let tasks: Vec<&String> = s.tasks.keys().collect();
+    let selected = table
+        .selected()
+        .and_then(|i| tasks.get(i))
+        .map(|t| t.as_str());
+    match code {
+        KeyCode::Char('q') | KeyCode::Esc => return Ok(true),
+        KeyCode::Down => table.select(Some(
+            (table.selected().unwrap_or(0) + 1).min(tasks.len().saturating_sub(1)),
+        )),
+        KeyCode::Up => table.select(Some(table.selected().unwrap_or(0).saturating_sub(1))),
+        code => {
+            if let Some((action, task)) = control_for(code, selected) {
+                *note = if s.finished {
+                    format!("run {run} has finished: nothing to control")
+                } else {
+                    super::runs::send_control(ws, run, action, task.as_deref())?;
+                    format!(
+                        "asked to {action}{} (the events show when it applies)",
+                        task.map(|t| format!(" {t}")).unwrap_or_default()
+                    )
+                };
+            }
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]
@@ -339,10 +400,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_cockpit_shows_tasks_controls_and_a_paused_run() {
+    /// A run of two tasks in two waves: A's first attempt running, and the run paused.
+    fn paused_log() -> Vec<events::Record> {
         use events::RunEvent as E;
-        let log = vec![
+        vec![
             record(E::RunStarted {
                 run: "r1".into(),
                 plans: vec!["p".into()],
@@ -368,14 +429,12 @@ mod tests {
                 applied: true,
                 detail: "applied".into(),
             }),
-        ];
-        let s = RunState::of_log(&log);
-        let roles = [("p:A".to_string(), "implementer".to_string())].into();
-        let tail: Vec<String> = log
-            .iter()
-            .filter_map(|r| crate::cli::run::describe(&r.event, "r1"))
-            .collect();
-        let live = crate::swarm::live::Status {
+        ]
+    }
+
+    /// The conductor's live status at 50 s: A's attempt silent for 10 s.
+    fn live_status() -> crate::swarm::live::Status {
+        crate::swarm::live::Status {
             pid: 1,
             written_ms: 50_000,
             attempts: vec![crate::swarm::live::Attempt {
@@ -383,7 +442,31 @@ mod tests {
                 attempt: 1,
                 silent_ms: 10_000,
             }],
-        };
+        }
+    }
+
+    /// A terminal's text, a line per row.
+    fn text_of(b: &ratatui::buffer::Buffer) -> String {
+        (0..b.area.height)
+            .map(|y| {
+                (0..b.area.width)
+                    .map(|x| b[(x, y)].symbol())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect::<String>()
+    }
+
+    #[test]
+    fn the_cockpit_shows_tasks_controls_and_a_paused_run() {
+        let log = paused_log();
+        let s = RunState::of_log(&log);
+        let roles = [("p:A".to_string(), "implementer".to_string())].into();
+        let tail: Vec<String> = log
+            .iter()
+            .filter_map(|r| crate::cli::runs::describe(&r.event, "r1"))
+            .collect();
+        let live = live_status();
         let screen = |now_ms: u64| {
             let mut terminal = Terminal::new(TestBackend::new(180, 30)).expect("terminal");
             let mut table = TableState::default();
@@ -404,15 +487,7 @@ mod tests {
                     )
                 })
                 .expect("draw");
-            let b = terminal.backend().buffer().clone();
-            (0..b.area.height)
-                .map(|y| {
-                    (0..b.area.width)
-                        .map(|x| b[(x, y)].symbol())
-                        .collect::<String>()
-                        + "\n"
-                })
-                .collect::<String>()
+            text_of(terminal.backend().buffer())
         };
         // Written 2 s ago with 10 s of silence: the worker has been silent for 12 s.
         let text = screen(52_000);

@@ -17,6 +17,7 @@ mod plan;
 mod propose;
 mod review;
 mod run;
+mod runs;
 mod show;
 mod ui;
 
@@ -235,6 +236,11 @@ fn json_escaped(json: &str) -> String {
 
 /// The gate's clock, announcing an override.
 pub(crate) fn now() -> anyhow::Result<Timestamp> {
+    Ok(now_announced()?)
+}
+
+/// [`now`], with the clock's own error.
+pub(crate) fn now_announced() -> Result<Timestamp, crate::clock::ClockError> {
     let (t, source) = crate::clock::now()?;
     if source == crate::clock::Source::Override {
         note!(

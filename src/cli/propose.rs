@@ -1,4 +1,5 @@
-//! `atelier propose` and `atelier proposals`.
+//! `atelier propose` and `atelier proposals`. The proposers' work is `improve::propose`; here
+//! are their reports.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,8 +7,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{json, now, out};
+use crate::improve::propose::{self, Outcome};
 use crate::improve::{lessons, tune};
-use crate::swarm::stats;
 use crate::workflow::{self, ProposeOptions, Workspace};
 
 #[derive(Args, Debug)]
@@ -98,46 +99,88 @@ pub(super) struct Proposer {
     pub proposed: Option<workflow::Proposed>,
 }
 
-impl Proposer {
-    fn nothing(code: u8) -> anyhow::Result<Proposer> {
-        Ok(Proposer {
-            code: ExitCode::from(code),
-            proposed: None,
-        })
-    }
-    fn opened(p: workflow::Proposed) -> anyhow::Result<Proposer> {
-        Ok(Proposer {
-            code: ExitCode::SUCCESS,
-            proposed: Some(p),
-        })
-    }
-}
-
 /// Runs the proposer `from` (`tune`, `memory`, `lint`, `agent`).
 pub(super) fn run_proposer(
     ws: &Workspace,
     from: &str,
     args: &ProposeArgs,
 ) -> anyhow::Result<Proposer> {
-    match from {
-        "tune" => tune(ws, args),
-        "memory" => memory(ws, args),
-        "lint" => lint(ws, args),
-        "agent" => agent(ws, args),
-        other => Err(workflow::Error::Input(format!(
+    let clock = || Ok(super::now_announced()?);
+    let outcome = match from {
+        "tune" => tune(args, propose::tune(ws, args.dry_run, &clock)?)?,
+        "memory" => memory(args, propose::memory(ws, args.dry_run, &clock)?)?,
+        "lint" => lint(
+            ws,
+            args,
+            propose::lint(ws, args.family.as_deref(), args.dry_run, &clock)?,
+        )?,
+        "agent" => agent(
+            args,
+            propose::agent(ws, args.goal.as_deref(), args.dry_run, &clock)?,
+        )?,
+        other => {
+            return Err(workflow::Error::Input(format!(
             "--from {other}: no such proposer; atelier has `tune`, `memory`, `lint` and `agent`"
         ))
-        .into()),
-    }
+            .into())
+        }
+    };
+    Ok(match outcome {
+        Outcome::Opened(p) => Proposer {
+            code: ExitCode::SUCCESS,
+            proposed: Some(p),
+        },
+        Outcome::Nothing(why) => {
+            super::note!("nothing proposed: {why}");
+            Proposer {
+                code: ExitCode::from(1),
+                proposed: None,
+            }
+        }
+        Outcome::DryRun(what) => {
+            super::note!("dry run: {what}");
+            Proposer {
+                code: ExitCode::SUCCESS,
+                proposed: None,
+            }
+        }
+    })
 }
 
-/// A proposer's human report: stdout, or stderr within `atelier cycle`.
-fn say(args: &ProposeArgs, text: &str) -> anyhow::Result<()> {
+/// Says that proposal `p` was opened, as every way of proposing does.
+fn opened(p: &workflow::Proposed) {
+    super::note!(
+        "proposal {} opened on branch {} (head {}, base {})",
+        p.id,
+        p.branch,
+        p.head,
+        p.base
+    );
+}
+
+/// A proposer's human report: stdout, or stderr within `atelier cycle`; with `--json` (not
+/// within the cycle) the proposer's `json` instead. A proposal opened is announced first.
+fn report(
+    args: &ProposeArgs,
+    outcome: &Outcome,
+    json_of: impl FnOnce() -> anyhow::Result<()>,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    if let Some(p) = outcome.proposal() {
+        opened(p);
+    }
+    if args.json && !args.for_cycle {
+        return json_of();
+    }
+    let mut t = text();
+    if let Some(p) = outcome.proposal() {
+        t.push_str(&format!("{}\n", p.id));
+    }
     if args.for_cycle {
-        super::err_text(text);
+        super::err_text(&t);
         Ok(())
     } else {
-        out(text)
+        out(&t)
     }
 }
 
@@ -146,36 +189,21 @@ fn say(args: &ProposeArgs, text: &str) -> anyhow::Result<()> {
 #[derive(serde::Serialize)]
 struct TuneOutput<'a> {
     tuning: &'a tune::Tuning,
-    proposal: Option<workflow::Proposed>,
+    proposal: Option<&'a workflow::Proposed>,
 }
 
-/// `propose --from tune`: `[conductor]` changes the runs' measurements justify, from the
-/// protected branch's atelier.toml and every run under `.atelier/runs/`.
-fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
-    let (repo, branch) = (&ws.repo, ws.branch().to_string());
-    let (base, base_tree) = tip_of(ws)?;
-    let where_ = format!("atelier.toml on {branch}");
-    let text = crate::git::read_file(repo, &base_tree, "atelier.toml")?.ok_or_else(|| {
-        workflow::Error::Input(format!(
-            "{where_}: not found; tune changes the committed atelier.toml (commit one first)"
-        ))
-    })?;
-    let text = String::from_utf8(text)
-        .map_err(|_| workflow::Error::Input(format!("{where_}: not UTF-8")))?;
-    let config = crate::config::Config::parse(&where_, &text)?;
-    let current = current_settings(&config.conductor);
-    let logs = stats::load(&ws.atelier_dir().join("runs"), None)?;
-    let tuning = tune::tune(&logs, current);
-    let report = |proposal: Option<workflow::Proposed>| -> anyhow::Result<()> {
-        if args.json && !args.for_cycle {
-            return json(&TuneOutput {
-                tuning: &tuning,
-                proposal,
-            });
-        }
-        let mut t = format!(
-            "tune read {} run(s) recorded with the settings in force{}
-",
+/// `propose --from tune`'s report.
+fn tune(args: &ProposeArgs, t: propose::Tuned) -> anyhow::Result<Outcome> {
+    let tuning = &t.tuning;
+    let json_of = || {
+        json(&TuneOutput {
+            tuning,
+            proposal: t.outcome.proposal(),
+        })
+    };
+    report(args, &t.outcome, json_of, || {
+        let mut s = format!(
+            "tune read {} run(s) recorded with the settings in force{}\n",
             tuning.runs.len(),
             if tuning.excluded.is_empty() {
                 String::new()
@@ -193,241 +221,87 @@ fn tune(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
             }
         );
         for c in &tuning.changes {
-            t.push_str(&format!(
-                "change {} {} -> {}: {}
-",
+            s.push_str(&format!(
+                "change {} {} -> {}: {}\n",
                 c.key, c.from, c.to, c.why
             ));
         }
         for u in &tuning.unchanged {
-            t.push_str(&format!(
-                "keep {u}
-"
-            ));
+            s.push_str(&format!("keep {u}\n"));
         }
-        if let Some(p) = &proposal {
-            t.push_str(&format!(
-                "{}
-",
-                p.id
-            ));
-        }
-        say(args, &t)
-    };
-    if tuning.changes.is_empty() {
-        report(None)?;
-        super::note!("nothing proposed: the measurements do not support a change (above)");
-        return Proposer::nothing(1);
-    }
-    let edited = tune::edit_conductor(&text, &tuning.changes);
-    check_edit(&where_, &edited, &tuning.changes)?;
-    if args.dry_run {
-        report(None)?;
-        super::note!("dry run: nothing proposed");
-        return Proposer::nothing(0);
-    }
-    let title = format!(
-        "tune: {}",
-        tuning
-            .changes
-            .iter()
-            .map(|c| format!("{} {} -> {}", c.key, c.from, c.to))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let mut rationale = format!(
-        "Proposed by atelier's `tune` proposer from {} run(s) recorded with the settings in force ({}).\n",
-        tuning.runs.len(),
-        tuning.runs.join(", ")
-    );
-    for c in &tuning.changes {
-        rationale.push_str(&format!("\n- {} {} -> {}: {}.", c.key, c.from, c.to, c.why));
-    }
-    for u in &tuning.unchanged {
-        rationale.push_str(&format!("\n- kept {u}."));
-    }
-    let p = open_from(
-        ws,
-        "tune",
-        base.id(),
-        &base_tree,
-        "atelier.toml",
-        &edited,
-        title,
-        rationale,
-    )?;
-    report(Some(p.clone()))?;
-    Proposer::opened(p)
-}
-
-/// Opens the proposal a proposer wrote: one file of the protected branch's tree replaced,
-/// recorded as an agent's (`agent atelier-NAME`) that declared only that file.
-#[allow(clippy::too_many_arguments)]
-fn open_from(
-    ws: &Workspace,
-    proposer: &str,
-    base: git2::Oid,
-    base_tree: &git2::Tree<'_>,
-    path: &str,
-    text: &str,
-    title: String,
-    rationale: String,
-) -> anyhow::Result<workflow::Proposed> {
-    let patch = crate::git::patch_for(&ws.repo, base_tree, &[(path, text)])?;
-    let file = tempfile::NamedTempFile::new()?;
-    std::fs::write(file.path(), &patch)?;
-    let p = workflow::propose(
-        ws,
-        ProposeOptions {
-            patch: file.path().to_path_buf(),
-            title,
-            rationale: Some(rationale),
-            proposer: None,
-            origin: Some(format!("agent atelier-{proposer}")),
-            declared: Some(vec![path.to_string()]),
-            expect_base: Some(base),
-        },
-        now()?,
-    )?;
-    super::note!(
-        "proposal {} opened on branch {} (head {}, base {})",
-        p.id,
-        p.branch,
-        p.head,
-        p.base
-    );
-    Ok(p)
+        s
+    })?;
+    Ok(t.outcome)
 }
 
 /// What `propose --from memory --json` prints.
 #[derive(serde::Serialize)]
-struct MemoryOutput {
-    lessons: Vec<lessons::Recurring>,
+struct MemoryOutput<'a> {
+    lessons: &'a [lessons::Recurring],
     min_tasks: usize,
     min_runs: usize,
-    proposal: Option<workflow::Proposed>,
+    proposal: Option<&'a workflow::Proposed>,
 }
 
-/// `propose --from memory`: errors that recurred across tasks and runs, added to the protected
-/// branch's `prompts/lessons.md`.
-fn memory(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
-    let (repo, branch) = (&ws.repo, ws.branch().to_string());
-    let (base, base_tree) = tip_of(ws)?;
-    let existing = crate::agent::prompt::text_on_branch(repo, &base_tree, lessons::PATH, &branch)?
-        .unwrap_or_default();
-    let logs = stats::load(&ws.atelier_dir().join("runs"), None)?;
-    let found = lessons::recurring(&logs, &existing);
-    let report = |proposal: Option<workflow::Proposed>, found: Vec<lessons::Recurring>| {
-        if args.json && !args.for_cycle {
-            return json(&MemoryOutput {
-                lessons: found,
-                min_tasks: lessons::MIN_TASKS,
-                min_runs: lessons::MIN_RUNS,
-                proposal,
-            });
-        }
+/// `propose --from memory`'s report.
+fn memory(args: &ProposeArgs, m: propose::Remembered) -> anyhow::Result<Outcome> {
+    let json_of = || {
+        json(&MemoryOutput {
+            lessons: &m.found,
+            min_tasks: lessons::MIN_TASKS,
+            min_runs: lessons::MIN_RUNS,
+            proposal: m.outcome.proposal(),
+        })
+    };
+    report(args, &m.outcome, json_of, || {
         let mut t = format!(
             "memory read {} run(s): {} error(s) failed {}+ tasks over {}+ runs and are not yet lessons\n",
-            logs.len(),
-            found.len(),
+            m.runs,
+            m.found.len(),
             lessons::MIN_TASKS,
             lessons::MIN_RUNS
         );
-        for r in &found {
+        for r in &m.found {
             t.push_str(&format!("lesson {}\n", r.line()));
         }
-        if let Some(p) = &proposal {
-            t.push_str(&format!("{}\n", p.id));
-        }
-        say(args, &t)
-    };
-    if found.is_empty() {
-        report(None, found)?;
-        super::note!("nothing proposed: no error recurred enough to become a lesson");
-        return Proposer::nothing(1);
-    }
-    if args.dry_run {
-        report(None, found)?;
-        super::note!("dry run: nothing proposed");
-        return Proposer::nothing(0);
-    }
-    let text = lessons::append(&existing, &found);
-    let title = format!(
-        "memory: {} lesson(s) from errors that recurred",
-        found.len()
-    );
-    let mut rationale = format!(
-        "Proposed by atelier's `memory` proposer from {} run(s): each error below failed attempts of at least {} distinct tasks over at least {} runs. Every worker prompt will carry these lines; reword or drop any before approving.\n",
-        logs.len(),
-        lessons::MIN_TASKS,
-        lessons::MIN_RUNS
-    );
-    for r in &found {
-        rationale.push_str(&format!(
-            "\n- `{}`: {} tasks, runs {}.",
-            r.error,
-            r.tasks,
-            r.runs.join(", ")
-        ));
-    }
-    let p = open_from(
-        ws,
-        "memory",
-        base.id(),
-        &base_tree,
-        lessons::PATH,
-        &text,
-        title,
-        rationale,
-    )?;
-    report(Some(p.clone()), found)?;
-    Proposer::opened(p)
+        t
+    })?;
+    Ok(m.outcome)
 }
 
 /// What `propose --from agent --json` prints.
 #[derive(serde::Serialize)]
-struct AgentOutput {
-    goal: String,
+struct AgentOutput<'a> {
+    goal: &'a str,
     plan_file: String,
-    planned: crate::improve::planner::Planned,
-    run: Option<crate::swarm::runtime::RunSummary>,
-    proposal: Option<workflow::Proposed>,
+    planned: &'a crate::improve::planner::Planned,
+    run: Option<&'a crate::swarm::runtime::RunSummary>,
+    proposal: Option<&'a workflow::Proposed>,
 }
 
-/// `propose --from agent --goal TEXT`: the `proposer` role writes a plan, the contract
-/// validator checks it, the swarm runs it, and a fully successful run becomes the proposal.
-fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
-    let goal = args.goal.as_deref().ok_or_else(|| {
-        workflow::Error::Input(
-            "--from agent needs --goal TEXT: what the change should achieve".into(),
-        )
-    })?;
-    let now = now()?;
-    let planned = crate::improve::planner::plan(ws, goal, now)?;
-    // Kept whatever becomes of it, so a refused plan can be read.
-    let dir = ws.atelier_dir().join("proposers");
-    std::fs::create_dir_all(&dir)?;
-    let plan_file = dir.join(format!("plan-{now}-{}.toml", std::process::id()));
-    crate::fsutil::atomic_write(&plan_file, planned.plan.as_bytes())?;
-    let mut output = AgentOutput {
-        goal: goal.to_string(),
-        plan_file: plan_file.display().to_string(),
-        planned,
-        run: None,
-        proposal: None,
+/// `propose --from agent`'s report (a dry run shows the plan first).
+fn agent(args: &ProposeArgs, a: propose::Agented) -> anyhow::Result<Outcome> {
+    if matches!(a.outcome, Outcome::DryRun(_)) && !args.json {
+        say(args, &a.planned.plan)?;
+    }
+    let json_of = || {
+        json(&AgentOutput {
+            goal: &a.goal,
+            plan_file: a.plan_file.display().to_string(),
+            planned: &a.planned,
+            run: a.run.as_ref(),
+            proposal: a.outcome.proposal(),
+        })
     };
-    let report = |o: &AgentOutput| -> anyhow::Result<()> {
-        if args.json && !args.for_cycle {
-            return json(o);
-        }
-        let mut t = format!("the proposer's plan: {}\n", o.plan_file);
-        if let Some(why) = &o.planned.unreadable {
+    report(args, &a.outcome, json_of, || {
+        let mut t = format!("the proposer's plan: {}\n", a.plan_file.display());
+        if let Some(why) = &a.planned.unreadable {
             t.push_str(&format!("  not a plan: {why}\n"));
         }
-        for r in &o.planned.refusals {
+        for r in &a.planned.refusals {
             t.push_str(&format!("  refused: {} {}\n", r.code, r.message));
         }
-        if let Some(run) = &o.run {
+        if let Some(run) = &a.run {
             t.push_str(&format!(
                 "run {}: {} succeeded, {} failed, {} blocked (events: {})\n",
                 run.run,
@@ -437,97 +311,41 @@ fn agent(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
                 run.events
             ));
         }
-        if let Some(p) = &o.proposal {
-            t.push_str(&format!("{}\n", p.id));
-        }
-        say(args, &t)
-    };
-    if output.planned.unreadable.is_some() || !output.planned.refusals.is_empty() {
-        report(&output)?;
-        super::note!(
-            "nothing proposed: the contract validator refused the proposer's plan; no worker ran"
-        );
-        return Proposer::nothing(1);
+        t
+    })?;
+    Ok(a.outcome)
+}
+
+/// `text` where a proposer's report goes: stdout, or stderr within `atelier cycle`.
+fn say(args: &ProposeArgs, text: &str) -> anyhow::Result<()> {
+    if args.for_cycle {
+        super::err_text(text);
+        Ok(())
+    } else {
+        out(text)
     }
-    if args.dry_run {
-        if !args.json {
-            say(args, &output.planned.plan)?;
-        }
-        report(&output)?;
-        super::note!(
-            "dry run: the plan passed the contract validator; nothing ran, nothing proposed"
-        );
-        return Proposer::nothing(0);
-    }
-    let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
-    let summary = crate::swarm::runtime::run(
-        ws,
-        crate::swarm::runtime::RunOptions {
-            plan_files: vec![(plan_file.display().to_string(), output.planned.plan.clone())],
-            max_parallel: None,
-            resume: None,
-            goal: Some(goal.to_string()),
-        },
-        &clock,
-    )?;
-    if !summary.ok() {
-        output.run = Some(summary);
-        report(&output)?;
-        super::note!("nothing proposed: the run did not succeed entirely");
-        return Proposer::nothing(1);
-    }
-    let p = crate::swarm::runtime::propose_run_as(
-        ws,
-        &summary,
-        clock(),
-        Some(crate::swarm::runtime::Authored {
-            origin: "agent atelier-agent".into(),
-            preface: format!(
-                "Proposed by atelier's `agent` proposer toward the goal: {goal}\nThe `{}` role wrote the plan; it passed the contract validator before any worker ran.",
-                crate::improve::planner::ROLE
-            ),
-        }),
-    )?;
-    super::note!(
-        "proposal {} opened on branch {} (head {}, base {})",
-        p.id,
-        p.branch,
-        p.head,
-        p.base
-    );
-    output.run = Some(summary);
-    output.proposal = Some(p.clone());
-    report(&output)?;
-    Proposer::opened(p)
 }
 
 /// What `propose --from lint --json` prints.
 #[derive(serde::Serialize)]
-struct LintOutput {
-    lint: crate::improve::lint::Linted,
-    proposal: Option<workflow::Proposed>,
+struct LintOutput<'a> {
+    lint: &'a crate::improve::lint::Linted,
+    proposal: Option<&'a workflow::Proposed>,
 }
 
-/// `propose --from lint --family F`: the protected branch's fix command for one family, kept
-/// only when it changed something and the gauntlet still passes.
-fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
-    let family = args.family.as_deref().ok_or_else(|| {
-        workflow::Error::Input(
-            "--from lint needs --family NAME: one lint family per proposal (e.g. --family style)"
-                .into(),
-        )
-    })?;
-    let linted = crate::improve::lint::run(ws, family, now()?)?;
+/// `propose --from lint`'s report.
+fn lint(ws: &Workspace, args: &ProposeArgs, f: propose::Fixed) -> anyhow::Result<Outcome> {
+    let linted = &f.lint;
     if !linted.contained {
         super::note!("WARNING: the fix command and the gauntlet ran uncontained ([swarm] containment = \"none\", merged)");
     }
-    let report = |linted: crate::improve::lint::Linted, proposal: Option<workflow::Proposed>| {
-        if args.json && !args.for_cycle {
-            return json(&LintOutput {
-                lint: linted,
-                proposal,
-            });
-        }
+    let json_of = || {
+        json(&LintOutput {
+            lint: linted,
+            proposal: f.outcome.proposal(),
+        })
+    };
+    report(args, &f.outcome, json_of, || {
         let mut t = format!(
             "lint ran `{}` on {} ({}): {} file(s) changed\n",
             linted.command.join(" "),
@@ -546,126 +364,9 @@ fn lint(ws: &Workspace, args: &ProposeArgs) -> anyhow::Result<Proposer> {
                 s.ms
             ));
         }
-        if let Some(p) = &proposal {
-            t.push_str(&format!("{}\n", p.id));
-        }
-        say(args, &t)
-    };
-    if linted.changed.is_empty() {
-        report(linted, None)?;
-        super::note!("nothing proposed: the fix command changed nothing for family {family}");
-        return Proposer::nothing(1);
-    }
-    if let Some(why) = linted.failed.clone() {
-        report(linted, None)?;
-        super::note!("nothing proposed: with the fixes, the gauntlet fails ({why})");
-        return Proposer::nothing(1);
-    }
-    if args.dry_run {
-        report(linted, None)?;
-        super::note!("dry run: nothing proposed");
-        return Proposer::nothing(0);
-    }
-    let file = tempfile::NamedTempFile::new()?;
-    std::fs::write(file.path(), &linted.patch)?;
-    let title = format!("lint: {family} fixes in {} file(s)", linted.changed.len());
-    let rationale = format!(
-        "Proposed by atelier's `lint` proposer: `{}` (from [proposers.lint] on {}) run on {} in a fresh worktree, one family ({family}); the gauntlet passed on the fixed tree: {}.",
-        linted.command.join(" "),
-        ws.branch(),
-        linted.base,
-        if linted.steps.is_empty() {
-            "(no gauntlet steps are configured)".to_string()
-        } else {
-            linted
-                .steps
-                .iter()
-                .map(|s| format!("{} ({} ms)", s.name, s.ms))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    );
-    let p = workflow::propose(
-        ws,
-        ProposeOptions {
-            patch: file.path().to_path_buf(),
-            title,
-            rationale: Some(rationale),
-            proposer: None,
-            origin: Some("agent atelier-lint".into()),
-            declared: Some(linted.changed.clone()),
-            expect_base: git2::Oid::from_str(&linted.base).ok(),
-        },
-        now()?,
-    )?;
-    super::note!(
-        "proposal {} opened on branch {} (head {}, base {})",
-        p.id,
-        p.branch,
-        p.head,
-        p.base
-    );
-    report(linted, Some(p.clone()))?;
-    Proposer::opened(p)
-}
-
-/// The protected branch's tip and its tree: what a proposer reads and patches.
-fn tip_of(ws: &Workspace) -> anyhow::Result<(git2::Commit<'_>, git2::Tree<'_>)> {
-    let base = ws
-        .repo
-        .find_commit(crate::git::branch_tip(&ws.repo, ws.branch())?)?;
-    let tree = base.tree()?;
-    Ok((base, tree))
-}
-
-/// The settings `tune` compares runs by, in seconds.
-fn current_settings(c: &crate::config::ConductorConfig) -> tune::Current {
-    let secs = |t: &str| {
-        crate::governance::time::parse_duration(t)
-            .unwrap_or(0)
-            .max(0) as u64
-    };
-    tune::Current {
-        nudge_after: secs(&c.nudge_after),
-        restart_after: secs(&c.restart_after),
-        attempt_timeout: secs(&c.attempt_timeout),
-        failure_budget: c.failure_budget,
-    }
-}
-
-/// The edited atelier.toml must load and hold exactly the intended values, else nothing is
-/// proposed (a layout the line editor misread, such as dotted keys).
-fn check_edit(where_: &str, edited: &str, changes: &[tune::Change]) -> anyhow::Result<()> {
-    let fail = |why: String| {
-        workflow::Error::Input(format!(
-            "{where_}: tune could not edit [conductor] safely ({why}); make the change by hand: {}",
-            changes
-                .iter()
-                .map(|c| format!("{} = {}", c.key, c.toml))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    };
-    let config = crate::config::Config::parse(where_, edited).map_err(|e| fail(e.to_string()))?;
-    let got = current_settings(&config.conductor);
-    for c in changes {
-        let value = match c.key.as_str() {
-            "restart_after" => crate::governance::time::format_duration(got.restart_after as i64),
-            "attempt_timeout" => {
-                crate::governance::time::format_duration(got.attempt_timeout as i64)
-            }
-            "failure_budget" => got.failure_budget.to_string(),
-            other => return Err(fail(format!("unknown key {other}")).into()),
-        };
-        if value != c.to {
-            return Err(fail(format!(
-                "{} reads {value} after the edit, not {}",
-                c.key, c.to
-            ))
-            .into());
-        }
-    }
-    Ok(())
+        t
+    })?;
+    Ok(f.outcome)
 }
 
 #[derive(Args, Debug)]
@@ -760,70 +461,7 @@ pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
 
 /// `propose --run RUN`: a finished, fully successful run, proposed without running anything.
 fn propose_finished_run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
-    use crate::swarm::events::{self, RunEvent};
-    let dir = crate::swarm::runtime::run_dir(ws, run);
-    let path = dir.join("events.jsonl");
-    if !path.is_file() {
-        return Err(workflow::Error::Input(format!(
-            "--run {run}: no such run (no {}); `atelier status` lists the runs",
-            path.display()
-        ))
-        .into());
-    }
-    let records = events::read(&path)?;
-    let finished = records.iter().rev().find_map(|r| match &r.event {
-        RunEvent::RunFinished {
-            failed,
-            blocked,
-            skipped,
-            ..
-        } => Some((*failed, *blocked, *skipped)),
-        _ => None,
-    });
-    match finished {
-        None => {
-            return Err(workflow::Error::Input(format!(
-                "--run {run}: the run has not finished; `atelier run --resume {run}` continues it (add --propose to propose it when it succeeds)"
-            ))
-            .into())
-        }
-        Some((failed, blocked, skipped)) if failed + blocked + skipped > 0 => {
-            return Err(workflow::Error::Input(format!(
-                "--run {run}: {failed} task(s) failed, {blocked} were blocked and {skipped} skipped; only a run whose every task succeeded becomes a proposal (`atelier status {run}` shows why; `atelier run --resume {run}` retries)"
-            ))
-            .into())
-        }
-        Some(_) => {}
-    }
-    // A run becomes one proposal: the ledger says whether it already did.
-    let view = ws.view()?;
-    let suffix = format!("swarm run {run}");
-    if let Some(id) = view.events.iter().find_map(|e| match e {
-        crate::audit::ledger::Event::ProposalOpened {
-            proposal,
-            origin: Some(o),
-            ..
-        } if o == &suffix || o.ends_with(&format!(", {suffix}")) => Some(proposal.clone()),
-        _ => None,
-    }) {
-        return Err(workflow::Error::Input(format!(
-            "--run {run}: the run was proposed already, as proposal {id} (`atelier show {id}`)"
-        ))
-        .into());
-    }
-    // The run is finished: resuming it starts nothing and gives back its summary.
-    let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
-    let summary = crate::swarm::runtime::run(
-        ws,
-        crate::swarm::runtime::RunOptions {
-            plan_files: Vec::new(),
-            max_parallel: None,
-            resume: Some(run.to_string()),
-            goal: None,
-        },
-        &clock,
-    )?;
-    let p = crate::swarm::runtime::propose_run(ws, &summary, now()?)?;
+    let p = propose::finished_run(ws, run, &|| Ok(super::now_announced()?))?;
     super::note!(
         "proposal {} opened on branch {} from run {run} (`atelier gate {}` shows what it needs)",
         p.id,
@@ -834,8 +472,6 @@ fn propose_finished_run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every proposal the ledger records, as (id, state, head, title): merged, closed or open as
-/// the ledger last says.
 /// The merge commit the ledger records for proposal `id`, if it merged.
 fn view_merge_commit(ws: &Workspace, id: &str) -> Option<String> {
     use crate::audit::ledger::Event;
@@ -846,6 +482,8 @@ fn view_merge_commit(ws: &Workspace, id: &str) -> Option<String> {
     })
 }
 
+/// Every proposal the ledger records, as (id, state, head, title): merged, closed or open as
+/// the ledger last says.
 fn ledger_proposals(ws: &Workspace) -> anyhow::Result<Vec<(String, String, String, String)>> {
     use crate::audit::ledger::Event;
     let view = ws.view()?;

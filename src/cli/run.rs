@@ -69,44 +69,12 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
         v["proposal"] = serde_json::to_value(&proposed)?;
         json(&v)?;
     } else {
-        let mut t = format!("run {} on branch {}\n", summary.run, summary.branch);
-        if summary.containment == "none" {
-            t.push_str("  WARNING:   workers ran uncontained (`[swarm] containment = \"none\"` in atelier.toml): they could read the gate key and write the repository\n");
-        } else {
-            t.push_str(&format!(
-                "  contained: {} (README: what a worker can and cannot do)\n",
-                summary.containment
-            ));
-        }
-        if let Some(p) = &proposed {
-            t.push_str(&format!(
-                "  proposed:  proposal {} on {} (`atelier gate {}` shows what it needs)\n",
-                p.id, p.branch, p.id
-            ));
-        } else if args.propose {
-            t.push_str("  proposed:  nothing (the run did not succeed entirely)\n");
-        }
-        t.push_str(&format!("  succeeded: {}\n", summary.succeeded.len()));
-        let state = events::read(Path::new(&summary.events))
-            .ok()
-            .map(|r| RunState::of_log(&r));
-        for (k, why) in &summary.failed {
-            t.push_str(&format!("  failed:    {k}: {why}\n"));
-            if let Some(v) = state.as_ref().and_then(|s| s.tasks.get(k)) {
-                t.push_str(&output_lines(&v.last_output, "             "));
-            }
-        }
-        for (k, why) in &summary.blocked {
-            t.push_str(&format!("  blocked:   {k}: {why}\n"));
-        }
-        for k in &summary.skipped {
-            t.push_str(&format!(
-                "  skipped:   {k} (forced past by an operator: the run is not proposed)\n"
-            ));
-        }
-        t.push_str(&format!("events: {}\n", summary.events));
         // Reasons and output lines carry what workers wrote: no escape reaches the terminal.
-        out(&super::printable(&t))?;
+        out(&super::printable(&render_summary(
+            &summary,
+            proposed.as_ref(),
+            args.propose,
+        )))?;
     }
     Ok(if summary.ok() {
         ExitCode::SUCCESS
@@ -115,95 +83,50 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// One line for an event worth showing an operator (`run`'s progress, the cockpit's tail).
-pub(super) fn describe(event: &crate::swarm::events::RunEvent, run: &str) -> Option<String> {
-    describe_raw(event, run).map(|l| super::printable(&l).replace('\n', " "))
-}
-
-fn describe_raw(event: &crate::swarm::events::RunEvent, run: &str) -> Option<String> {
-    use crate::swarm::events::RunEvent as E;
-    match event {
-        E::RunStarted { branch, .. } => Some(format!("run {run}: started on {branch}")),
-        E::RunResumed { .. } => Some(format!("run {}: resumed", run)),
-        E::AttemptStarted {
-            task,
-            attempt,
-            role,
-            ..
-        } => Some(format!(
-            "{task}: attempt {attempt} started{}",
-            role.as_deref()
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
-        )),
-        E::Nudged {
-            task,
-            attempt,
-            silent_secs,
-            ..
-        } => Some(format!(
-            "{task}: attempt {attempt} silent for {silent_secs}s (nudged)"
-        )),
-        E::Restarted {
-            task,
-            attempt,
-            silent_secs,
-            ..
-        } => Some(format!(
-            "{task}: attempt {attempt} silent for {silent_secs}s: restarted"
-        )),
-        E::StepFinished {
-            task,
-            attempt,
-            step,
-            passed,
-            ms,
-            secs,
-        } => Some(format!(
-            "{task}: attempt {attempt} step {step} {} ({:.1}s)",
-            if *passed { "passed" } else { "FAILED" },
-            ms.map_or(*secs as f64, |m| m as f64 / 1000.0)
-        )),
-        E::AttemptFailed {
-            task,
-            attempt,
-            reason,
-            ..
-        } => Some(format!("{task}: attempt {attempt} failed: {reason}")),
-        E::AttemptPassed { task, attempt, .. } => Some(format!("{task}: attempt {attempt} passed")),
-        E::Integrated { task, .. } => Some(format!("{task}: integrated")),
-        E::TaskFailed { task, reason } => Some(format!("{task}: FAILED: {reason}")),
-        E::TaskBlocked { task, by } => Some(format!("{task}: blocked by {by}")),
-        E::Control {
-            action,
-            task,
-            by,
-            applied,
-            detail,
-        } => Some(format!(
-            "control: {by} asked to {action}{}: {}",
-            task.as_deref().map(|t| format!(" {t}")).unwrap_or_default(),
-            if *applied {
-                "applied".to_string()
-            } else {
-                format!("not applied ({detail})")
-            }
-        )),
-        E::RunFinished {
-            succeeded,
-            failed,
-            blocked,
-            skipped,
-        } => Some(format!(
-            "run {run}: finished: {succeeded} succeeded, {failed} failed, {blocked} blocked{}",
-            if *skipped > 0 {
-                format!(", {skipped} skipped")
-            } else {
-                String::new()
-            }
-        )),
-        _ => None,
+/// What `run` prints when it ends: the branch, containment, the proposal (when `--propose`
+/// asked for one), and each task that did not succeed with why.
+fn render_summary(
+    summary: &runtime::RunSummary,
+    proposed: Option<&crate::workflow::Proposed>,
+    propose: bool,
+) -> String {
+    let mut t = format!("run {} on branch {}\n", summary.run, summary.branch);
+    if summary.containment == "none" {
+        t.push_str("  WARNING:   workers ran uncontained (`[swarm] containment = \"none\"` in atelier.toml): they could read the gate key and write the repository\n");
+    } else {
+        t.push_str(&format!(
+            "  contained: {} (README: what a worker can and cannot do)\n",
+            summary.containment
+        ));
     }
+    if let Some(p) = proposed {
+        t.push_str(&format!(
+            "  proposed:  proposal {} on {} (`atelier gate {}` shows what it needs)\n",
+            p.id, p.branch, p.id
+        ));
+    } else if propose {
+        t.push_str("  proposed:  nothing (the run did not succeed entirely)\n");
+    }
+    t.push_str(&format!("  succeeded: {}\n", summary.succeeded.len()));
+    let state = events::read(Path::new(&summary.events))
+        .ok()
+        .map(|r| RunState::of_log(&r));
+    for (k, why) in &summary.failed {
+        t.push_str(&format!("  failed:    {k}: {why}\n"));
+        if let Some(v) = state.as_ref().and_then(|s| s.tasks.get(k)) {
+            t.push_str(&output_lines(&v.last_output, "             "));
+        }
+    }
+    for (k, why) in &summary.blocked {
+        t.push_str(&format!("  blocked:   {k}: {why}\n"));
+    }
+    for k in &summary.skipped {
+        t.push_str(&format!(
+            "  skipped:   {k} (forced past by an operator: the run is not proposed)\n"
+        ));
+    }
+    t.push_str(&format!("events: {}\n", summary.events));
+    t
 }
 
 /// `run`'s progress on stderr: on a terminal a compact view redrawn at each event and each
@@ -237,7 +160,7 @@ impl Live {
         }
         match u {
             runtime::Update::Event(r, st) => {
-                let Some(line) = describe(&r.event, &st.run) else {
+                let Some(line) = super::runs::describe(&r.event, &st.run) else {
                     return;
                 };
                 if self.terminal {
@@ -416,44 +339,13 @@ pub fn control(dir: &Path, args: ControlArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    send_control(&ws, &run, &args.action, args.task.as_deref())?;
+    super::runs::send_control(&ws, &run, &args.action, args.task.as_deref())?;
     out(&format!(
         "asked run {run} to {}{}: its conductor takes it within a second and records it (`atelier status {run}`); a run whose conductor is not running takes it at `atelier run --resume {run}`\n",
         args.action,
         args.task.as_deref().map(|t| format!(" {t}")).unwrap_or_default()
     ))?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Leaves a control for run `run`'s conductor in its `control/` directory, as who is asking
-/// (the repository's `user.email`, else `$USER`).
-pub(super) fn send_control(
-    ws: &Workspace,
-    run: &str,
-    action: &str,
-    task: Option<&str>,
-) -> anyhow::Result<()> {
-    let by = ws
-        .repo
-        .config()
-        .ok()
-        .and_then(|c| c.get_string("user.email").ok())
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "unknown".into());
-    let request = runtime::ControlRequest {
-        action: action.to_string(),
-        task: task.map(str::to_string),
-        by,
-    };
-    let ctl = runtime::run_dir(ws, run).join(runtime::CONTROL_DIR);
-    // Named to sort by when it was asked, and never to collide (the clock read quietly: the
-    // cockpit calls this with its screen up).
-    let stamp = crate::clock::now().map(|(t, _)| t).unwrap_or(0);
-    let mut nonce = [0u8; 6];
-    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
-    let file = ctl.join(format!("{stamp:012}-{}.json", hex::encode(nonce)));
-    crate::fsutil::atomic_write(&file, &serde_json::to_vec(&request)?)?;
-    Ok(())
 }
 
 #[derive(Args, Debug)]
@@ -730,8 +622,28 @@ fn render_stats(s: &stats::Stats) -> String {
         "{} run(s) ({first}..{last}), {attempts} finished attempt(s)\n",
         s.runs.len()
     );
-    t.push_str("\nruns:\n");
-    for r in &s.runs {
+    t.push_str(&render_runs(&s.runs));
+    for (role, r) in &s.roles {
+        t.push_str(&render_role(role, r));
+    }
+    if !s.steps.is_empty() {
+        t.push_str("\nsteps (gauntlet steps; contract checks together as `checks`):\n");
+        for (name, st) in &s.steps {
+            t.push_str(&format!(
+                "  {name}: {} passed, {} failed; time {}\n",
+                st.passed,
+                st.failed,
+                dist_ms(&st.ms)
+            ));
+        }
+    }
+    t
+}
+
+/// `stats`' list of runs, each with the settings it ran with.
+fn render_runs(runs: &[stats::RunInfo]) -> String {
+    let mut t = String::from("\nruns:\n");
+    for r in runs {
         let settings = match &r.settings {
             Some(c) => format!(
                 "nudge_after {}, restart_after {}, attempt_timeout {}, failure_budget {}, max_parallel {}",
@@ -752,66 +664,59 @@ fn render_stats(s: &stats::Stats) -> String {
             r.peak_parallel
         ));
     }
-    for (role, r) in &s.roles {
-        let backends: Vec<&str> = r.backends.iter().map(String::as_str).collect();
+    t
+}
+
+/// `stats` for one role: its tasks and attempts, the attempt-success curve, times, silences,
+/// nudges, restarts and prompt sizes.
+fn render_role(role: &str, r: &stats::RoleStats) -> String {
+    let backends: Vec<&str> = r.backends.iter().map(String::as_str).collect();
+    let mut t = format!(
+        "\nrole {role}{}: {} task(s), {} succeeded, {} failed; {} attempt(s), {} wasted ({})\n",
+        if backends.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", backends.join(", "))
+        },
+        r.tasks,
+        r.succeeded,
+        r.failed,
+        r.attempts,
+        r.wasted_attempts,
+        human_ms(r.wasted_ms)
+    );
+    t.push_str("  attempt  finished  passed  P(pass)  tasks passed by then\n");
+    for p in &r.curve {
         t.push_str(&format!(
-            "\nrole {role}{}: {} task(s), {} succeeded, {} failed; {} attempt(s), {} wasted ({})\n",
-            if backends.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", backends.join(", "))
-            },
-            r.tasks,
-            r.succeeded,
-            r.failed,
-            r.attempts,
-            r.wasted_attempts,
-            human_ms(r.wasted_ms)
+            "  {:>7}  {:>8}  {:>6}  {:>6.0}%  {:>5.0}%\n",
+            p.attempt,
+            p.started,
+            p.passed,
+            p.p_pass * 100.0,
+            p.passed_by * 100.0
         ));
-        t.push_str("  attempt  finished  passed  P(pass)  tasks passed by then\n");
-        for p in &r.curve {
-            t.push_str(&format!(
-                "  {:>7}  {:>8}  {:>6}  {:>6.0}%  {:>5.0}%\n",
-                p.attempt,
-                p.started,
-                p.passed,
-                p.p_pass * 100.0,
-                p.passed_by * 100.0
-            ));
-        }
-        t.push_str(&format!("  attempt time: {}\n", dist_ms(&r.attempt_ms)));
-        t.push_str(&format!("  worker time: {}\n", dist_ms(&r.worker_ms)));
-        let si = &r.silences;
-        t.push_str(&format!(
-            "  silences ended by output: {}\n    of which in attempts that passed: {}\n  ended by a restart: {}\n  ended by the worker's exit: {}\n  ended by the attempt timeout: {}\n",
-            dist_ms(&si.output),
-            dist_ms(&si.output_then_passed),
-            dist_ms(&si.restart),
-            dist_ms(&si.exit),
-            dist_ms(&si.timeout)
-        ));
-        t.push_str(&format!(
-            "  nudges: {}, restarts: {}, silences that reached the nudge threshold: {}\n",
-            r.nudges, r.restarts, si.nudged
-        ));
-        let p = &r.prompt_bytes;
-        if p.count > 0 {
-            t.push_str(&format!(
-                "  prompt size: median {} B, p90 {} B, max {} B\n",
-                p.p50, p.p90, p.max
-            ));
-        }
     }
-    if !s.steps.is_empty() {
-        t.push_str("\nsteps (gauntlet steps; contract checks together as `checks`):\n");
-        for (name, st) in &s.steps {
-            t.push_str(&format!(
-                "  {name}: {} passed, {} failed; time {}\n",
-                st.passed,
-                st.failed,
-                dist_ms(&st.ms)
-            ));
-        }
+    t.push_str(&format!("  attempt time: {}\n", dist_ms(&r.attempt_ms)));
+    t.push_str(&format!("  worker time: {}\n", dist_ms(&r.worker_ms)));
+    let si = &r.silences;
+    t.push_str(&format!(
+        "  silences ended by output: {}\n    of which in attempts that passed: {}\n  ended by a restart: {}\n  ended by the worker's exit: {}\n  ended by the attempt timeout: {}\n",
+        dist_ms(&si.output),
+        dist_ms(&si.output_then_passed),
+        dist_ms(&si.restart),
+        dist_ms(&si.exit),
+        dist_ms(&si.timeout)
+    ));
+    t.push_str(&format!(
+        "  nudges: {}, restarts: {}, silences that reached the nudge threshold: {}\n",
+        r.nudges, r.restarts, si.nudged
+    ));
+    let p = &r.prompt_bytes;
+    if p.count > 0 {
+        t.push_str(&format!(
+            "  prompt size: median {} B, p90 {} B, max {} B\n",
+            p.p50, p.p90, p.max
+        ));
     }
     t
 }

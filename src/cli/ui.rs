@@ -450,6 +450,7 @@ struct ContractMark {
     findings: usize,
 }
 
+/// The run's attempts as the chart draws them, from its events.
 fn attempts(records: &[events::Record]) -> Vec<Bar> {
     let t0 = records
         .first()
@@ -461,13 +462,9 @@ fn attempts(records: &[events::Record]) -> Vec<Bar> {
             .unwrap_or(0.0)
     };
     let mut bars: Vec<Bar> = Vec::new();
-    let find = |bars: &mut Vec<Bar>, task: &str, attempt: u32| -> Option<usize> {
-        bars.iter()
-            .rposition(|b| b.task == task && b.attempt == attempt)
-    };
     for r in records {
-        match &r.event {
-            RunEvent::AttemptStarted { task, attempt, .. } => bars.push(Bar {
+        if let RunEvent::AttemptStarted { task, attempt, .. } = &r.event {
+            bars.push(Bar {
                 task: task.clone(),
                 attempt: *attempt,
                 start: at(r),
@@ -477,76 +474,72 @@ fn attempts(records: &[events::Record]) -> Vec<Bar> {
                 restarted: false,
                 worker_end: None,
                 steps: Vec::new(),
-            }),
-            RunEvent::WorkerExited {
-                task, attempt, ms, ..
-            } => {
-                if let Some(i) = find(&mut bars, task, *attempt) {
-                    bars[i].worker_end =
-                        Some(ms.map_or(at(r), |m| bars[i].start + m as f64 / 1000.0));
-                }
+            });
+        } else if let Some((task, attempt)) = attempt_of(&r.event) {
+            if let Some(i) = bars
+                .iter()
+                .rposition(|b| b.task == task && b.attempt == attempt)
+            {
+                mark(&mut bars[i], &r.event, at(r));
             }
-            RunEvent::StepFinished {
-                task,
-                attempt,
-                step,
-                passed,
-                secs,
-                ms,
-            } => {
-                if let Some(i) = find(&mut bars, task, *attempt) {
-                    let b = &mut bars[i];
-                    // Steps run one after another once the worker has exited.
-                    let start = b
-                        .steps
-                        .last()
-                        .map(|s| s.end)
-                        .or(b.worker_end)
-                        .unwrap_or(b.start);
-                    let took = ms.map_or(*secs as f64, |m| m as f64 / 1000.0);
-                    b.steps.push(StepBar {
-                        name: step.clone(),
-                        start,
-                        end: start + took,
-                        passed: *passed,
-                    });
-                }
-            }
-            RunEvent::Nudged { task, attempt, .. } => {
-                if let Some(i) = find(&mut bars, task, *attempt) {
-                    bars[i].nudges.push(at(r));
-                }
-            }
-            RunEvent::Restarted { task, attempt, .. } => {
-                if let Some(i) = find(&mut bars, task, *attempt) {
-                    bars[i].restarted = true;
-                }
-            }
-            RunEvent::AttemptFailed {
-                task, attempt, ms, ..
-            } => {
-                if let Some(i) = find(&mut bars, task, *attempt) {
-                    // The measured duration, where recorded: event times have whole seconds.
-                    bars[i].end = Some(ms.map_or(at(r), |m| bars[i].start + m as f64 / 1000.0));
-                    bars[i].outcome = if bars[i].restarted {
-                        "restarted"
-                    } else {
-                        "failed"
-                    };
-                }
-            }
-            RunEvent::AttemptPassed {
-                task, attempt, ms, ..
-            } => {
-                if let Some(i) = find(&mut bars, task, *attempt) {
-                    bars[i].end = Some(ms.map_or(at(r), |m| bars[i].start + m as f64 / 1000.0));
-                    bars[i].outcome = "passed";
-                }
-            }
-            _ => {}
         }
     }
     bars
+}
+
+/// The attempt an event that [`mark`]s a bar is about.
+fn attempt_of(event: &RunEvent) -> Option<(&str, u32)> {
+    match event {
+        RunEvent::WorkerExited { task, attempt, .. }
+        | RunEvent::StepFinished { task, attempt, .. }
+        | RunEvent::Nudged { task, attempt, .. }
+        | RunEvent::Restarted { task, attempt, .. }
+        | RunEvent::AttemptFailed { task, attempt, .. }
+        | RunEvent::AttemptPassed { task, attempt, .. } => Some((task, *attempt)),
+        _ => None,
+    }
+}
+
+/// What `event`, recorded `at` seconds from the run's start, adds to its attempt's bar `b`.
+fn mark(b: &mut Bar, event: &RunEvent, at: f64) {
+    // The measured duration, where recorded: event times have whole seconds.
+    let measured = |b: &Bar, ms: &Option<u64>| ms.map_or(at, |m| b.start + m as f64 / 1000.0);
+    match event {
+        RunEvent::WorkerExited { ms, .. } => b.worker_end = Some(measured(b, ms)),
+        RunEvent::StepFinished {
+            step,
+            passed,
+            secs,
+            ms,
+            ..
+        } => {
+            // Steps run one after another once the worker has exited.
+            let start = b
+                .steps
+                .last()
+                .map(|s| s.end)
+                .or(b.worker_end)
+                .unwrap_or(b.start);
+            let took = ms.map_or(*secs as f64, |m| m as f64 / 1000.0);
+            b.steps.push(StepBar {
+                name: step.clone(),
+                start,
+                end: start + took,
+                passed: *passed,
+            });
+        }
+        RunEvent::Nudged { .. } => b.nudges.push(at),
+        RunEvent::Restarted { .. } => b.restarted = true,
+        RunEvent::AttemptFailed { ms, .. } => {
+            b.end = Some(measured(b, ms));
+            b.outcome = if b.restarted { "restarted" } else { "failed" };
+        }
+        RunEvent::AttemptPassed { ms, .. } => {
+            b.end = Some(measured(b, ms));
+            b.outcome = "passed";
+        }
+        _ => {}
+    }
 }
 
 fn colour(outcome: &str) -> &'static str {
@@ -586,27 +579,7 @@ fn gantt_svg(bars: &[Bar], contract: Option<&ContractMark>) -> String {
         left + width + 20.0
     );
     if let Some(c) = contract {
-        let fill = if c.verdict == "approve" {
-            "#2e7d32"
-        } else {
-            "#c62828"
-        };
-        let y = 10.0;
-        s.push_str(&format!(
-            "<text x=\"4\" y=\"{}\" font-size=\"12\">contract validator</text><polygon class=\"contract\" points=\"{l},{y} {r},{m} {l},{b} {ll},{m}\" fill=\"{fill}\"><title>{}: {} ({} finding(s)) before the first attempt</title></polygon><text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>",
-            y + 14.0,
-            escape(&c.validator),
-            escape(&c.verdict),
-            c.findings,
-            left + 12.0,
-            y + 13.0,
-            escape(&c.verdict),
-            l = left,
-            r = left + 8.0,
-            ll = left - 8.0,
-            m = y + 9.0,
-            b = y + 18.0,
-        ));
+        s.push_str(&contract_svg(c, left));
     }
     for (i, t) in tasks.iter().enumerate() {
         let y = top + 10.0 + row * i as f64;
@@ -616,37 +589,7 @@ fn gantt_svg(bars: &[Bar], contract: Option<&ContractMark>) -> String {
             escape(t)
         ));
         for b in bars.iter().filter(|b| b.task == *t) {
-            let end = b.end.unwrap_or(span);
-            s.push_str(&format!(
-                "<rect x=\"{:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"16\" fill=\"{}\"><title>{} attempt {}: {}</title></rect>",
-                x(b.start),
-                (x(end) - x(b.start)).max(3.0),
-                colour(b.outcome),
-                escape(&b.task),
-                b.attempt,
-                b.outcome
-            ));
-            for n in &b.nudges {
-                s.push_str(&format!(
-                    "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{y}\" y2=\"{1}\" stroke=\"#fbc02d\" stroke-width=\"2\"/>",
-                    x(*n),
-                    y + 16.0
-                ));
-            }
-            for st in &b.steps {
-                s.push_str(&format!(
-                    "<rect class=\"step\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"6\" fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.5\"><title>{} attempt {}: {} {} in {:.1} s</title></rect>",
-                    x(st.start),
-                    y + 17.0,
-                    (x(st.end) - x(st.start)).max(2.0),
-                    if st.passed { "#66bb6a" } else { "#e53935" },
-                    escape(&b.task),
-                    b.attempt,
-                    escape(&st.name),
-                    if st.passed { "passed" } else { "failed" },
-                    st.end - st.start
-                ));
-            }
+            s.push_str(&bar_svg(b, y, span, &x));
         }
     }
     s.push_str(&format!(
@@ -655,6 +598,69 @@ fn gantt_svg(bars: &[Bar], contract: Option<&ContractMark>) -> String {
         left + width - 30.0,
         height - 4.0
     ));
+    s
+}
+
+/// The run's contract validator as the chart's first row: a diamond at the time axis's start
+/// (`left`), green when it approved.
+fn contract_svg(c: &ContractMark, left: f64) -> String {
+    let fill = if c.verdict == "approve" {
+        "#2e7d32"
+    } else {
+        "#c62828"
+    };
+    let y = 10.0;
+    format!(
+        "<text x=\"4\" y=\"{}\" font-size=\"12\">contract validator</text><polygon class=\"contract\" points=\"{l},{y} {r},{m} {l},{b} {ll},{m}\" fill=\"{fill}\"><title>{}: {} ({} finding(s)) before the first attempt</title></polygon><text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>",
+        y + 14.0,
+        escape(&c.validator),
+        escape(&c.verdict),
+        c.findings,
+        left + 12.0,
+        y + 13.0,
+        escape(&c.verdict),
+        l = left,
+        r = left + 8.0,
+        ll = left - 8.0,
+        m = y + 9.0,
+        b = y + 18.0,
+    )
+}
+
+/// One attempt's bar at height `y` (`x` maps seconds to the axis; a running attempt reaches
+/// the chart's `span`), with its nudges and, under it, its validators.
+fn bar_svg(b: &Bar, y: f64, span: f64, x: &dyn Fn(f64) -> f64) -> String {
+    let end = b.end.unwrap_or(span);
+    let mut s = format!(
+        "<rect x=\"{:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"16\" fill=\"{}\"><title>{} attempt {}: {}</title></rect>",
+        x(b.start),
+        (x(end) - x(b.start)).max(3.0),
+        colour(b.outcome),
+        escape(&b.task),
+        b.attempt,
+        b.outcome
+    );
+    for n in &b.nudges {
+        s.push_str(&format!(
+            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{y}\" y2=\"{1}\" stroke=\"#fbc02d\" stroke-width=\"2\"/>",
+            x(*n),
+            y + 16.0
+        ));
+    }
+    for st in &b.steps {
+        s.push_str(&format!(
+            "<rect class=\"step\" x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"6\" fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.5\"><title>{} attempt {}: {} {} in {:.1} s</title></rect>",
+            x(st.start),
+            y + 17.0,
+            (x(st.end) - x(st.start)).max(2.0),
+            if st.passed { "#66bb6a" } else { "#e53935" },
+            escape(&b.task),
+            b.attempt,
+            escape(&st.name),
+            if st.passed { "passed" } else { "failed" },
+            st.end - st.start
+        ));
+    }
     s
 }
 
@@ -682,13 +688,80 @@ fn short_ms(ms: u64) -> String {
     }
 }
 
+/// Per role, its non-empty rows of silences: (label, silences).
+type SilenceRows<'a> = Vec<(&'a str, &'a Vec<u64>)>;
+
+/// The silence plot's time axis: logarithmic, from `lo` to `hi` (log10 of milliseconds),
+/// drawn `width` wide from `left`.
+struct LogAxis {
+    lo: f64,
+    hi: f64,
+    left: f64,
+    width: f64,
+}
+
+impl LogAxis {
+    fn x(&self, ms: u64) -> f64 {
+        self.left + ((ms.max(100) as f64).log10() - self.lo) / (self.hi - self.lo) * self.width
+    }
+}
+
 /// The silence distributions from `stats` as SVG: per role, a row per cause with a dot per
 /// silence on a logarithmic time axis and the median marked, and the latest run's nudge and
 /// restart thresholds as dashed lines. Empty when no silence was recorded.
 fn silence_svg(stats: &crate::swarm::stats::Stats) -> String {
-    // Per role, its non-empty rows: (label, silences).
-    type Rows<'a> = Vec<(&'a str, &'a Vec<u64>)>;
-    let roles: Vec<(&String, Rows<'_>)> = stats
+    let roles = silence_rows(stats);
+    if roles.is_empty() {
+        return String::new();
+    }
+    let settings = stats.runs.iter().rev().find_map(|r| r.settings.as_ref());
+    let longest = roles
+        .iter()
+        .flat_map(|(_, rows)| rows.iter().filter_map(|(_, v)| v.last().copied()))
+        .chain(settings.map(|s| s.restart_after_ms))
+        .max()
+        .unwrap_or(1_000);
+    // From 100 ms to a little past the longest silence (or the restart threshold).
+    let (lo, hi) = (100f64.log10(), ((longest.max(1_000) as f64) * 1.5).log10());
+    let (left, width, row, gap) = (300.0, 560.0, 20.0, 18.0);
+    let axis = LogAxis {
+        lo,
+        hi,
+        left,
+        width,
+    };
+    let rows: usize = roles.iter().map(|(_, r)| r.len()).sum();
+    let height = 24.0 + row * rows as f64 + gap * roles.len() as f64 + 24.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"silences by what ended them, per role\">",
+        left + width + 20.0
+    );
+    let bottom = height - 24.0;
+    s.push_str(&silence_ticks(&axis, bottom));
+    if let Some(st) = settings {
+        s.push_str(&silence_thresholds(&axis, bottom, st));
+    }
+    let mut y = 24.0;
+    for (role, rows) in &roles {
+        s.push_str(&format!(
+            "<text x=\"4\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">{}</text>",
+            y + 12.0,
+            escape(role)
+        ));
+        y += gap;
+        for (label, v) in rows {
+            s.push_str(&silence_row(&axis, y, label, v));
+            y += row;
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Each role with the rows of [`SILENCE_ROWS`] it has silences for; roles without any are left
+/// out.
+fn silence_rows(stats: &crate::swarm::stats::Stats) -> Vec<(&String, SilenceRows<'_>)> {
+    stats
         .roles
         .iter()
         .map(|(role, r)| {
@@ -705,29 +778,13 @@ fn silence_svg(stats: &crate::swarm::stats::Stats) -> String {
             (role, rows)
         })
         .filter(|(_, rows)| !rows.is_empty())
-        .collect();
-    if roles.is_empty() {
-        return String::new();
-    }
-    let settings = stats.runs.iter().rev().find_map(|r| r.settings.as_ref());
-    let longest = roles
-        .iter()
-        .flat_map(|(_, rows)| rows.iter().filter_map(|(_, v)| v.last().copied()))
-        .chain(settings.map(|s| s.restart_after_ms))
-        .max()
-        .unwrap_or(1_000);
-    // From 100 ms to a little past the longest silence (or the restart threshold).
-    let (lo, hi) = (100f64.log10(), ((longest.max(1_000) as f64) * 1.5).log10());
-    let (left, width, row, gap) = (300.0, 560.0, 20.0, 18.0);
-    let x = |ms: u64| left + ((ms.max(100) as f64).log10() - lo) / (hi - lo) * width;
-    let rows: usize = roles.iter().map(|(_, r)| r.len()).sum();
-    let height = 24.0 + row * rows as f64 + gap * roles.len() as f64 + 24.0;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"silences by what ended them, per role\">",
-        left + width + 20.0
-    );
-    let bottom = height - 24.0;
-    // Time ticks: 1 s, 10 s, 1 min, 10 min, 1 h where they fall on the axis.
+        .collect()
+}
+
+/// Time ticks down to `bottom`: 0.1 s, 1 s, 10 s, 1 min, 10 min, 1 h where they fall on the
+/// axis.
+fn silence_ticks(axis: &LogAxis, bottom: f64) -> String {
+    let mut s = String::new();
     for (ms, label) in [
         (100u64, "0.1 s"),
         (1_000, "1 s"),
@@ -736,65 +793,66 @@ fn silence_svg(stats: &crate::swarm::stats::Stats) -> String {
         (600_000, "10 min"),
         (3_600_000, "1 h"),
     ] {
-        if (ms as f64).log10() > hi {
+        if (ms as f64).log10() > axis.hi {
             break;
         }
         s.push_str(&format!(
             "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"16\" y2=\"{bottom}\" stroke=\"#e0e0e0\"/><text x=\"{0:.1}\" y=\"{1}\" font-size=\"10\" text-anchor=\"middle\">{label}</text>",
-            x(ms),
+            axis.x(ms),
             bottom + 14.0
         ));
     }
-    if let Some(st) = settings {
-        for (ms, colour, name) in [
-            (st.nudge_after_ms, "#fbc02d", "nudge_after"),
-            (st.restart_after_ms, "#ef6c00", "restart_after"),
-        ] {
-            s.push_str(&format!(
-                "<line class=\"threshold\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"12\" y2=\"{bottom}\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"4 3\"><title>{name} = {ms} ms (the latest run's)</title></line><text x=\"{0:.1}\" y=\"10\" font-size=\"10\" text-anchor=\"middle\">{name}</text>",
-                x(ms)
-            ));
-        }
-    }
-    let mut y = 24.0;
-    for (role, rows) in &roles {
+    s
+}
+
+/// The latest run's nudge and restart thresholds (`st`) as dashed lines down to `bottom`.
+fn silence_thresholds(
+    axis: &LogAxis,
+    bottom: f64,
+    st: &crate::swarm::stats::RunSettings,
+) -> String {
+    let mut s = String::new();
+    for (ms, colour, name) in [
+        (st.nudge_after_ms, "#fbc02d", "nudge_after"),
+        (st.restart_after_ms, "#ef6c00", "restart_after"),
+    ] {
         s.push_str(&format!(
-            "<text x=\"4\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">{}</text>",
-            y + 12.0,
-            escape(role)
+            "<line class=\"threshold\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"12\" y2=\"{bottom}\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"4 3\"><title>{name} = {ms} ms (the latest run's)</title></line><text x=\"{0:.1}\" y=\"10\" font-size=\"10\" text-anchor=\"middle\">{name}</text>",
+            axis.x(ms)
         ));
-        y += gap;
-        for (label, v) in rows {
-            let median = crate::swarm::stats::percentile(v, 50);
-            s.push_str(&format!(
-                "<text x=\"16\" y=\"{}\" font-size=\"11\">{} ({}; median {})</text>",
-                y + 9.0,
-                escape(label),
-                v.len(),
-                short_ms(median)
-            ));
-            let step = v.len().div_ceil(SILENCE_POINTS).max(1);
-            for (i, ms) in v.iter().step_by(step).enumerate() {
-                // A small deterministic spread, so equal silences stay visible as many.
-                let dy = (i % 5) as f64 * 2.0 - 4.0;
-                s.push_str(&format!(
-                    "<circle class=\"silence\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1565c0\" fill-opacity=\"0.45\"><title>{} ms</title></circle>",
-                    x(*ms),
-                    y + 5.0 + dy,
-                    ms
-                ));
-            }
-            s.push_str(&format!(
-                "<line class=\"median\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#000\" stroke-width=\"2\"><title>median {3} ms</title></line>",
-                x(median),
-                y - 3.0,
-                y + 13.0,
-                median
-            ));
-            y += row;
-        }
     }
-    s.push_str("</svg>");
+    s
+}
+
+/// One row at height `y`: its `label` with the count and median, a dot per silence in `v`
+/// (sorted; at most [`SILENCE_POINTS`] drawn), and the median marked.
+fn silence_row(axis: &LogAxis, y: f64, label: &str, v: &[u64]) -> String {
+    let median = crate::swarm::stats::percentile(v, 50);
+    let mut s = format!(
+        "<text x=\"16\" y=\"{}\" font-size=\"11\">{} ({}; median {})</text>",
+        y + 9.0,
+        escape(label),
+        v.len(),
+        short_ms(median)
+    );
+    let step = v.len().div_ceil(SILENCE_POINTS).max(1);
+    for (i, ms) in v.iter().step_by(step).enumerate() {
+        // A small deterministic spread, so equal silences stay visible as many.
+        let dy = (i % 5) as f64 * 2.0 - 4.0;
+        s.push_str(&format!(
+            "<circle class=\"silence\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1565c0\" fill-opacity=\"0.45\"><title>{} ms</title></circle>",
+            axis.x(*ms),
+            y + 5.0 + dy,
+            ms
+        ));
+    }
+    s.push_str(&format!(
+        "<line class=\"median\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#000\" stroke-width=\"2\"><title>median {3} ms</title></line>",
+        axis.x(median),
+        y - 3.0,
+        y + 13.0,
+        median
+    ));
     s
 }
 

@@ -13,6 +13,10 @@
 //! plan), `validator` (the `validator` role's read of the contracts before a run), `scrutiny`
 //! (the scrutiny validator of a finished run) and `usertest` (the user-testing validator).
 //!
+//! The cycle: `cycle` (the sequence from a proposer's change to a proposal awaiting approval,
+//! reported through a [`cycle::Host`] the cli implements) and `propose` (a proposer's result
+//! turned into a proposal).
+//!
 //! Below: `swarm` (plans, events, stats; the conductor for `bench`; the conductor's sandbox
 //! setup for the runners), `agent`, `git`, `config`, `governance`. The conductor itself asks
 //! `validator` (before a run), `scrutiny` (before a run's proposal) and `lessons` (for every
@@ -20,11 +24,13 @@
 
 pub mod bench;
 pub mod builds;
+pub mod cycle;
 pub mod evidence;
 pub mod lessons;
 pub mod lint;
 pub mod metrics;
 pub mod planner;
+pub mod propose;
 pub mod scrutiny;
 pub mod tune;
 pub mod usertest;
