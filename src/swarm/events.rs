@@ -770,7 +770,15 @@ mod tests {
         ],
     };
 
+    /// Every case: a log and the state it folds to.
     fn cases() -> Vec<(&'static str, Vec<RunEvent>, Expect)> {
+        let mut all = early_cases();
+        all.extend(later_cases());
+        all
+    }
+
+    /// Cases of attempts, failures, budgets and resumes in flight.
+    fn early_cases() -> Vec<(&'static str, Vec<RunEvent>, Expect)> {
         use TaskState::*;
         vec![
             ("an empty log: every task pending", vec![], NOTHING),
@@ -858,6 +866,13 @@ mod tests {
                     ..NOTHING
                 },
             ),
+        ]
+    }
+
+    /// Cases of integration, golden paths, finishing and resuming.
+    fn later_cases() -> Vec<(&'static str, Vec<RunEvent>, Expect)> {
+        use TaskState::*;
+        vec![
             (
                 "a passed attempt a crash kept from integration awaits it",
                 vec![started(), attempt(A, 1), passed(A, 1, C1), released(A, 1)],
