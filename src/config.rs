@@ -8,6 +8,70 @@ use thiserror::Error;
 
 pub const FILE: &str = "atelier.toml";
 
+/// A duration as `atelier.toml` writes it (`90s`, `30m`, `12h`, `7d`), checked once when the
+/// file is read: every reader gets seconds, never the text to parse again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    text: String,
+    secs: u64,
+}
+
+impl Span {
+    /// A duration from its text, or why it is not one.
+    pub fn parse(text: &str) -> Result<Span, crate::governance::time::TimeError> {
+        let secs = crate::governance::time::parse_duration(text)?;
+        Ok(Span {
+            text: text.to_string(),
+            secs: secs.max(0) as u64,
+        })
+    }
+
+    /// A whole number of seconds (`90s`).
+    pub fn from_secs(secs: u64) -> Span {
+        Span {
+            text: format!("{secs}s"),
+            secs,
+        }
+    }
+
+    /// A built-in default (a literal known to parse).
+    fn default_of(text: &str) -> Span {
+        Span::parse(text).expect("a built-in default duration parses")
+    }
+
+    pub fn secs(&self) -> u64 {
+        self.secs
+    }
+
+    pub fn duration(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.secs)
+    }
+
+    /// The text as written (`10m`).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for Span {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Span, D::Error> {
+        let text = String::deserialize(d)?;
+        Span::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -54,7 +118,7 @@ pub struct UserTestingConfig {
     pub scenario: Vec<String>,
     /// The longest one command may run.
     #[serde(default = "default_user_testing_timeout")]
-    pub timeout: String,
+    pub timeout: Span,
     /// Variables besides PATH and LANG (HOME is a fresh empty directory): `NAME` passes one
     /// through, `NAME=value` sets it (`~/` in the value is the real HOME's), e.g.
     /// `["RUSTUP_HOME=~/.rustup", "CARGO_HOME=~/.cargo"]` for a rustup toolchain; forge tokens
@@ -71,8 +135,8 @@ pub struct UserTestingConfig {
     pub writable: Vec<std::path::PathBuf>,
 }
 
-fn default_user_testing_timeout() -> String {
-    "30m".into()
+fn default_user_testing_timeout() -> Span {
+    Span::default_of("30m")
 }
 
 /// `[proposers]`: settings of the proposers that need them.
@@ -96,11 +160,11 @@ pub struct LintConfig {
     pub families: Vec<String>,
     /// The longest the fix command may run.
     #[serde(default = "default_lint_timeout")]
-    pub timeout: String,
+    pub timeout: Span,
 }
 
-fn default_lint_timeout() -> String {
-    "30m".into()
+fn default_lint_timeout() -> Span {
+    Span::default_of("30m")
 }
 
 /// How agent reviewers run on this machine (what the panel holds a change to is the policy's
@@ -110,11 +174,11 @@ fn default_lint_timeout() -> String {
 pub struct ReviewConfig {
     /// The longest one agent reviewer's attempt may take (a reviewer is asked at most twice).
     #[serde(default = "default_review_timeout")]
-    pub timeout: String,
+    pub timeout: Span,
 }
 
-fn default_review_timeout() -> String {
-    "10m".into()
+fn default_review_timeout() -> Span {
+    Span::default_of("10m")
 }
 
 impl Default for ReviewConfig {
@@ -208,11 +272,11 @@ pub struct StepConfig {
     /// A shell command, run with `sh -c` in the attempt's worktree.
     pub run: String,
     #[serde(default = "default_step_timeout")]
-    pub timeout: String,
+    pub timeout: Span,
 }
 
-fn default_step_timeout() -> String {
-    "10m".into()
+fn default_step_timeout() -> Span {
+    Span::default_of("10m")
 }
 
 /// Liveness and retries.
@@ -220,14 +284,14 @@ fn default_step_timeout() -> String {
 #[serde(deny_unknown_fields)]
 pub struct ConductorConfig {
     #[serde(default = "default_nudge")]
-    pub nudge_after: String,
+    pub nudge_after: Span,
     #[serde(default = "default_restart")]
-    pub restart_after: String,
+    pub restart_after: Span,
     #[serde(default = "default_budget")]
     pub failure_budget: u32,
     /// The longest one worker may run, silent or not.
     #[serde(default = "default_attempt_timeout")]
-    pub attempt_timeout: String,
+    pub attempt_timeout: Span,
 }
 
 impl Default for ConductorConfig {
@@ -241,17 +305,17 @@ impl Default for ConductorConfig {
     }
 }
 
-fn default_nudge() -> String {
-    "300s".into()
+fn default_nudge() -> Span {
+    Span::default_of("300s")
 }
-fn default_restart() -> String {
-    "600s".into()
+fn default_restart() -> Span {
+    Span::default_of("600s")
 }
 fn default_budget() -> u32 {
     3
 }
-fn default_attempt_timeout() -> String {
-    "60m".into()
+fn default_attempt_timeout() -> Span {
+    Span::default_of("60m")
 }
 
 /// How runs use this machine.
@@ -535,42 +599,9 @@ impl Config {
         if let Some(key) = &config.gate.key {
             check_gate_key(key).map_err(&invalid)?;
         }
-        for (field, v) in [
-            ("conductor.nudge_after", &config.conductor.nudge_after),
-            ("conductor.restart_after", &config.conductor.restart_after),
-            (
-                "conductor.attempt_timeout",
-                &config.conductor.attempt_timeout,
-            ),
-            ("review.timeout", &config.review.timeout),
-            (
-                "validators.user_testing.timeout",
-                &config
-                    .validators
-                    .user_testing
-                    .as_ref()
-                    .map_or_else(default_user_testing_timeout, |u| u.timeout.clone()),
-            ),
-            (
-                "proposers.lint.timeout",
-                &config
-                    .proposers
-                    .lint
-                    .as_ref()
-                    .map_or_else(default_lint_timeout, |l| l.timeout.clone()),
-            ),
-        ] {
-            crate::governance::time::parse_duration(v)
-                .map_err(|e| invalid(format!("{field}: {e}")))?;
-        }
-        for (i, step) in config.gauntlet.steps.iter().enumerate() {
-            crate::governance::time::parse_duration(&step.timeout)
-                .map_err(|e| invalid(format!("gauntlet.steps[{i}].timeout: {e}")))?;
-        }
-        let nudge =
-            crate::governance::time::parse_duration(&config.conductor.nudge_after).unwrap_or(0);
-        let restart =
-            crate::governance::time::parse_duration(&config.conductor.restart_after).unwrap_or(0);
+        // Every duration was checked as it was read (`Span`): a bad one names its line.
+        let nudge = config.conductor.nudge_after.secs();
+        let restart = config.conductor.restart_after.secs();
         if nudge < 1 || restart < nudge {
             return Err(invalid(format!(
                 "conductor: nudge_after must be at least 1s and restart_after at least nudge_after (found {} and {})",
@@ -662,6 +693,30 @@ mod tests {
         let text = format!("[forge]\nrepository = \"local/x\"\n\n{roles}");
         std::fs::write(dir.path().join(FILE), text).expect("write");
         Config::load(dir.path())
+    }
+
+    #[test]
+    fn durations_are_read_once_and_a_bad_one_names_its_line() {
+        let c =
+            load("[conductor]\nnudge_after = \"90s\"\nrestart_after = \"10m\"\n").expect("valid");
+        assert_eq!(c.conductor.nudge_after.secs(), 90);
+        assert_eq!(
+            c.conductor.restart_after.duration(),
+            std::time::Duration::from_secs(600)
+        );
+        assert_eq!(c.conductor.restart_after.to_string(), "10m");
+        assert_eq!(c.review.timeout.secs(), 600, "the default");
+        for bad in ["soon", "-5s", "10"] {
+            let e = load(&format!("[conductor]\nattempt_timeout = \"{bad}\"\n"))
+                .expect_err(bad)
+                .to_string();
+            assert!(
+                e.contains(FILE)
+                    && e.contains("attempt_timeout")
+                    && e.contains("is not a duration"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

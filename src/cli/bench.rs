@@ -97,16 +97,8 @@ fn conductor_of(path: &Path) -> anyhow::Result<ConductorSettings> {
     let only: Only = toml::from_str(&text).map_err(|e| {
         workflow::Error::Input(format!("{}: {}", path.display(), e.to_string().trim_end()))
     })?;
-    let c = &only.conductor;
-    for (field, v) in [
-        ("conductor.nudge_after", &c.nudge_after),
-        ("conductor.restart_after", &c.restart_after),
-        ("conductor.attempt_timeout", &c.attempt_timeout),
-    ] {
-        crate::governance::time::parse_duration(v)
-            .map_err(|e| workflow::Error::Input(format!("{}: {field}: {e}", path.display())))?;
-    }
-    Ok(ConductorSettings::of(c))
+    // Its durations were checked as they were read.
+    Ok(ConductorSettings::of(&only.conductor))
 }
 
 pub fn bench(dir: &Path, cmd: BenchCommand) -> anyhow::Result<ExitCode> {

@@ -998,9 +998,9 @@ mod tests {
             .contains("nothing to replay"));
         // Both sides' settings are compressed alike.
         let c = ConductorSettings {
-            nudge_after: "10m".into(),
-            restart_after: "20m".into(),
-            attempt_timeout: "90m".into(),
+            nudge_after: crate::config::Span::parse("10m").expect("a duration"),
+            restart_after: crate::config::Span::parse("20m").expect("a duration"),
+            attempt_timeout: crate::config::Span::parse("90m").expect("a duration"),
             failure_budget: 3,
         };
         let k = c.scaled(241);

@@ -14,8 +14,8 @@ use serde::Serialize;
 use crate::governance::review::Verdict;
 use crate::governance::time::Timestamp;
 use crate::improve::bench;
-use crate::improve::metrics::ConductorSettings;
 use crate::improve::evidence::{self, Benchmark, Evidence, Validated};
+use crate::improve::metrics::ConductorSettings;
 use crate::workflow::{self, Error, Result, Workspace};
 
 /// What the cycle needs from whoever runs it: somewhere to tell the operator how it goes, and
@@ -612,9 +612,9 @@ mod tests {
 
     fn conductor(restart_after: &str, failure_budget: u32) -> ConductorSettings {
         ConductorSettings {
-            nudge_after: "60s".into(),
-            restart_after: restart_after.into(),
-            attempt_timeout: "10m".into(),
+            nudge_after: crate::config::Span::parse("60s").expect("a duration"),
+            restart_after: crate::config::Span::parse(restart_after).expect("a duration"),
+            attempt_timeout: crate::config::Span::parse("10m").expect("a duration"),
             failure_budget,
         }
     }

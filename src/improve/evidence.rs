@@ -243,8 +243,7 @@ pub fn metric_for(
     base: &ConductorSettings,
     candidate: &ConductorSettings,
 ) -> Option<(String, String)> {
-    let secs = |t: &str| crate::governance::time::parse_duration(t).unwrap_or(0);
-    let (b, c) = (secs(&base.restart_after), secs(&candidate.restart_after));
+    let (b, c) = (base.restart_after.secs(), candidate.restart_after.secs());
     if c > b {
         return Some(("false_kills".into(), format!("restart_after raised from {} to {}: meant to stop killing workers that were about to deliver", base.restart_after, candidate.restart_after)));
     }
@@ -270,8 +269,8 @@ pub fn metric_for(
         return Some(("wasted_attempts".into(), format!("failure_budget lowered from {} to {}: meant to stop retrying tasks that do not pass", base.failure_budget, candidate.failure_budget)));
     }
     let (b, c) = (
-        secs(&base.attempt_timeout),
-        secs(&candidate.attempt_timeout),
+        base.attempt_timeout.secs(),
+        candidate.attempt_timeout.secs(),
     );
     if c != b {
         return Some(if c < b {
@@ -292,7 +291,7 @@ pub fn metric_for(
             )
         });
     }
-    let (b, c) = (secs(&base.nudge_after), secs(&candidate.nudge_after));
+    let (b, c) = (base.nudge_after.secs(), candidate.nudge_after.secs());
     if c != b {
         return Some(if c < b {
             (
@@ -355,9 +354,9 @@ mod tests {
 
     fn conductor(restart: &str, budget: u32) -> ConductorSettings {
         ConductorSettings {
-            nudge_after: "300s".into(),
-            restart_after: restart.into(),
-            attempt_timeout: "60m".into(),
+            nudge_after: crate::config::Span::parse("300s").expect("a duration"),
+            restart_after: crate::config::Span::parse(restart).expect("a duration"),
+            attempt_timeout: crate::config::Span::parse("60m").expect("a duration"),
             failure_budget: budget,
         }
     }

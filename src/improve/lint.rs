@@ -13,7 +13,6 @@ use serde::Serialize;
 use crate::agent::process;
 use crate::config::{Config, LintConfig};
 use crate::git;
-use crate::governance::time::parse_duration;
 use crate::swarm::runtime::sandbox;
 use crate::workflow::error::{Context, Result};
 use crate::workflow::Workspace;
@@ -188,11 +187,10 @@ fn fix_and_check(
     };
     let interrupted =
         || bad("interrupted: every program it started was stopped; nothing proposed".into());
-    let secs = |t: &str| Duration::from_secs(parse_duration(t).unwrap_or(0).max(0) as u64);
     let fix = spawn(
         command[0].clone(),
         command[1..].to_vec(),
-        secs(&lint.timeout),
+        lint.timeout.duration(),
     );
     let o = rt
         .block_on(process::run_or_interrupted(&fix, stop))
@@ -231,7 +229,7 @@ fn fix_and_check(
         let s = spawn(
             "sh".into(),
             vec!["-c".into(), step.run.clone()],
-            secs(&step.timeout),
+            step.timeout.duration(),
         );
         let o = rt
             .block_on(process::run_or_interrupted(&s, stop))

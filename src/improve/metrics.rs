@@ -23,13 +23,15 @@ pub const METRICS: &[&str] = &[
     "failed_tasks",
 ];
 
+use crate::config::Span;
+
 /// The `[conductor]` settings a side of the comparison runs with (the replay benchmark varies
 /// these; the conductor itself is `swarm::runtime`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ConductorSettings {
-    pub nudge_after: String,
-    pub restart_after: String,
-    pub attempt_timeout: String,
+    pub nudge_after: Span,
+    pub restart_after: Span,
+    pub attempt_timeout: Span,
     pub failure_budget: u32,
 }
 
@@ -49,13 +51,7 @@ impl ConductorSettings {
         if scale <= 1 {
             return self.clone();
         }
-        let div = |d: &str| match crate::governance::time::parse_duration(d) {
-            Ok(secs) => {
-                let s = u64::try_from(secs).unwrap_or(0);
-                format!("{}s", ((s + scale / 2) / scale).max(1))
-            }
-            Err(_) => d.to_string(),
-        };
+        let div = |d: &Span| Span::from_secs(((d.secs() + scale / 2) / scale).max(1));
         ConductorSettings {
             nudge_after: div(&self.nudge_after),
             restart_after: div(&self.restart_after),

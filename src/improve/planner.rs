@@ -16,7 +16,6 @@ use serde::Serialize;
 
 use crate::agent::{self, process};
 use crate::git;
-use crate::governance::time::parse_duration;
 use crate::swarm::runtime::sandbox;
 use crate::swarm::stats;
 use crate::workflow::error::{Context, Result};
@@ -173,11 +172,7 @@ pub fn plan(ws: &Workspace, goal: &str, now: i64) -> Result<Planned> {
         )));
     }
     let text = prompt(&template, goal, files, telemetry, roles)?;
-    let timeout = Duration::from_secs(
-        parse_duration(&ws.config.conductor.attempt_timeout)
-            .unwrap_or(0)
-            .max(0) as u64,
-    );
+    let timeout = ws.config.conductor.attempt_timeout.duration();
     let reply = ask(ws, ROLE, &backend, &text, timeout, now, Some(base))?;
     let plan = extract_plan(&reply);
     let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();

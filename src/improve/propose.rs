@@ -381,15 +381,10 @@ fn tip_of(ws: &Workspace) -> Result<(git2::Commit<'_>, git2::Tree<'_>)> {
 
 /// The settings `tune` compares runs by, in seconds.
 fn current_settings(c: &crate::config::ConductorConfig) -> tune::Current {
-    let secs = |t: &str| {
-        crate::governance::time::parse_duration(t)
-            .unwrap_or(0)
-            .max(0) as u64
-    };
     tune::Current {
-        nudge_after: secs(&c.nudge_after),
-        restart_after: secs(&c.restart_after),
-        attempt_timeout: secs(&c.attempt_timeout),
+        nudge_after: c.nudge_after.secs(),
+        restart_after: c.restart_after.secs(),
+        attempt_timeout: c.attempt_timeout.secs(),
         failure_budget: c.failure_budget,
     }
 }

@@ -13,7 +13,6 @@ use super::lint::{branch_config, in_worktree, tail};
 use crate::agent::contain::Sandbox;
 use crate::agent::process;
 use crate::config::UserTestingConfig;
-use crate::governance::time::parse_duration;
 use crate::swarm::runtime::sandbox::{shared_target, Sandboxes};
 use crate::workflow::error::{Context, Result};
 use crate::workflow::Workspace;
@@ -206,7 +205,7 @@ impl Scenario<'_> {
         stop: &mut process::Interrupts,
     ) -> Result<Validated> {
         let u = self.commands;
-        let timeout = Duration::from_secs(parse_duration(&u.timeout).unwrap_or(0).max(1) as u64);
+        let timeout = Duration::from_secs(u.timeout.secs().max(1));
         let mut done = Vec::new();
         for (what, command) in u
             .build

@@ -7,8 +7,6 @@
 //! The prompt is `prompts/validator.j2` as the protected branch holds it, else
 //! [`DEFAULT_TEMPLATE`].
 
-use std::time::Duration;
-
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
@@ -16,7 +14,6 @@ use crate::agent;
 use crate::git;
 use crate::governance::review::answer::{self, Answer};
 use crate::governance::review::{Severity, Verdict};
-use crate::governance::time::parse_duration;
 use crate::workflow::error::Result;
 use crate::workflow::Workspace;
 
@@ -138,11 +135,7 @@ pub fn validate(
     let template = agent::prompt::text_on_branch(repo, &tree, "prompts/validator.j2", ws.branch())?
         .unwrap_or_else(|| DEFAULT_TEMPLATE.to_string());
     let text = prompt(&template, plan_files, goal.unwrap_or(""))?;
-    let timeout = Duration::from_secs(
-        parse_duration(&ws.config.review.timeout)
-            .unwrap_or(0)
-            .max(0) as u64,
-    );
+    let timeout = ws.config.review.timeout.duration();
     // The validator sees the contracts only: no worktree, an empty directory.
     Ok(Some(
         match super::planner::ask(ws, ROLE, &backend, &text, timeout, now, None) {

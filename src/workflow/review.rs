@@ -193,14 +193,13 @@ fn run_agents(
     (jobs, mut outcomes): (Vec<ReviewJob>, Vec<ReviewerOutcome>),
     notes: &mut Vec<String>,
 ) -> Result<()> {
-    let timeout = crate::governance::time::parse_duration(&ws.config.review.timeout)
-        .map_err(|e| Error::input(format!("atelier.toml: review.timeout: {e}")))?;
+    let timeout = ws.config.review.timeout.secs();
     let head = git2::Oid::from_str(&r.head)?;
     outcomes.extend(reviewer::run_reviewers(
         &ws.root,
         head,
         jobs,
-        std::time::Duration::from_secs(timeout.max(1) as u64),
+        std::time::Duration::from_secs(timeout.max(1)),
     ));
     for o in &outcomes {
         if let Some(why) = &o.failure {

@@ -10,7 +10,6 @@ use std::time::Duration;
 use super::sandbox::{shared_target, Sandboxes};
 use crate::agent::contain::Sandbox;
 use crate::config::Config;
-use crate::governance::time::parse_duration;
 
 pub(super) struct Limits {
     pub(super) nudge: Duration,
@@ -32,22 +31,17 @@ pub(super) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// A configured duration (`"90s"`, `"10m"`); 0 for one that does not parse.
-fn secs(text: &str) -> Duration {
-    Duration::from_secs(parse_duration(text).unwrap_or(0).max(0) as u64)
-}
-
 impl Limits {
     pub(super) fn from(config: &Config, root: &Path, sandboxes: Option<Sandboxes>) -> Limits {
         Limits {
-            nudge: secs(&config.conductor.nudge_after),
-            restart: secs(&config.conductor.restart_after),
-            attempt: secs(&config.conductor.attempt_timeout),
+            nudge: config.conductor.nudge_after.duration(),
+            restart: config.conductor.restart_after.duration(),
+            attempt: config.conductor.attempt_timeout.duration(),
             steps: config
                 .gauntlet
                 .steps
                 .iter()
-                .map(|s| (s.name.clone(), s.run.clone(), secs(&s.timeout)))
+                .map(|s| (s.name.clone(), s.run.clone(), s.timeout.duration()))
                 .collect(),
             budget: config.conductor.failure_budget,
             context: config.swarm.context_budget,
