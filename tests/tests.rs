@@ -16,5 +16,6 @@ mod github;
 mod output;
 mod propose;
 mod review_panel;
+mod structure;
 mod swarm_run;
 mod tidy;
