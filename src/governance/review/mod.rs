@@ -552,7 +552,7 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
                 ));
             }
         } else if judges.is_match(&f.path)
-            || crate::governance::policy::stands_for(&judges, &globs, &f.path)
+            || crate::governance::paths::stands_for(&judges, &globs, &f.path)
         {
             out.push(finding(
                 reviewer,
