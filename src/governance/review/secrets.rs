@@ -870,9 +870,9 @@ mod tests {
                 Some(include_str!("secrets.rs")),
             ),
             fc(
-                "src/governance/review/tests_tamper.rs",
+                "src/governance/review/weakened_tests.rs",
                 None,
-                Some(include_str!("tests_tamper.rs")),
+                Some(include_str!("weakened_tests.rs")),
             ),
         ];
         let view = ChangeView {
@@ -881,7 +881,7 @@ mod tests {
             declared: None,
         };
         assert_eq!(check("secrets", &view), []);
-        assert_eq!(super::super::tests_tamper::check("tests-tamper", &view), []);
+        assert_eq!(super::super::weakened_tests::check("tests-tamper", &view), []);
     }
 
     #[test]
