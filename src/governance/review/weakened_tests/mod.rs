@@ -24,7 +24,7 @@ mod not_weakening;
 mod test_fns;
 
 use super::{finding, ChangeView, FileChange, Finding, Severity};
-use assertions::{assertions, depth_change, normalize, numbers, subject, units_minus};
+use assertions::{assertions, depth_change, normalize, numbers, subject, units_minus, Unit};
 use not_weakening::{enclosing, renamed, shape, strengthens, tokens, FileWords, Shape};
 use std::collections::HashMap;
 use test_fns::{target_after, tests_in, Target};
@@ -323,12 +323,15 @@ fn removed_tests(
     }
 }
 
-/// Assertions removed, commented out, or changed.
 /// The most assertions one file's change may remove or rewrite for them to be paired one by one.
 const MAX_REMOVED: usize = 1000;
 /// The most (removed, added) assertion pairs one file's change may have to weigh.
 const MAX_PAIRS: usize = 100_000;
 
+/// Assertions removed, commented out, or changed. The steps: the assertions removed and added
+/// (less those that moved to another file of the change), a bound on how many are paired, those
+/// commented out ([`commented_out`]), then each removed one paired with an added one that
+/// renames it, makes it exact, changes a number or changes what it expects ([`paired`]).
 fn changed_assertions(
     f: &FileChange,
     lang: Lang,
@@ -340,7 +343,7 @@ fn changed_assertions(
     let before = assertions(lang, base);
     let after = assertions(lang, head);
     let mut removed = units_minus(&before, &after);
-    let mut added = units_minus(&after, &before);
+    let added = units_minus(&after, &before);
     // Assertions that moved to another file of the change are not removed.
     let mut elsewhere = moved.assertions.clone();
     for u in &added {
@@ -370,8 +373,14 @@ fn changed_assertions(
         );
         return;
     }
-    // Commented out (a line comment that starts with an assertion; doc comments are prose and
-    // examples, not code put aside).
+    commented_out(f, lang, &mut removed, push);
+    paired(f, lang, base, head, removed, added, push);
+}
+
+/// Assertions commented out: a line comment that starts with an assertion (doc comments are
+/// prose and examples, not code put aside). Each is a finding, and the removed assertion it
+/// matches is accounted for.
+fn commented_out(f: &FileChange, lang: Lang, removed: &mut Vec<Unit>, push: &mut Push) {
     for (line, text) in f.added_lines() {
         let t = text.trim();
         let Some(rest) = t.strip_prefix(lang.comment()) else {
@@ -406,6 +415,20 @@ fn changed_assertions(
             format!("comments out an assertion: {}", shown(t)),
         );
     }
+}
+
+/// Pairs each removed assertion with an added one: a rename or an assertion made exact is no
+/// finding; a changed number, or a changed expectation of the same subject, is one; an
+/// assertion nothing pairs with is removed. Each pair uses up the added assertion.
+fn paired(
+    f: &FileChange,
+    lang: Lang,
+    base: &str,
+    head: &str,
+    removed: Vec<Unit>,
+    mut added: Vec<Unit>,
+    push: &mut Push,
+) {
     // For renames: the file's words, and the function around each added assertion, once.
     let (words, around) = if removed.is_empty() || added.is_empty() {
         (None, HashMap::new())
