@@ -1,0 +1,388 @@
+//! `atelier audit verify` and friends: checks, with nothing but a clone, that every commit on
+//! the protected branch since adoption is a merge the gate allowed under the policy of its
+//! base, and that the ledger is intact (no edit, truncation, reordering or insertion).
+//!
+//! The walk streams: ledger entries are hashed and indexed chunk by chunk, merges are gathered
+//! in batches and their tokens verified on all cores, so memory stays small as history grows.
+
+use git2::{Oid, Repository};
+use serde::Serialize;
+use thiserror::Error;
+
+mod index;
+mod ledger_checks;
+mod merges;
+mod witnesses;
+
+use index::MergedRecord;
+use ledger_checks::{check_ledger, gate_keys, latest_signer};
+use merges::{examine, Outcome, PolicyCache, SLICE};
+use witnesses::witnesses;
+
+use super::ledger::{self, Entry};
+use super::witness;
+use crate::git;
+use crate::governance::policy::{Policy, GATE_KEY_PATH};
+use crate::governance::token::RawToken;
+use crate::governance::{Code, Coded};
+
+/// Why an audit could not run at all (what it found is a [`Finding`], never an error).
+#[derive(Debug, Error)]
+pub enum AuditError {
+    #[error(transparent)]
+    Git(#[from] git::GitError),
+    #[error("git: {0}")]
+    Git2(#[from] git2::Error),
+    #[error(transparent)]
+    Ledger(#[from] ledger::LedgerError),
+    #[error("ledger entry {index} is malformed ({reason}): run `atelier audit verify`")]
+    MalformedEntry { index: usize, reason: String },
+}
+
+impl Coded for AuditError {
+    fn code(&self) -> Option<Code> {
+        match self {
+            AuditError::Ledger(l) => l.code(),
+            AuditError::Git(_) | AuditError::Git2(_) | AuditError::MalformedEntry { .. } => None,
+        }
+    }
+}
+
+impl crate::errors::Classify for AuditError {
+    fn kind(&self) -> crate::errors::Kind {
+        use crate::errors::Kind;
+        match self {
+            AuditError::Ledger(l) => l.kind(),
+            AuditError::Git(g) => g.kind(),
+            AuditError::Git2(_) => Kind::Environment,
+            AuditError::MalformedEntry { .. } => Kind::Input,
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, AuditError>;
+
+/// One problem `audit verify` found.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Finding {
+    pub code: Code,
+    pub commit: Option<String>,
+    pub detail: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct VerifyReport {
+    pub branch: String,
+    pub adoption: Option<String>,
+    pub commits_checked: usize,
+    pub merges_verified: usize,
+    pub signatures_verified: usize,
+    pub ledger_entries: u64,
+    /// The Merkle root of the ledger's entries (hex): with `ledger_entries`, the checkpoint to
+    /// publish or compare out of band.
+    pub ledger_root: Option<String>,
+    pub checkpoints_verified: usize,
+    /// The gate key's history the ledger records: each rotation, each recovery from a lost key
+    /// (shown as such, with the entries the new key signed before its merge recorded it).
+    pub gate_keys: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+fn finding(code: Code, commit: Option<String>, detail: String) -> Finding {
+    Finding {
+        code,
+        commit,
+        detail,
+    }
+}
+
+/// Verifies the history of `branch`. Findings are values; only IO problems are errors.
+pub fn verify(
+    repo: &Repository,
+    repository: &str,
+    branch: &str,
+    jobs: usize,
+) -> Result<VerifyReport> {
+    let mut report = VerifyReport {
+        branch: branch.to_string(),
+        ..VerifyReport::default()
+    };
+    let tip = git::branch_tip(repo, branch)?;
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    let mut line = Vec::new();
+    let mut adopted_at = None;
+    for oid in walk {
+        let oid = oid?;
+        if adopted_at.is_none() {
+            let tree = repo.find_commit(oid)?.tree()?;
+            if crate::governance::policy::adopts::<crate::git::GitError>(&|p| {
+                Ok(git::read_file(repo, &tree, p)?.is_some())
+            })? {
+                adopted_at = Some(oid);
+                line.push(oid);
+            }
+        } else {
+            line.push(oid);
+        }
+    }
+    let Some(adoption) = adopted_at else {
+        report.findings.push(finding(
+            Code::NotAdopted,
+            None,
+            format!(
+                "no commit on {branch} carries both {} and {}: atelier was never adopted here",
+                crate::governance::policy::GOVERNANCE_PATH,
+                crate::governance::policy::GATE_KEY_PATH
+            ),
+        ));
+        // A ledger that records an adoption says otherwise: the branch was rewritten.
+        if let Ok(Some(adopted)) = crate::audit::ledger::adopted_commit(repo) {
+            report.findings.push(finding(
+                Code::AdoptionMismatch,
+                Some(adopted.clone()),
+                format!(
+                    "the ledger records adoption at {adopted}, but no commit on {branch} carries the policy and the gate's public key: the branch was rewritten from before adoption"
+                ),
+            ));
+        }
+        return Ok(report);
+    };
+    report.adoption = Some(adoption.to_string());
+    let keys = gate_keys(repo, &line)?;
+    let ledger = check_ledger(repo, repository, &keys, &mut report)?;
+    if ledger.is_none() && line.len() > 1 {
+        report.findings.push(finding(
+            Code::LedgerMissing,
+            None,
+            format!(
+                "there is no {} in this repository, yet {branch} has {} commit(s) after adoption; fetch it (`git fetch origin {}:{}`) or the history cannot be accounted for",
+                ledger::REF,
+                line.len() - 1,
+                ledger::REF,
+                ledger::REF
+            ),
+        ));
+        // Without the ledger no commit can be judged: nothing is accused of bypassing the gate
+        // on the strength of a record that is merely absent here.
+        return Ok(report);
+    }
+    let mut index = ledger.unwrap_or_default();
+    if let Some(adopted) = &index.adopted {
+        if *adopted != adoption.to_string() {
+            report.findings.push(finding(
+                Code::AdoptionMismatch,
+                Some(adoption.to_string()),
+                format!("the ledger records adoption at {adopted}, but the first commit on {branch} carrying the policy and the gate's public key is {adoption}"),
+            ));
+        }
+    }
+    // A rotation stands only for a recorded merge whose tree publishes that key: anything else
+    // is the gate key's holder naming a successor nobody approved.
+    for (seq, commit, key, _) in &index.rotations {
+        let published = crate::keys::published_gate_key(repo, commit).ok().flatten();
+        let named = crate::keys::parse_public_key(key);
+        if !index.merged.contains_key(commit) || published.is_none() || published != named {
+            report.findings.push(finding(
+                Code::LedgerContradiction,
+                Some(commit.clone()),
+                format!(
+                    "entry {seq} rotates the gate key to {}, but {commit} is not a recorded merge publishing that key in {GATE_KEY_PATH}",
+                    crate::keys::key_fingerprint(key)
+                ),
+            ));
+        }
+    }
+    // A history walk reads each commit, large tree and ledger blob about once: libgit2's object
+    // cache would only grow with the history (about 13 KiB per merge), so those are not cached.
+    // SAFETY: this only sets libgit2's global cache limits; it is called before any handle
+    // below is opened and never concurrently with another libgit2 option call.
+    unsafe {
+        // Small trees (the policy directories every merge reads again) stay cached.
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Tree, 1024);
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Commit, 0);
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Blob, 0);
+    }
+    // Each worker opens its own repository handle (git2 handles are not shared between
+    // threads), takes the next slice of commits, gathers each merge's inputs and runs the gate.
+    witnesses(repo, repository, branch, &mut index, &mut report)?;
+    report.ledger_root = index.roots.last().map(hex::encode);
+    let roots = std::mem::take(&mut index.roots);
+    let commits: Vec<Oid> = line.iter().skip(1).copied().collect();
+    report.commits_checked = commits.len();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let path = repo.path().to_path_buf();
+    let index_ref = &index;
+    let roots_ref = &roots;
+    let keys_ref = &keys[..];
+    let outcomes: Vec<Result<Vec<Outcome>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..jobs.max(1))
+            .map(|_| {
+                let (next, path, commits) = (&next, &path, &commits);
+                s.spawn(move || -> Result<Vec<Outcome>> {
+                    let repo = Repository::open(path)?;
+                    let mut cache = PolicyCache::default();
+                    let mut out = Vec::new();
+                    loop {
+                        let start = next.fetch_add(SLICE, std::sync::atomic::Ordering::Relaxed);
+                        if start >= commits.len() {
+                            return Ok(out);
+                        }
+                        for (i, oid) in commits.iter().enumerate().skip(start).take(SLICE) {
+                            let o = examine(
+                                &repo, &mut cache, index_ref, roots_ref, keys_ref, repository,
+                                branch, *oid,
+                            )?;
+                            out.push(Outcome { seq: i, ..o });
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a verification thread does not panic"))
+            .collect()
+    });
+    let mut all = Vec::new();
+    for o in outcomes {
+        all.extend(o?);
+    }
+    all.sort_by_key(|o| o.seq);
+    for o in all {
+        if let Some(sha) = o.seen {
+            if let Some(rec) = index.merged.get_mut(&sha) {
+                rec.seen_on_branch = true;
+            }
+        }
+        if o.verified {
+            report.merges_verified += 1;
+        }
+        report.signatures_verified += o.signatures;
+        report.findings.extend(o.anchor);
+        report.findings.extend(o.finding);
+    }
+    let mut stray: Vec<(&String, &MergedRecord)> = index
+        .merged
+        .iter()
+        .filter(|(_, r)| !r.seen_on_branch && r.completed)
+        .collect();
+    stray.sort_by_key(|(c, _)| c.as_str());
+    for (c, r) in stray {
+        report.findings.push(finding(
+            Code::MergeNotOnBranch,
+            Some(c.clone()),
+            format!("the ledger records proposal {} merged as {c}, which is not on {branch}'s first-parent history (was the branch rewritten?)", r.proposal),
+        ));
+    }
+    for detail in std::mem::take(&mut index.contradictions) {
+        report
+            .findings
+            .push(finding(Code::LedgerContradiction, None, detail));
+    }
+    for (proposal, pull, code, detail) in std::mem::take(&mut index.alarms) {
+        report.findings.push(finding(
+            Code::AlarmRecorded,
+            None,
+            format!("the gate recorded an alarm for proposal {proposal} (pull request #{pull}): {code}: {detail}"),
+        ));
+    }
+    // A ledger that verified cleanly becomes this machine's floor, pinned to the gate key that
+    // signed its latest checkpoint: a later, shorter one is a rollback.
+    if report.findings.is_empty() {
+        if let (Some(root), Some(adopted)) = (roots.last(), &index.adopted) {
+            witness::remember_identity(
+                repo.workdir().unwrap_or(repo.path()),
+                &ledger::origin(repository),
+                adopted,
+            )?;
+            if let Some(key) = latest_signer(repo, repository, &keys)? {
+                witness::remember(
+                    adopted,
+                    &ledger::origin(repository),
+                    roots.len() as u64,
+                    root,
+                    &key,
+                    &format!("a clean audit verify of {}", repo.path().display()),
+                )?;
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// The ledger's entries, oldest first (for `audit log` and `audit show`).
+pub fn entries(repo: &Repository) -> Result<Vec<Entry>> {
+    let Some(snap) = ledger::read(repo)? else {
+        return Ok(Vec::new());
+    };
+    snap.lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            Entry::parse(l).map_err(|reason| AuditError::MalformedEntry { index: i, reason })
+        })
+        .collect()
+}
+
+/// A token as `audit show` explains it: who signed it, under the policy of the base it names.
+#[derive(Debug, Serialize)]
+pub struct TokenStory {
+    pub seq: u64,
+    pub at: String,
+    pub principal: Option<String>,
+    pub fingerprint: Option<String>,
+    pub decision: Option<String>,
+    pub signature: String,
+    pub token: String,
+}
+
+/// Reads who signed a recorded token (by the allowed_signers of the base the token names).
+pub fn explain_token(repo: &Repository, seq: u64, at: &str, text: &str) -> TokenStory {
+    let mut story = TokenStory {
+        seq,
+        at: at.to_string(),
+        principal: None,
+        fingerprint: None,
+        decision: None,
+        signature: "not a token".into(),
+        token: text.to_string(),
+    };
+    let Some(raw) = RawToken::extract_all(text).into_iter().next() else {
+        return story;
+    };
+    match crate::governance::token::verify(&raw) {
+        Err(e) => story.signature = e.to_string(),
+        Ok(v) => {
+            story.signature = "valid".into();
+            story.fingerprint = Some(v.fingerprint.clone());
+            story.decision = Some(v.payload.decision.as_str().to_string());
+            let principal = Oid::from_str(&v.payload.base)
+                .ok()
+                .and_then(|b| repo.find_commit(b).ok())
+                .and_then(|c| c.tree().ok())
+                .and_then(|t| git::policy_files(repo, &t).ok())
+                .and_then(|f| Policy::load(&f).ok())
+                .and_then(|p| p.signers.find(&v.key).first().map(|e| e.principal.clone()));
+            story.principal = principal;
+        }
+    }
+    story
+}
+
+/// Compares the adoption point found with one the auditor pinned (recorded earlier, out of
+/// band): a history rewritten from its root would otherwise look self-consistent.
+pub fn check_adoption_pin(report: &mut VerifyReport, pinned: &str) {
+    let found = report.adoption.clone().unwrap_or_else(|| "none".into());
+    let matches =
+        found.len() == 40 && pinned.len() >= 7 && found.starts_with(&pinned.to_ascii_lowercase());
+    if !matches {
+        report.findings.push(finding(
+            Code::AdoptionMismatch,
+            report.adoption.clone(),
+            format!("the adoption point is {found}, but --adoption pins {pinned}: the branch was rewritten from before adoption"),
+        ));
+    }
+}
