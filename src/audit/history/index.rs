@@ -71,24 +71,11 @@ pub(super) struct MergedRecord {
     pub(super) aborted: bool,
 }
 
+/// Adds one entry to the index: what it says of its proposal, its tokens, a merge, an abort, an
+/// alarm, a gate key rotation or a merge request.
 pub(super) fn index_entry(index: &mut LedgerIndex, entry: Entry) {
     let at = parse_rfc3339(&entry.at).unwrap_or(i64::MIN);
-    // A merge request stands only until the next event of its proposal (the `merged` that
-    // concludes it): anything else recorded in between means a later merge is not that request.
-    if !matches!(
-        entry.event,
-        Event::MergeRequested { .. }
-            | Event::Merged(_)
-            | Event::MergeStarted(_)
-            | Event::ReviewRecorded { .. }
-            | Event::MetricRegistered { .. }
-            | Event::EvidenceRecorded { .. }
-    ) && !entry.event.is_approvals_only()
-    {
-        if let Some(p) = entry.event.proposal() {
-            index.requested.retain(|k, _| k.0 != p);
-        }
-    }
+    end_requests(index, &entry.event);
     let completed = matches!(entry.event, Event::Merged { .. });
     let seq = entry.seq;
     if let Event::GateKeyRotated {
@@ -168,87 +155,9 @@ pub(super) fn index_entry(index: &mut LedgerIndex, entry: Entry) {
             pull: _,
             token,
             ..
-        } => {
-            for t in RawToken::extract_all(&token) {
-                let payload = crate::governance::token::Payload::parse(&t.payload);
-                // A checkpoint the ledger before this entry extends is no claim against it;
-                // only the others are kept, to be judged once the whole ledger is read (a
-                // signature check each, so an honest ledger costs nothing here).
-                let disputed = payload
-                    .as_ref()
-                    .ok()
-                    .and_then(|p| p.checkpoint.as_ref())
-                    .is_some_and(|cp| {
-                        let ours = match cp.size {
-                            0 => Some(merkle::empty_root()),
-                            n if n <= seq => index.roots.get(n as usize - 1).copied(),
-                            _ => None,
-                        };
-                        ours.map(hex::encode).as_deref() != Some(cp.root.as_str())
-                    });
-                if disputed {
-                    index.claims.push((seq, at, proposal.clone(), t.clone()));
-                }
-                let reject =
-                    payload.is_ok_and(|p| p.decision == crate::governance::token::Verdict::Reject);
-                if reject {
-                    index
-                        .rejections
-                        .entry(proposal.clone())
-                        .or_default()
-                        .push((seq, t));
-                }
-            }
-        }
-        Event::MergeStarted(m) | Event::Merged(m) => {
-            let MergeRecord {
-                proposal,
-                pull,
-                commit,
-                base,
-                head,
-                tree,
-            } = m;
-            // A GitHub merge that concludes a standing request is judged as of the request: its
-            // time, and the rejections recorded before it (the gate concludes only merges its
-            // own account made, so the decision was the request's).
-            let (at, seq) = index
-                .requested
-                .get(&(
-                    proposal.clone(),
-                    pull,
-                    base.clone(),
-                    head.clone(),
-                    tree.clone(),
-                ))
-                .copied()
-                .unwrap_or((at, seq));
-            let rec = index.merged.entry(commit).or_insert(MergedRecord {
-                proposal,
-                pull,
-                at,
-                seq,
-                base,
-                head,
-                tree,
-                seen_on_branch: false,
-                completed: false,
-                aborted: false,
-            });
-            rec.completed |= completed;
-        }
-        Event::MergeAborted { commit, .. } => {
-            if let Some(rec) = index.merged.get_mut(&commit) {
-                if rec.completed {
-                    index.contradictions.push(format!(
-                        "entry {seq} records the merge of proposal {} as {commit} aborted, but an earlier entry records it completed: a completed merge cannot be undone by an entry (was the branch rewound?)",
-                        rec.proposal
-                    ));
-                } else {
-                    rec.aborted = true;
-                }
-            }
-        }
+        } => record_tokens(index, seq, at, &proposal, &token),
+        Event::MergeStarted(m) | Event::Merged(m) => record_merge(index, m, at, seq, completed),
+        Event::MergeAborted { commit, .. } => record_abort(index, seq, &commit),
         Event::Alarm {
             proposal,
             pull,
@@ -268,5 +177,115 @@ pub(super) fn index_entry(index: &mut LedgerIndex, entry: Entry) {
                 .insert((proposal, pull, base, head, tree), (at, seq));
         }
         _ => {}
+    }
+}
+
+/// A merge request stands only until the next event of its proposal (the `merged` that
+/// concludes it): anything else recorded in between means a later merge is not that request.
+fn end_requests(index: &mut LedgerIndex, event: &Event) {
+    if !matches!(
+        event,
+        Event::MergeRequested { .. }
+            | Event::Merged(_)
+            | Event::MergeStarted(_)
+            | Event::ReviewRecorded { .. }
+            | Event::MetricRegistered { .. }
+            | Event::EvidenceRecorded { .. }
+    ) && !event.is_approvals_only()
+    {
+        if let Some(p) = event.proposal() {
+            index.requested.retain(|k, _| k.0 != p);
+        }
+    }
+}
+
+/// The tokens a `token-recorded` entry holds: a rejection is kept for the proposal's merges to
+/// hold against, and a checkpoint the ledger so far does not extend is a claim to judge.
+fn record_tokens(index: &mut LedgerIndex, seq: u64, at: i64, proposal: &str, token: &str) {
+    for t in RawToken::extract_all(token) {
+        let payload = crate::governance::token::Payload::parse(&t.payload);
+        // A checkpoint the ledger before this entry extends is no claim against it;
+        // only the others are kept, to be judged once the whole ledger is read (a
+        // signature check each, so an honest ledger costs nothing here).
+        let disputed = payload
+            .as_ref()
+            .ok()
+            .and_then(|p| p.checkpoint.as_ref())
+            .is_some_and(|cp| {
+                let ours = match cp.size {
+                    0 => Some(merkle::empty_root()),
+                    n if n <= seq => index.roots.get(n as usize - 1).copied(),
+                    _ => None,
+                };
+                ours.map(hex::encode).as_deref() != Some(cp.root.as_str())
+            });
+        if disputed {
+            index
+                .claims
+                .push((seq, at, proposal.to_string(), t.clone()));
+        }
+        let reject = payload.is_ok_and(|p| p.decision == crate::governance::token::Verdict::Reject);
+        if reject {
+            index
+                .rejections
+                .entry(proposal.to_string())
+                .or_default()
+                .push((seq, t));
+        }
+    }
+}
+
+/// A `merge-started` or `merged` entry: the merge it records, judged as of the request it
+/// concludes if one stands.
+fn record_merge(index: &mut LedgerIndex, m: MergeRecord, at: i64, seq: u64, completed: bool) {
+    let MergeRecord {
+        proposal,
+        pull,
+        commit,
+        base,
+        head,
+        tree,
+    } = m;
+    // A GitHub merge that concludes a standing request is judged as of the request: its
+    // time, and the rejections recorded before it (the gate concludes only merges its
+    // own account made, so the decision was the request's).
+    let (at, seq) = index
+        .requested
+        .get(&(
+            proposal.clone(),
+            pull,
+            base.clone(),
+            head.clone(),
+            tree.clone(),
+        ))
+        .copied()
+        .unwrap_or((at, seq));
+    let rec = index.merged.entry(commit).or_insert(MergedRecord {
+        proposal,
+        pull,
+        at,
+        seq,
+        base,
+        head,
+        tree,
+        seen_on_branch: false,
+        completed: false,
+        aborted: false,
+    });
+    rec.completed |= completed;
+}
+
+/// A `merge-aborted` entry: the merge it names did not land, unless one was recorded completed
+/// (a contradiction).
+fn record_abort(index: &mut LedgerIndex, seq: u64, commit: &str) {
+    if let Some(rec) = index.merged.get_mut(commit) {
+        if rec.completed {
+            index.contradictions.push(format!(
+                "entry {seq} records the merge of proposal {} as {commit} aborted, but an earlier entry records it completed: a completed merge cannot be undone by an entry (was the branch rewound?)",
+                rec.proposal
+            ));
+        } else {
+            rec.aborted = true;
+        }
     }
 }

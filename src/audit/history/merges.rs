@@ -8,12 +8,13 @@ use std::sync::Arc;
 use ed25519_dalek::VerifyingKey;
 use git2::{Oid, Repository};
 
-use super::index::LedgerIndex;
+use super::index::{LedgerIndex, MergedRecord, ProposalFacts};
 use super::witnesses::not_a_prefix;
 use super::{finding, Finding, Result};
 use crate::audit::ledger::{self};
 use crate::audit::merkle::{self, Hash};
 use crate::git;
+use crate::governance::decision::Evidence;
 use crate::governance::decision::{self, Change, GateInput};
 use crate::governance::policy::{policy_digest, Policy, PolicyError, GATE_KEY_PATH};
 use crate::governance::token::RawToken;
@@ -98,6 +99,58 @@ pub(super) struct MergeCheck {
 /// Commits a worker takes at a time.
 pub(super) const SLICE: usize = 32;
 
+/// Examines `commits` on `jobs` threads, in slices of [`SLICE`]: each worker opens its own
+/// repository handle (git2 handles are not shared between threads), takes the next slice,
+/// gathers each merge's inputs and runs the gate. The outcomes come back in branch order.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn examine_all(
+    repo: &Repository,
+    repository: &str,
+    branch: &str,
+    index: &LedgerIndex,
+    roots: &[Hash],
+    keys: &[VerifyingKey],
+    commits: &[Oid],
+    jobs: usize,
+) -> Result<Vec<Outcome>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let path = repo.path().to_path_buf();
+    let outcomes: Vec<Result<Vec<Outcome>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..jobs.max(1))
+            .map(|_| {
+                let (next, path) = (&next, &path);
+                s.spawn(move || -> Result<Vec<Outcome>> {
+                    let repo = Repository::open(path)?;
+                    let mut cache = PolicyCache::default();
+                    let mut out = Vec::new();
+                    loop {
+                        let start = next.fetch_add(SLICE, std::sync::atomic::Ordering::Relaxed);
+                        if start >= commits.len() {
+                            return Ok(out);
+                        }
+                        for (i, oid) in commits.iter().enumerate().skip(start).take(SLICE) {
+                            let o = examine(
+                                &repo, &mut cache, index, roots, keys, repository, branch, *oid,
+                            )?;
+                            out.push(Outcome { seq: i, ..o });
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a verification thread does not panic"))
+            .collect()
+    });
+    let mut all = Vec::new();
+    for o in outcomes {
+        all.extend(o?);
+    }
+    all.sort_by_key(|o| o.seq);
+    Ok(all)
+}
+
 /// What examining one commit on the branch found.
 #[derive(Default)]
 pub(super) struct Outcome {
@@ -177,49 +230,14 @@ pub(super) fn examine_merge(
             ..Outcome::default()
         });
     };
-    // A recorded merge that fails a check before the gate is re-run.
-    let refused = |code: Code, detail: String| Outcome {
-        seen: Some(sha.clone()),
-        finding: Some(finding(code, Some(sha.clone()), detail)),
-        ..Outcome::default()
-    };
-    if rec.aborted {
-        return Ok(refused(
-            Code::AbortedMergeLanded,
-            format!(
-                "commit {sha} is on {branch}, but the ledger records its merge of proposal {} as aborted (the gate never let it land): the branch was moved to it by hand",
-                rec.proposal
-            ),
-        ));
-    }
     let facts = index.proposals.get(&rec.proposal);
-    if !facts.is_some_and(|f| f.pulls.contains(&rec.pull)) {
-        return Ok(refused(
-                Code::MergeMismatch,
-                format!(
-                    "the ledger records merge {sha} as proposal {} through pull request {}, but it opened that proposal as pull request(s) [{}]: the forge record was renumbered",
-                    rec.proposal,
-                    rec.pull,
-                    facts
-                        .map(|f| f.pulls.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
-                        .unwrap_or_default()
-                ),
-            ));
-    }
-    let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
-    if parents != [rec.base.clone(), rec.head.clone()] || commit.tree_id().to_string() != rec.tree {
-        return Ok(refused(
-            Code::MergeMismatch,
-            format!(
-                "the ledger records proposal {} as base {} + head {} = tree {}, but commit {sha} has parents [{}] and tree {}",
-                rec.proposal,
-                rec.base,
-                rec.head,
-                rec.tree,
-                parents.join(", "),
-                commit.tree_id()
-            ),
-        ));
+    // A recorded merge that fails a check before the gate is re-run.
+    if let Some((code, detail)) = unlike_record(rec, facts, commit, branch) {
+        return Ok(Outcome {
+            seen: Some(sha.clone()),
+            finding: Some(finding(code, Some(sha), detail)),
+            ..Outcome::default()
+        });
     }
     // The previous merge on the branch is usually this one's base: reuse its tree.
     let base_oid = Oid::from_str(&rec.base)?;
@@ -229,22 +247,7 @@ pub(super) fn examine_merge(
     };
     cache.last_tree = Some((oid, commit.tree_id()));
     let tree = commit.tree()?;
-    let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
-    // Rejections recorded before the merge began, whichever pull request carried them: one
-    // recorded later cannot condemn a completed merge. A merge the ledger never records as
-    // completed (a crash, or a branch moved by hand) is weighed against every rejection.
-    let until = if rec.completed { rec.seq } else { u64::MAX };
-    for (_, r) in index
-        .rejections
-        .get(&rec.proposal)
-        .into_iter()
-        .flatten()
-        .filter(|(at_seq, _)| *at_seq < until)
-    {
-        if !tokens.contains(r) {
-            tokens.push(r.clone());
-        }
-    }
+    let tokens = gate_tokens(commit, index, rec);
     // The panel as the gate saw it: the built-ins re-run at the merge's base, and the verdict
     // recorded last before the merge began.
     let recorded = facts.and_then(|f| {
@@ -280,17 +283,7 @@ pub(super) fn examine_merge(
         new_policy: cache.policy(repo, &tree)?,
         tokens,
         panel,
-        evidence: match facts.and_then(|f| f.registered.filter(|r| *r < rec.seq).map(|_| f)) {
-            None => crate::governance::decision::Evidence::NotACycle,
-            Some(f) => crate::governance::decision::Evidence::Registered {
-                recorded: f
-                    .evidence
-                    .iter()
-                    .rev()
-                    .find(|(at, _)| *at < rec.seq)
-                    .map(|(_, h)| h.clone()),
-            },
-        },
+        evidence: evidence_of(facts, rec),
         now: rec.at,
     };
     let (finding, signatures) = check_merge(&check, roots);
@@ -381,4 +374,95 @@ pub(super) fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, u
         )),
         sigs,
     )
+}
+
+/// Why a recorded merge is not the merge the ledger recorded, if it is not: its merge was
+/// aborted, its pull request is not one the ledger opened the proposal as, or its parents and
+/// tree differ from the record.
+fn unlike_record(
+    rec: &MergedRecord,
+    facts: Option<&ProposalFacts>,
+    commit: &git2::Commit<'_>,
+    branch: &str,
+) -> Option<(Code, String)> {
+    let sha = commit.id();
+    if rec.aborted {
+        return Some((
+            Code::AbortedMergeLanded,
+            format!(
+                "commit {sha} is on {branch}, but the ledger records its merge of proposal {} as aborted (the gate never let it land): the branch was moved to it by hand",
+                rec.proposal
+            ),
+        ));
+    }
+    if !facts.is_some_and(|f| f.pulls.contains(&rec.pull)) {
+        return Some((
+            Code::MergeMismatch,
+            format!(
+                "the ledger records merge {sha} as proposal {} through pull request {}, but it opened that proposal as pull request(s) [{}]: the forge record was renumbered",
+                rec.proposal,
+                rec.pull,
+                facts
+                    .map(|f| f.pulls.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
+    if parents != [rec.base.clone(), rec.head.clone()] || commit.tree_id().to_string() != rec.tree {
+        return Some((
+            Code::MergeMismatch,
+            format!(
+                "the ledger records proposal {} as base {} + head {} = tree {}, but commit {sha} has parents [{}] and tree {}",
+                rec.proposal,
+                rec.base,
+                rec.head,
+                rec.tree,
+                parents.join(", "),
+                commit.tree_id()
+            ),
+        ));
+    }
+    None
+}
+
+/// The tokens the gate weighs for a merge: those its commit carries, and the rejections
+/// recorded for its proposal before the merge began.
+fn gate_tokens(
+    commit: &git2::Commit<'_>,
+    index: &LedgerIndex,
+    rec: &MergedRecord,
+) -> Vec<RawToken> {
+    let mut tokens = RawToken::extract_all(commit.message().unwrap_or(""));
+    // Rejections recorded before the merge began, whichever pull request carried them: one
+    // recorded later cannot condemn a completed merge. A merge the ledger never records as
+    // completed (a crash, or a branch moved by hand) is weighed against every rejection.
+    let until = if rec.completed { rec.seq } else { u64::MAX };
+    for (_, r) in index
+        .rejections
+        .get(&rec.proposal)
+        .into_iter()
+        .flatten()
+        .filter(|(at_seq, _)| *at_seq < until)
+    {
+        if !tokens.contains(r) {
+            tokens.push(r.clone());
+        }
+    }
+    tokens
+}
+
+/// What the ledger held of a cycle proposal's evidence when its merge began.
+fn evidence_of(facts: Option<&ProposalFacts>, rec: &MergedRecord) -> Evidence {
+    match facts.and_then(|f| f.registered.filter(|r| *r < rec.seq).map(|_| f)) {
+        None => Evidence::NotACycle,
+        Some(f) => Evidence::Registered {
+            recorded: f
+                .evidence
+                .iter()
+                .rev()
+                .find(|(at, _)| *at < rec.seq)
+                .map(|(_, h)| h.clone()),
+        },
+    }
 }

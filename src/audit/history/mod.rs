@@ -5,6 +5,7 @@
 //! The walk streams: ledger entries are hashed and indexed chunk by chunk, merges are gathered
 //! in batches and their tokens verified on all cores, so memory stays small as history grows.
 
+use ed25519_dalek::VerifyingKey;
 use git2::{Oid, Repository};
 use serde::Serialize;
 use thiserror::Error;
@@ -14,12 +15,12 @@ mod ledger_checks;
 mod merges;
 mod witnesses;
 
-use index::MergedRecord;
+use index::{LedgerIndex, MergedRecord};
 use ledger_checks::{check_ledger, gate_keys, latest_signer};
-use merges::{examine, Outcome, PolicyCache, SLICE};
 use witnesses::witnesses;
 
 use super::ledger::{self, Entry};
+use super::merkle::Hash;
 use super::witness;
 use crate::git;
 use crate::governance::policy::{Policy, GATE_KEY_PATH};
@@ -97,6 +98,13 @@ fn finding(code: Code, commit: Option<String>, detail: String) -> Finding {
 }
 
 /// Verifies the history of `branch`. Findings are values; only IO problems are errors.
+///
+/// The steps: the first-parent line from the adoption point ([`adoption_line`]); the ledger's
+/// own integrity ([`check_ledger`]); the adoption it records and the gate key rotations
+/// ([`check_rotations`]); the witnesses other than the ledger ([`witnesses`]); every commit
+/// after adoption, on `jobs` threads ([`merges::examine_all`]); what the ledger records that
+/// the branch does not bear out ([`recorded_findings`]); and, when all is clean, this machine's
+/// memory of the ledger ([`remember_clean`]).
 pub fn verify(
     repo: &Repository,
     repository: &str,
@@ -107,47 +115,9 @@ pub fn verify(
         branch: branch.to_string(),
         ..VerifyReport::default()
     };
-    let tip = git::branch_tip(repo, branch)?;
-    let mut walk = repo.revwalk()?;
-    walk.push(tip)?;
-    walk.simplify_first_parent()?;
-    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
-    let mut line = Vec::new();
-    let mut adopted_at = None;
-    for oid in walk {
-        let oid = oid?;
-        if adopted_at.is_none() {
-            let tree = repo.find_commit(oid)?.tree()?;
-            if crate::governance::policy::adopts::<crate::git::GitError>(&|p| {
-                Ok(git::read_file(repo, &tree, p)?.is_some())
-            })? {
-                adopted_at = Some(oid);
-                line.push(oid);
-            }
-        } else {
-            line.push(oid);
-        }
-    }
+    let (line, adopted_at) = adoption_line(repo, branch)?;
     let Some(adoption) = adopted_at else {
-        report.findings.push(finding(
-            Code::NotAdopted,
-            None,
-            format!(
-                "no commit on {branch} carries both {} and {}: atelier was never adopted here",
-                crate::governance::policy::GOVERNANCE_PATH,
-                crate::governance::policy::GATE_KEY_PATH
-            ),
-        ));
-        // A ledger that records an adoption says otherwise: the branch was rewritten.
-        if let Ok(Some(adopted)) = crate::audit::ledger::adopted_commit(repo) {
-            report.findings.push(finding(
-                Code::AdoptionMismatch,
-                Some(adopted.clone()),
-                format!(
-                    "the ledger records adoption at {adopted}, but no commit on {branch} carries the policy and the gate's public key: the branch was rewritten from before adoption"
-                ),
-            ));
-        }
+        not_adopted(repo, branch, &mut report);
         return Ok(report);
     };
     report.adoption = Some(adoption.to_string());
@@ -179,8 +149,100 @@ pub fn verify(
             ));
         }
     }
-    // A rotation stands only for a recorded merge whose tree publishes that key: anything else
-    // is the gate key's holder naming a successor nobody approved.
+    check_rotations(repo, &index, &mut report);
+    // A history walk reads each commit, large tree and ledger blob about once: libgit2's object
+    // cache would only grow with the history (about 13 KiB per merge), so those are not cached.
+    // SAFETY: this only sets libgit2's global cache limits; it is called before any handle
+    // below is opened and never concurrently with another libgit2 option call.
+    unsafe {
+        // Small trees (the policy directories every merge reads again) stay cached.
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Tree, 1024);
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Commit, 0);
+        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Blob, 0);
+    }
+    witnesses(repo, repository, branch, &mut index, &mut report)?;
+    report.ledger_root = index.roots.last().map(hex::encode);
+    let roots = std::mem::take(&mut index.roots);
+    let commits: Vec<Oid> = line.iter().skip(1).copied().collect();
+    report.commits_checked = commits.len();
+    let outcomes = merges::examine_all(
+        repo, repository, branch, &index, &roots, &keys, &commits, jobs,
+    )?;
+    for o in outcomes {
+        if let Some(sha) = o.seen {
+            if let Some(rec) = index.merged.get_mut(&sha) {
+                rec.seen_on_branch = true;
+            }
+        }
+        if o.verified {
+            report.merges_verified += 1;
+        }
+        report.signatures_verified += o.signatures;
+        report.findings.extend(o.anchor);
+        report.findings.extend(o.finding);
+    }
+    recorded_findings(&mut index, branch, &mut report);
+    // A ledger that verified cleanly becomes this machine's floor, pinned to the gate key that
+    // signed its latest checkpoint: a later, shorter one is a rollback.
+    if report.findings.is_empty() {
+        remember_clean(repo, repository, &roots, &index, &keys)?;
+    }
+    Ok(report)
+}
+
+/// The branch's first-parent line from its first commit that adopts Atelier (carries the
+/// policy and the gate's public key) on, oldest first, and that commit.
+fn adoption_line(repo: &Repository, branch: &str) -> Result<(Vec<Oid>, Option<Oid>)> {
+    let tip = git::branch_tip(repo, branch)?;
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.simplify_first_parent()?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    let mut line = Vec::new();
+    let mut adopted_at = None;
+    for oid in walk {
+        let oid = oid?;
+        if adopted_at.is_none() {
+            let tree = repo.find_commit(oid)?.tree()?;
+            if crate::governance::policy::adopts::<crate::git::GitError>(&|p| {
+                Ok(git::read_file(repo, &tree, p)?.is_some())
+            })? {
+                adopted_at = Some(oid);
+                line.push(oid);
+            }
+        } else {
+            line.push(oid);
+        }
+    }
+    Ok((line, adopted_at))
+}
+
+/// The findings for a branch no commit of which adopts Atelier.
+fn not_adopted(repo: &Repository, branch: &str, report: &mut VerifyReport) {
+    report.findings.push(finding(
+        Code::NotAdopted,
+        None,
+        format!(
+            "no commit on {branch} carries both {} and {}: atelier was never adopted here",
+            crate::governance::policy::GOVERNANCE_PATH,
+            crate::governance::policy::GATE_KEY_PATH
+        ),
+    ));
+    // A ledger that records an adoption says otherwise: the branch was rewritten.
+    if let Ok(Some(adopted)) = crate::audit::ledger::adopted_commit(repo) {
+        report.findings.push(finding(
+            Code::AdoptionMismatch,
+            Some(adopted.clone()),
+            format!(
+                "the ledger records adoption at {adopted}, but no commit on {branch} carries the policy and the gate's public key: the branch was rewritten from before adoption"
+            ),
+        ));
+    }
+}
+
+/// A rotation stands only for a recorded merge whose tree publishes that key: anything else is
+/// the gate key's holder naming a successor nobody approved.
+fn check_rotations(repo: &Repository, index: &LedgerIndex, report: &mut VerifyReport) {
     for (seq, commit, key, _) in &index.rotations {
         let published = crate::keys::published_gate_key(repo, commit).ok().flatten();
         let named = crate::keys::parse_public_key(key);
@@ -195,75 +257,11 @@ pub fn verify(
             ));
         }
     }
-    // A history walk reads each commit, large tree and ledger blob about once: libgit2's object
-    // cache would only grow with the history (about 13 KiB per merge), so those are not cached.
-    // SAFETY: this only sets libgit2's global cache limits; it is called before any handle
-    // below is opened and never concurrently with another libgit2 option call.
-    unsafe {
-        // Small trees (the policy directories every merge reads again) stay cached.
-        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Tree, 1024);
-        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Commit, 0);
-        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Blob, 0);
-    }
-    // Each worker opens its own repository handle (git2 handles are not shared between
-    // threads), takes the next slice of commits, gathers each merge's inputs and runs the gate.
-    witnesses(repo, repository, branch, &mut index, &mut report)?;
-    report.ledger_root = index.roots.last().map(hex::encode);
-    let roots = std::mem::take(&mut index.roots);
-    let commits: Vec<Oid> = line.iter().skip(1).copied().collect();
-    report.commits_checked = commits.len();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let path = repo.path().to_path_buf();
-    let index_ref = &index;
-    let roots_ref = &roots;
-    let keys_ref = &keys[..];
-    let outcomes: Vec<Result<Vec<Outcome>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..jobs.max(1))
-            .map(|_| {
-                let (next, path, commits) = (&next, &path, &commits);
-                s.spawn(move || -> Result<Vec<Outcome>> {
-                    let repo = Repository::open(path)?;
-                    let mut cache = PolicyCache::default();
-                    let mut out = Vec::new();
-                    loop {
-                        let start = next.fetch_add(SLICE, std::sync::atomic::Ordering::Relaxed);
-                        if start >= commits.len() {
-                            return Ok(out);
-                        }
-                        for (i, oid) in commits.iter().enumerate().skip(start).take(SLICE) {
-                            let o = examine(
-                                &repo, &mut cache, index_ref, roots_ref, keys_ref, repository,
-                                branch, *oid,
-                            )?;
-                            out.push(Outcome { seq: i, ..o });
-                        }
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a verification thread does not panic"))
-            .collect()
-    });
-    let mut all = Vec::new();
-    for o in outcomes {
-        all.extend(o?);
-    }
-    all.sort_by_key(|o| o.seq);
-    for o in all {
-        if let Some(sha) = o.seen {
-            if let Some(rec) = index.merged.get_mut(&sha) {
-                rec.seen_on_branch = true;
-            }
-        }
-        if o.verified {
-            report.merges_verified += 1;
-        }
-        report.signatures_verified += o.signatures;
-        report.findings.extend(o.anchor);
-        report.findings.extend(o.finding);
-    }
+}
+
+/// What the ledger records that the branch does not bear out: completed merges not on the
+/// branch, contradictions between entries, and the alarms the gate recorded.
+fn recorded_findings(index: &mut LedgerIndex, branch: &str, report: &mut VerifyReport) {
     let mut stray: Vec<(&String, &MergedRecord)> = index
         .merged
         .iter()
@@ -289,28 +287,36 @@ pub fn verify(
             format!("the gate recorded an alarm for proposal {proposal} (pull request #{pull}): {code}: {detail}"),
         ));
     }
-    // A ledger that verified cleanly becomes this machine's floor, pinned to the gate key that
-    // signed its latest checkpoint: a later, shorter one is a rollback.
-    if report.findings.is_empty() {
-        if let (Some(root), Some(adopted)) = (roots.last(), &index.adopted) {
-            witness::remember_identity(
-                repo.workdir().unwrap_or(repo.path()),
-                &ledger::origin(repository),
-                adopted,
-            )?;
-            if let Some(key) = latest_signer(repo, repository, &keys)? {
-                witness::remember(
-                    adopted,
-                    &ledger::origin(repository),
-                    roots.len() as u64,
-                    root,
-                    &key,
-                    &format!("a clean audit verify of {}", repo.path().display()),
-                )?;
-            }
-        }
+}
+
+/// After a clean verify: this clone's identity, and the ledger as this machine's floor, pinned
+/// to the gate key that signed its latest checkpoint.
+fn remember_clean(
+    repo: &Repository,
+    repository: &str,
+    roots: &[Hash],
+    index: &LedgerIndex,
+    keys: &[VerifyingKey],
+) -> Result<()> {
+    let (Some(root), Some(adopted)) = (roots.last(), &index.adopted) else {
+        return Ok(());
+    };
+    witness::remember_identity(
+        repo.workdir().unwrap_or(repo.path()),
+        &ledger::origin(repository),
+        adopted,
+    )?;
+    if let Some(key) = latest_signer(repo, repository, keys)? {
+        witness::remember(
+            adopted,
+            &ledger::origin(repository),
+            roots.len() as u64,
+            root,
+            &key,
+            &format!("a clean audit verify of {}", repo.path().display()),
+        )?;
     }
-    Ok(report)
+    Ok(())
 }
 
 /// The ledger's entries, oldest first (for `audit log` and `audit show`).
