@@ -97,7 +97,36 @@ fn finding(code: Code, commit: Option<String>, detail: String) -> Finding {
     }
 }
 
-/// Verifies the history of `branch`. Findings are values; only IO problems are errors.
+/// Limits libgit2's object cache the way a history walk wants it, for the whole process. A
+/// walk reads each commit, large tree and ledger blob about once: libgit2's object cache would
+/// only grow with the history (about 13 KiB per merge), so commits and blobs are not cached,
+/// and trees only when small (the policy directories every merge reads again). Only memory
+/// and speed depend on it, never a result. Later calls do nothing.
+///
+/// # Safety
+///
+/// libgit2 keeps these limits in C globals that every thread reads, without synchronisation,
+/// whenever it caches an object, from any repository handle. So the first call must come
+/// before the process starts any thread that could use libgit2: the binary calls it first
+/// thing in `cli::main`, the `audit_verify` bench first thing in its `main`. ([`verify`] used
+/// to set them itself, but `atelier ui` runs it from concurrent request handlers.)
+pub unsafe fn limit_object_cache() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the caller guarantees no other thread uses libgit2 yet (see above), and
+        // `Once` makes this the only write: a later call, from any thread, returns without
+        // touching the globals.
+        unsafe {
+            let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Tree, 1024);
+            let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Commit, 0);
+            let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Blob, 0);
+        }
+    });
+}
+
+/// Verifies the history of `branch`. Findings are values; only IO problems are errors. Safe to
+/// run on several threads at once (it changes no process-wide setting; see
+/// [`limit_object_cache`]).
 ///
 /// The steps: the first-parent line from the adoption point ([`adoption_line`]); the ledger's
 /// own integrity ([`check_ledger`]); the adoption it records and the gate key rotations
@@ -150,16 +179,6 @@ pub fn verify(
         }
     }
     check_rotations(repo, &index, &mut report);
-    // A history walk reads each commit, large tree and ledger blob about once: libgit2's object
-    // cache would only grow with the history (about 13 KiB per merge), so those are not cached.
-    // SAFETY: this only sets libgit2's global cache limits; it is called before any handle
-    // below is opened and never concurrently with another libgit2 option call.
-    unsafe {
-        // Small trees (the policy directories every merge reads again) stay cached.
-        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Tree, 1024);
-        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Commit, 0);
-        let _ = git2::opts::set_cache_object_limit(git2::ObjectType::Blob, 0);
-    }
     witnesses(repo, repository, branch, &mut index, &mut report)?;
     report.ledger_root = index.roots.last().map(hex::encode);
     let roots = std::mem::take(&mut index.roots);
@@ -390,5 +409,148 @@ pub fn check_adoption_pin(report: &mut VerifyReport, pinned: &str) {
             report.adoption.clone(),
             format!("the adoption point is {found}, but --adoption pins {pinned}: the branch was rewritten from before adoption"),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Commits `files` on `main` on top of its tip.
+    fn commit(repo: &Repository, files: &[(&str, &str)], message: &str) -> Oid {
+        let parent = repo
+            .find_reference("refs/heads/main")
+            .ok()
+            .map(|r| r.peel_to_commit().expect("main is a commit"));
+        let mut index = git2::Index::new().expect("an index");
+        if let Some(p) = &parent {
+            index
+                .read_tree(&p.tree().expect("a tree"))
+                .expect("read the tree");
+        }
+        for (path, text) in files {
+            let blob = repo.blob(text.as_bytes()).expect("a blob");
+            let mut entry = git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode: 0o100644,
+                uid: 0,
+                gid: 0,
+                file_size: text.len() as u32,
+                id: blob,
+                flags: 0,
+                flags_extended: 0,
+                path: path.as_bytes().to_vec(),
+            };
+            entry.flags = (path.len() as u16) & 0xfff;
+            index.add(&entry).expect("add to the index");
+        }
+        let tree = repo
+            .find_tree(index.write_tree_to(repo).expect("write the tree"))
+            .expect("the tree");
+        let sig = git2::Signature::new("A", "a@example.com", &git2::Time::new(1_700_000_000, 0))
+            .expect("a signature");
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        repo.commit(
+            Some("refs/heads/main"),
+            &sig,
+            &sig,
+            message,
+            &tree,
+            &parents,
+        )
+        .expect("a commit")
+    }
+
+    /// A branch adopted, then 40 commits the ledger does not record, and a ledger whose one
+    /// checkpoint does not verify: every part of `verify` runs, on both of its worker threads.
+    fn history() -> (tempfile::TempDir, Repository) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let repo = Repository::init(dir.path()).expect("a repository");
+        commit(&repo, &[("README", "before adoption\n")], "start");
+        commit(
+            &repo,
+            &[
+                (crate::governance::policy::GOVERNANCE_PATH, "# policy\n"),
+                (GATE_KEY_PATH, "not a key\n"),
+            ],
+            "adopt",
+        );
+        for i in 0..40 {
+            commit(
+                &repo,
+                &[("src/f", &format!("{i}\n"))],
+                &format!("change {i}"),
+            );
+        }
+        write_ledger(&repo);
+        (dir, repo)
+    }
+
+    /// A ledger of no entries whose checkpoint is not a checkpoint.
+    fn write_ledger(repo: &Repository) {
+        let empty = repo.blob(b"").expect("a blob");
+        let mut entries = repo.treebuilder(None).expect("a tree builder");
+        entries
+            .insert("0000", empty, 0o100644)
+            .expect("an entries chunk");
+        let entries = entries.write().expect("the entries tree");
+        let note = repo.blob(b"not a checkpoint\n").expect("a blob");
+        let mut top = repo.treebuilder(None).expect("a tree builder");
+        top.insert("entries", entries, 0o040000).expect("entries");
+        top.insert("checkpoint", note, 0o100644)
+            .expect("checkpoint");
+        let tree = repo
+            .find_tree(top.write().expect("the ledger tree"))
+            .expect("the ledger tree");
+        let sig = git2::Signature::new("A", "a@example.com", &git2::Time::new(1_700_000_000, 0))
+            .expect("a signature");
+        repo.commit(Some(ledger::REF), &sig, &sig, "ledger", &tree, &[])
+            .expect("the ledger commit");
+    }
+
+    fn summary(r: &VerifyReport) -> (usize, Vec<(Code, Option<String>)>) {
+        (
+            r.commits_checked,
+            r.findings
+                .iter()
+                .map(|f| (f.code, f.commit.clone()))
+                .collect(),
+        )
+    }
+
+    /// `atelier ui` runs `verify` from concurrent request handlers: two at once, each with two
+    /// workers, give the same report as one alone (and `verify` sets no process-wide option
+    /// for them to race on).
+    #[test]
+    fn verifies_run_concurrently_give_the_same_report_as_one_alone() {
+        let (dir, repo) = history();
+        let alone = verify(&repo, "o/r", "main", 2).expect("a report");
+        let (checked, findings) = summary(&alone);
+        assert_eq!(checked, 40);
+        assert_eq!(findings.len(), 41, "{findings:?}");
+        assert_eq!(findings[0], (Code::LedgerSignature, None));
+        assert!(findings[1..]
+            .iter()
+            .all(|(c, sha)| *c == Code::UnledgeredCommit && sha.is_some()));
+        let together: Vec<VerifyReport> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        let repo = Repository::open(dir.path()).expect("the repository");
+                        verify(&repo, "o/r", "main", 2).expect("a report")
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a verify does not panic"))
+                .collect()
+        });
+        for r in &together {
+            assert_eq!(summary(r), summary(&alone));
+        }
     }
 }
