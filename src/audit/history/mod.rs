@@ -4,6 +4,12 @@
 //!
 //! The walk streams: ledger entries are hashed and indexed chunk by chunk, merges are gathered
 //! in batches and their tokens verified on all cores, so memory stays small as history grows.
+//!
+//! Here: the audit's errors, findings and report, [`verify`] in its steps, and what `audit log`
+//! and `audit show` read. The ledger's entries are indexed in `index`; the ledger's own
+//! integrity (sequence, time, every checkpoint under the gate key in force) is checked in
+//! `ledger_checks`; the witnesses other than the ledger in `witnesses`; each commit after
+//! adoption is examined, and the gate re-run, in `merges`.
 
 use ed25519_dalek::VerifyingKey;
 use git2::{Oid, Repository};

@@ -1,4 +1,5 @@
-//! `tests-tamper`: a change that weakens the tests that judge it. Every finding blocks.
+//! The `tests-tamper` built-in reviewer: a change that weakens the tests that judge it. Every
+//! finding blocks.
 //!
 //! Heuristics on the text at base and head, per language (Rust, Python, JavaScript/TypeScript)
 //! and for the CI scripts:
@@ -18,6 +19,10 @@
 //! - a CI script that no longer runs the tests.
 //!
 //! Adding tests or assertions is never a finding.
+//!
+//! Here: [`check`] and its rules, with the language and text helpers they share. The test
+//! functions a file declares are found in `test_fns`, its assertions in `assertions`, and the
+//! changes to an assertion that do not weaken it are recognised in `not_weakening`.
 
 mod assertions;
 mod not_weakening;
