@@ -313,6 +313,9 @@ fn peak_memory(dir: &Path, n: usize, jobs: usize) -> Result<Vec<f64>> {
 }
 
 fn main() -> Result<()> {
+    // As in the binary: libgit2's object cache limited for the walk, before any thread exists.
+    // SAFETY: the first thing the bench does, on its only thread.
+    unsafe { history::limit_object_cache() };
     // `audit verify` remembers the ledger it verified (the clone as a witness): keep that memory
     // beside the generated repositories, not in the user's state directory.
     if std::env::var_os("XDG_STATE_HOME").is_none() {

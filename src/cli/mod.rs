@@ -381,6 +381,8 @@ fn migrate_gate_key(dir: &std::path::Path) {
 }
 
 pub fn main() -> ExitCode {
+    // SAFETY: the first thing the process does, on its only thread: no thread uses libgit2 yet.
+    unsafe { crate::audit::history::limit_object_cache() };
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -171,8 +171,14 @@ type Counted = (String, String, Verdict);
 /// Why a token does not count: code, principal (if known), fingerprint (if it verified), detail.
 type NotCounted = (Code, Option<String>, Option<String>, String);
 
+/// Why a check failed: the code and the detail (the caller adds the principal and fingerprint).
+type Failed = (Code, String);
+
 /// Checks one token against the change and the base policy; returns the counting principal or
-/// the code and detail of the first failed check.
+/// the code and detail of the first failed check. The checks, in order: the signature; the key
+/// (listed, under one principal, [`admitting_line`]); the change it binds ([`binds_the_change`]);
+/// its lifetime ([`within_lifetime`]); the ledger it saw ([`saw_this_ledger`]); who signed
+/// ([`may_count`]); and a nonce not presented twice.
 fn judge_one(
     raw: &RawToken,
     input: &GateInput<'_>,
@@ -181,7 +187,7 @@ fn judge_one(
 ) -> Result<Counted, NotCounted> {
     let verified = token::verify(raw).map_err(|e| (e.code(), None, None, e.to_string()))?;
     let fp = verified.fingerprint.clone();
-    let fail = |code: Code, principal: Option<&str>, detail: String| {
+    let at = |principal: Option<&str>, (code, detail): Failed| -> NotCounted {
         (
             code,
             principal.map(str::to_string),
@@ -190,19 +196,48 @@ fn judge_one(
         )
     };
     let p = &verified.payload;
-    let c = input.change;
+    let (entries, listed) = listed_key(policy, &verified).map_err(|e| at(None, e))?;
+    let entry = admitting_line(policy, &entries, &fp, input.now)
+        .map_err(|e| at(Some(listed.as_str()), e))?;
+    // The principal comes from the line that admitted the key.
+    let principal_lc = entry.principal.to_ascii_lowercase();
+    let principal = principal_lc.as_str();
+    let pr = Some(principal);
+    binds_the_change(input.change, p).map_err(|e| at(pr, e))?;
+    within_lifetime(p, policy, input.now).map_err(|e| at(pr, e))?;
+    saw_this_ledger(p, input.ledger_roots).map_err(|e| at(pr, e))?;
+    may_count(input.change, policy, principal).map_err(|e| at(pr, e))?;
+    // The same signer presenting the same nonce twice is one token; another signer's token
+    // with a copied nonce is a different token and is judged on its own.
+    if !seen.insert((fp.clone(), p.nonce.clone())) {
+        return Err(at(
+            pr,
+            (
+                Code::DuplicateToken,
+                format!("this key already presented a token with nonce {}", p.nonce),
+            ),
+        ));
+    }
+    Ok((principal.to_string(), fp, p.decision))
+}
+
+/// The key's lines in allowed_signers and the one principal they name (lowercased): not the
+/// gate's own key, listed, and under one principal only.
+fn listed_key<'p>(
+    policy: &'p Policy,
+    verified: &token::VerifiedToken,
+) -> Result<(Vec<&'p SignerEntry>, String), Failed> {
+    let fp = &verified.fingerprint;
     if policy.gate_key.as_ref() == Some(&verified.key) {
-        return Err(fail(
+        return Err((
             Code::GateKeySigner,
-            None,
             "signed with the gate's own key, which never counts".into(),
         ));
     }
     let entries = policy.signers.find(&verified.key);
     let Some(first) = entries.first() else {
-        return Err(fail(
+        return Err((
             Code::UnknownSigner,
-            None,
             format!("key {fp} is not in policies/allowed_signers at the base commit"),
         ));
     };
@@ -213,89 +248,95 @@ fn judge_one(
         .any(|e| !e.principal.eq_ignore_ascii_case(&first.principal))
     {
         let all: Vec<&str> = entries.iter().map(|e| e.principal.as_str()).collect();
-        return Err(fail(
+        return Err((
             Code::AmbiguousSigner,
-            None,
             format!("key {fp} is listed for several principals ({}); list a key under one principal only", all.join(", ")),
         ));
     }
     // Principals compare case-insensitively (they are e-mail addresses in practice).
     let listed = first.principal.to_ascii_lowercase();
-    let pr = Some(listed.as_str());
+    Ok((entries, listed))
+}
+
+/// The allowed_signers line that admits the key now: one that allows the namespace, for a key
+/// not revoked, valid at `now`.
+fn admitting_line<'e>(
+    policy: &Policy,
+    entries: &[&'e SignerEntry],
+    fp: &str,
+    now: Timestamp,
+) -> Result<&'e SignerEntry, Failed> {
     // Each line is judged whole, as ssh-keygen does: one line must both allow the namespace and
     // be valid now. Namespace and validity satisfied by two different lines do not count.
-    let in_namespace: Vec<_> = entries
+    let in_namespace: Vec<&SignerEntry> = entries
         .iter()
+        .copied()
         .filter(|e| e.allows_namespace(token::NAMESPACE))
         .collect();
     if in_namespace.is_empty() {
-        return Err(fail(
+        return Err((
             Code::SignerNamespace,
-            pr,
             format!(
                 "allowed_signers {} restrict{} this key to other namespaces than `{}`; add \
                  `{}` to the namespaces=\"...\" of the key's line",
-                line_list(&entries),
+                line_list(entries),
                 if entries.len() == 1 { "s" } else { "" },
                 token::NAMESPACE,
                 token::NAMESPACE
             ),
         ));
     }
-    if let Some(rev) = policy.is_revoked(&fp) {
-        return Err(fail(
+    if let Some(rev) = policy.is_revoked(fp) {
+        return Err((
             Code::KeyRevoked,
-            pr,
             format!(
                 "key {fp} is revoked in policies/governance.toml ({})",
                 rev.reason.as_deref().unwrap_or("no reason given")
             ),
         ));
     }
-    let Some(entry) = in_namespace
+    if let Some(entry) = in_namespace.iter().find(|e| e.validity_at(now).is_none()) {
+        return Ok(entry);
+    }
+    let why: Vec<String> = in_namespace
         .iter()
-        .find(|e| e.validity_at(input.now).is_none())
-    else {
-        let why: Vec<String> = in_namespace
-            .iter()
-            .map(|e| {
-                format!(
-                    "line {}: {}",
-                    e.line,
-                    e.validity_at(input.now).unwrap_or_default()
-                )
-            })
-            .collect();
-        let others = entries.len() - in_namespace.len();
-        let others = if others == 0 {
-            String::new()
-        } else {
+        .map(|e| {
             format!(
-                "; the key's other line(s) ({}) allow only other namespaces, and a line counts \
-                 only as a whole, as in ssh-keygen",
-                line_numbers(
-                    entries
-                        .iter()
-                        .copied()
-                        .filter(|e| !e.allows_namespace(token::NAMESPACE))
-                )
+                "line {}: {}",
+                e.line,
+                e.validity_at(now).unwrap_or_default()
             )
-        };
-        return Err(fail(
-            Code::KeyOutsideValidity,
-            pr,
-            format!(
-                "no allowed_signers line for this key allows `{}` at the gate's clock {}: {}{others}",
-                token::NAMESPACE,
-                format_rfc3339(input.now),
-                why.join("; ")
-            ),
-        ));
+        })
+        .collect();
+    let others = entries.len() - in_namespace.len();
+    let others = if others == 0 {
+        String::new()
+    } else {
+        format!(
+            "; the key's other line(s) ({}) allow only other namespaces, and a line counts \
+             only as a whole, as in ssh-keygen",
+            line_numbers(
+                entries
+                    .iter()
+                    .copied()
+                    .filter(|e| !e.allows_namespace(token::NAMESPACE))
+            )
+        )
     };
-    // The principal comes from the line that admitted the key.
-    let principal_lc = entry.principal.to_ascii_lowercase();
-    let principal = principal_lc.as_str();
-    let pr = Some(principal);
+    Err((
+        Code::KeyOutsideValidity,
+        format!(
+            "no allowed_signers line for this key allows `{}` at the gate's clock {}: {}{others}",
+            token::NAMESPACE,
+            format_rfc3339(now),
+            why.join("; ")
+        ),
+    ))
+}
+
+/// The token names this change: its repository, proposal and head; an approval also its pull
+/// request, base, merge tree and policy.
+fn binds_the_change(c: &Change, p: &token::Payload) -> Result<(), Failed> {
     let bind = |code: Code, field: &str, expected: &str, found: &str| {
         if expected == found {
             Ok(())
@@ -312,9 +353,8 @@ fn judge_one(
                 ),
                 _ => String::new(),
             };
-            Err(fail(
+            Err((
                 code,
-                pr,
                 format!("{field}: expected {expected}, found {found}{again}"),
             ))
         }
@@ -352,10 +392,15 @@ fn judge_one(
             &p.policy,
         )?;
     }
+    Ok(())
+}
+
+/// The token's lifetime is within the policy's bound, and `now` (give or take the clock skew)
+/// falls inside it.
+fn within_lifetime(p: &token::Payload, policy: &Policy, now: Timestamp) -> Result<(), Failed> {
     if p.expires <= p.issued || p.expires - p.issued > policy.max_lifetime {
-        return Err(fail(
+        return Err((
             Code::TokenLifetime,
-            pr,
             format!(
                 "lifetime: expected at most {}s, found {}s (issued {}, expires {})",
                 policy.max_lifetime,
@@ -365,50 +410,57 @@ fn judge_one(
             ),
         ));
     }
-    if p.issued > input.now.saturating_add(policy.clock_skew) {
-        return Err(fail(
+    if p.issued > now.saturating_add(policy.clock_skew) {
+        return Err((
             Code::TokenNotYetValid,
-            pr,
             format!(
                 "issued: expected at or before {}, found {}",
-                format_rfc3339(input.now.saturating_add(policy.clock_skew)),
+                format_rfc3339(now.saturating_add(policy.clock_skew)),
                 format_rfc3339(p.issued)
             ),
         ));
     }
-    if input.now >= p.expires {
-        return Err(fail(
+    if now >= p.expires {
+        return Err((
             Code::TokenExpired,
-            pr,
             format!(
                 "expires: expected after {}, found {}",
-                format_rfc3339(input.now),
+                format_rfc3339(now),
                 format_rfc3339(p.expires)
             ),
         ));
     }
-    if let Some(cp) = &p.checkpoint {
-        let ours = input.ledger_roots.get(&cp.size);
-        if ours != Some(&cp.root) {
-            return Err(fail(
-                Code::CheckpointMismatch,
-                pr,
-                format!(
-                    "ledger root at size {}: expected {}, found {} (the approver saw a different ledger)",
-                    cp.size,
-                    ours.map_or("none (the ledger is shorter)", String::as_str),
-                    cp.root
-                ),
-            ));
-        }
+    Ok(())
+}
+
+/// The ledger checkpoint the approver saw, if the token names one, is this ledger's at that size.
+fn saw_this_ledger(p: &token::Payload, ledger_roots: &BTreeMap<u64, String>) -> Result<(), Failed> {
+    let Some(cp) = &p.checkpoint else {
+        return Ok(());
+    };
+    let ours = ledger_roots.get(&cp.size);
+    if ours == Some(&cp.root) {
+        return Ok(());
     }
+    Err((
+        Code::CheckpointMismatch,
+        format!(
+            "ledger root at size {}: expected {}, found {} (the approver saw a different ledger)",
+            cp.size,
+            ours.map_or("none (the ledger is shorter)", String::as_str),
+            cp.root
+        ),
+    ))
+}
+
+/// The signer is neither the change's proposer nor a bot.
+fn may_count(c: &Change, policy: &Policy, principal: &str) -> Result<(), Failed> {
     if c.proposer
         .as_deref()
         .is_some_and(|p| p.eq_ignore_ascii_case(principal))
     {
-        return Err(fail(
+        return Err((
             Code::ProposerSigner,
-            pr,
             format!("{principal} proposed this change; the proposer's approval never counts"),
         ));
     }
@@ -417,22 +469,12 @@ fn judge_one(
         .iter()
         .any(|b| b.eq_ignore_ascii_case(principal))
     {
-        return Err(fail(
+        return Err((
             Code::BotSigner,
-            pr,
             format!("{principal} is listed under `bots` and never counts"),
         ));
     }
-    // The same signer presenting the same nonce twice is one token; another signer's token
-    // with a copied nonce is a different token and is judged on its own.
-    if !seen.insert((fp.clone(), p.nonce.clone())) {
-        return Err(fail(
-            Code::DuplicateToken,
-            pr,
-            format!("this key already presented a token with nonce {}", p.nonce),
-        ));
-    }
-    Ok((principal.to_string(), fp, p.decision))
+    Ok(())
 }
 
 /// `line 3` or `lines 1, 3`, for messages about a key's allowed_signers lines.
@@ -594,7 +636,11 @@ fn witness_requirement(input: &GateInput<'_>, policy: &Policy) -> Requirement {
     )
 }
 
-/// Every requirement for the change, met or not.
+/// Every requirement for the change, met or not, in the order they are shown: the proposal is
+/// open, the policy at base parses, head merges, the ledger extends what approvers saw, no veto,
+/// the changed paths ([`path_requirements`]), each touched rule's quorum, the policy a
+/// constitutional change installs ([`new_policy_requirements`]), the review panel
+/// ([`review_requirements`]) and a cycle proposal's evidence ([`evidence_requirement`]).
 pub fn requirements(
     input: &GateInput<'_>,
 ) -> (
@@ -605,17 +651,7 @@ pub fn requirements(
     ReviewReport,
 ) {
     let c = input.change;
-    let mut out = vec![req(
-        Code::NotOpen,
-        c.open,
-        "the proposal is open".into(),
-        "open".into(),
-        if c.open {
-            "open".into()
-        } else {
-            "closed or merged".into()
-        },
-    )];
+    let mut out = vec![open_requirement(c)];
     let policy = match input.base_policy {
         Ok(p) => {
             out.push(req(
@@ -645,92 +681,12 @@ pub fn requirements(
             return (out, Vec::new(), Vec::new(), Vec::new(), report);
         }
     };
-    out.push(match &c.merge_tree {
-        Ok(t) => req(
-            Code::MergeConflict,
-            true,
-            "head merges into base cleanly".into(),
-            "a merge tree".into(),
-            t.clone(),
-        ),
-        Err(why) => req(
-            Code::MergeConflict,
-            false,
-            "head merges into base cleanly".into(),
-            "a merge tree".into(),
-            why.clone(),
-        ),
-    });
+    out.push(merge_requirement(c));
     let mut judged = judge(input, policy);
     out.push(witness_requirement(input, policy));
-    // A rejection vetoes only from a principal whose approval would count for a rule the change
-    // touches (someone listed for docs alone cannot block a change to the code).
-    let touched = policy.touched(&c.changed_paths);
-    judged
-        .vetoes
-        .retain(|p| touched.iter().any(|r| r.counts(p)));
-    out.push(req(
-        Code::Vetoed,
-        judged.vetoes.is_empty(),
-        "no eligible principal rejected the change".into(),
-        "no reject tokens".into(),
-        if judged.vetoes.is_empty() {
-            "none".into()
-        } else {
-            judged.vetoes.iter().cloned().collect::<Vec<_>>().join(", ")
-        },
-    ));
+    out.push(veto_requirement(c, policy, &mut judged.vetoes));
     if c.merge_tree.is_ok() {
-        out.push(req(
-            Code::EmptyChange,
-            !c.changed_paths.is_empty(),
-            "the change changes something".into(),
-            "at least one changed path".into(),
-            format!("{} changed path(s)", c.changed_paths.len()),
-        ));
-        let uncovered: Vec<&str> = c
-            .changed_paths
-            .iter()
-            // Covered by a glob that matches the path itself: a file standing for a folder a
-            // rule names needs that rule (`touched`), and is uncovered unless a rule matches it.
-            .filter(|p| {
-                !std::iter::once(&policy.constitution)
-                    .chain(policy.rules.iter())
-                    .any(|r| r.matches_exactly(p))
-            })
-            .map(String::as_str)
-            .collect();
-        let reserved: Vec<&str> = c
-            .changed_paths
-            .iter()
-            .map(String::as_str)
-            .filter(|p| super::policy::is_reserved(p))
-            .collect();
-        out.push(req(
-            Code::ReservedPath,
-            reserved.is_empty(),
-            format!(
-                "nothing under `{}/` changes (each clone's private gate state)",
-                super::policy::RESERVED_DIR
-            ),
-            format!("no path under `{}/`", super::policy::RESERVED_DIR),
-            if reserved.is_empty() {
-                "none".into()
-            } else {
-                reserved.join(", ")
-            },
-        ));
-        out.push(req(
-            Code::NoRule,
-            uncovered.is_empty(),
-            "every changed path is covered by a quorum rule (uncovered paths fail closed)".into(),
-            "a rule for every path".into(),
-            if uncovered.is_empty() {
-                "all covered".into()
-            } else {
-                format!("no rule covers {}", uncovered.join(", "))
-            },
-        ));
+        out.extend(path_requirements(c, policy));
     }
     let constitutional = !policy.constitution.matched(&c.changed_paths).is_empty();
     for rule in policy.touched(&c.changed_paths) {
@@ -748,67 +704,10 @@ pub fn requirements(
         ));
     }
     if constitutional {
-        match input.new_policy {
-            Err(e) => out.push(req(
-                Code::NewPolicyInvalid,
-                false,
-                "the policy this change installs parses (it would halt all later merges)".into(),
-                "valid".into(),
-                e.to_string(),
-            )),
-            Ok(new) => {
-                out.push(req(
-                    Code::NewPolicyInvalid,
-                    true,
-                    "the policy this change installs parses".into(),
-                    "valid".into(),
-                    "valid".into(),
-                ));
-                // Approvers counted under the base policy whose key the new policy still lists
-                // under the same principal, unrevoked and not a bot: a change can only narrow
-                // who counts, never widen it.
-                let still: BTreeSet<String> = judged
-                    .reports
-                    .iter()
-                    .filter(|r| r.counted && r.decision == Some(Verdict::Approve))
-                    .filter_map(|r| Some((r.principal.clone()?, r.fingerprint.clone()?)))
-                    .filter(|(p, f)| new.is_revoked(f).is_none() && new.lists(f, p, input.now))
-                    .map(|(p, _)| p)
-                    .filter(|p| !new.bots.iter().any(|b| b.eq_ignore_ascii_case(p)))
-                    .collect();
-                for rule in new.touched(&c.changed_paths) {
-                    out.push(rule_requirement(
-                        Code::NewPolicyQuorum,
-                        "new policy",
-                        rule,
-                        &still,
-                        &c.changed_paths,
-                    ));
-                }
-            }
-        }
+        out.extend(new_policy_requirements(input, &judged.reports));
     }
     let report = review_requirements(input, policy, &judged.approvers, &mut out);
-    if let Evidence::Registered { recorded } = input.evidence {
-        out.push(req(
-            Code::EvidenceMissing,
-            recorded.as_ref().is_some_and(|(h, b)| *h == c.head && *b == c.base),
-            "a cycle proposal merges only as the change its evidence was recorded for".into(),
-            "the head `atelier cycle` recorded evidence for".into(),
-            match recorded {
-                Some((h, _)) if *h != c.head => format!(
-                    "evidence recorded for head {h}, but the head is {} (changed after it was measured: run the cycle again)",
-                    c.head
-                ),
-                Some((_, b)) if *b != c.base => format!(
-                    "evidence measured against base {b}, but the base is now {} (the protected branch moved since: run the cycle again)",
-                    c.base
-                ),
-                Some((h, b)) => format!("head {h} on base {b}"),
-                None => "a registered metric and no evidence (the cycle did not finish: run it again)".into(),
-            },
-        ));
-    }
+    out.extend(evidence_requirement(input));
     (
         out,
         judged.reports,
@@ -816,6 +715,187 @@ pub fn requirements(
         judged.vetoes.into_iter().collect(),
         report,
     )
+}
+
+fn open_requirement(c: &Change) -> Requirement {
+    req(
+        Code::NotOpen,
+        c.open,
+        "the proposal is open".into(),
+        "open".into(),
+        if c.open {
+            "open".into()
+        } else {
+            "closed or merged".into()
+        },
+    )
+}
+
+fn merge_requirement(c: &Change) -> Requirement {
+    match &c.merge_tree {
+        Ok(t) => req(
+            Code::MergeConflict,
+            true,
+            "head merges into base cleanly".into(),
+            "a merge tree".into(),
+            t.clone(),
+        ),
+        Err(why) => req(
+            Code::MergeConflict,
+            false,
+            "head merges into base cleanly".into(),
+            "a merge tree".into(),
+            why.clone(),
+        ),
+    }
+}
+
+/// No eligible principal rejected the change. A rejection vetoes only from a principal whose
+/// approval would count for a rule the change touches (someone listed for docs alone cannot
+/// block a change to the code): `vetoes` keeps only those.
+fn veto_requirement(c: &Change, policy: &Policy, vetoes: &mut BTreeSet<String>) -> Requirement {
+    let touched = policy.touched(&c.changed_paths);
+    vetoes.retain(|p| touched.iter().any(|r| r.counts(p)));
+    req(
+        Code::Vetoed,
+        vetoes.is_empty(),
+        "no eligible principal rejected the change".into(),
+        "no reject tokens".into(),
+        if vetoes.is_empty() {
+            "none".into()
+        } else {
+            vetoes.iter().cloned().collect::<Vec<_>>().join(", ")
+        },
+    )
+}
+
+/// For a change that merges: it changes something, nothing under the reserved directory, and
+/// every changed path is covered by a rule.
+fn path_requirements(c: &Change, policy: &Policy) -> [Requirement; 3] {
+    let uncovered: Vec<&str> = c
+        .changed_paths
+        .iter()
+        // Covered by a glob that matches the path itself: a file standing for a folder a
+        // rule names needs that rule (`touched`), and is uncovered unless a rule matches it.
+        .filter(|p| {
+            !std::iter::once(&policy.constitution)
+                .chain(policy.rules.iter())
+                .any(|r| r.matches_exactly(p))
+        })
+        .map(String::as_str)
+        .collect();
+    let reserved: Vec<&str> = c
+        .changed_paths
+        .iter()
+        .map(String::as_str)
+        .filter(|p| super::policy::is_reserved(p))
+        .collect();
+    [
+        req(
+            Code::EmptyChange,
+            !c.changed_paths.is_empty(),
+            "the change changes something".into(),
+            "at least one changed path".into(),
+            format!("{} changed path(s)", c.changed_paths.len()),
+        ),
+        req(
+            Code::ReservedPath,
+            reserved.is_empty(),
+            format!(
+                "nothing under `{}/` changes (each clone's private gate state)",
+                super::policy::RESERVED_DIR
+            ),
+            format!("no path under `{}/`", super::policy::RESERVED_DIR),
+            if reserved.is_empty() {
+                "none".into()
+            } else {
+                reserved.join(", ")
+            },
+        ),
+        req(
+            Code::NoRule,
+            uncovered.is_empty(),
+            "every changed path is covered by a quorum rule (uncovered paths fail closed)".into(),
+            "a rule for every path".into(),
+            if uncovered.is_empty() {
+                "all covered".into()
+            } else {
+                format!("no rule covers {}", uncovered.join(", "))
+            },
+        ),
+    ]
+}
+
+/// For a constitutional change: the policy it installs parses, and each rule of it the change
+/// touches has its quorum among the approvers that policy still counts.
+fn new_policy_requirements(input: &GateInput<'_>, reports: &[TokenReport]) -> Vec<Requirement> {
+    let c = input.change;
+    let new = match input.new_policy {
+        Err(e) => {
+            return vec![req(
+                Code::NewPolicyInvalid,
+                false,
+                "the policy this change installs parses (it would halt all later merges)".into(),
+                "valid".into(),
+                e.to_string(),
+            )]
+        }
+        Ok(new) => new,
+    };
+    let mut out = vec![req(
+        Code::NewPolicyInvalid,
+        true,
+        "the policy this change installs parses".into(),
+        "valid".into(),
+        "valid".into(),
+    )];
+    // Approvers counted under the base policy whose key the new policy still lists under the
+    // same principal, unrevoked and not a bot: a change can only narrow who counts, never
+    // widen it.
+    let still: BTreeSet<String> = reports
+        .iter()
+        .filter(|r| r.counted && r.decision == Some(Verdict::Approve))
+        .filter_map(|r| Some((r.principal.clone()?, r.fingerprint.clone()?)))
+        .filter(|(p, f)| new.is_revoked(f).is_none() && new.lists(f, p, input.now))
+        .map(|(p, _)| p)
+        .filter(|p| !new.bots.iter().any(|b| b.eq_ignore_ascii_case(p)))
+        .collect();
+    for rule in new.touched(&c.changed_paths) {
+        out.push(rule_requirement(
+            Code::NewPolicyQuorum,
+            "new policy",
+            rule,
+            &still,
+            &c.changed_paths,
+        ));
+    }
+    out
+}
+
+/// For a cycle proposal: it merges only as the change its evidence was recorded for.
+fn evidence_requirement(input: &GateInput<'_>) -> Option<Requirement> {
+    let c = input.change;
+    let Evidence::Registered { recorded } = input.evidence else {
+        return None;
+    };
+    Some(req(
+        Code::EvidenceMissing,
+        recorded.as_ref().is_some_and(|(h, b)| *h == c.head && *b == c.base),
+        "a cycle proposal merges only as the change its evidence was recorded for".into(),
+        "the head `atelier cycle` recorded evidence for".into(),
+        match recorded {
+            Some((h, _)) if *h != c.head => format!(
+                "evidence recorded for head {h}, but the head is {} (changed after it was measured: run the cycle again)",
+                c.head
+            ),
+            Some((_, b)) if *b != c.base => format!(
+                "evidence measured against base {b}, but the base is now {} (the protected branch moved since: run the cycle again)",
+                c.base
+            ),
+            Some((h, b)) => format!("head {h} on base {b}"),
+            None => "a registered metric and no evidence (the cycle did not finish: run it again)".into(),
+        },
+    ))
 }
 
 /// The review panel's requirements: its definitions at base can be read, a current recorded

@@ -12,6 +12,7 @@ use ssh_key::public::KeyData;
 use thiserror::Error;
 
 use super::allowed_signers::{self, AllowedSigners};
+pub use super::paths::stands_for;
 use super::time::parse_duration;
 
 pub const GOVERNANCE_PATH: &str = "policies/governance.toml";
@@ -207,19 +208,6 @@ impl Rule {
             .as_ref()
             .is_none_or(|a| a.iter().any(|x| x.eq_ignore_ascii_case(principal)))
     }
-}
-
-/// Whether a file at `path` could stand for a folder the globs name (a symlink or a submodule
-/// at `.ci` is the `.ci/` folder on a checkout): a glob matches a path beneath it, or spells
-/// one out (compared without regard to ASCII case, erring on the side of matching).
-pub fn stands_for(set: &GlobSet, globs: &[String], path: &str) -> bool {
-    let dir = format!("{path}/");
-    set.is_match(format!("{dir}x"))
-        || globs.iter().any(|g| {
-            g.len() > dir.len()
-                && g.get(..dir.len())
-                    .is_some_and(|p| p.eq_ignore_ascii_case(&dir))
-        })
 }
 
 /// A revoked key, by its `SHA256:…` fingerprint.

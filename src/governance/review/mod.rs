@@ -10,7 +10,7 @@
 
 pub mod answer;
 pub mod secrets;
-pub mod tests_tamper;
+pub mod weakened_tests;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
@@ -456,7 +456,7 @@ pub fn run_builtins(defs: &[ReviewerDef], change: &ChangeView) -> Vec<Finding> {
         let name = def.name.as_str();
         let mut found = match b {
             Builtin::JudgeTamper => judge_tamper(name, &view, &def.judges),
-            Builtin::TestsTamper => tests_tamper::check(name, &view),
+            Builtin::TestsTamper => weakened_tests::check(name, &view),
             Builtin::Secrets => secrets::check(name, &view),
             Builtin::Scope => scope(name, &view),
             Builtin::Deps => deps(name, &view),
@@ -552,7 +552,7 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
                 ));
             }
         } else if judges.is_match(&f.path)
-            || crate::governance::policy::stands_for(&judges, &globs, &f.path)
+            || crate::governance::paths::stands_for(&judges, &globs, &f.path)
         {
             out.push(finding(
                 reviewer,

@@ -870,9 +870,24 @@ mod tests {
                 Some(include_str!("secrets.rs")),
             ),
             fc(
-                "src/governance/review/tests_tamper.rs",
+                "src/governance/review/weakened_tests/mod.rs",
                 None,
-                Some(include_str!("tests_tamper.rs")),
+                Some(include_str!("weakened_tests/mod.rs")),
+            ),
+            fc(
+                "src/governance/review/weakened_tests/assertions.rs",
+                None,
+                Some(include_str!("weakened_tests/assertions.rs")),
+            ),
+            fc(
+                "src/governance/review/weakened_tests/not_weakening.rs",
+                None,
+                Some(include_str!("weakened_tests/not_weakening.rs")),
+            ),
+            fc(
+                "src/governance/review/weakened_tests/test_fns.rs",
+                None,
+                Some(include_str!("weakened_tests/test_fns.rs")),
             ),
         ];
         let view = ChangeView {
@@ -881,7 +896,10 @@ mod tests {
             declared: None,
         };
         assert_eq!(check("secrets", &view), []);
-        assert_eq!(super::super::tests_tamper::check("tests-tamper", &view), []);
+        assert_eq!(
+            super::super::weakened_tests::check("tests-tamper", &view),
+            []
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `tests-tamper`: a change that weakens the tests that judge it. Every finding blocks.
+//! The `tests-tamper` built-in reviewer: a change that weakens the tests that judge it. Every
+//! finding blocks.
 //!
 //! Heuristics on the text at base and head, per language (Rust, Python, JavaScript/TypeScript)
 //! and for the CI scripts:
@@ -18,9 +19,20 @@
 //! - a CI script that no longer runs the tests.
 //!
 //! Adding tests or assertions is never a finding.
+//!
+//! Here: [`check`] and its rules, with the language and text helpers they share. The test
+//! functions a file declares are found in `test_fns`, its assertions in `assertions`, and the
+//! changes to an assertion that do not weaken it are recognised in `not_weakening`.
+
+mod assertions;
+mod not_weakening;
+mod test_fns;
 
 use super::{finding, ChangeView, FileChange, Finding, Severity};
+use assertions::{assertions, depth_change, normalize, numbers, subject, units_minus, Unit};
+use not_weakening::{enclosing, renamed, shape, strengthens, tokens, FileWords, Shape};
 use std::collections::HashMap;
+use test_fns::{target_after, tests_in, Target};
 
 const CATEGORY: &str = "tests-tamper";
 const HINT: &str = "restore the test/assertion, or propose the change as a person with the reason";
@@ -134,620 +146,6 @@ fn shown(line: &str) -> String {
         format!("{}…", t.chars().take(80).collect::<String>())
     }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Tests (the functions).
-
-/// `#[test]`, or a runtime's `#[<crate>::test]` / `#[<crate>::test(...)]`.
-fn is_test_attr(t: &str) -> bool {
-    let Some(inner) = t.strip_prefix("#[") else {
-        return false;
-    };
-    let path = inner.split([']', '(']).next().unwrap_or("").trim();
-    path == "test" || path.ends_with("::test")
-}
-
-/// The function a line declares, if it does.
-fn fn_name(line: &str) -> Option<String> {
-    let t = line.trim();
-    if t.starts_with("//") || t.starts_with("#[") {
-        return None;
-    }
-    let mut words = t.split_whitespace();
-    while let Some(w) = words.next() {
-        if w == "fn" || w == "def" {
-            let name = ident_at(words.next()?);
-            return (!name.is_empty()).then_some(name);
-        }
-        if w.contains('(') || w.contains('{') {
-            break;
-        }
-    }
-    None
-}
-
-/// JavaScript calls that declare a test (the skipped and focused ones count as tests too: they
-/// have their own rule).
-const JS_TESTS: &[&str] = &[
-    "it(",
-    "test(",
-    "it.only(",
-    "test.only(",
-    "it.skip(",
-    "test.skip(",
-    "xit(",
-    "xtest(",
-    "fit(",
-    "it.concurrent(",
-    "test.concurrent(",
-];
-
-/// The tests a file declares: (1-based line, name).
-fn tests_in(lang: Lang, text: &str) -> Vec<(u32, String)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    for (i, l) in lines.iter().enumerate() {
-        let t = l.trim();
-        let n = i as u32 + 1;
-        match lang {
-            Lang::Rust if is_test_attr(t) => {
-                let mut name = None;
-                for next in lines.iter().skip(i + 1).take(12) {
-                    if is_test_attr(next.trim()) {
-                        break;
-                    }
-                    if let Some(f) = fn_name(next) {
-                        name = Some(f);
-                        break;
-                    }
-                }
-                out.push((n, name.unwrap_or_else(|| format!("(the test at line {n})"))));
-            }
-            Lang::Python => {
-                let def = t.strip_prefix("async ").unwrap_or(t);
-                if let Some(rest) = def.strip_prefix("def test") {
-                    out.push((n, format!("test{}", ident_at(rest))));
-                }
-            }
-            Lang::Js => {
-                if let Some(call) = JS_TESTS.iter().find(|c| t.starts_with(**c)) {
-                    let name = first_string(&t[call.len()..])
-                        .map(str::to_string)
-                        .unwrap_or_else(|| format!("(the test at line {n})"));
-                    out.push((n, name));
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// What the item after line `idx` (0-based) is, skipping attributes, decorators, comments.
-enum Target {
-    Fn(String),
-    Other,
-}
-
-fn target_after(lang: Lang, lines: &[&str], idx: usize) -> Target {
-    for l in lines.iter().skip(idx + 1).take(12) {
-        let t = l.trim();
-        if t.is_empty() || t.starts_with(lang.comment()) || t.starts_with("#[") {
-            continue;
-        }
-        if lang == Lang::Python && t.starts_with('@') {
-            continue;
-        }
-        return fn_name(t).map_or(Target::Other, Target::Fn);
-    }
-    Target::Other
-}
-
-// ---------------------------------------------------------------------------------------------
-// Assertions.
-
-/// One assertion: where it starts, its text without whitespace (the key), its first line, and
-/// its text as written (its lines joined).
-#[derive(Debug, Clone)]
-struct Unit {
-    line: u32,
-    key: String,
-    shown: String,
-    raw: String,
-}
-
-/// Whether a (trimmed, uncommented) line starts an assertion.
-fn starts_assertion(lang: Lang, t: &str) -> bool {
-    match lang {
-        Lang::Rust => rust_assert_macro(t),
-        Lang::Python => {
-            t.starts_with("assert ") || t.starts_with("assert(") || t.starts_with("self.assert")
-        }
-        Lang::Js => {
-            t.starts_with("assert(")
-                || t.starts_with("assert.")
-                || t.match_indices("expect(").any(|(at, _)| {
-                    !t[..at]
-                        .chars()
-                        .next_back()
-                        .is_some_and(|c| is_ident(c) || c == '.')
-                })
-        }
-    }
-}
-
-/// A macro whose name contains `assert` (`assert!`, `assert_eq!`, `debug_assert_ne!`,
-/// `prop_assert!`, `assert_matches!`…), invoked.
-fn rust_assert_macro(t: &str) -> bool {
-    t.match_indices("assert").any(|(at, _)| {
-        let before_ok = t[..at].chars().next_back().is_none_or(|c| c != '"');
-        let tail = &t[at..];
-        let ident = ident_at(tail);
-        before_ok && tail[ident.len()..].starts_with('!')
-    })
-}
-
-/// Net change in bracket depth over a line, outside string and character literals and
-/// trailing comments.
-fn depth_change(lang: Lang, line: &str) -> i32 {
-    let chars: Vec<char> = line.chars().collect();
-    let mut depth = 0;
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '"' | '`' => i = skip_string(&chars, i, c),
-            '\'' if lang != Lang::Rust => i = skip_string(&chars, i, c),
-            '\'' => {
-                // A character literal ('x', '\n'), or a lifetime (left alone).
-                if chars.get(i + 1) == Some(&'\\') {
-                    i = skip_string(&chars, i, '\'');
-                } else if chars.get(i + 2) == Some(&'\'') {
-                    i += 2;
-                }
-            }
-            '/' if lang != Lang::Python && chars.get(i + 1) == Some(&'/') => break,
-            '#' if lang == Lang::Python => break,
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            _ => {}
-        }
-        i += 1;
-    }
-    depth
-}
-
-/// The index of the closing quote of the literal opened at `start` (or the end of the line).
-fn skip_string(chars: &[char], start: usize, q: char) -> usize {
-    let mut i = start + 1;
-    while i < chars.len() {
-        if chars[i] == '\\' {
-            i += 2;
-            continue;
-        }
-        if chars[i] == q {
-            return i;
-        }
-        i += 1;
-    }
-    chars.len()
-}
-
-fn normalize(s: &str) -> String {
-    let squeezed: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    squeezed.replace(",)", ")")
-}
-
-fn assertions(lang: Lang, text: &str) -> Vec<Unit> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let t = lines[i].trim();
-        if t.starts_with(lang.comment()) || !starts_assertion(lang, t) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        let mut depth = depth_change(lang, lines[i]);
-        let mut text = lines[i].to_string();
-        while depth > 0 && i + 1 < lines.len() && i - start < 40 {
-            i += 1;
-            depth += depth_change(lang, lines[i]);
-            text.push('\n');
-            text.push_str(lines[i]);
-        }
-        out.push(Unit {
-            line: start as u32 + 1,
-            key: normalize(&text),
-            shown: shown(lines[start]),
-            raw: text,
-        });
-        i += 1;
-    }
-    out
-}
-
-/// Units of `a` not in `b` (as a multiset of keys), in order.
-fn units_minus(a: &[Unit], b: &[Unit]) -> Vec<Unit> {
-    let mut pool: HashMap<&str, usize> = HashMap::new();
-    for u in b {
-        *pool.entry(u.key.as_str()).or_default() += 1;
-    }
-    a.iter()
-        .filter(|u| match pool.get_mut(u.key.as_str()) {
-            Some(n) if *n > 0 => {
-                *n -= 1;
-                false
-            }
-            _ => true,
-        })
-        .cloned()
-        .collect()
-}
-
-/// A text with its numbers replaced by `#`, and the numbers.
-fn numbers(s: &str) -> (String, Vec<String>) {
-    let chars: Vec<char> = s.chars().collect();
-    let mut skeleton = String::new();
-    let mut found = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let starts = c.is_ascii_digit() && (i == 0 || !is_ident(chars[i - 1]));
-        if !starts {
-            skeleton.push(c);
-            i += 1;
-            continue;
-        }
-        let mut n = String::new();
-        while i < chars.len() && (is_ident(chars[i]) || chars[i] == '.') {
-            // `1.0.max(x)`: a method call after a number is not part of it.
-            if chars[i] == '.' && !chars.get(i + 1).is_some_and(char::is_ascii_digit) {
-                break;
-            }
-            n.push(chars[i]);
-            i += 1;
-        }
-        skeleton.push('#');
-        found.push(n);
-    }
-    (skeleton, found)
-}
-
-/// The assertion up to its first top-level comma or comparison (or, for `expect(x).…`, the end
-/// of what it expects of): its macro and what it checks.
-fn subject(key: &str) -> Option<&str> {
-    let open = key.find('(')?;
-    let mut depth = 0;
-    for (at, c) in key.char_indices().skip_while(|(at, _)| *at < open) {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return key[at..].starts_with(").").then(|| &key[..at]);
-                }
-            }
-            ',' if depth == 1 => return Some(&key[..at]),
-            '=' | '!' if depth == 1 && key[at + 1..].starts_with('=') => return Some(&key[..at]),
-            _ => {}
-        }
-    }
-    None
-}
-
-// ---------------------------------------------------------------------------------------------
-// Changes to an assertion that do not weaken it: a rename, and a check made exact.
-
-/// A text's tokens: string literals whole, identifiers and numbers, and every other character
-/// alone; whitespace dropped.
-fn tokens(lang: Lang, s: &str) -> Vec<String> {
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let end = if c.is_whitespace() {
-            i += 1;
-            continue;
-        } else if c == '"' || (lang != Lang::Rust && (c == '\'' || c == '`')) {
-            skip_string(&chars, i, c) + 1
-        } else if is_ident(c) {
-            i + chars[i..].iter().take_while(|c| is_ident(**c)).count()
-        } else {
-            i + 1
-        };
-        let end = end.min(chars.len());
-        out.push(chars[i..end].iter().collect());
-        i = end;
-    }
-    out
-}
-
-fn is_word(t: &str) -> bool {
-    t.starts_with(|c: char| c.is_alphabetic() || c == '_')
-}
-
-/// Words a rename may not touch: literals and keywords, the assertion's own names, and
-/// JavaScript's matchers (`toBe`, `toEqual`, …).
-fn fixed(w: &str) -> bool {
-    const FIXED: &[&str] = &[
-        "true",
-        "false",
-        "True",
-        "False",
-        "None",
-        "null",
-        "undefined",
-        "Some",
-        "Ok",
-        "Err",
-        "not",
-        "and",
-        "or",
-        "is",
-        "in",
-        "expect",
-        "self",
-        "Self",
-    ];
-    FIXED.contains(&w)
-        || w.contains("assert")
-        || w.strip_prefix("to")
-            .is_some_and(|m| m.starts_with(|c: char| c.is_ascii_uppercase()))
-}
-
-/// The text of the function (or test) around 1-based `line`, or the whole text when the line
-/// is in none.
-fn enclosing(lang: Lang, text: &str, line: u32) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let at = (line as usize).saturating_sub(1).min(lines.len());
-    let starts = |l: &str| {
-        let t = l.trim();
-        fn_name(l).is_some() || (lang == Lang::Js && JS_TESTS.iter().any(|c| t.starts_with(c)))
-    };
-    let Some(first) = (0..=at.min(lines.len().saturating_sub(1)))
-        .rev()
-        .find(|i| starts(lines[*i]))
-    else {
-        return text.to_string();
-    };
-    let indent = |l: &str| l.len() - l.trim_start().len();
-    let mut last = first;
-    if lang == Lang::Python {
-        while last + 1 < lines.len()
-            && (lines[last + 1].trim().is_empty() || indent(lines[last + 1]) > indent(lines[first]))
-        {
-            last += 1;
-        }
-    } else {
-        let mut depth = 0;
-        let mut opened = false;
-        for (i, l) in lines.iter().enumerate().skip(first) {
-            depth += depth_change(lang, l);
-            opened |= depth > 0;
-            last = i;
-            if opened && depth <= 0 {
-                break;
-            }
-        }
-    }
-    if last < at {
-        return text.to_string();
-    }
-    lines[first..=last].join("\n")
-}
-
-/// Whether `toks` declare `name` as a local: after `let`, `mut`, `for`, `const` or `var`, or
-/// assigned (`name = …`, not `x.name = …`).
-fn declares(toks: &[String], name: &str) -> bool {
-    toks.iter().enumerate().any(|(i, t)| {
-        let prev = i.checked_sub(1).map(|p| toks[p].as_str());
-        let next = |k: usize| toks.get(i + k).map(String::as_str);
-        t == name
-            && (matches!(prev, Some("let" | "mut" | "for" | "const" | "var"))
-                || (next(1) == Some("=") && next(2) != Some("=") && prev != Some(".")))
-    })
-}
-
-/// Whether the function around `r` at base is the one around `a` at head with identifiers
-/// renamed, one for one: a refactor, not a new expectation. Each renamed name is either gone
-/// from the whole file and new to it (a helper or a constant renamed everywhere), or a local
-/// both functions declare (`let before` → `let tip`), so that swapping in another existing
-/// name (`LIMIT` → `OTHER_LIMIT`) still counts as a changed expectation.
-/// `before` and `after` are the two functions' tokens, and `cx` the whole file's.
-fn renamed(before: &[String], after: &[String], cx: &FileWords) -> bool {
-    if before.len() != after.len() || before == after {
-        return false;
-    }
-    let mut map: HashMap<&str, &str> = HashMap::new();
-    let mut back: HashMap<&str, &str> = HashMap::new();
-    for (x, y) in before.iter().zip(after) {
-        if x == y {
-            continue;
-        }
-        if !is_word(x) || !is_word(y) || fixed(x) || fixed(y) {
-            return false;
-        }
-        if *map.entry(x).or_insert(y) != y.as_str() || *back.entry(y).or_insert(x) != x.as_str() {
-            return false;
-        }
-    }
-    if map.is_empty() {
-        return false;
-    }
-    map.iter().all(|(old, new)| {
-        let fresh = !before.iter().any(|t| t == new) && !after.iter().any(|t| t == old);
-        let everywhere = !cx.base.contains(*new) && !cx.head.contains(*old);
-        let local = declares(before, old) && declares(after, new);
-        fresh && (everywhere || local)
-    })
-}
-
-/// A file's tokens at base and at head, as sets (for `renamed`, computed once per file).
-struct FileWords {
-    base: std::collections::HashSet<String>,
-    head: std::collections::HashSet<String>,
-}
-
-/// An assertion's parts: (the condition's tokens, the tokens of each side when it checks an
-/// equality). Rust: the macro's arguments (a plain `assert!`'s first, `assert_eq!`'s first
-/// two); Python: the expression after `assert`, split at a top-level `==`; JavaScript:
-/// `expect(X)`, and `Y` of `.toBe(Y)`, `.toEqual(Y)` or `.toStrictEqual(Y)`.
-struct Shape {
-    condition: Vec<String>,
-    sides: Option<(Vec<String>, Vec<String>)>,
-    compound: bool,
-}
-
-/// The index of the bracket closing the one at `open`.
-fn closing(toks: &[String], open: usize) -> Option<usize> {
-    let mut depth = 0;
-    (open..toks.len()).find(|i| {
-        match toks[*i].as_str() {
-            "(" | "[" | "{" => depth += 1,
-            ")" | "]" | "}" => depth -= 1,
-            _ => {}
-        }
-        depth == 0
-    })
-}
-
-fn shape(lang: Lang, u: &Unit) -> Option<Shape> {
-    let toks = tokens(lang, &u.raw);
-    // Top-level (depth 1 for a call's arguments, 0 for Python) pieces between commas.
-    let split = |toks: &[String], level: i32, at: &[&str]| -> Vec<Vec<String>> {
-        let mut parts = vec![Vec::new()];
-        let mut depth = 0;
-        for t in toks {
-            match t.as_str() {
-                "(" | "[" | "{" => depth += 1,
-                ")" | "]" | "}" => depth -= 1,
-                _ => {}
-            }
-            if depth == level && at.contains(&t.as_str()) {
-                parts.push(Vec::new());
-            } else if let Some(p) = parts.last_mut() {
-                p.push(t.clone());
-            }
-        }
-        parts
-    };
-    let top_compound = |toks: &[String], level: i32| {
-        let mut depth = 0;
-        toks.windows(2).any(|w| {
-            match w[0].as_str() {
-                "(" | "[" | "{" => depth += 1,
-                ")" | "]" | "}" => depth -= 1,
-                _ => {}
-            }
-            depth == level
-                && ((w[0] == "&" && w[1] == "&")
-                    || (w[0] == "|" && w[1] == "|")
-                    || w[1] == "and"
-                    || w[1] == "or")
-        })
-    };
-    match lang {
-        Lang::Rust => {
-            let name = toks.iter().position(|t| t.contains("assert"))?;
-            let open = toks.iter().skip(name).position(|t| t == "(")? + name;
-            let inner: Vec<String> = toks[open + 1..closing(&toks, open)?].to_vec();
-            let args = split(&inner, 0, &[","]);
-            let macro_name = toks[name].as_str();
-            if macro_name.ends_with("assert_eq") {
-                let (x, y) = (args.first()?.clone(), args.get(1)?.clone());
-                Some(Shape {
-                    condition: [x.clone(), y.clone()].concat(),
-                    sides: Some((x, y)),
-                    compound: false,
-                })
-            } else {
-                let n = if macro_name.ends_with("assert") { 1 } else { 2 };
-                let condition: Vec<String> = args.iter().take(n).flatten().cloned().collect();
-                Some(Shape {
-                    compound: top_compound(&inner, 0),
-                    condition,
-                    sides: None,
-                })
-            }
-        }
-        Lang::Python => {
-            let at = toks.iter().position(|t| t == "assert")?;
-            let expr = split(&toks[at + 1..], 0, &[","]).into_iter().next()?;
-            let eq: Vec<usize> = (0..expr.len().saturating_sub(1))
-                .filter(|i| expr[*i] == "=" && expr[*i + 1] == "=")
-                .collect();
-            let sides = match eq.as_slice() {
-                [i] => {
-                    let before_ok =
-                        *i == 0 || !["!", "<", ">", "="].contains(&expr[i - 1].as_str());
-                    before_ok.then(|| (expr[..*i].to_vec(), expr[i + 2..].to_vec()))
-                }
-                _ => None,
-            };
-            Some(Shape {
-                compound: top_compound(&expr, 0),
-                condition: expr,
-                sides,
-            })
-        }
-        Lang::Js => {
-            let open = toks.iter().position(|t| t == "expect")? + 1;
-            let close = closing(&toks, open)?;
-            let subject = toks[open + 1..close].to_vec();
-            let dot = toks.get(close + 1).is_some_and(|t| t == ".");
-            let exact = matches!(
-                toks.get(close + 2).map(String::as_str),
-                Some("toBe" | "toEqual" | "toStrictEqual")
-            );
-            let args = close + 3;
-            let sides = match (
-                dot && exact && toks.get(args).is_some_and(|t| t == "("),
-                closing(&toks, args),
-            ) {
-                (true, Some(end)) => Some((subject.clone(), toks[args + 1..end].to_vec())),
-                _ => None,
-            };
-            Some(Shape {
-                compound: top_compound(&subject, 0),
-                condition: subject,
-                sides,
-            })
-        }
-    }
-}
-
-/// Whether `a` makes `r` exact: `r` checks no equality and is not a compound condition, `a`
-/// checks an equality of two different sides, and every name `r` checks (not a method or
-/// field) appears in `a` (`assert!(v.contains(x))` → `assert_eq!(v, [x])`, Python's
-/// `assert rows` → `assert rows == [...]`, `expect(x).toBeTruthy()` → `expect(x).toBe(3)`).
-/// Takes each side's [`shape`], computed once per unit by the caller: pairing every removed
-/// assertion with every added one must not tokenise them again for each pair.
-fn strengthens(r: Option<&Shape>, a: Option<&Shape>) -> bool {
-    let (Some(r), Some(a)) = (r, a) else {
-        return false;
-    };
-    let Some((x, y)) = &a.sides else {
-        return false;
-    };
-    if r.sides.is_some() || r.compound || x == y || x.is_empty() || y.is_empty() {
-        return false;
-    }
-    let used: Vec<&String> = x.iter().chain(y).collect();
-    let names: Vec<&String> = r
-        .condition
-        .iter()
-        .enumerate()
-        .filter(|(i, t)| is_word(t) && !fixed(t) && (*i == 0 || r.condition[i - 1] != "."))
-        .map(|(_, t)| t)
-        .collect();
-    !names.is_empty() && names.iter().all(|n| used.contains(n))
-}
-
-// ---------------------------------------------------------------------------------------------
-// The reviewer.
 
 /// What the change adds, across all its files: the tests and assertions that appear somewhere,
 /// so that one that moved between files is not counted as removed.
@@ -930,12 +328,15 @@ fn removed_tests(
     }
 }
 
-/// Assertions removed, commented out, or changed.
 /// The most assertions one file's change may remove or rewrite for them to be paired one by one.
 const MAX_REMOVED: usize = 1000;
 /// The most (removed, added) assertion pairs one file's change may have to weigh.
 const MAX_PAIRS: usize = 100_000;
 
+/// Assertions removed, commented out, or changed. The steps: the assertions removed and added
+/// (less those that moved to another file of the change), a bound on how many are paired, those
+/// commented out ([`commented_out`]), then each removed one paired with an added one that
+/// renames it, makes it exact, changes a number or changes what it expects ([`paired`]).
 fn changed_assertions(
     f: &FileChange,
     lang: Lang,
@@ -947,7 +348,7 @@ fn changed_assertions(
     let before = assertions(lang, base);
     let after = assertions(lang, head);
     let mut removed = units_minus(&before, &after);
-    let mut added = units_minus(&after, &before);
+    let added = units_minus(&after, &before);
     // Assertions that moved to another file of the change are not removed.
     let mut elsewhere = moved.assertions.clone();
     for u in &added {
@@ -977,8 +378,14 @@ fn changed_assertions(
         );
         return;
     }
-    // Commented out (a line comment that starts with an assertion; doc comments are prose and
-    // examples, not code put aside).
+    commented_out(f, lang, &mut removed, push);
+    paired(f, lang, base, head, removed, added, push);
+}
+
+/// Assertions commented out: a line comment that starts with an assertion (doc comments are
+/// prose and examples, not code put aside). Each is a finding, and the removed assertion it
+/// matches is accounted for.
+fn commented_out(f: &FileChange, lang: Lang, removed: &mut Vec<Unit>, push: &mut Push) {
     for (line, text) in f.added_lines() {
         let t = text.trim();
         let Some(rest) = t.strip_prefix(lang.comment()) else {
@@ -1013,6 +420,20 @@ fn changed_assertions(
             format!("comments out an assertion: {}", shown(t)),
         );
     }
+}
+
+/// Pairs each removed assertion with an added one: a rename or an assertion made exact is no
+/// finding; a changed number, or a changed expectation of the same subject, is one; an
+/// assertion nothing pairs with is removed. Each pair uses up the added assertion.
+fn paired(
+    f: &FileChange,
+    lang: Lang,
+    base: &str,
+    head: &str,
+    removed: Vec<Unit>,
+    mut added: Vec<Unit>,
+    push: &mut Push,
+) {
     // For renames: the file's words, and the function around each added assertion, once.
     let (words, around) = if removed.is_empty() || added.is_empty() {
         (None, HashMap::new())
@@ -1279,6 +700,9 @@ fn ci(f: &FileChange, push: &mut Push) {
 
 #[cfg(test)]
 mod tests {
+    use super::assertions::rust_assert_macro;
+    use super::not_weakening::declares;
+    use super::test_fns::is_test_attr;
     use super::*;
 
     fn fc(path: &str, base: Option<&str>, head: Option<&str>) -> FileChange {
