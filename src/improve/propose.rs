@@ -498,7 +498,7 @@ mod tests {
 
     fn conductor(restart_after: &str, failure_budget: u32) -> crate::config::ConductorConfig {
         let text = format!(
-            "[conductor]\nrestart_after = \"{restart_after}\"\nfailure_budget = {failure_budget}\n"
+            "[forge]\nrepository = \"local/x\"\n\n[conductor]\nrestart_after = \"{restart_after}\"\nfailure_budget = {failure_budget}\n"
         );
         crate::config::Config::parse("test", &text)
             .expect("a [conductor] section loads")
@@ -507,8 +507,9 @@ mod tests {
 
     #[test]
     fn current_settings_are_in_seconds() {
-        let got = current_settings(&conductor("2m", 3));
-        assert_eq!(got.restart_after, 120);
+        let got = current_settings(&conductor("10m", 3));
+        assert_eq!(got.restart_after, 600);
+        assert_eq!(got.nudge_after, 300, "the default nudge_after");
         assert_eq!(got.failure_budget, 3);
     }
 
@@ -521,7 +522,7 @@ mod tests {
             toml: format!("\"{to}\""),
             why: String::new(),
         };
-        let edited = "[conductor]\nrestart_after = \"5m\"\n";
+        let edited = "[forge]\nrepository = \"local/x\"\n\n[conductor]\nrestart_after = \"5m\"\n";
         check_edit("atelier.toml", edited, &[change("restart_after", "5m")])
             .expect("the edit holds 5m");
         let e = check_edit("atelier.toml", edited, &[change("restart_after", "10m")])
