@@ -8,6 +8,28 @@ use thiserror::Error;
 
 pub const FILE: &str = "atelier.toml";
 
+/// The dotted key (`conductor.nudge_after`) of the `key = value` line holding byte `at` of a
+/// TOML text, under the nearest `[table]` header above it: what a value's error names.
+fn key_at(text: &str, at: usize) -> Option<String> {
+    let before = text.get(..at)?;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next()?;
+    let key = line.split_once('=')?.0.trim();
+    if key.is_empty() || key.starts_with('[') {
+        return None;
+    }
+    let table = before[..line_start].lines().rev().find_map(|l| {
+        let l = l.trim();
+        l.strip_prefix('[')
+            .and_then(|h| h.trim_start_matches('[').split(']').next())
+            .map(|h| h.trim().to_string())
+    });
+    Some(match table {
+        Some(t) if !t.is_empty() => format!("{t}.{key}"),
+        _ => key.to_string(),
+    })
+}
+
 /// A duration as `atelier.toml` writes it (`90s`, `30m`, `12h`, `7d`), checked once when the
 /// file is read: every reader gets seconds, never the text to parse again.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -589,7 +611,10 @@ impl Config {
     pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         let config: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: path.to_string(),
-            reason: e.to_string().trim_end().to_string(),
+            reason: match e.span().and_then(|at| key_at(text, at.start)) {
+                Some(key) => format!("{key}: {}", e.to_string().trim_end()),
+                None => e.to_string().trim_end().to_string(),
+            },
         })?;
         let invalid = |reason: String| ConfigError::Invalid {
             path: path.to_string(),
