@@ -308,3 +308,32 @@ fn anyhow_stays_at_the_cli_edge() {
     let v = violations(|p| p.starts_with("src/cli/"), &["anyhow::", "use anyhow"]);
     assert!(v.is_empty(), "{}", v.join("\n"));
 }
+
+/// Errors are told apart by their kind (`errors::Classify`), decided where they are made: no
+/// code below the CLI reads an error's text to decide what to do, nor catches bad input by
+/// matching the `Input` variant's message.
+#[test]
+fn errors_are_told_apart_by_kind_never_by_text() {
+    let mut found = violations(|_| false, &[".to_string().contains("]);
+    for (path, code) in files() {
+        for (i, line) in code.lines().enumerate() {
+            let t = line.trim_start();
+            if t.starts_with("//") || !t.contains("=>") {
+                continue;
+            }
+            // Only a pattern: the side of `=>` that matches.
+            let pattern = &t[..t.find("=>").expect("checked")];
+            if let Some(at) = pattern.find("Input(") {
+                let bound = &pattern[at + "Input(".len()..];
+                if !bound.starts_with("_)") && pattern[..at].ends_with("::") {
+                    found.push(format!("{path}:{}: {}", i + 1, t));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "decide by the error's kind (errors::Classify) or a variant of its own, not by its text:\n{}",
+        found.join("\n")
+    );
+}
