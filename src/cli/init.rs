@@ -27,7 +27,7 @@ pub fn init(dir: &Path, args: InitArgs) -> anyhow::Result<ExitCode> {
         text.push_str(&format!("  kept     {k} (already there)\n"));
     }
     text.push_str(&format!(
-        "\ngate key: {}\n  private key: {} (outside the repository, where contained workers cannot reach it;\n  back it up: without it this clone cannot sign the ledger; README, \"The gate key\")\n\nNext:\n  1. add each approver's key to policies/allowed_signers (`atelier keygen KEY --principal NAME` prints the line)\n  2. if you will run agents, add their roles to atelier.toml now ([roles.NAME], README \"Running plans\"):\n     after adoption a change to the roles is a constitution change, approved by its quorum\n  3. commit the policy; that commit is the adoption point:\n       git add {} && git commit -m \"Adopt atelier\"\n",
+        "\ngate key: {}\n  private key: {} (outside the repository, where contained workers cannot reach it;\n  back it up: without it this clone cannot sign the ledger; README, \"The gate key\")\n\nNext:\n  1. add each approver's key to policies/allowed_signers (`atelier keygen KEY --principal NAME` prints the line)\n  2. if you will run agents, add their roles to atelier.toml now ([roles.NAME], docs/swarm.md, \"Running plans\"):\n     after adoption a change to the roles is a constitution change, approved by its quorum\n  3. commit the policy; that commit is the adoption point:\n       git add {} && git commit -m \"Adopt atelier\"\n",
         r.gate_key_fingerprint,
         r.gate_key_path.display(),
         r.to_commit.join(" ")

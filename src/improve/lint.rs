@@ -95,7 +95,7 @@ pub fn run(ws: &Workspace, family: &str, clock_now: i64) -> Result<Linted> {
     let config = config_at(ws, base)?;
     let lint = config.proposers.lint.as_ref().ok_or_else(|| {
         bad(format!(
-            "{} at {} has no [proposers.lint]: add one through a proposal, e.g. command = [\"cargo\", \"clippy\", \"--fix\", \"--allow-dirty\", \"--allow-no-vcs\", \"--\", \"-W\", \"clippy::{{family}}\"] (README, \"propose --from lint\")",
+            "{} at {} has no [proposers.lint]: add one through a proposal, e.g. command = [\"cargo\", \"clippy\", \"--fix\", \"--allow-dirty\", \"--allow-no-vcs\", \"--\", \"-W\", \"clippy::{{family}}\"] (docs/swarm.md, \"Machine-applicable fixes\")",
             crate::config::FILE,
             ws.branch()
         ))

@@ -140,7 +140,7 @@ pub fn plan(ws: &Workspace, goal: &str, now: i64) -> Result<Planned> {
     }
     let role = ws.config.roles.get(ROLE).ok_or_else(|| {
         bad(format!(
-            "atelier.toml has no [roles.{ROLE}]: the agent proposer is a model that writes plans; add the role (a backend such as claude, or http) through a proposal (README, \"propose --from agent\")"
+            "atelier.toml has no [roles.{ROLE}]: the agent proposer is a model that writes plans; add the role (a backend such as claude, or http) through a proposal (docs/swarm.md, \"A model's plan\")"
         ))
     })?;
     let backend = agent::backend(ROLE, role).map_err(|e| bad(e.to_string()))?;

@@ -34,7 +34,7 @@ pub fn validate(
             name: NAME.into(),
             result: "not run".into(),
             detail: format!(
-                "{} on {} has no [validators.user_testing]: no scenario a user would run is configured (README, \"The cycle\")",
+                "{} on {} has no [validators.user_testing]: no scenario a user would run is configured (docs/swarm.md, \"The cycle\")",
                 crate::config::FILE,
                 ws.branch()
             ),
@@ -289,7 +289,7 @@ impl Scenario<'_> {
 /// Whether `path` (changed by the proposal) is part of what a scenario runs rather than what it
 /// tests: a shell script (by extension, a `#!` line or the executable bit), a make or just file,
 /// cargo's or a toolchain's configuration, an npm or direnv file. A module the scenario imports
-/// in another language is not recognised (README, "The cycle").
+/// in another language is not recognised (docs/swarm.md, "The cycle").
 fn harness(repo: &git2::Repository, tree: &git2::Tree<'_>, path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let by_name = [
