@@ -3,7 +3,7 @@
 
 use git2::Repository;
 
-use crate::review_panel::{landed_by_the_gate_holder, requirement};
+use crate::panel::{landed_by_the_gate_holder, requirement};
 use crate::support::{unmet, Env, Setup};
 
 /// A repository adopted with a test in it.

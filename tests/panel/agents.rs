@@ -4,7 +4,7 @@
 use git2::Repository;
 use serde_json::Value;
 
-use crate::review_panel::{landed_by_the_gate_holder, requirement};
+use crate::panel::{landed_by_the_gate_holder, requirement};
 use crate::support::reviewers::{script_role, with_agent_reviewer, with_agent_reviewer_and};
 use crate::support::unmet;
 
