@@ -53,6 +53,13 @@ pub struct ServeArgs {
     /// Milliseconds from the end of the headers to the end of the body.
     #[arg(long, default_value_t = 5_000, value_name = "MS")]
     body_timeout_ms: u64,
+    /// Once a body has started, each window of this many milliseconds must bring at least
+    /// `--min-body-rate` bytes a second of it (or the rest of it), or the upload is dropped.
+    #[arg(long, default_value_t = 1_000, value_name = "MS")]
+    rate_window_ms: u64,
+    /// The slowest a body may arrive, in bytes a second (GitHub sends it at once).
+    #[arg(long, default_value_t = 16_384, value_name = "BYTES")]
+    min_body_rate: u64,
 }
 
 pub fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -76,6 +83,8 @@ pub fn serve(dir: &Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
         headers: ms(args.header_timeout_ms.max(1)),
         first_byte: ms(args.first_byte_timeout_ms.max(1)),
         body: ms(args.body_timeout_ms.max(1)),
+        rate_window: ms(args.rate_window_ms.max(1)),
+        min_rate: args.min_body_rate,
     };
     ready.serve(
         addr,

@@ -9,6 +9,7 @@ mod merges;
 mod one_loop;
 mod records;
 mod serve;
+mod slow_uploads;
 mod submit;
 mod vetoes;
 

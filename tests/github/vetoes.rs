@@ -167,7 +167,7 @@ fn a_rejection_recorded_after_an_unanswered_request_closes_it() {
 }
 
 /// A signed `issue_comment` delivery (`action`) for a comment, re-addressed from the example.
-fn comment_delivery(n: u64, comment: &Value, action: &str) -> Vec<u8> {
+pub(crate) fn comment_delivery(n: u64, comment: &Value, action: &str) -> Vec<u8> {
     let mut v = webhooks::example("issue_comment", Some(action));
     let mut to = Readdress::to(REPO);
     to.pull = Some(n);

@@ -8,6 +8,7 @@
 //! (their credentials) and every tree the gate judges is computed here, locally. Only a head
 //! `atelier submit` published for a proposal can pass (`E_NOT_SUBMITTED`).
 
+pub mod budget;
 pub mod client;
 pub mod serve;
 

@@ -12,9 +12,11 @@
 //!
 //! Anyone who can reach the URL can connect, so nothing unauthenticated may hold what a genuine
 //! delivery needs: a signature header of the wrong shape is refused before the body is read;
-//! a body must start within `first_byte` and end within `body` (tight: GitHub sends it at once);
-//! memory for bodies is a shared byte budget taken as bytes arrive, so a connection that
-//! declares a large body and stalls holds none; and when every connection slot is taken, the
+//! a body must start within `first_byte`, end within `body` (tight: GitHub sends it at once)
+//! and bring `min_rate` bytes a second in every `rate_window` meanwhile; memory for bodies is a
+//! shared byte budget taken as bytes arrive, so a connection that declares a large body and
+//! stalls holds none of what it has not sent, and a body that does not fit evicts the stalest
+//! unfinished upload (`budget.rs`) rather than be refused; and when every connection slot is taken, the
 //! oldest connection that has not yet delivered a signed request is closed to make room.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -64,9 +66,12 @@ pub const SECRET_VAR: &str = "ATELIER_WEBHOOK_SECRET";
 /// The largest delivery read. GitHub caps payloads at 25 MB, but the events the gate uses are
 /// small; a larger one is refused (413) and is harmless to miss (`gate --pr` catches up).
 const MAX_BODY: usize = 5 * 1024 * 1024;
-/// Bytes of bodies held at once, across all connections, taken as they arrive (503 beyond):
-/// bytes a sender has not sent hold nothing.
+/// Bytes of bodies held at once, across all connections, taken as they arrive: bytes a sender
+/// has not sent hold nothing, and beyond, the stalest unfinished upload is evicted
+/// (`budget.rs`).
 const BODY_BUDGET: usize = 32 * 1024 * 1024;
+/// Of which one peer address may hold at most this much.
+const PEER_SHARE: usize = 16 * 1024 * 1024;
 /// Open connections at once; beyond, the oldest not yet authenticated is closed.
 const CONNECTIONS_MAX: usize = 256;
 
@@ -79,6 +84,11 @@ pub struct Timeouts {
     pub first_byte: std::time::Duration,
     /// From the end of the headers to the end of the body.
     pub body: std::time::Duration,
+    /// Once the body has started, every `rate_window` must bring at least `min_rate` bytes per
+    /// second of it (or the rest of it), or the upload is dropped (408) and its share released.
+    pub rate_window: std::time::Duration,
+    /// Bytes per second.
+    pub min_rate: u64,
 }
 
 /// After this long on one evaluation, `/healthz` answers 503.
@@ -276,7 +286,7 @@ struct Shared {
     /// What the worker is doing, and since when (wall-clock seconds): `/healthz` reports a
     /// worker stuck on one evaluation.
     busy: Mutex<Option<(u64, u64)>>,
-    budget: tokio::sync::Semaphore,
+    budget: super::budget::Budget,
     timeouts: Timeouts,
     /// Connections that have not delivered a signed request yet, oldest first, with the means
     /// to close them.
@@ -452,27 +462,51 @@ impl Shared {
 }
 
 /// Reads a body of `declared` bytes: the first byte within `first_byte`, all of it within
-/// `body`, each chunk paid for from the shared budget as it arrives.
-async fn read_body(
-    shared: &Shared,
+/// `body`, at least `min_rate` bytes a second in every `rate_window` once started, each chunk
+/// paid for from the shared budget as it arrives (which may evict a stalled upload, or this
+/// one).
+async fn read_body<'a>(
+    shared: &'a Shared,
+    peer: std::net::IpAddr,
     body: Incoming,
     declared: usize,
-) -> Result<(Vec<u8>, Vec<tokio::sync::SemaphorePermit<'_>>), (StatusCode, &'static str)> {
+) -> Result<(Vec<u8>, super::budget::Lease<'a>), (StatusCode, &'static str)> {
     let t = shared.timeouts;
+    let lease = shared.budget.open(peer);
     let mut body = Limited::new(body, MAX_BODY);
     let mut out = Vec::with_capacity(declared.min(64 * 1024));
-    let mut paid = Vec::new();
+    let window_bytes = |remaining: usize| {
+        let per_window = u128::from(t.min_rate) * t.rate_window.as_millis() / 1000;
+        usize::try_from(per_window)
+            .unwrap_or(usize::MAX)
+            .clamp(1, remaining.max(1))
+    };
     let read_all = async {
+        let mut window_end = tokio::time::Instant::now() + t.first_byte;
+        let mut this_window = 0usize;
         loop {
-            let frame = if out.is_empty() {
-                match tokio::time::timeout(t.first_byte, body.frame()).await {
-                    Ok(f) => f,
-                    Err(_) => {
-                        return Err((StatusCode::REQUEST_TIMEOUT, "body not started in time"))
-                    }
+            let frame = tokio::select! {
+                f = tokio::time::timeout_at(window_end, body.frame()) => f,
+                _ = lease.evicted() => {
+                    return Err((StatusCode::SERVICE_UNAVAILABLE, "dropped to make room for uploads that are arriving"));
                 }
-            } else {
-                body.frame().await
+            };
+            let frame = match frame {
+                Ok(f) => f,
+                Err(_) if out.is_empty() => {
+                    return Err((StatusCode::REQUEST_TIMEOUT, "body not started in time"))
+                }
+                Err(_) => {
+                    if this_window < window_bytes(declared - out.len()) {
+                        return Err((
+                            StatusCode::REQUEST_TIMEOUT,
+                            "body slower than the minimum rate",
+                        ));
+                    }
+                    window_end += t.rate_window;
+                    this_window = 0;
+                    continue;
+                }
             };
             let Some(frame) = frame else { break };
             let Ok(frame) = frame else {
@@ -493,19 +527,24 @@ async fn read_body(
                     "body longer than its Content-Length",
                 ));
             }
-            let Ok(permit) = shared.budget.try_acquire_many(data.len() as u32) else {
+            if lease.take(data.len()).is_err() {
                 return Err((
                     StatusCode::SERVICE_UNAVAILABLE,
                     "busy; GitHub may redeliver",
                 ));
-            };
-            paid.push(permit);
+            }
+            if out.is_empty() {
+                // The body started: from now on, windows of `rate_window`.
+                window_end = tokio::time::Instant::now() + t.rate_window;
+            }
+            this_window += data.len();
             out.extend_from_slice(&data);
         }
+        lease.finish();
         Ok(())
     };
     match tokio::time::timeout(t.body, read_all).await {
-        Ok(Ok(())) => Ok((out, paid)),
+        Ok(Ok(())) => Ok((out, lease)),
         Ok(Err(e)) => Err(e),
         Err(_) => Err((StatusCode::REQUEST_TIMEOUT, "body not sent in time")),
     }
@@ -533,6 +572,7 @@ fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
 async fn handle(
     shared: Arc<Shared>,
     connection: u64,
+    peer: std::net::IpAddr,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     if req.method() == Method::GET && req.uri().path() == "/healthz" {
@@ -594,7 +634,7 @@ async fn handle(
             "body too large",
         )));
     }
-    let (body, _paid) = match read_body(&shared, req.into_body(), declared).await {
+    let (body, _paid) = match read_body(&shared, peer, req.into_body(), declared).await {
         Ok(b) => b,
         Err((status, why)) => {
             shared
@@ -689,7 +729,10 @@ pub fn run(
         wake: std::sync::Condvar::new(),
         worker_alive: std::sync::atomic::AtomicBool::new(true),
         busy: Mutex::new(None),
-        budget: tokio::sync::Semaphore::new(BODY_BUDGET),
+        budget: super::budget::Budget::new(super::budget::Limits {
+            total: BODY_BUDGET,
+            per_peer: PEER_SHARE,
+        }),
         timeouts,
         unproven: Mutex::new(std::collections::BTreeMap::new()),
     });
@@ -717,7 +760,7 @@ pub fn run(
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
-                    let (stream, _) = match accepted {
+                    let (stream, peer) = match accepted {
                         Ok(a) => a,
                         Err(e) => {
                             // Out of file descriptors, say: back off instead of spinning.
@@ -763,7 +806,7 @@ pub fn run(
                         let _permit = permit;
                         let io = hyper_util::rt::TokioIo::new(stream);
                         let s = shared.clone();
-                        let svc = hyper::service::service_fn(move |req| handle(s.clone(), id, req));
+                        let svc = hyper::service::service_fn(move |req| handle(s.clone(), id, peer.ip(), req));
                         let conn = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(shared.timeouts.headers)
