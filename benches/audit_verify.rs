@@ -218,7 +218,7 @@ fn repo_of(n: usize) -> Result<PathBuf> {
 fn verify_once(dir: &Path, n: usize, jobs: usize) -> Result<(usize, f64)> {
     let repo = Repository::open_bare(dir)?;
     let start = Instant::now();
-    let r = history::verify(&repo, REPOSITORY, BRANCH, jobs)?;
+    let r = history::verify(&repo, REPOSITORY, BRANCH, jobs, history::Memory::Record)?;
     let secs = start.elapsed().as_secs_f64();
     let (count, first) = (r.findings.len(), r.findings.first());
     ensure!(count == 0, "{count} finding(s), first: {first:#?}");

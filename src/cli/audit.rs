@@ -292,7 +292,13 @@ fn verify(ws: &Workspace, a: VerifyArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(1)
     });
     let branch = a.branch.clone().unwrap_or_else(|| ws.branch().to_string());
-    let mut r = history::verify(&ws.repo, &ws.config.forge.repository, &branch, jobs)?;
+    let mut r = history::verify(
+        &ws.repo,
+        &ws.config.forge.repository,
+        &branch,
+        jobs,
+        history::Memory::Record,
+    )?;
     if let Some(pin) = &a.adoption {
         history::check_adoption_pin(&mut r, pin);
     }

@@ -222,6 +222,7 @@ impl Demo {
             &ws.config.forge.repository,
             ws.branch(),
             2,
+            crate::audit::history::Memory::Record,
         )?)
     }
 }

@@ -318,7 +318,13 @@ fn proposal(ws: &Workspace, id: &str) -> anyhow::Result<Option<Value>> {
 fn ledger(ws: &Workspace) -> anyhow::Result<Value> {
     let entries = history::entries(&ws.repo)?;
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let report = history::verify(&ws.repo, &ws.config.forge.repository, ws.branch(), jobs)?;
+    let report = history::verify(
+        &ws.repo,
+        &ws.config.forge.repository,
+        ws.branch(),
+        jobs,
+        history::Memory::ReadOnly,
+    )?;
     let timeline: Vec<Value> = entries
         .iter()
         .rev()

@@ -325,9 +325,14 @@ pub fn recover_and_propose(
     // lost key's last checkpoint in this machine's memory, which the first append under the new
     // key must extend.
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let audit =
-        crate::audit::history::verify(&ws.repo, &ws.config.forge.repository, ws.branch(), jobs)
-            .map_err(|e| Error::input(format!("auditing before the recovery: {e}")))?;
+    let audit = crate::audit::history::verify(
+        &ws.repo,
+        &ws.config.forge.repository,
+        ws.branch(),
+        jobs,
+        crate::audit::history::Memory::Record,
+    )
+    .map_err(|e| Error::input(format!("auditing before the recovery: {e}")))?;
     if let Some(first) = audit.findings.first() {
         return Err(Error::input(format!(
             "`atelier audit verify` reports {} finding(s) (first: {}: {}): a recovery starts from a ledger this machine verified; settle them first",

@@ -4,6 +4,7 @@
 
 mod cockpit;
 mod dashboard;
+mod dashboard_writes;
 mod escapes;
 mod live;
 mod refusals;

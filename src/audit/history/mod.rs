@@ -130,6 +130,16 @@ pub unsafe fn limit_object_cache() {
     });
 }
 
+/// Whether a clean verification becomes this machine's witness memory of the ledger (under
+/// `$XDG_STATE_HOME/atelier/`). Only a verification someone asked for as an audit records it
+/// (`audit verify`, a recovery's audit); one made for display (the dashboard, which any web page
+/// can make a browser ask) reads the memory and writes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Memory {
+    Record,
+    ReadOnly,
+}
+
 /// Verifies the history of `branch`. Findings are values; only IO problems are errors. Safe to
 /// run on several threads at once (it changes no process-wide setting; see
 /// [`limit_object_cache`]).
@@ -139,12 +149,13 @@ pub unsafe fn limit_object_cache() {
 /// ([`check_rotations`]); the witnesses other than the ledger ([`witnesses`]); every commit
 /// after adoption, on `jobs` threads ([`merges::examine_all`]); what the ledger records that
 /// the branch does not bear out ([`recorded_findings`]); and, when all is clean, this machine's
-/// memory of the ledger ([`remember_clean`]).
+/// memory of the ledger ([`remember_clean`]), where `memory` says so.
 pub fn verify(
     repo: &Repository,
     repository: &str,
     branch: &str,
     jobs: usize,
+    memory: Memory,
 ) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         branch: branch.to_string(),
@@ -209,7 +220,7 @@ pub fn verify(
     recorded_findings(&mut index, branch, &mut report);
     // A ledger that verified cleanly becomes this machine's floor, pinned to the gate key that
     // signed its latest checkpoint: a later, shorter one is a rollback.
-    if report.findings.is_empty() {
+    if report.findings.is_empty() && memory == Memory::Record {
         remember_clean(repo, repository, &roots, &index, &keys)?;
     }
     Ok(report)
@@ -533,7 +544,7 @@ mod tests {
     #[test]
     fn verifies_run_concurrently_give_the_same_report_as_one_alone() {
         let (dir, repo) = history();
-        let alone = verify(&repo, "o/r", "main", 2).expect("a report");
+        let alone = verify(&repo, "o/r", "main", 2, Memory::Record).expect("a report");
         let (checked, findings) = summary(&alone);
         assert_eq!(checked, 40);
         assert_eq!(findings.len(), 41, "{findings:?}");
@@ -546,7 +557,7 @@ mod tests {
                 .map(|_| {
                     s.spawn(|| {
                         let repo = Repository::open(dir.path()).expect("the repository");
-                        verify(&repo, "o/r", "main", 2).expect("a report")
+                        verify(&repo, "o/r", "main", 2, Memory::Record).expect("a report")
                     })
                 })
                 .collect();
