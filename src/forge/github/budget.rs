@@ -7,7 +7,7 @@
 //! short of its declared length (one byte will do) holds what it sent until a deadline drops
 //! it, and a few of them would otherwise hold the whole budget while a genuine delivery is
 //! refused. Here, when a chunk does not fit (in the budget, or in its peer's share), the
-//! unfinished upload that made progress least recently (then the slowest) is evicted: its
+//! unfinished upload that made progress least recently is evicted: its
 //! share is released at once and its reader told to stop. The arriving upload just made
 //! progress, so it never loses to a stalled one; holding the budget against a delivery takes
 //! uploads that keep sending, not stalling. A finished body (being checked) is never evicted.
@@ -17,7 +17,6 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use tokio::sync::Notify;
 
@@ -31,20 +30,12 @@ pub struct Limits {
 struct Upload {
     peer: IpAddr,
     held: usize,
-    started: Instant,
-    /// When its last byte arrived.
-    last: Instant,
+    /// When its last byte arrived, as a count of chunks taken by all uploads (an order, no
+    /// clock).
+    last: u64,
     /// All of its body arrived: it is being checked, not evictable.
     finished: bool,
     evicted: Arc<Notify>,
-}
-
-impl Upload {
-    /// Bytes per second since it started.
-    fn rate(&self, now: Instant) -> f64 {
-        let secs = now.duration_since(self.started).as_secs_f64().max(1e-6);
-        self.held as f64 / secs
-    }
 }
 
 #[derive(Default)]
@@ -52,6 +43,8 @@ struct Inner {
     uploads: HashMap<u64, Upload>,
     total: usize,
     next: u64,
+    /// Chunks taken so far, by all uploads.
+    tick: u64,
 }
 
 impl Inner {
@@ -64,17 +57,13 @@ impl Inner {
     }
 
     /// The upload to evict for `id`: unfinished, holding something, from `peer` if given;
-    /// least recent progress first, then the slowest.
-    fn victim(&self, id: u64, peer: Option<IpAddr>, now: Instant) -> Option<u64> {
+    /// the one whose last chunk is oldest.
+    fn victim(&self, id: u64, peer: Option<IpAddr>) -> Option<u64> {
         self.uploads
             .iter()
             .filter(|(k, u)| **k != id && !u.finished && u.held > 0)
             .filter(|(_, u)| peer.is_none_or(|p| u.peer == p))
-            .min_by(|(_, a), (_, b)| {
-                a.last
-                    .cmp(&b.last)
-                    .then(a.rate(now).total_cmp(&b.rate(now)))
-            })
+            .min_by_key(|(_, u)| u.last)
             .map(|(k, _)| *k)
     }
 
@@ -110,18 +99,17 @@ impl Budget {
 
     /// Starts an upload from `peer`, holding nothing yet.
     pub fn open(&self, peer: IpAddr) -> Lease<'_> {
-        let now = Instant::now();
         let evicted = Arc::new(Notify::new());
         let mut inner = self.lock();
         inner.next += 1;
         let id = inner.next;
+        let last = inner.tick;
         inner.uploads.insert(
             id,
             Upload {
                 peer,
                 held: 0,
-                started: now,
-                last: now,
+                last,
                 finished: false,
                 evicted: evicted.clone(),
             },
@@ -151,7 +139,6 @@ impl Lease<'_> {
     /// peer first, if its share is what is full) until they fit.
     pub fn take(&self, n: usize) -> Result<(), Full> {
         let limits = self.budget.limits;
-        let now = Instant::now();
         let mut inner = self.budget.lock();
         let Some(peer) = inner.uploads.get(&self.id).map(|u| u.peer) else {
             // Evicted meanwhile: its reader stops at its next wait.
@@ -162,17 +149,19 @@ impl Lease<'_> {
             return Err(Full);
         }
         while inner.held_by(peer) + n > limits.per_peer {
-            let victim = inner.victim(self.id, Some(peer), now).ok_or(Full)?;
+            let victim = inner.victim(self.id, Some(peer)).ok_or(Full)?;
             inner.evict(victim);
         }
         while inner.total + n > limits.total {
-            let victim = inner.victim(self.id, None, now).ok_or(Full)?;
+            let victim = inner.victim(self.id, None).ok_or(Full)?;
             inner.evict(victim);
         }
         inner.total += n;
+        inner.tick += 1;
+        let tick = inner.tick;
         if let Some(u) = inner.uploads.get_mut(&self.id) {
             u.held += n;
-            u.last = now;
+            u.last = tick;
         }
         Ok(())
     }
@@ -216,7 +205,6 @@ mod tests {
         // Three peers hold the whole budget and stall.
         let stalled: Vec<_> = (1..=3).map(|i| b.open(ip(i))).collect();
         stalled[0].take(40).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(5));
         stalled[1].take(40).unwrap();
         stalled[2].take(20).unwrap();
         assert_eq!(b.held(), 100);
@@ -241,7 +229,6 @@ mod tests {
         other.take(40).unwrap();
         let a1 = b.open(ip(1));
         a1.take(30).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(5));
         let a2 = b.open(ip(1));
         a2.take(30).unwrap();
         // a1 made room for a2 (same peer); the other peer's upload, older still, stays.

@@ -482,30 +482,30 @@ async fn read_body<'a>(
             .clamp(1, remaining.max(1))
     };
     let read_all = async {
-        let mut window_end = tokio::time::Instant::now() + t.first_byte;
+        // The current window's end: first the first byte's deadline, then `rate_window`s.
+        let window = tokio::time::sleep(t.first_byte);
+        tokio::pin!(window);
         let mut this_window = 0usize;
         loop {
             let frame = tokio::select! {
-                f = tokio::time::timeout_at(window_end, body.frame()) => f,
-                _ = lease.evicted() => {
-                    return Err((StatusCode::SERVICE_UNAVAILABLE, "dropped to make room for uploads that are arriving"));
-                }
-            };
-            let frame = match frame {
-                Ok(f) => f,
-                Err(_) if out.is_empty() => {
-                    return Err((StatusCode::REQUEST_TIMEOUT, "body not started in time"))
-                }
-                Err(_) => {
+                f = body.frame() => f,
+                () = &mut window => {
+                    if out.is_empty() {
+                        return Err((StatusCode::REQUEST_TIMEOUT, "body not started in time"));
+                    }
                     if this_window < window_bytes(declared - out.len()) {
                         return Err((
                             StatusCode::REQUEST_TIMEOUT,
                             "body slower than the minimum rate",
                         ));
                     }
-                    window_end += t.rate_window;
+                    let next = window.deadline() + t.rate_window;
+                    window.as_mut().reset(next);
                     this_window = 0;
                     continue;
+                }
+                () = lease.evicted() => {
+                    return Err((StatusCode::SERVICE_UNAVAILABLE, "dropped to make room for uploads that are arriving"));
                 }
             };
             let Some(frame) = frame else { break };
@@ -535,7 +535,7 @@ async fn read_body<'a>(
             }
             if out.is_empty() {
                 // The body started: from now on, windows of `rate_window`.
-                window_end = tokio::time::Instant::now() + t.rate_window;
+                window.set(tokio::time::sleep(t.rate_window));
             }
             this_window += data.len();
             out.extend_from_slice(&data);
