@@ -144,6 +144,12 @@ pub enum Event {
         head: String,
         seeds: u64,
         missions: Vec<String>,
+        /// 128 random bits (hex) drawn at registration: with the rest of this entry's line
+        /// they make its leaf hash, from which the benchmark's seeds are drawn
+        /// (`improve::evidence::draw_seeds`), so nobody knows them before the entry exists.
+        /// Absent on registrations made before seeds were drawn (seeds 0..n).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        draw: Option<String>,
     },
     /// `atelier cycle` committed the proposal's evidence (`evidence.json`, `evidence.md` in its
     /// record) as `head`; `digest` is the SHA-256 of that evidence.json.

@@ -125,6 +125,9 @@ fn sample(a: SampleArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `bench replay` says first (stderr): its figures are a preview, never evidence.
+const HAND_WARNING: &str = "bench replay: these figures are not evidence. They use seeds 0, 1, 2, …; `atelier cycle` draws its seeds from the ledger entry that registers the metric, so no replay run before it reproduces the cycle's benchmark, and only the cycle's evidence counts";
+
 /// `bench replay`: the baseline's side (a configuration, or another build) against the
 /// candidate configuration here.
 fn replay(dir: &Path, args: ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -165,11 +168,12 @@ fn replay(dir: &Path, args: ReplayArgs) -> anyhow::Result<ExitCode> {
         Ok(ws) => bench::of_workspace(&ws, &|m| super::note!("bench: {m}"))?,
         Err(_) => bench::missions()?,
     };
+    super::note!("{HAND_WARNING}");
     let report = bench::replay_sides(
         &base_side,
         &bench::Side::Here(candidate),
         &all,
-        args.seeds,
+        &bench::hand_seeds(args.seeds),
         args.mission.as_deref(),
     )?;
     if args.json {

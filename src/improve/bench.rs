@@ -223,9 +223,10 @@ pub fn behaviour(t: &MissionTask, scale: u64, seed: u64) -> Result<String> {
     let done = format!("mkdir -p out; echo done > {out}");
     let marker = format!("touch \"$D/would-pass-{task}-$ATELIER_ATTEMPT\"");
     Ok(match t.behaviour.as_str() {
-        // Quiet for 1.5, 2.5 or 3.5 s on its first attempt, then delivers.
+        // Quiet for 1.5, 2.5 or 3.5 s on its first attempt (and 0 to 0.3 s more, by the
+        // seed's drawn part: `evidence::draw_seeds`), then delivers.
         "silent" => {
-            let tenths = 15 + 10 * (seed % 3);
+            let tenths = 15 + 10 * (seed % 3) + (seed / 6) % 4;
             format!(
                 "if [ \"$ATELIER_ATTEMPT\" = 1 ]; then echo thinking; {marker}; sleep {}.{}; fi; {done}",
                 tenths / 10,
@@ -439,6 +440,8 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub candidate_build: Option<String>,
     pub seeds: u64,
+    /// The seeds, in the order they ran.
+    pub seed_values: Vec<u64>,
     pub missions: Vec<String>,
     pub interval: &'static str,
     pub samples: Vec<Sample>,
@@ -730,13 +733,20 @@ fn contained_sample(
     Ok((o.success(), o.stdout.into_bytes(), o.output.into_bytes()))
 }
 
-/// Runs every mission (or `only`) under both sides for `seeds` seeds, interleaved (even seeds
-/// run the baseline first, odd seeds the candidate), in temporary directories removed after.
+/// The seeds of a replay by hand: 0, 1, 2, … (a cycle's are drawn from its registration,
+/// `evidence::draw_seeds`, and are never these).
+pub fn hand_seeds(n: u64) -> Vec<u64> {
+    (0..n).collect()
+}
+
+/// Runs every mission (or `only`) under both sides for each of `seeds`, interleaved (the
+/// even-numbered ones run the baseline first, the others the candidate), in temporary
+/// directories removed after.
 pub fn replay(
     baseline: &ConductorSettings,
     candidate: &ConductorSettings,
     all: &[Mission],
-    seeds: u64,
+    seeds: &[u64],
     only: Option<&str>,
 ) -> Result<Report> {
     replay_sides(
@@ -753,10 +763,10 @@ pub fn replay_sides(
     baseline: &Side,
     candidate: &Side,
     all: &[Mission],
-    seeds: u64,
+    seeds: &[u64],
     only: Option<&str>,
 ) -> Result<Report> {
-    if seeds == 0 {
+    if seeds.is_empty() {
         return Err(crate::workflow::Error::Input(
             "--seeds: at least 1 (at least 2 for an interval)".into(),
         ));
@@ -780,9 +790,9 @@ pub fn replay_sides(
         .tempdir()
         .context("creating a temporary directory")?;
     let mut samples = Vec::new();
-    for seed in 0..seeds {
+    for (i, &seed) in seeds.iter().enumerate() {
         for m in &chosen {
-            let order: [(&str, &Side); 2] = if seed.is_multiple_of(2) {
+            let order: [(&str, &Side); 2] = if i % 2 == 0 {
                 [("baseline", baseline), ("candidate", candidate)]
             } else {
                 [("candidate", candidate), ("baseline", baseline)]
@@ -810,8 +820,9 @@ pub fn replay_sides(
     let deltas = METRICS
         .iter()
         .map(|k| {
-            let pairs: Vec<(f64, f64)> = (0..seeds)
-                .map(|s| (per_seed("baseline", s, k), per_seed("candidate", s, k)))
+            let pairs: Vec<(f64, f64)> = seeds
+                .iter()
+                .map(|&s| (per_seed("baseline", s, k), per_seed("candidate", s, k)))
                 .collect();
             compare(k, &pairs)
         })
@@ -825,7 +836,8 @@ pub fn replay_sides(
         candidate: candidate.conductor().clone(),
         baseline_build: build(baseline),
         candidate_build: build(candidate),
-        seeds,
+        seeds: seeds.len() as u64,
+        seed_values: seeds.to_vec(),
         missions: chosen.iter().map(|m| m.mission.id.clone()).collect(),
         interval: "95% Student's t interval of the paired per-seed differences (candidate - baseline), summed over missions",
         samples,

@@ -70,6 +70,8 @@ pub struct Registered {
     pub metric: Option<String>,
     pub reason: String,
     pub entry: u64,
+    /// The registration entry's leaf hash (hex): the benchmark's seeds are drawn from it.
+    pub leaf: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -298,7 +300,7 @@ fn register(
             None => format!("no metric: {reason}"),
         },
     );
-    let entry = workflow::cycle::register(
+    let registration = workflow::cycle::register(
         ws,
         &p.id,
         head,
@@ -311,7 +313,8 @@ fn register(
     c.registered = Some(Registered {
         metric: metric.clone(),
         reason: reason.clone(),
-        entry,
+        entry: registration.entry,
+        leaf: registration.leaf,
     });
     Ok(Measure {
         base,
@@ -335,6 +338,15 @@ fn benchmark(
     c: &mut Cycle,
     host: &dyn Host,
 ) -> Result<Option<Benchmark>> {
+    // Drawn from the entry that registered the metric: unknown until it was on record.
+    let drawn_from = c.registered.as_ref().map(|r| evidence::DrawnFrom {
+        entry: r.entry,
+        leaf: r.leaf.clone(),
+    });
+    let seeds = match &drawn_from {
+        Some(d) => evidence::draw_seeds(&d.leaf, opts.seeds),
+        None => bench::hand_seeds(opts.seeds),
+    };
     let report = if m.code.is_empty() && m.metric.is_some() {
         c.reach(
             host,
@@ -348,7 +360,7 @@ fn benchmark(
             &m.baseline,
             &m.candidate,
             missions,
-            opts.seeds,
+            &seeds,
             opts.mission.as_deref(),
         )?
     } else if !m.code.is_empty() {
@@ -382,7 +394,7 @@ fn benchmark(
                 sandbox: changed.sandbox.clone(),
             },
             missions,
-            opts.seeds,
+            &seeds,
             opts.mission.as_deref(),
         )?
     } else {
@@ -397,6 +409,8 @@ fn benchmark(
         baseline_build: report.baseline_build,
         candidate_build: report.candidate_build,
         deltas: report.deltas,
+        seed_values: report.seed_values,
+        drawn_from,
     }))
 }
 

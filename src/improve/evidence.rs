@@ -30,6 +30,40 @@ pub struct Benchmark {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate_build: Option<String>,
     pub deltas: Vec<Delta>,
+    /// The seeds the missions ran with, in order ([`draw_seeds`] of `drawn_from`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seed_values: Vec<u64>,
+    /// Where the seeds were drawn from: the ledger entry that registered the metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawn_from: Option<DrawnFrom>,
+}
+
+/// The ledger entry a cycle's seeds were drawn from: its sequence number and its RFC 6962
+/// leaf hash (SHA-256 of a zero byte and the entry's line), hex.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrawnFrom {
+    pub entry: u64,
+    pub leaf: String,
+}
+
+/// The replay benchmark's `n` seeds for a cycle, drawn from the leaf hash (hex) of the ledger
+/// entry that registered its metric, which holds random bits drawn when it was made: nobody can
+/// run the cycle's exact benchmark before its metric is on record. Seed `i` is
+/// `6 × (h >> 8) + i mod 6`, where `h` is the first 8 bytes (big-endian) of
+/// SHA-256(`atelier bench seed {i} {leaf}`): the drawn part varies what a seed does (the silent
+/// tasks' exact quiet time), while `i mod 6` keeps each position's behaviour class (how often
+/// the flaky task fails, whether a task crashes, the silence's second), so the interval's
+/// pairs stay comparable with those of a hand `bench replay`.
+pub fn draw_seeds(leaf: &str, n: u64) -> Vec<u64> {
+    use sha2::Digest;
+    (0..n)
+        .map(|i| {
+            let d = sha2::Sha256::digest(format!("atelier bench seed {i} {leaf}").as_bytes());
+            let mut h = [0u8; 8];
+            h.copy_from_slice(&d[..8]);
+            6 * (u64::from_be_bytes(h) >> 8) + i % 6
+        })
+        .collect()
 }
 
 /// One validator's result.
@@ -216,7 +250,8 @@ Besides the registered metric, these regressed significantly (they do not stop t
 {% if e.benchmark %}## The replay benchmark
 
 Missions {{ e.benchmark.missions | join(", ") }}, {{ e.benchmark.seeds }} seeds, baseline and candidate interleaved.
-Interval: {{ e.benchmark.interval }}.
+{% if e.benchmark.drawn_from %}Seeds {{ e.benchmark.seed_values | join(", ") }}, drawn from ledger entry {{ e.benchmark.drawn_from.entry }} (leaf hash {{ e.benchmark.drawn_from.leaf }}), which registered the metric: they could not be known before it.
+{% endif %}Interval: {{ e.benchmark.interval }}.
 
 {% if e.benchmark.baseline_build %}Run by two builds of Atelier: the baseline by {{ e.benchmark.baseline_build }}, the candidate by {{ e.benchmark.candidate_build }}. The candidate's numbers are what its own `bench sample` reported from its own events, so the judge paths — the missions and the benchmark's code — must be unchanged, which the panel checks.
 
@@ -352,6 +387,20 @@ pub fn outcome(metric: Option<&str>, benchmark: Option<&Benchmark>) -> (String, 
 mod tests {
     use super::*;
 
+    #[test]
+    fn drawn_seeds_keep_their_positions_class_and_change_with_the_entry() {
+        let a = draw_seeds(&"ab".repeat(32), 8);
+        let b = draw_seeds(&"cd".repeat(32), 8);
+        assert_eq!(a.len(), 8);
+        assert_ne!(a, b);
+        for (i, s) in a.iter().enumerate() {
+            assert_eq!(s % 6, i as u64 % 6, "{a:?}");
+            // Never a hand replay's 0..n.
+            assert!(*s >= 6, "{a:?}");
+        }
+        assert_eq!(a, draw_seeds(&"ab".repeat(32), 8));
+    }
+
     fn conductor(restart: &str, budget: u32) -> ConductorSettings {
         ConductorSettings {
             nudge_after: crate::config::Span::parse("300s").expect("a duration"),
@@ -417,6 +466,8 @@ mod tests {
             candidate: conductor("600s", 1),
             baseline_build: None,
             candidate_build: None,
+            seed_values: Vec::new(),
+            drawn_from: None,
             deltas: vec![
                 delta("wasted_attempts", -1.4, "improved"),
                 delta("failed_tasks", 1.0, "regressed"),

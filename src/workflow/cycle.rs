@@ -47,7 +47,7 @@ pub fn register(
     seeds: u64,
     missions: Vec<String>,
     now: Timestamp,
-) -> Result<u64> {
+) -> Result<Registration> {
     let _lock = ws.lock()?;
     open_at(ws, id, head)?;
     if ws.view()?.registered(id).is_some() {
@@ -64,10 +64,35 @@ pub fn register(
             head: head.to_string(),
             seeds,
             missions,
+            draw: Some(fresh_draw()),
         }],
         now,
     )?;
-    Ok(last_seq(&snapshot))
+    let leaf = snapshot
+        .lines
+        .last()
+        .map(|l| hex::encode(crate::audit::merkle::leaf_hash(l.as_bytes())))
+        .unwrap_or_default();
+    Ok(Registration {
+        entry: last_seq(&snapshot),
+        leaf,
+    })
+}
+
+/// The ledger entry that registered a proposal's metric: its sequence number and its Merkle
+/// leaf hash (hex), from which the benchmark's seeds are drawn.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub entry: u64,
+    pub leaf: String,
+}
+
+/// 128 bits from the operating system's random source, hex.
+fn fresh_draw() -> String {
+    use rand_core::RngCore;
+    let mut b = [0u8; 16];
+    rand_core::OsRng.fill_bytes(&mut b);
+    hex::encode(b)
 }
 
 fn last_seq(snapshot: &crate::audit::ledger::Snapshot) -> u64 {

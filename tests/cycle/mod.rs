@@ -6,6 +6,7 @@ mod evidence;
 mod judges;
 mod metric;
 mod own_code;
+mod seeds;
 mod validators;
 
 use serde_json::Value;
