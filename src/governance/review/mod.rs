@@ -10,6 +10,7 @@
 
 pub mod answer;
 pub mod deps;
+pub mod key_material;
 pub mod secrets;
 pub mod weakened_tests;
 
