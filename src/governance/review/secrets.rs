@@ -1076,9 +1076,14 @@ mod tests {
                 Some(include_str!("key_material.rs")),
             ),
             fc(
-                "src/governance/review/deps.rs",
+                "src/governance/review/deps/mod.rs",
                 None,
-                Some(include_str!("deps.rs")),
+                Some(include_str!("deps/mod.rs")),
+            ),
+            fc(
+                "src/governance/review/deps/python.rs",
+                None,
+                Some(include_str!("deps/python.rs")),
             ),
             fc(
                 "src/governance/review/weakened_tests/mod.rs",
