@@ -581,7 +581,25 @@ enum Class {
     Bump,
 }
 
+/// A URL's user and password (`https://user:secret@host/…`) replaced, so that a message never
+/// repeats a credential.
+fn redact(s: &str) -> String {
+    s.split(' ')
+        .map(|w| match (w.find("://"), w.rfind('@')) {
+            (Some(scheme), Some(at)) if at > scheme && !w[scheme + 3..at].contains('/') => {
+                format!("{}***{}", &w[..scheme + 3], &w[at..])
+            }
+            _ => w.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn describe(d: &Dep) -> String {
+    // A setting's value may be a credential (`_authToken=…`): only its name is shown.
+    if d.kind == "setting" {
+        return d.name.clone();
+    }
     let mut s = if d.version.is_empty() {
         d.name.clone()
     } else {
@@ -590,7 +608,7 @@ fn describe(d: &Dep) -> String {
     if !d.source.is_empty() && !["crates.io", "pypi", "registry"].contains(&d.source.as_str()) {
         s.push_str(&format!(" from {}", d.source));
     }
-    s
+    redact(&s)
 }
 
 fn compare(base: &[Dep], head: &[Dep]) -> Vec<(Class, String)> {
@@ -890,6 +908,31 @@ mod tests {
         // A person's new dependency asks for the rationale; it does not block.
         let (_, path, base, head, _) = &cases[0];
         assert_eq!(worst(path, Some(base), Some(head), false), Some(Major));
+    }
+
+    #[test]
+    fn messages_do_not_repeat_credentials() {
+        let secret = format!("s3{}", "cr3tvalue");
+        let npmrc = format!("//registry.example.org/:_authToken={secret}\n");
+        let reqs = format!("--index-url https://ci:{secret}@example.org/simple\nrequests==2\n");
+        for (path, text) in [(".npmrc", npmrc), ("requirements.txt", reqs)] {
+            let files = [FileChange {
+                path: path.into(),
+                base: None,
+                head: Some(text),
+            }];
+            let view = ChangeView {
+                files: &files,
+                agent_origin: true,
+                declared: None,
+            };
+            let found = check("deps", &view);
+            assert!(!found.is_empty(), "{path}");
+            assert!(
+                found.iter().all(|f| !f.message.contains(&secret)),
+                "{found:#?}"
+            );
+        }
     }
 
     #[test]
