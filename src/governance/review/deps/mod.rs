@@ -71,8 +71,11 @@ enum Manifest {
     PackageJson,
     PackageLock,
     YarnLock,
-    /// `.npmrc`, `.yarnrc`, `pip.conf`: registries, indexes, tokens.
+    /// `.npmrc`, `.yarnrc`, `pip.conf`, `rust-toolchain.toml`: registries, indexes, tokens,
+    /// toolchains.
     Config,
+    /// Deno's `imports` and `scopes`: module URLs.
+    ImportMap,
     Gitmodules,
     /// Code that runs when packages are built or installed (`setup.py`, `.pnpmfile.cjs`).
     Executable,
@@ -98,8 +101,21 @@ fn manifest(path: &str) -> Option<Manifest> {
         "package.json" => Manifest::PackageJson,
         "package-lock.json" | "npm-shrinkwrap.json" => Manifest::PackageLock,
         "yarn.lock" => Manifest::YarnLock,
-        ".npmrc" | ".yarnrc" | ".yarnrc.yml" | "pip.conf" | "pip.ini" | ".pypirc" | ".condarc" => {
-            Manifest::Config
+        ".npmrc"
+        | ".yarnrc"
+        | ".yarnrc.yml"
+        | "pip.conf"
+        | "pip.ini"
+        | ".pypirc"
+        | ".condarc"
+        | "uv.toml"
+        | "poetry.toml"
+        | "rust-toolchain"
+        | "rust-toolchain.toml" => Manifest::Config,
+        "deno.json" | "deno.jsonc" | "import_map.json" => Manifest::ImportMap,
+        // Yarn runs the release its `yarnPath` names, and its plugins.
+        _ if path.starts_with(".yarn/releases/") || path.starts_with(".yarn/plugins/") => {
+            Manifest::Executable
         }
         ".gitmodules" => Manifest::Gitmodules,
         "setup.py" | ".pnpmfile.cjs" | "conanfile.py" => Manifest::Executable,
@@ -134,6 +150,7 @@ fn parse(m: Manifest, text: &str) -> Result<Vec<Dep>, String> {
         Manifest::PackageLock => package_lock(&json(text)?),
         Manifest::YarnLock => Ok(yarn_lock(text)),
         Manifest::Config => Ok(config_lines(text)),
+        Manifest::ImportMap => import_map(&json(text)?),
         Manifest::Gitmodules => Ok(gitmodules(text)),
         Manifest::Executable | Manifest::Lines => Ok(Vec::new()),
     }
@@ -438,6 +455,26 @@ fn package_json(v: &serde_json::Value) -> Result<Vec<Dep>, String> {
         let pm = json_str(pm);
         let (name, version) = pm.split_once('@').unwrap_or((&pm, ""));
         out.push(Dep::new("packageManager", name, "corepack", version));
+    }
+    Ok(out)
+}
+
+/// An import map's `imports` and `scopes` (Deno): each specifier and the URL it loads.
+fn import_map(v: &serde_json::Value) -> Result<Vec<Dep>, String> {
+    let mut out = Vec::new();
+    let mut add = |kind: &str, map: Option<&serde_json::Value>| {
+        for (name, url) in map.and_then(|m| m.as_object()).into_iter().flatten() {
+            out.push(Dep::new(kind, name, &json_str(url), ""));
+        }
+    };
+    add("imports", v.get("imports"));
+    for (scope, map) in v
+        .get("scopes")
+        .and_then(|s| s.as_object())
+        .into_iter()
+        .flatten()
+    {
+        add(&format!("scopes.{scope}"), Some(map));
     }
     Ok(out)
 }
@@ -894,6 +931,10 @@ mod tests {
             ("package.json: bump", "package.json", PKG.into(), with(PKG, "^1.3.0", "^1.3.1"), Some(Minor)),
             ("package.json: test script", "package.json", PKG.into(), with(PKG, "\"jest\" }", "\"jest --ci\" }"), None),
             (".npmrc", ".npmrc", "".into(), "registry=https://example.org/npm/\n".into(), b),
+            ("toolchain", "rust-toolchain.toml", "[toolchain]\nchannel = \"1.89\"\n".into(), "[toolchain]\nchannel = \"1.89\"\npath = \"/opt/evil\"\n".into(), b),
+            ("yarn release", ".yarn/releases/yarn-4.cjs", "a\n".into(), "b\n".into(), b),
+            ("deno import", "deno.json", "{\"imports\": {\"std/\": \"jsr:@std/\"}}".into(), "{\"imports\": {\"std/\": \"https://example.org/std/\"}}".into(), b),
+            ("deno: not json", "deno.json", "{}".into(), "{ // x\n}".into(), b),
             (".npmrc changed", "web/.npmrc", "save-exact=true\n".into(), "save-exact=true\n@acme:registry=https://example.org/\n".into(), b),
             ("submodule declared", ".gitmodules", "".into(), "[submodule \"vendor/x\"]\n\tpath = vendor/x\n\turl = https://example.org/x.git\n".into(), b),
             ("go.mod line", "go.mod", "module m\n".into(), "module m\nrequire example.org/x v1.0.0\n".into(), b),
