@@ -83,7 +83,10 @@ enum Manifest {
     Lines,
 }
 
+/// What `path` is, its letter case aside (a case-insensitive file system opens `cargo.toml`
+/// for `Cargo.toml`).
 fn manifest(path: &str) -> Option<Manifest> {
+    let path = &path.to_ascii_lowercase();
     let name = path.rsplit('/').next().unwrap_or(path);
     let parent = path
         .rsplit('/')
@@ -91,13 +94,13 @@ fn manifest(path: &str) -> Option<Manifest> {
         .filter(|_| path.contains('/'))
         .unwrap_or("");
     Some(match name {
-        "Cargo.toml" => Manifest::CargoToml,
-        "Cargo.lock" | "poetry.lock" | "uv.lock" | "pdm.lock" => Manifest::TomlLock,
+        "cargo.toml" => Manifest::CargoToml,
+        "cargo.lock" | "poetry.lock" | "uv.lock" | "pdm.lock" => Manifest::TomlLock,
         "config.toml" | "config" if parent == ".cargo" => Manifest::CargoConfig,
         "pyproject.toml" => Manifest::Pyproject,
         "setup.cfg" => Manifest::SetupCfg,
-        "Pipfile" => Manifest::Pipfile,
-        "Pipfile.lock" => Manifest::PipfileLock,
+        "pipfile" => Manifest::Pipfile,
+        "pipfile.lock" => Manifest::PipfileLock,
         "package.json" => Manifest::PackageJson,
         "package-lock.json" | "npm-shrinkwrap.json" => Manifest::PackageLock,
         "yarn.lock" => Manifest::YarnLock,
@@ -114,7 +117,10 @@ fn manifest(path: &str) -> Option<Manifest> {
         | "rust-toolchain.toml" => Manifest::Config,
         "deno.json" | "deno.jsonc" | "import_map.json" => Manifest::ImportMap,
         // Yarn runs the release its `yarnPath` names, and its plugins.
-        _ if path.starts_with(".yarn/releases/") || path.starts_with(".yarn/plugins/") => {
+        _ if [".yarn/releases/", ".yarn/plugins/"]
+            .iter()
+            .any(|d| path.starts_with(d) || path.contains(&format!("/{d}"))) =>
+        {
             Manifest::Executable
         }
         ".gitmodules" => Manifest::Gitmodules,
@@ -123,8 +129,8 @@ fn manifest(path: &str) -> Option<Manifest> {
         | "pnpm-workspace.yaml"
         | "go.mod"
         | "go.sum"
-        | "Gemfile"
-        | "Gemfile.lock" => Manifest::Lines,
+        | "gemfile"
+        | "gemfile.lock" => Manifest::Lines,
         _ if (name.ends_with(".txt") || name.ends_with(".in"))
             && (name.starts_with("requirements")
                 || name.starts_with("constraints")
@@ -933,6 +939,7 @@ mod tests {
             (".npmrc", ".npmrc", "".into(), "registry=https://example.org/npm/\n".into(), b),
             ("toolchain", "rust-toolchain.toml", "[toolchain]\nchannel = \"1.89\"\n".into(), "[toolchain]\nchannel = \"1.89\"\npath = \"/opt/evil\"\n".into(), b),
             ("yarn release", ".yarn/releases/yarn-4.cjs", "a\n".into(), "b\n".into(), b),
+            ("another letter case", "PIPFILE", PIPFILE.into(), with(PIPFILE, "pytest = \"*\"", "pytest = \"*\"\nrich = \"*\""), b),
             ("deno import", "deno.json", "{\"imports\": {\"std/\": \"jsr:@std/\"}}".into(), "{\"imports\": {\"std/\": \"https://example.org/std/\"}}".into(), b),
             ("deno: not json", "deno.json", "{}".into(), "{ // x\n}".into(), b),
             (".npmrc changed", "web/.npmrc", "save-exact=true\n".into(), "save-exact=true\n@acme:registry=https://example.org/\n".into(), b),
