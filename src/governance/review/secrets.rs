@@ -491,7 +491,7 @@ fn whole_env(line: &str) -> bool {
 /// file binds to one (`const NAME: &str = "HOME";`): the expression that computes it. The name
 /// of a variable built at run time (`"GITHUB_" + "TOKEN"`, `format!(…)`, an f-string) cannot be
 /// judged by its spelling, so in an agent's change it is judged as the worst it could be.
-fn computed_env<'a>(code: &str, line: &'a str, file: &str) -> Option<&'a str> {
+fn computed_env<'a>(code: &'a str, line: &str, file: &str) -> Option<&'a str> {
     for read in ENV_READS.iter().filter(|r| !r.ends_with('.')) {
         for (at, _) in code.match_indices(read) {
             let before = code[..at].chars().next_back();
@@ -499,7 +499,12 @@ fn computed_env<'a>(code: &str, line: &'a str, file: &str) -> Option<&'a str> {
                 continue;
             }
             let arg = line[at + read.len()..].trim_start();
-            let shown = &arg[..arg.char_indices().nth(40).map_or(arg.len(), |(i, _)| i)];
+            // Shown with its literals blanked: a message never repeats what a literal holds.
+            let blanked = code[at + read.len()..].trim_start();
+            let shown = &blanked[..blanked
+                .char_indices()
+                .nth(40)
+                .map_or(blanked.len(), |(i, _)| i)];
             if let Some(q) = arg.chars().next().filter(|c| ['"', '\'', '`'].contains(c)) {
                 // A literal, unless something is added to it or substituted into it.
                 let Some(end) = arg[1..].find(q) else {
@@ -1006,6 +1011,10 @@ mod tests {
             case("python name concatenated", "tools/x.py", None, &format!("t = os.{}[\"GH\" + \"_TOKEN\"]\n", concat!("envi", "ron")), &[B], "computed name"),
             case("node name concatenated", "web/x.js", None, &format!("const t = process.{}[\"GITHUB_\" + \"TOKEN\"];\n", "env"), &[B], "computed name"),
             case("rust name formatted", "src/a.rs", None, &format!("let t = std::env::{}(format!(\"{{}}_TOKEN\", \"GITHUB\"));\n", "var"), &[B], "computed name"),
+            Case {
+                secret: format!("gh{}_{}", "p", noise(&alnum(), 36, 28)),
+                ..case("a computed name with a token as its default", "tools/x.py", None, &format!("t = os.{}.get(name, \"gh{}_{}\")\n", concat!("envi", "ron"), "p", noise(&alnum(), 36, 28)), &[B, B], "")
+            },
             case("rust name in a variable", "src/a.rs", None, &format!("let t = std::env::{}(&name);\n", "var"), &[B], "computed name"),
             case("environ by reflection", "tools/x.py", None, &format!("e = getattr(os, \"{}\")\n", concat!("envi", "ron")), &[B], "whole environment"),
             case("env printed by a subprocess", "tools/x.py", None, &format!("out = subprocess.run([\"{}\"], capture_output=True)\n", concat!("print", "env")), &[B], "whole environment"),
