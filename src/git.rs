@@ -262,6 +262,10 @@ pub struct ChangedEntry {
     pub old: Option<Oid>,
     /// The blob at the path in the new tree (`None`: absent, or a submodule there).
     pub new: Option<Oid>,
+    /// The commit a submodule (gitlink) at the path names in the old tree.
+    pub old_gitlink: Option<Oid>,
+    /// The commit a submodule (gitlink) at the path names in the new tree.
+    pub new_gitlink: Option<Oid>,
 }
 
 /// [`changed_paths`], with the blobs on each side, sorted by path.
@@ -327,10 +331,13 @@ fn diff_trees(
         if blob_a || blob_b {
             let blob =
                 |e: Option<&(Oid, i32, bool)>| e.filter(|e| !e.2 && e.1 != GITLINK).map(|e| e.0);
+            let link = |e: Option<&(Oid, i32, bool)>| e.filter(|e| e.1 == GITLINK).map(|e| e.0);
             out.push(ChangedEntry {
                 path,
                 old: blob(x),
                 new: blob(y),
+                old_gitlink: link(x),
+                new_gitlink: link(y),
             });
         }
     }

