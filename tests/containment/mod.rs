@@ -5,6 +5,7 @@
 mod configuration;
 mod files;
 mod leftovers;
+mod metadata;
 mod network;
 mod processes;
 mod tools;
