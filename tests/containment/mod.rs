@@ -4,6 +4,7 @@
 
 mod configuration;
 mod files;
+mod handoff;
 mod leftovers;
 mod metadata;
 mod network;
