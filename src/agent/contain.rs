@@ -508,6 +508,50 @@ impl Bpf {
         self
     }
 
+    /// The calls refused whatever their arguments, and the sends whose flags are read.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn refusals(&mut self, network: &Network, metadata: Metadata) {
+        for nr in [
+            libc::SYS_keyctl,
+            libc::SYS_add_key,
+            libc::SYS_request_key,
+            libc::SYS_io_uring_setup,
+            libc::SYS_io_uring_enter,
+            libc::SYS_io_uring_register,
+            libc::SYS_unshare,
+            libc::SYS_setns,
+        ] {
+            self.jump(Self::JEQ, nr as u32, To::L("deny"), To::Next);
+        }
+        let mut refused = mount_calls();
+        if metadata == Metadata::Refused {
+            refused.extend(metadata_calls());
+        }
+        for nr in refused {
+            self.jump(Self::JEQ, nr, To::L("deny"), To::Next);
+        }
+        if *network != Network::Any {
+            self.jump(
+                Self::JEQ,
+                libc::SYS_sendto as u32,
+                To::L("flags3"),
+                To::Next,
+            )
+            .jump(
+                Self::JEQ,
+                libc::SYS_sendmmsg as u32,
+                To::L("flags3"),
+                To::Next,
+            )
+            .jump(
+                Self::JEQ,
+                libc::SYS_sendmsg as u32,
+                To::L("flags2"),
+                To::Next,
+            );
+        }
+    }
+
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     fn program(network: &Network, metadata: Metadata) -> Vec<libc::sock_filter> {
         let deny = libc::SECCOMP_RET_ERRNO | libc::EACCES as u32;
@@ -532,45 +576,7 @@ impl Bpf {
             // x32 calls (the same numbers with bit 30 set) would pass the checks below unread.
             b.jump(Self::JGE, 0x4000_0000, To::L("deny"), To::Next);
         }
-        for nr in [
-            libc::SYS_keyctl,
-            libc::SYS_add_key,
-            libc::SYS_request_key,
-            libc::SYS_io_uring_setup,
-            libc::SYS_io_uring_enter,
-            libc::SYS_io_uring_register,
-            libc::SYS_unshare,
-            libc::SYS_setns,
-        ] {
-            b.jump(Self::JEQ, nr as u32, To::L("deny"), To::Next);
-        }
-        let mut refused = mount_calls();
-        if metadata == Metadata::Refused {
-            refused.extend(metadata_calls());
-        }
-        for nr in refused {
-            b.jump(Self::JEQ, nr, To::L("deny"), To::Next);
-        }
-        if *network != Network::Any {
-            b.jump(
-                Self::JEQ,
-                libc::SYS_sendto as u32,
-                To::L("flags3"),
-                To::Next,
-            )
-            .jump(
-                Self::JEQ,
-                libc::SYS_sendmmsg as u32,
-                To::L("flags3"),
-                To::Next,
-            )
-            .jump(
-                Self::JEQ,
-                libc::SYS_sendmsg as u32,
-                To::L("flags2"),
-                To::Next,
-            );
-        }
+        b.refusals(network, metadata);
         b.jump(Self::JEQ, libc::SYS_clone3 as u32, To::L("nosys"), To::Next)
             .jump(Self::JEQ, libc::SYS_clone as u32, To::L("clone"), To::Next)
             .jump(

@@ -524,9 +524,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
     let metadata = super::contain::metadata();
     let (_private_tmp, ruleset, view) = contained(spawn, &mut env, metadata)?;
     let ruleset_fd = ruleset.as_ref().map(super::contain::raw);
-    let filter = spawn
-        .sandbox
-        .as_ref()
+    let filter = (spawn.sandbox.as_ref())
         .map(|s| super::contain::seccomp(&s.network, metadata))
         .unwrap_or_default();
     let mut cmd = tokio::process::Command::new(&spawn.program);
@@ -549,8 +547,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
                 return Err(std::io::Error::last_os_error());
             }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // SAFETY: between fork and exec, with a plan made before (`mounts::enter`), then
-            // a ruleset `prepare` built (`contain::enforce`).
+            // SAFETY: between fork and exec, with what was made before (`mounts::enter`, `enforce`).
             if let Some(plan) = &view {
                 super::mounts::enter(plan)?;
             }
@@ -665,15 +662,19 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
     outcome.output_bytes = c.total;
     outcome.truncated = c.total > c.kept.len() as u64;
     outcome.elapsed = started.elapsed();
-    if spawn.sandbox.is_some()
-        && metadata == super::contain::Metadata::Refused
-        && !outcome.success()
-    {
+    if spawn.sandbox.is_some() && metadata == super::contain::Metadata::Refused {
+        say_metadata_was_refused(&mut outcome);
+    }
+    Ok(outcome)
+}
+
+/// A failed program that ran with `Metadata::Refused` says why a chmod may have failed.
+fn say_metadata_was_refused(outcome: &mut Outcome) {
+    if !outcome.success() {
         outcome.output.push('\n');
         outcome.output.push_str(super::contain::REFUSED_NOTE);
         outcome.output.push('\n');
     }
-    Ok(outcome)
 }
 
 /// The quiet periods of a program's run: each gap between outputs that reached the floor, and
