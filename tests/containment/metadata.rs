@@ -204,3 +204,62 @@ fn a_worker_chmods_its_own_files_but_cannot_remount_or_keep_capabilities() {
     }
     guarded.unchanged();
 }
+
+/// Where no user namespace can be made (here: `atelier` started in a user namespace whose
+/// `user.max_user_namespaces` is 0), there are no read-only mounts: every metadata change is
+/// refused instead, the worker's own chmod too, and the run says so, as does the failed
+/// worker's output, with what to enable.
+#[test]
+fn without_user_namespaces_a_worker_changes_no_metadata_and_the_run_says_why() {
+    require_landlock!();
+    let probe = std::process::Command::new("unshare")
+        .args(["-Ur", "true"])
+        .status();
+    if !probe.map(|s| s.success()).unwrap_or(false) {
+        crate::support::skip::skip!("no user namespaces to restrict here");
+    }
+    let s = Swarm::new("failure_budget = 1");
+    let guarded = Guarded::new(&s);
+    let key = s.env.gate_key().display().to_string();
+    let p = crate::support::swarm::one(
+        &s,
+        &format!(
+            "chmod 0644 {key}; a=$?; echo x > built; chmod 0755 built; b=$?; \
+             echo \"$a $b\" > \"$FAKE_AGENT_DIR/verdict\"; echo ok > src/t.rs; chmod 0755 src/t.rs"
+        ),
+    );
+    let mut c = s.env.command("unshare");
+    c.args([
+        "-Ur",
+        "sh",
+        "-c",
+        "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"",
+        crate::support::bin(),
+        "-C",
+    ])
+    .arg(&s.env.repo)
+    .args(["run", &p])
+    .env("FAKE_AGENT_DIR", &s.fake);
+    let o = c.output().expect("run atelier in a user namespace");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("contained: landlock (file metadata changes refused"),
+        "{stdout}"
+    );
+    let verdict = std::fs::read_to_string(s.fake.join("verdict")).unwrap_or_default();
+    let codes: Vec<&str> = verdict.split_whitespace().collect();
+    assert!(
+        codes.len() == 2 && codes.iter().all(|c| *c != "0"),
+        "a chmod passed: {verdict:?}"
+    );
+    let mut logs = Vec::new();
+    walk(&repo(&s).join(".atelier/runs/r1"), &mut logs);
+    assert!(
+        logs.iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .any(|t| t.contains("unprivileged_userns_clone")),
+        "no failed output says what to enable"
+    );
+    guarded.unchanged();
+}
