@@ -50,6 +50,11 @@ fn refused(path: &str, content: &str) {
         "{path} is in a commit: {all}"
     );
     guarded.unchanged();
+    s.run(&["clean"]).ok();
+    assert!(
+        !repo(&s).join(path).exists(),
+        "{path} reached the main tree"
+    );
 }
 
 /// `.gitattributes` names drivers (`filter`, `diff`, `merge`) the operator's git runs on
@@ -104,7 +109,8 @@ fn a_worker_cannot_leave_an_envrc_or_a_ci_workflow() {
 
 /// A nested `.git` (a repository of the worker's own, with an fsmonitor command or hooks) in a
 /// worktree whose attempt passes otherwise: git takes no `.git` path into a commit, the
-/// worktree is removed, and the operator's git on the run's branch runs nothing of it.
+/// worktree is removed, and neither the operator's git on the run's branch nor `atelier clean`
+/// runs anything of it.
 #[test]
 fn a_worker_cannot_leave_a_nested_git_directory() {
     require_landlock!();
@@ -138,6 +144,9 @@ fn a_worker_cannot_leave_a_nested_git_directory() {
     guarded.unchanged();
     s.env.git(&["checkout", "-q", &branch]);
     s.env.git(&["status"]);
+    s.env.git(&["checkout", "-q", "main"]);
+    // `atelier clean` removes files and refs, and runs nothing either.
+    s.run(&["clean"]).ok();
     assert!(!stolen.exists(), "the operator's git ran the worker's hook");
     // A repository of its own (`git init`, with an fsmonitor command): not taken either.
     let s = Swarm::new("failure_budget = 1");
