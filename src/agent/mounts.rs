@@ -28,16 +28,22 @@ struct MountAttr {
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const AT_RECURSIVE: u32 = 0x8000;
 
-/// Whether this kernel lets this process make a user namespace owning a mount namespace (asked
-/// once, of a forked child that only calls `unshare`).
+/// Whether this machine lets this process enter a read-only view: asked once, of a forked
+/// child that enters one (`enter`, with nothing writable) and exits. Making the namespaces is
+/// not enough: a kernel may allow them but not mounting in them (Ubuntu's AppArmor
+/// `apparmor_restrict_unprivileged_userns`).
 pub fn available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVAILABLE.get_or_init(|| {
-        // SAFETY: the child only calls unshare(2) and _exit(2), both async-signal-safe.
+        let Ok(plan) = Plan::new(std::iter::empty(), Path::new("/")) else {
+            return false;
+        };
+        // SAFETY: the child only enters the view (`enter`: async-signal-safe calls on memory
+        // made before) and calls _exit(2).
         unsafe {
             let pid = libc::fork();
             if pid == 0 {
-                let ok = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0;
+                let ok = enter(&plan).is_ok();
                 libc::_exit(if ok { 0 } else { 1 });
             }
             if pid < 0 {
