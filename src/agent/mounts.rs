@@ -69,7 +69,10 @@ pub struct Plan {
     cwd: CString,
 }
 
+/// `p` made absolute here, in the conductor (as Landlock opened it): the child has already
+/// entered its own working directory.
 fn c_path(p: &Path) -> std::io::Result<CString> {
+    let p = std::path::absolute(p)?;
     CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other)
 }
 
