@@ -761,6 +761,27 @@ pub fn snapshot(common: &Path, root: &Path, at: Oid) -> Result<(Oid, Vec<String>
     Ok((tree, changed))
 }
 
+/// `tree` with each of `paths` (files) as it is in `base`: removed where `base` has none.
+pub fn with_paths_of(
+    repo: &Repository,
+    tree: Oid,
+    base: &Tree<'_>,
+    paths: &[&str],
+) -> Result<Oid, GitError> {
+    let mut tree = tree;
+    for p in paths {
+        let entry = base
+            .get_path(Path::new(p))
+            .ok()
+            .map(|e| (e.id(), e.filemode()));
+        let current = repo.find_tree(tree)?;
+        let mut parts: Vec<&str> = p.split('/').collect();
+        let file = parts.pop().expect("split always yields one part");
+        tree = put(repo, Some(&current), &parts, file, entry)?;
+    }
+    Ok(tree)
+}
+
 /// The largest file an attempt may leave.
 const MAX_FILE: u64 = 64 * 1024 * 1024;
 

@@ -307,8 +307,8 @@ impl Sandbox {
 }
 
 /// Applies a prepared ruleset to the calling process, for `pre_exec`: no new privileges, every
-/// capability dropped when running as root (so root's read-anything and raw sockets go too),
-/// then the ruleset. Only async-signal-safe system calls; nothing is allocated.
+/// capability dropped (so root's read-anything and raw sockets go too, and what a user
+/// namespace gave), then the ruleset. Only async-signal-safe system calls; nothing is allocated.
 ///
 /// # Safety
 /// Call only in a child between `fork` and `exec`, with `ruleset` from `Sandbox::prepare`.
@@ -316,9 +316,8 @@ pub unsafe fn enforce(ruleset: RawFd, filter: &[libc::sock_filter]) -> std::io::
     if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    if libc::geteuid() == 0 {
-        drop_capabilities()?;
-    }
+    // Root's capabilities, and those a new user namespace (`mounts::enter`) gave.
+    drop_capabilities()?;
     if !filter.is_empty() {
         let prog = libc::sock_fprog {
             len: filter.len() as u16,
@@ -368,19 +367,105 @@ const AUDIT_ARCH: u32 = 0xC000_00B7;
 /// - no new namespaces (`unshare`, `setns`, `clone` with a namespace flag; `clone3`, whose flags
 ///   a filter cannot read, answers ENOSYS so callers fall back to `clone`);
 /// - no kernel keyrings (per user, not per sandbox) and no io_uring (which makes sockets past
-///   the filter).
+///   the filter);
+/// - no mounts, no new root (`mount`, `umount2`, `mount_setattr`, `open_tree`, `move_mount`,
+///   `fsopen`, `fsmount`, `fsconfig`, `fspick`, `pivot_root`, `chroot`): the read-only view
+///   `mounts::enter` made stays as it is;
+/// - unless `network = "any"`, no TCP Fast Open send (`MSG_FASTOPEN` in `sendto`, `sendmsg`,
+///   `sendmmsg`), which connects without `connect()`, where Landlock's port rule applies;
+/// - with `Metadata::Refused` (no user namespaces), no metadata change at all: the chmod,
+///   chown, utimes and setxattr/removexattr families.
 ///
 /// Refused calls fail with EACCES. Empty on architectures it is not written for.
-pub fn seccomp(network: &Network) -> Vec<libc::sock_filter> {
+pub fn seccomp(network: &Network, metadata: Metadata) -> Vec<libc::sock_filter> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
-        Bpf::program(network)
+        Bpf::program(network, metadata)
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        let _ = network;
+        let _ = (network, metadata);
         Vec::new()
     }
+}
+
+/// How a contained program is kept from changing file metadata (mode, owner, times, extended
+/// attributes) outside what it may write, which Landlock does not cover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metadata {
+    /// Every mount read-only but the writable paths, in a namespace of its own
+    /// (`mounts::enter`): a change fails with EROFS outside them, and works inside.
+    ReadOnlyMounts,
+    /// No user namespace can be made here: the seccomp filter refuses every metadata call,
+    /// inside the writable paths too (a build that chmods fails, saying so: `REFUSED_NOTE`).
+    Refused,
+}
+
+/// What a failed program's output ends with when it ran with `Metadata::Refused`.
+pub const REFUSED_NOTE: &str = "note: this program ran with file metadata changes refused (chmod, chown, utimes and extended attributes fail with EACCES, even in its worktree), because this kernel lets no unprivileged user namespace be made; a build that sets modes needs them: allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, `sysctl kernel.apparmor_restrict_unprivileged_userns=0`, `user.max_user_namespaces` above 0) so contained programs get read-only mounts instead";
+
+/// How this machine contains metadata (`mounts::available`, asked once).
+pub fn metadata() -> Metadata {
+    if super::mounts::available() {
+        Metadata::ReadOnlyMounts
+    } else {
+        Metadata::Refused
+    }
+}
+
+/// The system calls that change a file's metadata (by path, by descriptor, or at a directory
+/// descriptor), refused under `Metadata::Refused`.
+fn metadata_calls() -> Vec<u32> {
+    let mut out = vec![
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        libc::SYS_fchmodat2,
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_utimensat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    out.extend([
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+    ]);
+    let mut out: Vec<u32> = out.into_iter().map(|n| n as u32).collect();
+    // setxattrat and removexattrat (Linux 6.13), numbered alike on every architecture.
+    out.extend([463, 466]);
+    out
+}
+
+/// The system calls that change mounts or the root, always refused.
+fn mount_calls() -> Vec<u32> {
+    let mut out: Vec<u32> = [
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_mount_setattr,
+        libc::SYS_open_tree,
+        libc::SYS_move_mount,
+        libc::SYS_fsopen,
+        libc::SYS_fsmount,
+        libc::SYS_fsconfig,
+        libc::SYS_fspick,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+    ]
+    .into_iter()
+    .map(|n| n as u32)
+    .collect();
+    // open_tree_attr (Linux 6.15).
+    out.push(467);
+    out
 }
 
 /// A jump target in `Bpf`: the next instruction, or a label.
@@ -423,8 +508,52 @@ impl Bpf {
         self
     }
 
+    /// The calls refused whatever their arguments, and the sends whose flags are read.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn program(network: &Network) -> Vec<libc::sock_filter> {
+    fn refusals(&mut self, network: &Network, metadata: Metadata) {
+        for nr in [
+            libc::SYS_keyctl,
+            libc::SYS_add_key,
+            libc::SYS_request_key,
+            libc::SYS_io_uring_setup,
+            libc::SYS_io_uring_enter,
+            libc::SYS_io_uring_register,
+            libc::SYS_unshare,
+            libc::SYS_setns,
+        ] {
+            self.jump(Self::JEQ, nr as u32, To::L("deny"), To::Next);
+        }
+        let mut refused = mount_calls();
+        if metadata == Metadata::Refused {
+            refused.extend(metadata_calls());
+        }
+        for nr in refused {
+            self.jump(Self::JEQ, nr, To::L("deny"), To::Next);
+        }
+        if *network != Network::Any {
+            self.jump(
+                Self::JEQ,
+                libc::SYS_sendto as u32,
+                To::L("flags3"),
+                To::Next,
+            )
+            .jump(
+                Self::JEQ,
+                libc::SYS_sendmmsg as u32,
+                To::L("flags3"),
+                To::Next,
+            )
+            .jump(
+                Self::JEQ,
+                libc::SYS_sendmsg as u32,
+                To::L("flags2"),
+                To::Next,
+            );
+        }
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn program(network: &Network, metadata: Metadata) -> Vec<libc::sock_filter> {
         let deny = libc::SECCOMP_RET_ERRNO | libc::EACCES as u32;
         let nosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
         let namespaces = (libc::CLONE_NEWNS
@@ -447,18 +576,7 @@ impl Bpf {
             // x32 calls (the same numbers with bit 30 set) would pass the checks below unread.
             b.jump(Self::JGE, 0x4000_0000, To::L("deny"), To::Next);
         }
-        for nr in [
-            libc::SYS_keyctl,
-            libc::SYS_add_key,
-            libc::SYS_request_key,
-            libc::SYS_io_uring_setup,
-            libc::SYS_io_uring_enter,
-            libc::SYS_io_uring_register,
-            libc::SYS_unshare,
-            libc::SYS_setns,
-        ] {
-            b.jump(Self::JEQ, nr as u32, To::L("deny"), To::Next);
-        }
+        b.refusals(network, metadata);
         b.jump(Self::JEQ, libc::SYS_clone3 as u32, To::L("nosys"), To::Next)
             .jump(Self::JEQ, libc::SYS_clone as u32, To::L("clone"), To::Next)
             .jump(
@@ -474,6 +592,24 @@ impl Bpf {
                 To::Next,
             )
             .op(Self::RET, libc::SECCOMP_RET_ALLOW);
+        if *network != Network::Any {
+            b.label("flags3")
+                .op(Self::LD, Self::arg(3))
+                .jump(
+                    Self::JSET,
+                    libc::MSG_FASTOPEN as u32,
+                    To::L("deny"),
+                    To::L("allow"),
+                )
+                .label("flags2")
+                .op(Self::LD, Self::arg(2))
+                .jump(
+                    Self::JSET,
+                    libc::MSG_FASTOPEN as u32,
+                    To::L("deny"),
+                    To::L("allow"),
+                );
+        }
         b.label("clone").op(Self::LD, Self::arg(0)).jump(
             Self::JSET,
             namespaces,

@@ -6,6 +6,7 @@
 
 pub mod contain;
 pub mod http;
+pub mod mounts;
 pub mod process;
 pub mod prompt;
 pub mod reviewer;

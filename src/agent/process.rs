@@ -463,12 +463,20 @@ pub fn scrubbed_env(pass: &[String], extra: &[(String, String)]) -> Vec<(String,
 
 /// For a contained program: its private temporary directory (named in its environment, with
 /// the user's git configuration out of reach) and the Landlock ruleset `prepare` built.
+/// With `Metadata::ReadOnlyMounts`, also the read-only view the child enters (`mounts`).
+type Contained = (
+    Option<tempfile::TempDir>,
+    Option<std::os::fd::OwnedFd>,
+    Option<super::mounts::Plan>,
+);
+
 fn contained(
     spawn: &Spawn,
     env: &mut Vec<(String, String)>,
-) -> std::io::Result<(Option<tempfile::TempDir>, Option<std::os::fd::OwnedFd>)> {
+    metadata: super::contain::Metadata,
+) -> std::io::Result<Contained> {
     Ok(match &spawn.sandbox {
-        None => (None, None),
+        None => (None, None, None),
         Some(sandbox) => {
             let tmp = tempfile::Builder::new()
                 .prefix("atelier-contained-")
@@ -495,7 +503,14 @@ fn contained(
             let fd = sandbox
                 .prepare()
                 .map_err(|e| std::io::Error::other(format!("{}: {e}", e.code())))?;
-            (Some(tmp), Some(fd))
+            let plan = match metadata {
+                super::contain::Metadata::ReadOnlyMounts => Some(super::mounts::Plan::new(
+                    sandbox.write.iter().map(|p| p.as_path()),
+                    &spawn.cwd,
+                )?),
+                super::contain::Metadata::Refused => None,
+            };
+            (Some(tmp), Some(fd), plan)
         }
     })
 }
@@ -506,12 +521,11 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
     let started = Instant::now();
     let mut env = spawn.env.clone();
     // The private temporary directory and the ruleset live until the program has ended.
-    let (_private_tmp, ruleset) = contained(spawn, &mut env)?;
+    let metadata = super::contain::metadata();
+    let (_private_tmp, ruleset, view) = contained(spawn, &mut env, metadata)?;
     let ruleset_fd = ruleset.as_ref().map(super::contain::raw);
-    let filter = spawn
-        .sandbox
-        .as_ref()
-        .map(|s| super::contain::seccomp(&s.network))
+    let filter = (spawn.sandbox.as_ref())
+        .map(|s| super::contain::seccomp(&s.network, metadata))
         .unwrap_or_default();
     let mut cmd = tokio::process::Command::new(&spawn.program);
     cmd.args(&spawn.args)
@@ -533,7 +547,10 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
                 return Err(std::io::Error::last_os_error());
             }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // SAFETY: between fork and exec, with a ruleset `prepare` built (`contain::enforce`).
+            // SAFETY: between fork and exec, with what was made before (`mounts::enter`, `enforce`).
+            if let Some(plan) = &view {
+                super::mounts::enter(plan)?;
+            }
             if let Some(fd) = ruleset_fd {
                 super::contain::enforce(fd, &filter)?;
             }
@@ -645,7 +662,19 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
     outcome.output_bytes = c.total;
     outcome.truncated = c.total > c.kept.len() as u64;
     outcome.elapsed = started.elapsed();
+    if spawn.sandbox.is_some() && metadata == super::contain::Metadata::Refused {
+        say_metadata_was_refused(&mut outcome);
+    }
     Ok(outcome)
+}
+
+/// A failed program that ran with `Metadata::Refused` says why a chmod may have failed.
+fn say_metadata_was_refused(outcome: &mut Outcome) {
+    if !outcome.success() {
+        outcome.output.push('\n');
+        outcome.output.push_str(super::contain::REFUSED_NOTE);
+        outcome.output.push('\n');
+    }
 }
 
 /// The quiet periods of a program's run: each gap between outputs that reached the floor, and
@@ -787,6 +816,89 @@ mod tests {
         spawn.cwd = dir.to_path_buf();
         spawn.sandbox = Some(super::super::contain::Sandbox::new(network).write(dir));
         block_on(run(&spawn, |_| {})).expect("ran")
+    }
+
+    /// Metadata: modes, owners and times change inside what the program may write (a linker
+    /// chmods what it links) and nowhere else, by path, descriptor or `/proc/self/fd` link; it
+    /// keeps no capability and cannot mount.
+    #[test]
+    fn a_contained_program_changes_metadata_only_where_it_may_write() {
+        if super::super::contain::abi() < super::super::contain::NET_ABI {
+            eprintln!("skipped: no Landlock ABI 4 on this kernel");
+            return;
+        }
+        if super::super::contain::metadata() != super::super::contain::Metadata::ReadOnlyMounts {
+            eprintln!("skipped: no user namespaces here (the fallback is tested below)");
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let outside = tempfile::tempdir().expect("tempdir");
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "key").expect("write");
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let work = tempfile::tempdir().expect("tempdir");
+        let o = contained(
+            work.path(),
+            &format!(
+                "echo x > f && chmod 755 f && touch -d 2001-01-01 f && cp f \"$TMPDIR/g\" && \
+                 chmod 700 \"$TMPDIR/g\" && echo inside; \
+                 chmod 644 {s} && echo CHMOD; touch -d 2001-01-01 {s} && echo TOUCHED; \
+                 python3 -c 'import os; fd = os.open(\"{s}\", os.O_PATH); os.chmod(\"/proc/self/fd/%d\" % fd, 0o644)' && echo FDLINK; \
+                 mkdir m && mount -t tmpfs x m && echo MOUNTED; unshare -Ur true && echo UNSHARED; \
+                 grep -E '^Cap(Eff|Prm|Inh|Amb|Bnd):' /proc/self/status",
+                s = secret.display(),
+            ),
+            crate::config::Network::None,
+        );
+        assert!(o.output.contains("inside"), "{}", o.output);
+        for escaped in ["CHMOD", "TOUCHED", "FDLINK", "MOUNTED", "UNSHARED"] {
+            assert!(!o.output.contains(escaped), "{escaped}: {}", o.output);
+        }
+        for line in o.output.lines().filter(|l| l.starts_with("Cap")) {
+            assert!(line.ends_with("0000000000000000"), "{line}");
+        }
+        let m = std::fs::metadata(&secret).expect("stat");
+        assert_eq!(m.permissions().mode() & 0o777, 0o600);
+        let f = std::fs::metadata(work.path().join("f")).expect("stat");
+        assert_eq!(f.permissions().mode() & 0o777, 0o755);
+    }
+
+    /// Where no user namespace can be made, the seccomp filter refuses every metadata call,
+    /// inside the writable paths too; with read-only mounts it refuses none.
+    #[test]
+    fn without_user_namespaces_every_metadata_change_is_refused() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("f"), "x").expect("write");
+        let changes = |metadata| {
+            let filter = super::super::contain::seccomp(&crate::config::Network::None, metadata);
+            let mut cmd = std::process::Command::new("/bin/sh");
+            cmd.args([
+                "-c",
+                "chmod 700 f && echo chmod; touch -d 2001-01-01 f && echo touch; \
+                 python3 -c 'import os; os.setxattr(\"f\", \"user.x\", b\"1\")' && echo xattr",
+            ])
+            .current_dir(dir.path());
+            // SAFETY: prctl(2) only, between fork and exec, on a filter made before.
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                    let prog = libc::sock_fprog {
+                        len: filter.len() as u16,
+                        filter: filter.as_ptr() as *mut libc::sock_filter,
+                    };
+                    if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            String::from_utf8_lossy(&cmd.output().expect("sh").stdout).into_owned()
+        };
+        let refused = changes(super::super::contain::Metadata::Refused);
+        assert_eq!(refused, "", "{refused}");
+        let mounts = changes(super::super::contain::Metadata::ReadOnlyMounts);
+        assert!(mounts.contains("chmod\ntouch\n"), "{mounts}");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 
 mod configuration;
 mod files;
+mod handoff;
 mod leftovers;
+mod metadata;
 mod network;
 mod processes;
 mod tools;

@@ -271,3 +271,41 @@ fn a_worker_may_make_a_seqpacket_pair_but_it_reaches_no_named_socket() {
         "a message from the worker arrived"
     );
 }
+
+/// TCP Fast Open connects without `connect()`, where Landlock's port rule is checked:
+/// `sendto` (or `sendmsg`) with `MSG_FASTOPEN` sends the SYN to any port. A role limited to
+/// one port reaches another, here a loopback listener. `TCP_FASTOPEN_CONNECT` goes through
+/// `connect()`, and is checked there.
+#[test]
+fn a_role_given_one_port_cannot_reach_another_with_tcp_fast_open() {
+    require_landlock!();
+    let open = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    other.set_nonblocking(true).expect("nonblocking");
+    let (po, pc) = (
+        open.local_addr().expect("addr").port(),
+        other.local_addr().expect("addr").port(),
+    );
+    let s = swarm_with_port(po);
+    let guarded = crate::containment::metadata::Guarded::new(&s);
+    for attempt in [
+        format!("python3 -c 'import socket; s = socket.socket(); s.settimeout(5); s.sendto(b\"x\", socket.MSG_FASTOPEN, (\"127.0.0.1\", {pc}))'"),
+        format!("python3 -c 'import socket; s = socket.socket(); s.settimeout(5); s.sendmsg([b\"x\"], [], socket.MSG_FASTOPEN, (\"127.0.0.1\", {pc}))'"),
+        format!("python3 -c 'import socket; s = socket.socket(); s.settimeout(5); s.setsockopt(socket.IPPROTO_TCP, 30, 1); s.connect((\"127.0.0.1\", {pc})); s.sendall(b\"x\")'"),
+    ] {
+        denied(&s, &attempt);
+    }
+    assert!(
+        other.accept().is_err(),
+        "the worker connected to a port its role does not list"
+    );
+    // The listed port is still reached, by `connect()` or by Fast Open to it.
+    assert_eq!(
+        run_attack(
+            &s,
+            &format!("python3 -c 'import socket; s = socket.socket(); s.settimeout(5); s.connect((\"127.0.0.1\", {po})); s.sendall(b\"x\")'")
+        ),
+        "ESCAPED\n"
+    );
+    guarded.unchanged();
+}

@@ -102,6 +102,75 @@ pub(super) fn claimed(task: &Task, path: &str) -> bool {
     })
 }
 
+/// Why a worker may not write `path`, if it may not: the file configures a program that runs
+/// outside containment when someone merely opens, checks out, diffs or pushes the tree (git,
+/// git-lfs, direnv, agent CLIs, editors, CI), so what a worker wrote there would run with the
+/// operator's rights. Instructions (`AGENTS.md`, `CLAUDE.md`) are text the panel reviews like
+/// code, not a program's configuration: allowed.
+pub(super) fn handed_off(path: &str) -> Option<&'static str> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let name = parts.last().copied().unwrap_or_default();
+    let dirs = &parts[..parts.len().saturating_sub(1)];
+    let file = match name {
+        ".gitattributes" => {
+            Some("names the filter, diff and merge drivers git runs on checkout, diff and merge")
+        }
+        ".gitmodules" => Some("names submodule commands (`update = !…`) and the URLs git fetches"),
+        ".lfsconfig" => Some("tells git-lfs where to send the operator's credentials"),
+        ".envrc" => Some("is a shell script direnv runs on entering the directory"),
+        ".mcp.json" => Some("names the MCP servers (commands) agent CLIs start"),
+        ".pre-commit-config.yaml" => Some("names the hooks pre-commit runs on every commit"),
+        ".gitlab-ci.yml" => Some("is a CI pipeline, run with the forge's secrets"),
+        n if n.starts_with(".aider.conf") || n.starts_with(".aider.model") => {
+            Some("configures aider, whose settings name commands it runs")
+        }
+        _ => None,
+    };
+    if file.is_some() {
+        return file;
+    }
+    for (i, d) in dirs.iter().enumerate() {
+        let why = match *d {
+            ".git" => Some("is inside a `.git`, a repository git would use"),
+            ".claude" | ".codex" | ".cursor" | ".gemini" => {
+                Some("configures an agent CLI, whose settings name commands (hooks) it runs")
+            }
+            ".vscode" | ".idea" | ".devcontainer" => {
+                Some("configures an editor, whose tasks and containers run commands")
+            }
+            ".husky" => Some("holds git hooks husky installs"),
+            ".circleci" => Some("is a CI pipeline, run with the forge's secrets"),
+            ".github" if matches!(dirs.get(i + 1), Some(&"workflows") | Some(&"actions")) => {
+                Some("is a CI workflow, run with the forge's secrets")
+            }
+            _ => None,
+        };
+        if why.is_some() {
+            return why;
+        }
+    }
+    None
+}
+
+/// The failure of an attempt that wrote a file another program would run outside containment
+/// (`handed_off`), naming each.
+fn handing_off(changed: &[String]) -> Option<AttemptResult> {
+    let found: Vec<String> = changed
+        .iter()
+        .filter_map(|p| handed_off(p).map(|why| format!("{p} ({why})")))
+        .collect();
+    (!found.is_empty()).then(|| AttemptResult::Failed {
+        reason: format!(
+            "wrote what would run outside containment: {}",
+            found.join("; ")
+        ),
+        digest: vec![format!(
+            "[trust] wrote {}: workers may not write files other programs run or obey outside the sandbox; the operator changes them, through the gate",
+            found.join("; ")
+        )],
+    })
+}
+
 /// Asks an http backend and writes its reply to the task's one claimed file; `None` on success.
 async fn http_worker(
     job: &AttemptJob,
@@ -352,6 +421,9 @@ async fn run_attempt(
             }
         }
     };
+    if let Some(failed) = handing_off(&changed) {
+        return failed;
+    }
     if let Some(failed) = outside_claims(&job.task, &changed) {
         return failed;
     }
@@ -692,6 +764,46 @@ mod tests {
             digest,
             ["[claims] wrote Cargo.toml, src/b.rs outside the task's files; change only src/a.rs"]
         );
+    }
+
+    #[test]
+    fn files_other_programs_run_are_handed_off_and_ordinary_work_is_not() {
+        for p in [
+            ".gitattributes",
+            "src/.gitattributes",
+            ".gitmodules",
+            ".lfsconfig",
+            ".envrc",
+            "web/.envrc",
+            ".mcp.json",
+            ".claude/settings.json",
+            ".codex/config.toml",
+            ".aider.conf.yml",
+            ".vscode/tasks.json",
+            ".github/workflows/ci.yml",
+            ".github/actions/x/action.yml",
+            ".gitlab-ci.yml",
+            "src/sub/.git/config",
+        ] {
+            assert!(handed_off(p).is_some(), "{p}");
+        }
+        for p in [
+            "src/lib.rs",
+            "tests/new_test.rs",
+            "Cargo.toml",
+            "Cargo.lock",
+            "README.md",
+            "AGENTS.md",
+            "CLAUDE.md",
+            "docs/github.md",
+            ".github/ISSUE_TEMPLATE/bug.md",
+            ".github/CODEOWNERS",
+            ".gitignore",
+            "src/workflows/mod.rs",
+            "src/claude.rs",
+        ] {
+            assert_eq!(handed_off(p), None, "{p}");
+        }
     }
 
     #[test]

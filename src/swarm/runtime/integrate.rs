@@ -10,7 +10,7 @@
 
 use git2::Oid;
 
-use super::attempt::{claimed, AttemptResult};
+use super::attempt::{claimed, handed_off, AttemptResult};
 use super::{Conductor, Flight};
 use crate::git;
 use crate::governance::Code;
@@ -55,6 +55,11 @@ fn implausible(ws: &Workspace, task: &Task, commit: &str, run_tip: Oid) -> Optio
         (Ok(a), Ok(b)) => git::changed_paths(repo, &a, &b).unwrap_or_default(),
         _ => return Some(format!("{commit} cannot be read")),
     };
+    if let Some(p) = changed.iter().find(|p| handed_off(p).is_some()) {
+        return Some(format!(
+            "{commit} writes {p}, which would run outside containment"
+        ));
+    }
     let outside: Vec<String> = changed.into_iter().filter(|p| !claimed(task, p)).collect();
     (!outside.is_empty()).then(|| {
         format!(
@@ -298,10 +303,26 @@ impl<'a> Conductor<'a> {
     /// a worker can make any directory of its worktree a git repository of its own (a `.git`,
     /// an implicit bare repository) whose configuration runs a command, and a person looking
     /// with `git status` there would run it, uncontained. `git show <attempt branch>` is safe.
-    /// Best effort: files git cannot take (a nested repository) are not kept.
+    /// Best effort: files git cannot take (a nested repository) are not kept, nor files another
+    /// program would run on checkout (`handed_off`).
     fn keep_failed(&self, task: &str, attempt: u32, flight: &Flight, reason: &str) {
         let repo = &self.ws.repo;
-        if let Ok((tree, _)) = git::snapshot(repo.commondir(), &flight.path, flight.at) {
+        if let Ok((tree, changed)) = git::snapshot(repo.commondir(), &flight.path, flight.at) {
+            // Nor does the kept commit carry a file another program would run on checkout.
+            let handed: Vec<&str> = changed
+                .iter()
+                .map(String::as_str)
+                .filter(|p| handed_off(p).is_some())
+                .collect();
+            let Ok(tree) = repo
+                .find_commit(flight.at)
+                .and_then(|c| c.tree())
+                .map_err(git::GitError::from)
+                .and_then(|base| git::with_paths_of(repo, tree, &base, &handed))
+            else {
+                let _ = git::remove_worktree(repo, &flight.name, &flight.path);
+                return;
+            };
             let message = format!(
                 "Failed attempt {attempt} of {task}: {}\n\nAtelier-Run: {}\nAtelier-Task: {task}\nAtelier-Attempt: {attempt}\n",
                 reason.lines().next().unwrap_or_default(),

@@ -583,7 +583,15 @@ impl<'a> Conductor<'a> {
     async fn conduct(mut self, stop: impl std::future::Future<Output = ()>) -> Result<RunSummary> {
         self.check_branch()?;
         let (mode, abi) = match self.limits.sandboxes {
-            Some(_) => ("landlock", contain::abi()),
+            // Where no user namespace can be made, metadata changes are refused outright
+            // (`contain::Metadata`), and the run says so.
+            Some(_) => match contain::metadata() {
+                contain::Metadata::ReadOnlyMounts => ("landlock", contain::abi()),
+                contain::Metadata::Refused => (
+                    "landlock (file metadata changes refused: no user namespaces here)",
+                    contain::abi(),
+                ),
+            },
             None => ("none", 0),
         };
         self.emit(RunEvent::Containment {
