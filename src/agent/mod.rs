@@ -9,6 +9,7 @@ pub mod http;
 pub mod process;
 pub mod prompt;
 pub mod reviewer;
+pub mod suites;
 
 use thiserror::Error;
 
