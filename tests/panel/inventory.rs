@@ -379,3 +379,32 @@ fn a_javascript_test_moved_to_another_file_passes() {
     passes(&v);
     assert_eq!(v["verdict"], "approve", "{v:#}");
 }
+
+/// The head's tests run contained: they cannot read the gate key, write outside their export,
+/// or connect to a port that listens. The head's test passes only if every attempt is refused,
+/// so the reviewer passing it is the proof (and nothing arrives at the listener).
+#[test]
+fn the_head_s_tests_reach_neither_the_gate_key_nor_the_network() {
+    crate::support::skip::require_landlock!();
+    let env = repo(Suite::Python);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("addr").port();
+    let outside = env.tmp.path().join("exfiltrated");
+    let head = TEST_CALC_PY.replace(
+        "    def test_adds(self):\n",
+        &format!(
+            "    def test_adds(self):\n        import socket\n        with self.assertRaises(OSError):\n            open({key:?}).read()\n        with self.assertRaises(OSError):\n            open({out:?}, 'w').write('x')\n        with self.assertRaises(OSError):\n            socket.create_connection(('127.0.0.1', {port}), timeout=2)\n",
+            key = env.gate_key().display().to_string(),
+            out = outside.display().to_string(),
+        ),
+    );
+    let id = by_agent(&env, &[("tests/test_calc.py", &head)]);
+    let (v, _) = review(&env, &id);
+    passes(&v);
+    assert!(
+        !outside.exists(),
+        "a contained test wrote outside its export"
+    );
+    assert!(listener.accept().is_err(), "a contained test connected");
+}
