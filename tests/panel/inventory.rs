@@ -221,6 +221,23 @@ fn a_cargo_runner_that_exits_zero_blocks() {
     assert_eq!(f["category"], "tests-not-run", "{f:#}");
 }
 
+#[test]
+fn a_head_that_no_longer_builds_blocks() {
+    let env = repo(Suite::Rust);
+    let head = LIB_RS.replace("    a + b\n", "    a + b +\n");
+    let id = by_agent(&env, &[("src/lib.rs", &head)]);
+    let (v, _) = review(&env, &id);
+    blocks_naming(&v, "tests::adds");
+    let f = &ours(&v, "blocking")[0];
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("did not build"),
+        "{f:#}"
+    );
+}
+
 /// What running cannot see: a shadowed `assert_eq!` that does nothing leaves every test
 /// passing. The inventory does not block it (test strength, mutation, would); this test holds
 /// the documented limit honestly in place.
