@@ -26,8 +26,11 @@ use super::contain::Sandbox;
 use super::process;
 use super::reviewer::{discard, export_tree_id, ReviewerOutcome};
 use crate::governance::review::answer::Answer;
+use crate::governance::review::inventory::Mutant;
 use crate::governance::review::inventory::{self, Ecosystem, Ran, SuiteRun};
-use crate::governance::review::{critic, Finding, ReviewerDef, Severity, SuiteSettings};
+use crate::governance::review::{
+    critic, FileChange, Finding, ReviewerDef, Severity, SuiteSettings,
+};
 
 /// The most bytes of one suite run's output read.
 pub const MAX_OUTPUT: usize = 16 * 1024 * 1024;
@@ -44,6 +47,9 @@ pub struct SuitesJob {
     pub head_tree: Oid,
     /// The ecosystems the base holds (`inventory::ecosystems`).
     pub ecosystems: Vec<Ecosystem>,
+    /// The Rust files to mutate (`mutants = true`): those the change touches outside `tests/`,
+    /// present at base and at head.
+    pub mutate: Vec<String>,
     /// What the suites may touch besides their export and the cache; `None` runs uncontained.
     pub sandbox: Option<Sandbox>,
 }
@@ -53,8 +59,8 @@ pub struct SuitesJob {
 pub fn job(
     repo: &Repository,
     def: &ReviewerDef,
-    base: Oid,
-    head_tree: Oid,
+    (base, head_tree): (Oid, Oid),
+    changed: &[FileChange],
     agent_origin: bool,
     sandbox: Option<Sandbox>,
 ) -> Result<SuitesJob, git2::Error> {
@@ -69,6 +75,12 @@ pub fn job(
         base_tree: base_tree.id(),
         head_tree,
         ecosystems: inventory::ecosystems(paths.iter().map(String::as_str)),
+        mutate: changed
+            .iter()
+            .filter(|f| f.base.is_some() && f.head.is_some() && f.path.ends_with(".rs"))
+            .filter(|f| !f.path.starts_with("tests/") && !f.path.contains("/tests/"))
+            .map(|f| f.path.clone())
+            .collect(),
         sandbox: sandbox.map(toolchains),
     })
 }
@@ -232,9 +244,15 @@ fn run_in(
             .write(dir.to_path_buf())
             .write(cache.to_path_buf())
     });
+    // stderr joins stdout in the program itself, so the two arrive in the order written
+    // (cargo prints `Running <target>` on stderr before the tests' lines on stdout).
+    let mut joined: Vec<String> = ["-c", "exec \"$@\" 2>&1", "sh", program.as_str()]
+        .map(String::from)
+        .to_vec();
+    joined.extend(args.iter().cloned());
     let spawn = process::Spawn {
-        program: program.clone(),
-        args: args.to_vec(),
+        program: "sh".into(),
+        args: joined,
         cwd: dir.to_path_buf(),
         env,
         stdin: Vec::new(),
@@ -330,11 +348,16 @@ fn judge(repo_root: &Path, job: &SuitesJob) -> Result<Vec<Finding>, String> {
                 })
                 .collect()
         };
+        let strength = job.settings.mutants
+            && job.ecosystems.contains(&Ecosystem::Rust)
+            && !job.mutate.is_empty();
         let at_base = side(&work);
+        let mutants_base = strength.then(|| mutate(&rt, job, &work, &cache, "base", timeout));
         remove_all(&work)?;
         export_tree_id(repo_root, job.head_tree, &work)
             .map_err(|e| format!("the change could not be exported: {e}"))?;
         let at_head = side(&work);
+        let mutants_head = strength.then(|| mutate(&rt, job, &work, &cache, "head", timeout));
         let notes: Vec<Finding> = at_base
             .iter()
             .zip(&at_head)
@@ -343,11 +366,91 @@ fn judge(repo_root: &Path, job: &SuitesJob) -> Result<Vec<Finding>, String> {
         let base: Vec<SuiteRun> = at_base.into_iter().map(|(s, _)| s).collect();
         let head: Vec<SuiteRun> = at_head.into_iter().map(|(s, _)| s).collect();
         let mut out = inventory::compare(&job.name, job.agent_origin, &base, &head);
+        if let (Some(b), Some(h)) = (&mutants_base, &mutants_head) {
+            out.extend(inventory::compare_mutants(
+                &job.name,
+                job.agent_origin,
+                b,
+                h,
+            ));
+            out.push(mutants_note(job, b, h));
+        }
         out.extend(notes);
         Ok(out)
     })();
     discard(tmp);
     result
+}
+
+/// Runs cargo-mutants on the job's files in `dir` (in place: the export is a throwaway copy),
+/// ignoring any `.cargo/mutants.toml` (the change's own say on what is mutated), and reads what
+/// it found; `Err` says why nothing was measured.
+fn mutate(
+    rt: &tokio::runtime::Runtime,
+    job: &SuitesJob,
+    dir: &Path,
+    cache: &Path,
+    side: &str,
+    timeout: Duration,
+) -> Result<Vec<Mutant>, String> {
+    let out = cache.join(format!("mutants-{side}"));
+    let mut argv: Vec<String> = [
+        "cargo-mutants",
+        "mutants",
+        "--in-place",
+        "--no-shuffle",
+        "--no-config",
+        "--output",
+    ]
+    .map(String::from)
+    .to_vec();
+    argv.push(out.display().to_string());
+    for f in &job.mutate {
+        argv.extend(["--file".to_string(), f.clone()]);
+    }
+    let ran = run_in(rt, job, &argv, dir, cache, timeout);
+    let missing = (ran.code == Some(127)).then(|| "cargo-mutants was not found".to_string());
+    if let Some(why) = ran.not_started.clone().or(missing) {
+        return Err(format!(
+            "{why} (install it: cargo install --locked cargo-mutants)"
+        ));
+    }
+    if ran.timed_out {
+        return Err("it timed out".into());
+    }
+    let json = std::fs::read_to_string(out.join("mutants.out/outcomes.json")).map_err(|e| {
+        let code = ran
+            .code
+            .map_or("a signal".to_string(), |c| format!("code {c}"));
+        format!("cargo-mutants ended with {code} and left no outcomes ({e})")
+    })?;
+    inventory::mutants(&json)
+}
+
+/// How many mutants each side's tests caught (a minor finding).
+fn mutants_note(
+    job: &SuitesJob,
+    b: &Result<Vec<Mutant>, String>,
+    h: &Result<Vec<Mutant>, String>,
+) -> Finding {
+    let count = |r: &Result<Vec<Mutant>, String>| match r {
+        Ok(m) => format!("{} of {}", m.iter().filter(|m| m.caught).count(), m.len()),
+        Err(_) => "none measured".to_string(),
+    };
+    Finding {
+        reviewer: job.name.clone(),
+        severity: Severity::Minor,
+        category: "mutants-ran".into(),
+        file: None,
+        line: None,
+        message: format!(
+            "mutants of {}: {} caught at base, {} at head",
+            job.mutate.join(", "),
+            count(b),
+            count(h)
+        ),
+        hint: "nothing to do: what the reviewer measured".into(),
+    }
 }
 
 /// Removes a side's export, first making writable what its run made read-only.

@@ -132,7 +132,7 @@ fn read_change(
         now,
     )?;
     let provenance = view.provenance(&carried.pull.proposal);
-    let (input, panel, _files) = panel::input(
+    let (input, panel, files) = panel::input(
         &ws.repo,
         carried.base,
         carried.head,
@@ -172,7 +172,7 @@ fn read_change(
         Some(t) => t,
         None => ws.repo.find_commit(carried.head)?.tree_id(),
     };
-    let suites = suites_jobs(ws, defs, carried.base, head_tree, &provenance)?;
+    let suites = suites_jobs(ws, defs, (carried.base, head_tree), &files, &provenance)?;
     let verdict = review::critic(&findings);
     let reviewers = defs.iter().map(|d| d.name.clone()).collect();
     let r = Review {
@@ -203,8 +203,8 @@ fn read_change(
 fn suites_jobs(
     ws: &Workspace,
     defs: &[ReviewerDef],
-    base: git2::Oid,
-    head_tree: git2::Oid,
+    trees: (git2::Oid, git2::Oid),
+    files: &[review::FileChange],
     provenance: &panel::Provenance,
 ) -> Result<Vec<SuitesJob>> {
     let tests: Vec<&ReviewerDef> = defs.iter().filter(|d| d.kind == Kind::Tests).collect();
@@ -227,8 +227,8 @@ fn suites_jobs(
             suites::job(
                 &ws.repo,
                 d,
-                base,
-                head_tree,
+                trees,
+                files,
                 provenance.origin.is_some(),
                 sandbox.clone(),
             )

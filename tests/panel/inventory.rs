@@ -425,3 +425,51 @@ fn the_head_s_tests_reach_neither_the_gate_key_nor_the_network() {
     );
     assert!(listener.accept().is_err(), "a contained test connected");
 }
+
+/// Whether cargo-mutants is on this machine's PATH.
+fn cargo_mutants() -> bool {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .any(|d| std::path::Path::new(d).join("cargo-mutants").is_file())
+}
+
+/// Test strength, with `mutants = true`: the shadowed `assert_eq!` leaves every test passing,
+/// but the mutants of `add` and `sub` the base's tests caught now survive, and that blocks. A
+/// new test leaves them caught.
+#[test]
+fn a_shadowed_assertion_macro_is_caught_by_mutation_testing() {
+    if !cargo_mutants() {
+        crate::support::skip::skip!(
+            "cargo-mutants is not installed (cargo install --locked cargo-mutants)"
+        );
+    }
+    let reviewer = format!("{REVIEWER}mutants = true\n");
+    let env = repo_with(Suite::Rust, &reviewer);
+    let head = LIB_RS.replace(
+        "    use super::*;\n",
+        "    use super::*;\n\n    macro_rules! assert_eq {\n        ($($t:tt)*) => {};\n    }\n",
+    );
+    let id = by_agent(&env, &[("src/lib.rs", &head)]);
+    let (v, _) = review(&env, &id);
+    assert_eq!(v["verdict"], "block", "{v:#}");
+    let weakened: Vec<_> = ours(&v, "blocking")
+        .into_iter()
+        .filter(|f| f["category"] == "tests-weakened")
+        .collect();
+    assert!(
+        weakened
+            .iter()
+            .any(|f| f["message"].as_str().unwrap_or("").contains("in add")),
+        "{v:#}"
+    );
+    let env = repo_with(Suite::Rust, &reviewer);
+    let head = LIB_RS.replace(
+        "    #[test]\n    fn subtracts",
+        "    #[test]\n    fn adds_zero() {\n        assert_eq!(add(0, 7), 7);\n    }\n\n    #[test]\n    fn subtracts",
+    );
+    let id = by_agent(&env, &[("src/lib.rs", &head)]);
+    let (v, _) = review(&env, &id);
+    passes(&v);
+    assert_eq!(v["verdict"], "approve", "{v:#}");
+}

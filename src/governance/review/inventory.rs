@@ -529,6 +529,121 @@ fn names(tests: &[&TestCase]) -> String {
     s.join(", ")
 }
 
+/// One mutant cargo-mutants tested, and whether the tests caught it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mutant {
+    /// What it is, independent of where its function sits in the file: the file, the function,
+    /// the mutant's place relative to the function's first line, the replacement.
+    pub key: String,
+    /// cargo-mutants' own name for it (`src/lib.rs:2:7: replace + with * in add`).
+    pub name: String,
+    pub caught: bool,
+}
+
+/// Reads cargo-mutants' `mutants.out/outcomes.json`: the mutants it built (unviable ones, which
+/// do not build, are left out), caught when a test failed or timed out. An unmutated baseline
+/// that did not pass is an error: then nothing was measured.
+pub fn mutants(outcomes_json: &str) -> Result<Vec<Mutant>, String> {
+    let v: serde_json::Value = serde_json::from_str(outcomes_json)
+        .map_err(|e| format!("cargo-mutants' outcomes.json does not parse: {e}"))?;
+    let outcomes = v["outcomes"]
+        .as_array()
+        .ok_or("cargo-mutants' outcomes.json has no outcomes")?;
+    let mut out = Vec::new();
+    for o in outcomes {
+        let summary = o["summary"].as_str().unwrap_or("");
+        if o["scenario"] == "Baseline" {
+            if summary != "Success" {
+                return Err(format!(
+                    "the unmutated tree did not pass its tests ({summary})"
+                ));
+            }
+            continue;
+        }
+        let m = &o["scenario"]["Mutant"];
+        let caught = match summary {
+            "CaughtMutant" | "Timeout" => true,
+            "MissedMutant" => false,
+            _ => continue,
+        };
+        let line = |p: &serde_json::Value| p["line"].as_i64().unwrap_or(0);
+        let fn_start = line(&m["function"]["span"]["start"]);
+        let key = format!(
+            "{} {} +{}:{}..+{}:{} {} {}",
+            m["file"].as_str().unwrap_or("?"),
+            m["function"]["function_name"].as_str().unwrap_or("?"),
+            line(&m["span"]["start"]) - fn_start,
+            m["span"]["start"]["column"].as_i64().unwrap_or(0),
+            line(&m["span"]["end"]) - fn_start,
+            m["span"]["end"]["column"].as_i64().unwrap_or(0),
+            m["genre"].as_str().unwrap_or("?"),
+            m["replacement"].as_str().unwrap_or("?"),
+        );
+        out.push(Mutant {
+            key,
+            name: m["name"].as_str().unwrap_or("?").to_string(),
+            caught,
+        });
+    }
+    Ok(out)
+}
+
+/// Test strength: every mutant the base's tests catch that the head's tests miss (the same
+/// mutant, of code present at both) is a blocking finding. Mutants of code the change rewrote
+/// have no counterpart and are not compared. A run that measured nothing at base leaves the
+/// reviewer unable to judge ([`could_not_run`]); at head, where the base measured, it blocks.
+pub fn compare_mutants(
+    reviewer: &str,
+    agent_origin: bool,
+    base: &Result<Vec<Mutant>, String>,
+    head: &Result<Vec<Mutant>, String>,
+) -> Vec<Finding> {
+    let base = match base {
+        Ok(b) => b,
+        Err(why) => {
+            return vec![could_not_run(
+                reviewer,
+                agent_origin,
+                &format!("mutation testing did not run at base: {why}"),
+            )]
+        }
+    };
+    let head = match head {
+        Ok(h) => h,
+        Err(why) if base.iter().any(|m| m.caught) => {
+            return vec![finding(
+                reviewer,
+                Severity::Blocking,
+                "mutants-not-run",
+                None,
+                None,
+                format!("mutation testing ran at base and did not at head: {why}"),
+                "the change stops the tests from being measured: undo what does, or propose it as a person",
+            )]
+        }
+        Err(_) => return Vec::new(),
+    };
+    let at_head: BTreeMap<&str, bool> = head.iter().map(|m| (m.key.as_str(), m.caught)).collect();
+    base.iter()
+        .filter(|m| m.caught && at_head.get(m.key.as_str()) == Some(&false))
+        .map(|m| {
+            let file = m.key.split(' ').next().filter(|f| *f != "?");
+            finding(
+                reviewer,
+                Severity::Blocking,
+                "tests-weakened",
+                file,
+                None,
+                format!(
+                    "the mutant `{}` is caught by the base's tests and missed by the head's: the tests still run, but no longer check it",
+                    m.name
+                ),
+                "restore what the tests checked (an assertion, a macro, a comparison), or propose the weakening as a person",
+            )
+        })
+        .collect()
+}
+
 /// The finding for a `tests` reviewer that could not judge the change (no toolchain, an export
 /// that failed, a time-out at base): blocking for an agent's change — a change must not escape
 /// the reviewer by making it fail — and major for a person's.
@@ -727,6 +842,16 @@ test src/lib.rs - add (line 3) ... ok
                 &[],
             ),
             (
+                "renamed in place beside a new test",
+                base(),
+                vec![
+                    case("tests::adds_two_numbers", lib, Passed),
+                    case("tests::adds_zero", lib, Passed),
+                    case("tests::subtracts", lib, Passed),
+                ],
+                &[],
+            ),
+            (
                 "moved to another file",
                 base(),
                 vec![
@@ -845,6 +970,61 @@ test src/lib.rs - add (line 3) ... ok
         // A failure to run blocks an agent's change, never only revises it.
         assert_eq!(could_not_run("t", true, "x").severity, Severity::Blocking);
         assert_eq!(could_not_run("t", false, "x").severity, Severity::Major);
+    }
+
+    fn outcome(line: i64, fn_line: i64, replacement: &str, summary: &str) -> serde_json::Value {
+        serde_json::json!({
+            "scenario": {"Mutant": {
+                "name": format!("src/lib.rs:{line}:7: replace + with {replacement} in add"),
+                "file": "src/lib.rs",
+                "function": {"function_name": "add", "span": {"start": {"line": fn_line, "column": 1}}},
+                "span": {"start": {"line": line, "column": 7}, "end": {"line": line, "column": 8}},
+                "replacement": replacement,
+                "genre": "BinaryOperator"
+            }},
+            "summary": summary
+        })
+    }
+
+    fn outcomes(rows: Vec<serde_json::Value>) -> String {
+        let mut all = vec![serde_json::json!({"scenario": "Baseline", "summary": "Success"})];
+        all.extend(rows);
+        serde_json::json!({ "outcomes": all }).to_string()
+    }
+
+    #[test]
+    fn a_mutant_the_base_catches_and_the_head_misses_blocks() {
+        let base = mutants(&outcomes(vec![
+            outcome(2, 1, "-", "CaughtMutant"),
+            outcome(2, 1, "*", "MissedMutant"),
+            outcome(2, 1, "/", "Unviable"),
+        ]))
+        .expect("read");
+        assert_eq!(base.len(), 2, "unviable mutants are left out");
+        // The same code four lines lower at head (something added above it): the same mutants.
+        let weakened = mutants(&outcomes(vec![
+            outcome(6, 5, "-", "MissedMutant"),
+            outcome(6, 5, "*", "MissedMutant"),
+        ]));
+        let found = compare_mutants("t", true, &Ok(base.clone()), &weakened);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].severity, Severity::Blocking);
+        assert!(
+            found[0].message.contains("replace + with - in add"),
+            "{}",
+            found[0].message
+        );
+        let kept = mutants(&outcomes(vec![outcome(6, 5, "-", "Timeout")]));
+        assert!(compare_mutants("t", true, &Ok(base.clone()), &kept).is_empty());
+        // A head that cannot be measured blocks; a base that cannot leaves nothing judged.
+        let failed: Result<Vec<Mutant>, String> = Err("it timed out".into());
+        let f = compare_mutants("t", false, &Ok(base.clone()), &failed);
+        assert_eq!(f[0].severity, Severity::Blocking);
+        let f = compare_mutants("t", true, &failed, &Ok(base));
+        assert_eq!(f[0].category, "reviewer-failed");
+        let broken =
+            serde_json::json!({"outcomes": [{"scenario": "Baseline", "summary": "Failure"}]});
+        assert!(mutants(&broken.to_string()).is_err());
     }
 
     #[test]

@@ -154,6 +154,9 @@ struct RawDef {
     python: Option<Vec<String>>,
     #[serde(default)]
     javascript: Option<Vec<String>>,
+    /// `tests`: also compare test strength with cargo-mutants on the Rust files the change touches.
+    #[serde(default)]
+    mutants: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -186,6 +189,8 @@ pub struct SuiteSettings {
     pub timeout_secs: u64,
     /// Commands that replace an ecosystem's default (an empty one: that ecosystem is not run).
     pub commands: Vec<(inventory::Ecosystem, Vec<String>)>,
+    /// Whether to run cargo-mutants on the Rust files the change touches, at base and at head.
+    pub mutants: bool,
 }
 
 /// The default time limit of one suite run, in seconds.
@@ -196,6 +201,7 @@ impl Default for SuiteSettings {
         SuiteSettings {
             timeout_secs: DEFAULT_SUITE_TIMEOUT,
             commands: Vec::new(),
+            mutants: false,
         }
     }
 }
@@ -378,6 +384,12 @@ fn suite_settings(raw: &RawDef, tests: bool) -> Result<SuiteSettings, (&'static 
         ("javascript", Ecosystem::JavaScript, &raw.javascript),
     ];
     if !tests {
+        if raw.mutants.is_some() {
+            return Err((
+                "mutants",
+                "only a `kind = \"tests\"` reviewer has it".into(),
+            ));
+        }
         if raw.timeout.is_some() {
             return Err((
                 "timeout",
@@ -405,6 +417,7 @@ fn suite_settings(raw: &RawDef, tests: bool) -> Result<SuiteSettings, (&'static 
     Ok(SuiteSettings {
         timeout_secs,
         commands,
+        mutants: raw.mutants.unwrap_or(false),
     })
 }
 
@@ -919,6 +932,7 @@ mod tests {
             ("kind = \"tests\"\ntimeout = 0\n", "timeout"),
             ("kind = \"tests\"\nrust = [\"\"]\n", "rust"),
             ("kind = \"builtin:size\"\ntimeout = 5\n", "timeout"),
+            ("kind = \"builtin:size\"\nmutants = true\n", "mutants"),
             (
                 "kind = \"agent\"\nrole = \"r\"\ntemplate = \"t.j2\"\nrust = [\"cargo\"]\n",
                 "rust",
