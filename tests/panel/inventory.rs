@@ -473,3 +473,20 @@ fn a_shadowed_assertion_macro_is_caught_by_mutation_testing() {
     passes(&v);
     assert_eq!(v["verdict"], "approve", "{v:#}");
 }
+
+/// The gate holder lands an agent's change by hand, without the tests reviewer's verdict:
+/// `audit verify` re-judges the merge with the recorded verdicts only, and finds it missing.
+#[test]
+fn a_merge_without_the_tests_reviewer_s_verdict_is_caught_by_audit() {
+    let env = repo(Suite::Python);
+    let id = by_agent(&env, &[("calc.py", &format!("{CALC_PY}\n# tidied\n"))]);
+    let v = crate::panel::landed_by_the_gate_holder(&env, &id);
+    let findings = v["findings"].as_array().expect("findings");
+    assert!(
+        findings.iter().any(|f| f["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("E_REVIEW_MISSING")),
+        "{v:#}"
+    );
+}
