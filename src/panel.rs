@@ -55,11 +55,16 @@ impl Panel {
         self.digest.clone()
     }
 
-    /// The agent reviewers, by name (none when the definitions cannot be used).
+    /// The reviewers whose verdict only a recording carries — agent reviewers and `tests`
+    /// reviewers, which run programs — by name (none when the definitions cannot be used).
     pub fn agents(&self) -> Vec<&ReviewerDef> {
         self.defs
             .as_ref()
-            .map(|d| d.iter().filter(|d| d.kind == Kind::Agent).collect())
+            .map(|d| {
+                d.iter()
+                    .filter(|d| matches!(d.kind, Kind::Agent | Kind::Tests))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }

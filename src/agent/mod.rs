@@ -10,6 +10,7 @@ pub mod mounts;
 pub mod process;
 pub mod prompt;
 pub mod reviewer;
+pub mod suites;
 
 use thiserror::Error;
 

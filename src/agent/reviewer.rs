@@ -454,6 +454,18 @@ fn export_tree(repo_root: &Path, head: Oid, into: &Path) -> Result<(), String> {
     write_tree(&repo, &tree, into, 0)
 }
 
+/// Writes the files of the tree `tree` (a commit's, or a merge tree) into `into`, a new
+/// directory, as [`export_tree`] does.
+pub(crate) fn export_tree_id(repo_root: &Path, tree: Oid, into: &Path) -> Result<(), String> {
+    let repo = Repository::open(repo_root)
+        .map_err(|e| format!("opening the repository at {}: {e}", repo_root.display()))?;
+    let tree = repo
+        .find_tree(tree)
+        .map_err(|e| format!("reading the tree {tree}: {e}"))?;
+    std::fs::create_dir(into).map_err(|e| format!("creating {}: {e}", into.display()))?;
+    write_tree(&repo, &tree, into, 0)
+}
+
 fn write_tree(repo: &Repository, tree: &Tree<'_>, dir: &Path, depth: usize) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
@@ -504,7 +516,7 @@ fn write_tree(repo: &Repository, tree: &Tree<'_>, dir: &Path, depth: usize) -> R
 
 /// Deletes a reviewer's directory, first making writable any directory it made read-only
 /// (links are never followed). Best effort: a leftover is in the system's temporary directory.
-fn discard(dir: tempfile::TempDir) {
+pub(crate) fn discard(dir: tempfile::TempDir) {
     use std::os::unix::fs::PermissionsExt;
     fn unlock(path: &Path) {
         let Ok(meta) = std::fs::symlink_metadata(path) else {

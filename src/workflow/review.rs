@@ -6,9 +6,11 @@
 
 use super::gate::check_addressed;
 use super::{evaluate_at, Error, Publish, Result, Workspace};
+use crate::agent::contain::Sandbox;
 use crate::agent::reviewer::{
     self, CheckResult, Handoff, ReviewJob, ReviewerOutcome, TaskContract,
 };
+use crate::agent::suites::{self, SuitesJob};
 use crate::audit::ledger::Event;
 use crate::forge::PullRequest;
 use crate::forge::{Addr, Carried};
@@ -69,10 +71,12 @@ fn review_as(ws: &Workspace, addr: &Addr, local: bool, now: Timestamp) -> Result
         pull,
         open,
         prepared,
+        suites,
     } = read_change(ws, addr, local, now, &mut notes)?;
     if let Some(prepared) = prepared {
         run_agents(ws, &mut r, prepared, &mut notes)?;
     }
+    run_suites(ws, &mut r, &suites);
     r.summary = summary(&r);
     record(ws, &mut r, addr, local, (pull, open), now, &mut notes)?;
     r.notes = notes;
@@ -86,6 +90,8 @@ struct Read {
     pull: u64,
     open: bool,
     prepared: Option<(Vec<ReviewJob>, Vec<ReviewerOutcome>)>,
+    /// The `tests` reviewers' jobs.
+    suites: Vec<SuitesJob>,
 }
 
 fn read_change(
@@ -126,7 +132,7 @@ fn read_change(
         now,
     )?;
     let provenance = view.provenance(&carried.pull.proposal);
-    let (input, panel, _files) = panel::input(
+    let (input, panel, files) = panel::input(
         &ws.repo,
         carried.base,
         carried.head,
@@ -162,6 +168,11 @@ fn read_change(
             &handoff,
         )?)
     };
+    let head_tree = match eval.merge_tree {
+        Some(t) => t,
+        None => ws.repo.find_commit(carried.head)?.tree_id(),
+    };
+    let suites = suites_jobs(ws, defs, (carried.base, head_tree), &files, &provenance)?;
     let verdict = review::critic(&findings);
     let reviewers = defs.iter().map(|d| d.name.clone()).collect();
     let r = Review {
@@ -183,7 +194,55 @@ fn read_change(
         pull: carried.pull.number,
         open: eval.change.open,
         prepared,
+        suites,
     })
+}
+
+/// The jobs of the `tests` reviewers at base, contained like agent reviewers (no network; never
+/// the gate key, `.atelier/` or `~/.ssh`) unless containment is off.
+fn suites_jobs(
+    ws: &Workspace,
+    defs: &[ReviewerDef],
+    trees: (git2::Oid, git2::Oid),
+    files: &[review::FileChange],
+    provenance: &panel::Provenance,
+) -> Result<Vec<SuitesJob>> {
+    let tests: Vec<&ReviewerDef> = defs.iter().filter(|d| d.kind == Kind::Tests).collect();
+    if tests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sandbox = if ws.containment()? == crate::config::Containment::Landlock {
+        let s = Sandbox {
+            protected: crate::agent::contain::protected(&ws.root, &ws.gate_key_path()?),
+            ..Sandbox::new(crate::config::Network::None)
+        };
+        s.prepare()?;
+        Some(s)
+    } else {
+        None
+    };
+    tests
+        .into_iter()
+        .map(|d| {
+            suites::job(
+                &ws.repo,
+                d,
+                trees,
+                files,
+                provenance.origin.is_some(),
+                sandbox.clone(),
+            )
+            .map_err(Error::from)
+        })
+        .collect()
+}
+
+/// The `tests` reviewers, one after the other, without the lock: their findings join the rest.
+fn run_suites(ws: &Workspace, r: &mut Review, jobs: &[SuitesJob]) {
+    for job in jobs {
+        r.findings.extend(suites::run(&ws.root, job).findings());
+    }
+    r.verdict = review::critic(&r.findings);
 }
 
 /// The agent reviewers, in parallel, without the lock: their findings join the built-ins'.

@@ -7,6 +7,7 @@ mod builtins;
 mod enforcement;
 mod hackbench;
 mod supply;
+mod inventory;
 
 use atelier::audit::ledger;
 use git2::Repository;

@@ -11,6 +11,7 @@
 pub mod answer;
 pub mod deps;
 pub mod key_material;
+pub mod inventory;
 pub mod secrets;
 pub mod weakened_tests;
 
@@ -98,6 +99,9 @@ pub struct ChangeView<'a> {
 pub enum Kind {
     Builtin(Builtin),
     Agent,
+    /// `kind = "tests"`: runs the test suites at base and head and compares what ran
+    /// (`inventory`; run by `agent::suites`, its verdict recorded like an agent reviewer's).
+    Tests,
 }
 
 /// The built-in reviewers.
@@ -143,6 +147,19 @@ struct RawDef {
     /// `judge-tamper`: more paths that judge (globs), besides the ones every repository has.
     #[serde(default)]
     judges: Vec<String>,
+    /// `tests`: the most seconds one suite run may take.
+    #[serde(default)]
+    timeout: Option<u64>,
+    /// `tests`: the command that runs each ecosystem's suite (an empty list: not run).
+    #[serde(default)]
+    rust: Option<Vec<String>>,
+    #[serde(default)]
+    python: Option<Vec<String>>,
+    #[serde(default)]
+    javascript: Option<Vec<String>>,
+    /// `tests`: also compare test strength with cargo-mutants on the Rust files the change touches.
+    #[serde(default)]
+    mutants: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -164,6 +181,32 @@ pub struct ReviewerDef {
     pub paths: Option<GlobSet>,
     pub max_lines: usize,
     pub judges: Vec<String>,
+    /// `tests`: how it runs the suites.
+    pub suites: SuiteSettings,
+}
+
+/// How a `tests` reviewer runs the suites.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteSettings {
+    /// The most seconds one suite run may take (at base or at head).
+    pub timeout_secs: u64,
+    /// Commands that replace an ecosystem's default (an empty one: that ecosystem is not run).
+    pub commands: Vec<(inventory::Ecosystem, Vec<String>)>,
+    /// Whether to run cargo-mutants on the Rust files the change touches, at base and at head.
+    pub mutants: bool,
+}
+
+/// The default time limit of one suite run, in seconds.
+pub const DEFAULT_SUITE_TIMEOUT: u64 = 600;
+
+impl Default for SuiteSettings {
+    fn default() -> Self {
+        SuiteSettings {
+            timeout_secs: DEFAULT_SUITE_TIMEOUT,
+            commands: Vec::new(),
+            mutants: false,
+        }
+    }
 }
 
 /// A reviewer file that cannot be used: which file, which field, why, what to do.
@@ -250,13 +293,18 @@ impl ReviewerDef {
                     })?,
             ),
             None if raw.kind == "agent" => Kind::Agent,
+            None if raw.kind == "tests" => Kind::Tests,
             None => {
                 return Err(err(
                     "kind",
-                    format!("`{}`: expected `builtin:<name>` or `agent`", raw.kind),
+                    format!(
+                        "`{}`: expected `builtin:<name>`, `agent` or `tests`",
+                        raw.kind
+                    ),
                 ))
             }
         };
+        let suites = suite_settings(&raw, kind == Kind::Tests).map_err(|(f, r)| err(f, r))?;
         if kind == Kind::Agent {
             if raw.role.is_none() {
                 return Err(err(
@@ -321,12 +369,59 @@ impl ReviewerDef {
             paths,
             max_lines: raw.max_lines.unwrap_or(DEFAULT_MAX_LINES),
             judges: raw.judges,
+            suites,
         })
     }
 
     fn applies(&self, path: &str) -> bool {
         self.paths.as_ref().is_none_or(|g| g.is_match(path))
     }
+}
+
+/// A `tests` reviewer's settings from its file; the fields are refused on any other kind.
+fn suite_settings(raw: &RawDef, tests: bool) -> Result<SuiteSettings, (&'static str, String)> {
+    use inventory::Ecosystem;
+    let given = [
+        ("rust", Ecosystem::Rust, &raw.rust),
+        ("python", Ecosystem::Python, &raw.python),
+        ("javascript", Ecosystem::JavaScript, &raw.javascript),
+    ];
+    if !tests {
+        if raw.mutants.is_some() {
+            return Err((
+                "mutants",
+                "only a `kind = \"tests\"` reviewer has it".into(),
+            ));
+        }
+        if raw.timeout.is_some() {
+            return Err((
+                "timeout",
+                "only a `kind = \"tests\"` reviewer has it".into(),
+            ));
+        }
+        if let Some((field, _, _)) = given.iter().find(|(_, _, c)| c.is_some()) {
+            return Err((field, "only a `kind = \"tests\"` reviewer has it".into()));
+        }
+        return Ok(SuiteSettings::default());
+    }
+    let timeout_secs = raw.timeout.unwrap_or(DEFAULT_SUITE_TIMEOUT);
+    if timeout_secs == 0 {
+        return Err(("timeout", "must be at least 1 (seconds)".into()));
+    }
+    let mut commands = Vec::new();
+    for (field, eco, c) in given {
+        if let Some(c) = c {
+            if c.first().is_some_and(|p| p.trim().is_empty()) {
+                return Err((field, "the program's name is empty".into()));
+            }
+            commands.push((eco, c.clone()));
+        }
+    }
+    Ok(SuiteSettings {
+        timeout_secs,
+        commands,
+        mutants: raw.mutants.unwrap_or(false),
+    })
 }
 
 /// The panel's verdict, ordered from the mildest.
@@ -487,7 +582,7 @@ pub fn critic(findings: &[Finding]) -> Verdict {
     }
 }
 
-fn finding(
+pub(crate) fn finding(
     reviewer: &str,
     severity: Severity,
     category: &str,
@@ -737,6 +832,39 @@ mod tests {
             let e = def(text).expect_err(text);
             assert_eq!(&e.field, field, "{text}: {e}");
             assert!(e.file == "reviewers/x.toml", "{e}");
+        }
+    }
+
+    #[test]
+    fn a_tests_reviewer_takes_a_time_limit_and_commands_and_no_other_kind_does() {
+        let d = def("name = \"x\"\nflavour = \"f\"\nkind = \"tests\"\ntimeout = 30\npython = [\"python3\", \"-m\", \"pytest\"]\njavascript = []\n")
+            .expect("a tests reviewer");
+        assert_eq!(d.kind, Kind::Tests);
+        assert_eq!(d.suites.timeout_secs, 30);
+        assert_eq!(
+            d.suites.commands,
+            vec![
+                (
+                    inventory::Ecosystem::Python,
+                    vec!["python3".to_string(), "-m".into(), "pytest".into()]
+                ),
+                (inventory::Ecosystem::JavaScript, vec![]),
+            ]
+        );
+        let d = def("name = \"x\"\nflavour = \"f\"\nkind = \"tests\"\n").expect("defaults");
+        assert_eq!(d.suites, SuiteSettings::default());
+        for (text, field) in [
+            ("kind = \"tests\"\ntimeout = 0\n", "timeout"),
+            ("kind = \"tests\"\nrust = [\"\"]\n", "rust"),
+            ("kind = \"builtin:size\"\ntimeout = 5\n", "timeout"),
+            ("kind = \"builtin:size\"\nmutants = true\n", "mutants"),
+            (
+                "kind = \"agent\"\nrole = \"r\"\ntemplate = \"t.j2\"\nrust = [\"cargo\"]\n",
+                "rust",
+            ),
+        ] {
+            let e = def(&format!("name = \"x\"\nflavour = \"f\"\n{text}")).expect_err(text);
+            assert_eq!(e.field, field, "{text}: {e}");
         }
     }
 
