@@ -240,7 +240,8 @@ fn suites_jobs(
 /// The `tests` reviewers, one after the other, without the lock: their findings join the rest.
 fn run_suites(ws: &Workspace, r: &mut Review, jobs: &[SuitesJob]) {
     for job in jobs {
-        r.findings.extend(suites::run(&ws.root, job).findings());
+        r.findings
+            .extend(suites::run(&ws.root, job).findings(job.agent_origin));
     }
     r.verdict = review::critic(&r.findings);
 }

@@ -6,8 +6,8 @@ mod agents;
 mod builtins;
 mod enforcement;
 mod hackbench;
-mod supply;
 mod inventory;
+mod supply;
 
 use atelier::audit::ledger;
 use git2::Repository;

@@ -10,8 +10,8 @@
 
 pub mod answer;
 pub mod deps;
-pub mod key_material;
 pub mod inventory;
+pub mod key_material;
 pub mod secrets;
 pub mod weakened_tests;
 
