@@ -6,6 +6,7 @@ mod agents;
 mod builtins;
 mod enforcement;
 mod hackbench;
+mod surface;
 
 use atelier::audit::ledger;
 use git2::Repository;

@@ -622,6 +622,7 @@ mod tests {
                 files,
                 agent_origin: true,
                 declared: None,
+                judged: &[],
             },
         )
     }
@@ -832,6 +833,7 @@ mod tests {
             files: &files,
             agent_origin: false,
             declared: None,
+            judged: &[],
         };
         let found = check("secrets", &view);
         assert_eq!(found.len(), 1, "{found:#?}");
@@ -894,6 +896,7 @@ mod tests {
             files: &files,
             agent_origin: true,
             declared: None,
+            judged: &[],
         };
         assert_eq!(check("secrets", &view), []);
         assert_eq!(
@@ -944,6 +947,7 @@ mod tests {
                 files: &files,
                 agent_origin: false,
                 declared: None,
+                judged: &[],
             },
         );
         assert_eq!(found.len(), 1, "{found:?}");
