@@ -7,7 +7,8 @@ use git2::{Oid, Repository, Tree};
 
 use crate::git::{self, GitError};
 use crate::governance::review::{
-    self, ChangeView, FileChange, Kind, PanelAtBase, PanelInput, RecordedReview, ReviewerDef,
+    self, surface, ChangeView, FileChange, Kind, PanelAtBase, PanelInput, RecordedReview,
+    ReviewerDef,
 };
 
 /// The panel every repository has when its base carries no `reviewers/*.toml`, and the files
@@ -206,9 +207,61 @@ pub fn key(tree: &Tree<'_>) -> Option<Oid> {
     tree.get_name("reviewers").map(|e| e.id())
 }
 
-/// What the gate weighs of `panel` for a change of `files` (pure: the built-ins run here).
+/// The largest file [`surface`] reads to follow a script into what it runs.
+const MAX_SCRIPT_BYTES: usize = 256 * 1024;
+
+/// The judge surface `tree` (a proposal's base) names: what its atelier.toml's `[gauntlet]`
+/// steps and `[validators.user_testing]` build and scenario name or run, and what the contract
+/// checks of its plans under `plans/` run, with the scripts among them followed
+/// ([`surface::derive`]). Read from the base like the panel, so a proposal cannot unname what
+/// judges it; a new gauntlet step's script is a judge the day the step is added.
+pub fn surface(repo: &Repository, tree: &Tree<'_>) -> Result<Vec<surface::Judged>, GitError> {
+    let text = |path: &str| -> Result<Option<String>, GitError> {
+        Ok(git::read_file(repo, tree, path)?
+            .filter(|b| b.len() <= MAX_SCRIPT_BYTES)
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    };
+    let config = text(crate::config::FILE)?;
+    let mut plans = Vec::new();
+    if let Some(entry) = tree.get_name("plans") {
+        if let Ok(dir) = entry.to_object(repo).and_then(|o| o.peel_to_tree()) {
+            let mut walk: Vec<(String, git2::Tree<'_>, usize)> = vec![("plans".into(), dir, 0)];
+            while let Some((prefix, dir, depth)) = walk.pop() {
+                for e in dir.iter() {
+                    let Some(name) = e.name() else { continue };
+                    let path = format!("{prefix}/{name}");
+                    match e.kind() {
+                        Some(git2::ObjectType::Tree) if depth < 2 => {
+                            if let Ok(t) = e.to_object(repo).and_then(|o| o.peel_to_tree()) {
+                                walk.push((path, t, depth + 1));
+                            }
+                        }
+                        Some(git2::ObjectType::Blob) if name.ends_with(".toml") => {
+                            if let Some(t) = text(&path)? {
+                                plans.push((path, t));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    plans.sort();
+    let commands = surface::commands(config.as_deref(), &plans);
+    if commands.is_empty() {
+        return Ok(Vec::new());
+    }
+    // A file that cannot be read is not followed (the path itself still judges).
+    let lookup = |path: &str| text(path).ok().flatten();
+    Ok(surface::derive(&commands, &lookup))
+}
+
+/// What the gate weighs of `panel` for a change of `files` (pure: the built-ins run here), with
+/// the judge surface the base names ([`surface`]).
 pub fn weigh(
     panel: &Panel,
+    judged: &[surface::Judged],
     files: &[FileChange],
     provenance: &Provenance,
     recorded: Option<RecordedReview>,
@@ -220,6 +273,7 @@ pub fn weigh(
                 files,
                 agent_origin: provenance.origin.is_some(),
                 declared: provenance.declared.as_deref(),
+                judged,
             },
         ),
         Err(_) => Vec::new(),
@@ -247,8 +301,10 @@ pub fn input(
     provenance: &Provenance,
     recorded: Option<RecordedReview>,
 ) -> Result<(PanelInput, Panel, Vec<FileChange>), GitError> {
-    let panel = at(repo, &repo.find_commit(base)?.tree()?)?;
+    let base_tree = repo.find_commit(base)?.tree()?;
+    let panel = at(repo, &base_tree)?;
+    let judged = surface(repo, &base_tree)?;
     let files = change_files(repo, base, head, merge_tree)?;
-    let input = weigh(&panel, &files, provenance, recorded);
+    let input = weigh(&panel, &judged, &files, provenance, recorded);
     Ok((input, panel, files))
 }

@@ -54,6 +54,7 @@ fuzz_target!(|data: &[u8]| {
         files: &files,
         agent_origin: pick & 0x80 != 0,
         declared: (pick & 0x40 != 0).then_some(&declared[..]),
+        judged: &[],
     };
     let defs = panel();
     for f in review::run_builtins(defs, &view) {

@@ -45,6 +45,7 @@ fuzz_target!(|data: &[u8]| {
         files: &files,
         agent_origin: true,
         declared: None,
+        judged: &[],
     };
     for f in review::run_builtins(std::slice::from_ref(&def), &view) {
         assert_eq!(f.reviewer, def.name);

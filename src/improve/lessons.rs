@@ -177,6 +177,7 @@ pub(crate) fn holds_a_credential(line: &str) -> bool {
             files: &files,
             agent_origin: true,
             declared: None,
+            judged: &[],
         },
     )
     .is_empty()

@@ -112,6 +112,11 @@ fn the_agent_rewrites_the_scenario_the_user_testing_validator_runs() {
         "Simplify the library",
         "--json",
     ]);
+    // The scenario's files are judge paths of the panel (issue 25): the scrutiny of the run
+    // blocks the change before anything is proposed.
+    if stopped_by_the_panel(&r, "scenario.sh") {
+        return;
+    }
     let c: Value = serde_json::from_str(&r.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", r.stdout, r.stderr));
     assert!(
@@ -130,6 +135,19 @@ fn the_agent_rewrites_the_scenario_the_user_testing_validator_runs() {
         c["submitted"],
         r.stderr
     );
+}
+
+/// Whether the cycle stopped before proposing because the panel's scrutiny of the run found
+/// that it changed `file`, a judge (nothing is proposed then).
+fn stopped_by_the_panel(r: &crate::support::Run, file: &str) -> bool {
+    let stopped = r.code == 1
+        && r.stderr.contains("E_SCRUTINY_FAILED")
+        && r.stderr.contains(file)
+        && r.stderr.contains("judges the change");
+    if r.code == 1 {
+        assert!(stopped, "stopped for another reason:\n{}", r.stderr);
+    }
+    stopped
 }
 
 fn cycle_json(r: &crate::support::Run) -> Value {
@@ -240,6 +258,10 @@ fn a_change_to_a_file_the_scenario_sources_steers_the_user_testing_validator() {
         "Simplify the library",
         "--json",
     ]);
+    // What the scenario sources judges too (issue 25): the run's scrutiny blocks it.
+    if stopped_by_the_panel(&r, "checks.sh") {
+        return;
+    }
     let c = cycle_json(&r);
     assert!(
         c["proposal"].is_string(),

@@ -8,6 +8,7 @@ mod enforcement;
 mod hackbench;
 mod inventory;
 mod supply;
+mod surface;
 
 use atelier::audit::ledger;
 use git2::Repository;

@@ -261,6 +261,7 @@ pub(super) fn examine_merge(
     let defs = cache.panel(repo, &base_tree)?;
     let panel = crate::panel::weigh(
         &defs,
+        &crate::panel::surface(repo, &base_tree)?,
         &crate::panel::files_of(repo, &entries)?,
         &facts.map(|f| f.provenance.clone()).unwrap_or_default(),
         recorded,

@@ -13,7 +13,9 @@ pub mod deps;
 pub mod inventory;
 pub mod key_material;
 pub mod secrets;
+pub mod surface;
 pub mod weakened_tests;
+pub mod wiring;
 
 pub use deps::gitlink_text;
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -92,6 +94,10 @@ pub struct ChangeView<'a> {
     pub agent_origin: bool,
     /// The files the proposal declared it would change (a swarm run's claims), if it did.
     pub declared: Option<&'a [String]>,
+    /// The paths the repository's configuration at base names as judging (its gauntlet steps'
+    /// and user-testing scenario's files, what its plans' contract checks run), gathered by
+    /// the caller ([`surface::derive`]).
+    pub judged: &'a [surface::Judged],
 }
 
 /// What a reviewer is.
@@ -506,7 +512,7 @@ pub fn panel_digest(files: &[(String, String)]) -> String {
 }
 
 /// Paths that judge a change in every repository: the policy and the panel, CI, and the gate's
-/// own configuration.
+/// own configuration; [`surface::BUILTIN`] adds the rest of what decides whether tests pass.
 pub const JUDGES: &[&str] = &[
     "policies/**",
     "reviewers/**",
@@ -613,60 +619,201 @@ const JUDGING_SECTIONS: &[&str] = &[
     "validators",
 ];
 
-/// `judge-tamper`: a change an agent wrote that touches anything that judges it.
+/// A glob set matching without regard to ASCII case, as the policy's globs (on macOS
+/// `.GitHub/` is `.github/`).
+fn case_insensitive(globs: &[String]) -> GlobSet {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        if let Ok(g) = globset::GlobBuilder::new(g)
+            .case_insensitive(true)
+            .literal_separator(false)
+            .build()
+        {
+            b.add(g);
+        }
+    }
+    b.build().unwrap_or_else(|_| GlobSet::empty())
+}
+
+const JUDGE_HINT: &str =
+    "an agent may not change what judges it: propose this part as a person, separately";
+
+/// `judge-tamper`: a change an agent wrote that touches anything that judges it: the paths
+/// every repository judges with ([`JUDGES`], [`surface::BUILTIN`]), the definition's own
+/// `judges`, the paths the configuration at base names ([`ChangeView::judged`]), the judging
+/// keys of atelier.toml and of the test runners' manifests ([`surface::keyed_changes`]), and
+/// Rust's module wiring (`#[path]`, `include!`, a judged module's declaration changed).
 pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec<Finding> {
     if !change.agent_origin {
         return Vec::new();
     }
-    // Without regard to case, as the policy's globs (on macOS `.GitHub/` is `.github/`).
     let globs: Vec<String> = JUDGES
         .iter()
+        .chain(surface::BUILTIN)
         .map(|s| s.to_string())
         .chain(more.iter().cloned())
         .collect();
-    let mut b = GlobSetBuilder::new();
-    for g in &globs {
-        if let Ok(g) = globset::GlobBuilder::new(g).case_insensitive(true).build() {
-            b.add(g);
-        }
-    }
-    let judges = b.build().unwrap_or_else(|_| GlobSet::empty());
+    let judges = case_insensitive(&globs);
+    let named: Vec<String> = change.judged.iter().map(|j| j.path.clone()).collect();
+    let derived = case_insensitive(&named);
+    // Why a path judges, when the configuration names it.
+    let why = |path: &str| -> Option<&surface::Judged> {
+        derived
+            .matches(path)
+            .first()
+            .and_then(|i| change.judged.get(*i))
+            .or_else(|| {
+                change.judged.iter().find(|j| {
+                    crate::governance::paths::stands_for(
+                        &derived,
+                        std::slice::from_ref(&j.path),
+                        path,
+                    )
+                })
+            })
+    };
+    let judged = |path: &str| judges.is_match(path) || derived.is_match(path);
     let mut out = Vec::new();
+    let mut push = |file: &str, line: Option<u32>, message: String, hint: &str| {
+        out.push(finding(
+            reviewer,
+            Severity::Blocking,
+            "judge-tamper",
+            Some(file),
+            line,
+            message,
+            hint,
+        ));
+    };
     for f in change.files {
         if f.path == "atelier.toml" {
             let touched = judging_sections_changed(f.base.as_deref(), f.head.as_deref());
             if !touched.is_empty() {
-                out.push(finding(
-                    reviewer,
-                    Severity::Blocking,
-                    "judge-tamper",
-                    Some(&f.path),
+                push(
+                    &f.path,
                     None,
                     format!(
                         "an agent's change edits atelier.toml's [{}], which judges it",
                         touched.join("], [")
                     ),
                     "leave the gauntlet, forge and gate settings to a person's proposal; an agent may tune [conductor], [swarm] and roles",
-                ));
+                );
             }
         } else if judges.is_match(&f.path)
             || crate::governance::paths::stands_for(&judges, &globs, &f.path)
         {
-            out.push(finding(
-                reviewer,
-                Severity::Blocking,
-                "judge-tamper",
-                Some(&f.path),
+            push(
+                &f.path,
                 None,
                 format!(
                     "an agent's change touches {}, which judges the change",
                     f.path
                 ),
-                "an agent may not change what judges it: propose this part as a person, separately",
-            ));
+                JUDGE_HINT,
+            );
+        } else if let Some(j) = why(&f.path) {
+            push(
+                &f.path,
+                None,
+                format!(
+                    "an agent's change touches {}, which judges the change: {} runs or reads it",
+                    f.path, j.why
+                ),
+                JUDGE_HINT,
+            );
+        } else if let Some(keys) =
+            surface::keyed_changes(&f.path, f.base.as_deref(), f.head.as_deref())
+        {
+            if !keys.is_empty() {
+                push(
+                    &f.path,
+                    None,
+                    format!(
+                        "an agent's change edits {}'s `{}`, which decide(s) which tests run and how",
+                        f.path,
+                        keys.join("`, `")
+                    ),
+                    "leave how the tests are built and run to a person's proposal; an agent may change the rest of the file",
+                );
+            }
+        }
+        if f.path.ends_with(".rs") {
+            wiring_findings(f, &judged, &mut push);
         }
     }
     out
+}
+
+/// Records a judge-tamper finding: file, line, message, hint.
+type JudgePush<'p> = dyn FnMut(&str, Option<u32>, String, &str) + 'p;
+
+/// Rust module wiring in one file an agent changed (see [`wiring`]).
+fn wiring_findings(f: &FileChange, judged: &dyn Fn(&str) -> bool, push: &mut JudgePush) {
+    const HINT: &str = "wire modules with a plain `mod name;` beside their file; a module swapped for another file, or compiled out, is a person's call";
+    for (line, text) in f.added_lines() {
+        if let Some(what) = wiring::rewires(text) {
+            push(
+                &f.path,
+                Some(line),
+                format!(
+                    "an agent's change rewires a module: {what} (`{}`)",
+                    text.trim()
+                ),
+                HINT,
+            );
+            continue;
+        }
+        for inc in wiring::included(&f.path, text) {
+            let code = |p: &str| {
+                let ext = p.rsplit_once('.').map_or("", |(_, e)| e);
+                matches!(ext, "rs" | "py" | "js" | "ts" | "sh")
+            };
+            match inc {
+                Ok(p) if judged(&p) || code(&p) => push(
+                    &f.path,
+                    Some(line),
+                    format!("an agent's change includes {p} into {}: code or a judge read in place", f.path),
+                    HINT,
+                ),
+                Ok(_) => {}
+                Err(arg) => push(
+                    &f.path,
+                    Some(line),
+                    format!("an agent's change includes a file named by `{arg}`, which the panel cannot resolve"),
+                    HINT,
+                ),
+            }
+        }
+    }
+    let before = wiring::decls(f.base.as_deref().unwrap_or(""));
+    let after = wiring::decls(f.head.as_deref().unwrap_or(""));
+    for d in before.iter().filter(|d| d.file) {
+        let Some(target) = wiring::targets(&f.path, &d.name)
+            .into_iter()
+            .find(|t| judged(t))
+        else {
+            continue;
+        };
+        let message = match after.iter().find(|h| h.name == d.name) {
+            None => format!(
+                "an agent's change stops compiling the judged module `{}` ({target}): its declaration is gone from {}",
+                d.name, f.path
+            ),
+            Some(h) if !h.file => format!(
+                "an agent's change replaces the judged module `{}` ({target}) with an inline module",
+                d.name
+            ),
+            Some(h) if h.attrs != d.attrs => format!(
+                "an agent's change changes the attributes on the judged module `{}` ({target}): `{}` became `{}`",
+                d.name,
+                if d.attrs.is_empty() { "(none)" } else { &d.attrs },
+                if h.attrs.is_empty() { "(none)" } else { &h.attrs }
+            ),
+            Some(_) => continue,
+        };
+        let line = after.iter().find(|h| h.name == d.name).map(|h| h.line);
+        push(&f.path, line, message, HINT);
+    }
 }
 
 /// The judging sections whose contents differ between two `atelier.toml` texts (a file that
@@ -769,6 +916,7 @@ mod tests {
             files: &files,
             agent_origin: false,
             declared: None,
+            judged: &[],
         };
         let found = run_builtins(&defs, &view);
         assert_eq!(found.len(), 1, "{found:?}");
@@ -883,6 +1031,7 @@ mod tests {
             files: &files,
             agent_origin: true,
             declared: None,
+            judged: &[],
         };
         let found = judge_tamper("j", &agent, &["src/governance/**".into()]);
         let paths: Vec<_> = found.iter().filter_map(|f| f.file.as_deref()).collect();
@@ -936,6 +1085,298 @@ mod tests {
         );
     }
 
+    /// Issue 25: what decides whether tests pass judges an agent's change, in every
+    /// repository, and what the configuration at base names judges too.
+    #[test]
+    fn the_judge_surface_by_what_it_is() {
+        let judged = vec![surface::Judged {
+            path: "scripts/check.sh".into(),
+            why: "the gauntlet step `check` (`sh scripts/check.sh`)".into(),
+        }];
+        let lib = "pub mod audit;\npub mod governance;\npub mod swarm;\n";
+        // (what, files, the paths with a finding, a word of the first finding)
+        type Case = (
+            &'static str,
+            Vec<FileChange>,
+            Vec<&'static str>,
+            &'static str,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "conftest deselecting",
+                vec![change(
+                    "conftest.py",
+                    None,
+                    Some("def pytest_collection_modifyitems(items):\n    items.clear()\n"),
+                )],
+                vec!["conftest.py"],
+                "judges the change",
+            ),
+            (
+                "nested conftest",
+                vec![change(
+                    "tests/unit/conftest.py",
+                    Some("import pytest\n"),
+                    Some("import pytest\ncollect_ignore = ['.']\n"),
+                )],
+                vec!["tests/unit/conftest.py"],
+                "",
+            ),
+            (
+                "pytest.ini -k",
+                vec![change(
+                    "pytest.ini",
+                    Some("[pytest]\naddopts = -q\n"),
+                    Some("[pytest]\naddopts = -q -k nothing\n"),
+                )],
+                vec!["pytest.ini"],
+                "",
+            ),
+            (
+                "jest config",
+                vec![change(
+                    "web/jest.config.js",
+                    None,
+                    Some("module.exports = { testPathIgnorePatterns: ['.*'] };\n"),
+                )],
+                vec!["web/jest.config.js"],
+                "",
+            ),
+            (
+                "cargo runner",
+                vec![change(
+                    ".cargo/config.toml",
+                    None,
+                    Some("[target.x86_64-unknown-linux-gnu]\nrunner = \"true\"\n"),
+                )],
+                vec![".cargo/config.toml"],
+                "",
+            ),
+            (
+                "a mission",
+                vec![change(
+                    "missions/easy.toml",
+                    None,
+                    Some("[mission]\nid = \"easy\"\n"),
+                )],
+                vec!["missions/easy.toml"],
+                "",
+            ),
+            (
+                "GitLab CI",
+                vec![change(
+                    ".gitlab-ci.yml",
+                    Some("test:\n  script: cargo test\n"),
+                    Some("test:\n  script: 'true'\n"),
+                )],
+                vec![".gitlab-ci.yml"],
+                "",
+            ),
+            (
+                "a build script edited",
+                vec![change(
+                    "build.rs",
+                    Some("fn main() {}\n"),
+                    Some("fn main() { println!(\"cargo:rustc-cfg=skip\"); }\n"),
+                )],
+                vec!["build.rs"],
+                "",
+            ),
+            (
+                "package.json test script",
+                vec![change(
+                    "package.json",
+                    Some("{\"name\": \"a\", \"scripts\": {\"test\": \"jest\"}}\n"),
+                    Some("{\"name\": \"a\", \"scripts\": {\"test\": \"exit 0\"}}\n"),
+                )],
+                vec!["package.json"],
+                "`scripts`",
+            ),
+            (
+                "package.json jest key",
+                vec![change(
+                    "package.json",
+                    Some("{\"jest\": {}}\n"),
+                    Some("{\"jest\": {\"testMatch\": []}}\n"),
+                )],
+                vec!["package.json"],
+                "`jest`",
+            ),
+            (
+                "package.json description (benign)",
+                vec![change(
+                    "package.json",
+                    Some("{\"name\": \"a\"}\n"),
+                    Some("{\"name\": \"a\", \"description\": \"b\"}\n"),
+                )],
+                vec![],
+                "",
+            ),
+            (
+                "Cargo.toml lib test = false",
+                vec![change(
+                    "Cargo.toml",
+                    Some("[package]\nname = \"a\"\n"),
+                    Some("[package]\nname = \"a\"\n\n[lib]\ntest = false\n"),
+                )],
+                vec!["Cargo.toml"],
+                "`lib`",
+            ),
+            (
+                "pyproject pytest options",
+                vec![change(
+                    "pyproject.toml",
+                    Some("[tool.pytest.ini_options]\naddopts = \"-q\"\n"),
+                    Some("[tool.pytest.ini_options]\naddopts = \"-q --deselect tests\"\n"),
+                )],
+                vec!["pyproject.toml"],
+                "`tool.pytest`",
+            ),
+            (
+                "a script the gauntlet runs",
+                vec![change(
+                    "scripts/check.sh",
+                    Some("cargo test\n"),
+                    Some("exit 0\n"),
+                )],
+                vec!["scripts/check.sh"],
+                "the gauntlet step `check`",
+            ),
+            (
+                "another script (benign)",
+                vec![change("scripts/release.sh", Some("a\n"), Some("b\n"))],
+                vec![],
+                "",
+            ),
+            (
+                "a link standing for the script's folder",
+                vec![change("scripts", None, Some("elsewhere"))],
+                vec!["scripts"],
+                "",
+            ),
+            (
+                "#[path] swaps a judged module",
+                vec![change(
+                    "src/lib.rs",
+                    Some(lib),
+                    Some(&lib.replace(
+                        "pub mod governance;",
+                        "#[path = \"gov/mod.rs\"]\npub mod governance;",
+                    )),
+                )],
+                vec!["src/lib.rs", "src/lib.rs"],
+                "rewires a module",
+            ),
+            (
+                "#[path] anywhere",
+                vec![change(
+                    "src/swarm/mod.rs",
+                    Some("pub mod plan;\n"),
+                    Some("pub mod plan;\n#[path = \"../bench_fake.rs\"]\npub mod bench;\n"),
+                )],
+                vec!["src/swarm/mod.rs"],
+                "`#[path = …]`",
+            ),
+            (
+                "a judged module compiled out",
+                vec![change(
+                    "src/lib.rs",
+                    Some(lib),
+                    Some(&lib.replace("pub mod governance;", "#[cfg(any())]\npub mod governance;")),
+                )],
+                vec!["src/lib.rs"],
+                "changes the attributes on the judged module `governance`",
+            ),
+            (
+                "a judged module's declaration removed",
+                vec![change(
+                    "src/lib.rs",
+                    Some(lib),
+                    Some(&lib.replace("pub mod governance;\n", "")),
+                )],
+                vec!["src/lib.rs"],
+                "stops compiling the judged module",
+            ),
+            (
+                "a judged module made inline",
+                vec![change(
+                    "src/lib.rs",
+                    Some(lib),
+                    Some(&lib.replace(
+                        "pub mod governance;",
+                        "pub mod governance {\n    pub use crate::audit::*;\n}",
+                    )),
+                )],
+                vec!["src/lib.rs"],
+                "inline module",
+            ),
+            (
+                "include! of code",
+                vec![change(
+                    "src/a.rs",
+                    Some("fn a() {}\n"),
+                    Some("fn a() {}\ninclude!(\"gen.rs\");\n"),
+                )],
+                vec!["src/a.rs"],
+                "`include!(…)`",
+            ),
+            (
+                "include_str! of a judge",
+                vec![change(
+                    "src/a.rs",
+                    Some("fn a() {}\n"),
+                    Some("const P: &str = include_str!(\"../scripts/check.sh\");\n"),
+                )],
+                vec!["src/a.rs"],
+                "includes scripts/check.sh",
+            ),
+            (
+                "a new module and a data file (benign)",
+                vec![change(
+                    "src/lib.rs",
+                    Some(lib),
+                    Some(&format!(
+                        "{lib}pub mod backoff;\nconst T: &str = include_str!(\"t.txt\");\n"
+                    )),
+                )],
+                vec![],
+                "",
+            ),
+        ];
+        let mut failures = Vec::new();
+        for (what, files, want, word) in &cases {
+            let view = ChangeView {
+                files,
+                agent_origin: true,
+                declared: None,
+                judged: &judged,
+            };
+            let found = judge_tamper("j", &view, &["src/governance/**".into()]);
+            let paths: Vec<&str> = found.iter().filter_map(|f| f.file.as_deref()).collect();
+            let ok = paths == *want
+                && found.first().is_none_or(|f| f.message.contains(word))
+                && found
+                    .iter()
+                    .all(|f| f.severity == Severity::Blocking && f.category == "judge-tamper");
+            if !ok {
+                failures.push(format!(
+                    "{what}: {:#?}",
+                    found
+                        .iter()
+                        .map(|f| format!("{:?}:{:?} {}", f.file, f.line, f.message))
+                        .collect::<Vec<_>>()
+                ));
+            }
+            // A person's change is not this reviewer's business.
+            let person = ChangeView {
+                agent_origin: false,
+                ..view
+            };
+            assert!(judge_tamper("j", &person, &[]).is_empty(), "{what}");
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
     #[test]
     fn deps_size_scope_and_the_critic() {
         let files = [
@@ -952,6 +1393,7 @@ mod tests {
             files: &files,
             agent_origin: false,
             declared: Some(&declared),
+            judged: &[],
         };
         let d = deps("deps", &view);
         assert_eq!(d.len(), 2);
@@ -991,6 +1433,7 @@ mod tests {
             files: &files,
             agent_origin: true,
             declared: None,
+            judged: &[],
         };
         let d = deps("deps", &agent);
         let severities: Vec<_> = d.iter().map(|f| f.severity).collect();
@@ -1016,6 +1459,7 @@ mod tests {
             files: &files,
             agent_origin: true,
             declared: None,
+            judged: &[],
         };
         let found = run_builtins(&[d], &view);
         assert_eq!(found.len(), 1);

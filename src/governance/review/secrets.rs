@@ -848,6 +848,7 @@ mod tests {
                 files,
                 agent_origin: true,
                 declared: None,
+                judged: &[],
             },
         )
     }
@@ -1089,6 +1090,7 @@ mod tests {
             files: &files,
             agent_origin: false,
             declared: None,
+            judged: &[],
         };
         let found = check("secrets", &view);
         assert_eq!(found.len(), 1, "{found:#?}");
@@ -1166,6 +1168,7 @@ mod tests {
             files: &files,
             agent_origin: true,
             declared: None,
+            judged: &[],
         };
         assert_eq!(check("secrets", &view), []);
         assert_eq!(
@@ -1216,6 +1219,7 @@ mod tests {
                 files: &files,
                 agent_origin: false,
                 declared: None,
+                judged: &[],
             },
         );
         assert_eq!(found.len(), 1, "{found:?}");

@@ -13,25 +13,35 @@
 //!   versions declare or a name renamed in the whole file), and an assertion made exact (a
 //!   check of no equality, not compound, replaced by an equality of two different sides that
 //!   names everything it checked: `assert!(v.contains(x))` → `assert_eq!(v, [x])`);
-//! - tests disabled (`#[ignore]`, `#[should_panic]`, a `cfg` that is never true, pytest's skip
-//!   and xfail marks, `.skip`/`.only`/`xit` in JavaScript) on a test that existed at base;
-//! - an early `return` added inside a test that existed at base;
+//! - tests disabled (`#[ignore]`, `#[should_panic]`, a `cfg` the test run need not satisfy —
+//!   anything but `test` or `any(test, …)`, over several lines or inner —, `cfg_attr(…,
+//!   ignore)`, a test module's `mod` line gated, pytest's skip and xfail marks, `pytestmark`,
+//!   `.skip`/`.only`/`xit`/`.skipIf`/`.failing` in JavaScript) on a test that existed at base
+//!   (by name, or by body when renamed);
+//! - the assertion vocabulary redefined, in any file (`vocabulary`);
+//! - control flow added to a test that existed at base that can leave it before its
+//!   assertions, in any spelling (`bodies`); in an agent's change, also an existing assertion or
+//!   test put under a new condition, loop, closure or `try:`, a test helper rewritten, and a
+//!   `mod` line removed while its file stays;
 //! - a CI script that no longer runs the tests.
 //!
-//! Adding tests or assertions is never a finding.
+//! Adding tests, assertions, helpers or test modules is never a finding.
 //!
 //! Here: [`check`] and its rules, with the language and text helpers they share. The test
-//! functions a file declares are found in `test_fns`, its assertions in `assertions`, and the
-//! changes to an assertion that do not weaken it are recognised in `not_weakening`.
+//! functions a file declares are found in `test_fns`, its assertions in `assertions`, tests and
+//! helpers as spans and what encloses a line in `bodies`, and the changes to an assertion that
+//! do not weaken it are recognised in `not_weakening`.
 
 mod assertions;
+mod bodies;
 mod not_weakening;
 mod test_fns;
+mod vocabulary;
 
 use super::{finding, ChangeView, FileChange, Finding, Severity};
-use assertions::{assertions, depth_change, normalize, numbers, subject, units_minus, Unit};
+use assertions::{assertions, normalize, numbers, subject, units_minus, Unit};
 use not_weakening::{enclosing, renamed, shape, strengthens, tokens, FileWords, Shape};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use test_fns::{target_after, tests_in, Target};
 
 const CATEGORY: &str = "tests-tamper";
@@ -97,7 +107,7 @@ fn file_name(path: &str) -> &str {
 }
 
 /// A path in the test tree: under `tests/` (or `test/`, `__tests__/`), or named like a test file.
-fn is_test_path(path: &str) -> bool {
+pub(crate) fn is_test_path(path: &str) -> bool {
     let name = file_name(path);
     let in_tests_dir = path
         .split('/')
@@ -166,7 +176,7 @@ fn moves(files: &[FileChange]) -> Moves {
             continue;
         };
         let base = f.base.as_deref().unwrap_or("");
-        let before: Vec<String> = tests_in(lang, base).into_iter().map(|t| t.1).collect();
+        let before: HashSet<String> = tests_in(lang, base).into_iter().map(|t| t.1).collect();
         for (_, name) in tests_in(lang, head) {
             if !before.contains(&name) {
                 m.tests.entry(name).or_default().push(f.path.clone());
@@ -181,13 +191,38 @@ fn moves(files: &[FileChange]) -> Moves {
 
 pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
     let moved = moves(change.files);
-    let base_tests: std::collections::HashSet<String> = change
+    let base_tests: HashSet<String> = change
         .files
         .iter()
         .filter_map(|f| Some(tests_in(Lang::of(&f.path)?, f.base.as_deref()?)))
         .flatten()
         .map(|t| t.1)
         .collect();
+    // The assertion macros the change's files invoke at base (`name!`): a local macro of one
+    // of those names shadows it.
+    let invoked: HashSet<String> = change
+        .files
+        .iter()
+        .filter_map(|f| f.base.as_deref())
+        .flat_map(|b| {
+            b.match_indices("assert").filter_map(move |(at, _)| {
+                let start = b[..at]
+                    .char_indices()
+                    .rev()
+                    .take_while(|(_, c)| is_ident(*c))
+                    .take(64)
+                    .last()
+                    .map_or(at, |(i, _)| i);
+                let name: String = b[start..]
+                    .chars()
+                    .take_while(|c| is_ident(*c))
+                    .take(128)
+                    .collect();
+                b[start + name.len()..].starts_with('!').then_some(name)
+            })
+        })
+        .collect();
+    let known = |name: &str| invoked.contains(name);
     let mut out = Vec::new();
     let mut push = |file: &str, line: Option<u32>, message: String| {
         out.push(finding(
@@ -213,14 +248,127 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
         }
         let base = f.base.as_deref().unwrap_or("");
         let head = f.head.as_deref().unwrap_or("");
+        redefined_vocabulary(f, lang, head, &known, &mut push);
+        if f.base.is_none() {
+            // A new file: its tests are new; what it redefines was read above.
+            continue;
+        }
         removed_tests(f, lang, base, head, &moved, &mut push);
         changed_assertions(f, lang, base, head, &moved, &mut push);
-        disabled_tests(f, lang, base, head, &base_tests, &mut push);
-        if lang == Lang::Rust {
-            early_returns(f, base, head, &mut push);
+        let pairs = bodies::pair(lang, base, head);
+        let mut existing = base_tests.clone();
+        existing.extend(pairs.iter().map(|(_, h)| h.name.clone()));
+        disabled_tests(
+            f,
+            lang,
+            base,
+            head,
+            &existing,
+            change.agent_origin,
+            &mut push,
+        );
+        for (line, message) in
+            bodies::weakened_bodies(lang, base, head, &pairs, change.agent_origin)
+        {
+            push(&f.path, Some(line), message);
+        }
+        if change.agent_origin {
+            for (line, message) in bodies::enclosed_tests(lang, base, head, &pairs) {
+                push(&f.path, Some(line), message);
+            }
+            helpers(f, lang, base, head, &mut push);
+            if lang == Lang::Rust {
+                orphaned_modules(f, change.files, &mut push);
+            }
         }
     }
     out
+}
+
+/// Added lines that redefine the assertion vocabulary (see `vocabulary`), in any file.
+fn redefined_vocabulary(
+    f: &FileChange,
+    lang: Lang,
+    head: &str,
+    known: &dyn Fn(&str) -> bool,
+    push: &mut Push,
+) {
+    let lines: Vec<&str> = head.lines().collect();
+    for (line, _) in f.added_lines() {
+        if let Some(what) = vocabulary::redefines(lang, &lines, line as usize - 1, known) {
+            push(
+                &f.path,
+                Some(line),
+                format!("redefines the assertion vocabulary: {what}, so existing assertions check nothing"),
+            );
+        }
+    }
+}
+
+/// Helpers of the test tree (and of Rust's test modules) an agent rewrote: what existing
+/// tests call decides whether they pass.
+fn helpers(f: &FileChange, lang: Lang, base: &str, head: &str, push: &mut Push) {
+    let in_test_tree = is_test_path(&f.path);
+    let modules = if in_test_tree || lang != Lang::Rust {
+        None
+    } else {
+        Some(test_modules(head))
+    };
+    if !in_test_tree && modules.as_ref().is_none_or(Vec::is_empty) {
+        return;
+    }
+    for (line, message) in bodies::rewritten_helpers(lang, base, head) {
+        let inside = modules
+            .as_ref()
+            .is_none_or(|m| m.iter().any(|(a, z)| *a < line && line <= *z));
+        if inside {
+            push(&f.path, Some(line), message);
+        }
+    }
+}
+
+/// The 1-based line ranges of a Rust text's test modules (`#[cfg(test)] mod … { … }`).
+fn test_modules(text: &str) -> Vec<(u32, u32)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let blocks = bodies::Blocks::of(Lang::Rust, &lines, false);
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim() != CFG_TEST {
+            continue;
+        }
+        let decl = (i + 1..lines.len().min(i + 4))
+            .find(|j| super::wiring::mod_decl(lines[*j]).is_some_and(|(_, file)| !file));
+        if let Some((decl, end)) = decl.and_then(|d| Some((d, blocks.end_of(d)?))) {
+            out.push((decl as u32 + 1, end as u32 + 1));
+        }
+    }
+    out
+}
+
+/// A Rust module declaration removed while its file stays: the file is no longer compiled,
+/// and the tests in it stop running.
+fn orphaned_modules(f: &FileChange, files: &[FileChange], push: &mut Push) {
+    let before = super::wiring::decls(f.base.as_deref().unwrap_or(""));
+    let after = super::wiring::decls(f.head.as_deref().unwrap_or(""));
+    for d in before.iter().filter(|d| d.file) {
+        if after.iter().any(|h| h.name == d.name) {
+            continue;
+        }
+        let targets = super::wiring::targets(&f.path, &d.name);
+        let gone = files
+            .iter()
+            .any(|g| targets.contains(&g.path) && g.head.is_none());
+        if !gone {
+            push(
+                &f.path,
+                Some(d.line),
+                format!(
+                    "removes `mod {};` while its file ({} or {}) stays: it is no longer compiled, and its tests stop running",
+                    d.name, targets[0], targets[1]
+                ),
+            );
+        }
+    }
 }
 
 type Push<'p> = dyn FnMut(&str, Option<u32>, String) + 'p;
@@ -516,25 +664,55 @@ fn paired(
 }
 
 /// Tests that existed at base, ignored, expected to panic, compiled out or skipped at head
-/// (and, in JavaScript, any focused test: it silences the others).
+/// (and, in JavaScript, any focused test: it silences the others); and what disables a whole
+/// file's tests from its top (`#![cfg(…)]`, `pytestmark`, a top-level `return`).
 fn disabled_tests(
     f: &FileChange,
     lang: Lang,
     base: &str,
     head: &str,
-    base_tests: &std::collections::HashSet<String>,
+    existing: &HashSet<String>,
+    agent: bool,
     push: &mut Push,
 ) {
     let lines: Vec<&str> = head.lines().collect();
+    let base_mods = if lang == Lang::Rust {
+        super::wiring::decls(base)
+    } else {
+        Vec::new()
+    };
+    let has_tests = !tests_in(lang, base).is_empty() || base.contains(CFG_TEST);
+    let mut seen_attr_end = 0usize;
     for (line, text) in f.added_lines() {
         let t = text.trim();
         let idx = line as usize - 1;
-        let existing = |lines: &[&str]| match target_after(lang, lines, idx) {
-            Target::Fn(name) => base_tests.contains(&name),
-            Target::Other => true,
-        };
+        if idx < seen_attr_end {
+            continue;
+        }
         let what = match lang {
-            Lang::Rust => rust_disabling(t).filter(|_| existing(&lines)),
+            Lang::Rust if t.starts_with("#[") || t.starts_with("#![") => {
+                // The whole attribute, over several lines if it spans them.
+                let (attr, last) = super::wiring::attribute_at(&lines, idx);
+                seen_attr_end = last + 1;
+                let Some(what) = rust_disabling(&attr) else {
+                    continue;
+                };
+                let applies = if attr.starts_with("#![") {
+                    // An inner attribute: the file's (or the module's) tests.
+                    has_tests
+                } else {
+                    match target_after(lang, &lines, last) {
+                        Target::Fn(name) => existing.contains(&name),
+                        Target::Mod(name) => base_mods.iter().any(|d| {
+                            d.name == name
+                                && (agent || name.contains("test") || d.attrs.contains(CFG_TEST))
+                        }),
+                        Target::Other => false,
+                    }
+                };
+                applies.then_some(what)
+            }
+            Lang::Rust => None,
             Lang::Python => {
                 let marks = [
                     "@pytest.mark.skip",
@@ -542,13 +720,38 @@ fn disabled_tests(
                     "@unittest.skip",
                     "@unittest.expectedFailure",
                 ];
-                marks
+                let decorated = marks.iter().find(|m| t.starts_with(**m)).filter(|_| {
+                    match target_after(lang, &lines, idx) {
+                        Target::Fn(name) => existing.contains(&name),
+                        // A class of tests.
+                        _ => has_tests,
+                    }
+                });
+                decorated.map(|m| m.to_string()).or_else(|| {
+                    let top = !text.starts_with([' ', '\t']);
+                    let module = [
+                        "pytestmark",
+                        "__test__ = False",
+                        "__test__=False",
+                        "collect_ignore",
+                    ]
                     .iter()
                     .find(|m| t.starts_with(**m))
-                    .filter(|_| existing(&lines))
-                    .map(|m| m.to_string())
+                    .map(|m| format!("`{m}`"))
+                    .or_else(|| {
+                        top.then(|| bodies::always_exits(lang, t))
+                            .flatten()
+                            .map(|w| format!("a top-level statement that {w}"))
+                    });
+                    module.filter(|_| has_tests)
+                })
             }
-            Lang::Js => js_disabling(t, base),
+            Lang::Js => js_disabling(t, base, &lines, idx, existing).or_else(|| {
+                let top = !text.starts_with([' ', '\t']);
+                let exits = bodies::always_exits(lang, t).is_some()
+                    || (top && bodies::jumps(lang, t) == Some("return"));
+                (top && exits && has_tests).then(|| "a top-level exit".to_string())
+            }),
         };
         if let Some(what) = what {
             push(
@@ -560,23 +763,83 @@ fn disabled_tests(
     }
 }
 
-fn rust_disabling(t: &str) -> Option<String> {
-    if t.starts_with("#[ignore") {
-        return Some("#[ignore]".into());
+/// Whether a `cfg` predicate is true whenever the tests are compiled: `test`, or `any(…)` of
+/// it. A platform, a feature, an unknown or misspelled name, or `all(test, …)` may be false
+/// there.
+fn test_true(pred: &str) -> bool {
+    let p: String = pred.chars().filter(|c| !c.is_whitespace()).collect();
+    if p == "test" {
+        return true;
     }
-    if t.starts_with("#[should_panic") {
-        return Some("#[should_panic]".into());
+    // Nested past what anyone writes: not read, so not sure to be true.
+    if p.len() > 1000 {
+        return false;
     }
-    if t.starts_with("#[cfg_attr(") && t.contains("ignore") {
-        return Some("#[cfg_attr(…, ignore)]".into());
+    let Some(inner) = p.strip_prefix("any(").and_then(|r| r.strip_suffix(')')) else {
+        return false;
+    };
+    let mut depth = 0;
+    let mut part = String::new();
+    let mut parts = Vec::new();
+    for c in inner.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(std::mem::take(&mut part));
+                continue;
+            }
+            _ => {}
+        }
+        part.push(c);
     }
-    let inner = t.strip_prefix("#[cfg(")?.strip_suffix(")]")?;
-    let inner: String = inner.chars().filter(|c| !c.is_whitespace()).collect();
-    (NEVER_CFGS.contains(&inner.as_str()) || inner.contains("any()"))
-        .then(|| format!("#[cfg({inner})], which is never true"))
+    parts.push(part);
+    parts.iter().any(|p| test_true(p))
 }
 
-fn js_disabling(t: &str, base: &str) -> Option<String> {
+/// What an attribute does to the item it is on, when that disables a test: ignored, expected
+/// to panic, compiled only under a `cfg` the test run need not have, or one of those through
+/// `cfg_attr`.
+pub(super) fn rust_disabling(attr: &str) -> Option<String> {
+    let t: String = attr.chars().filter(|c| !c.is_whitespace()).collect();
+    let inner = t
+        .strip_prefix("#![")
+        .or_else(|| t.strip_prefix("#["))?
+        .strip_suffix(']')?;
+    if inner.starts_with("ignore") {
+        return Some("#[ignore]".into());
+    }
+    if inner.starts_with("should_panic") {
+        return Some("#[should_panic]".into());
+    }
+    if let Some(args) = inner.strip_prefix("cfg_attr(") {
+        if ["ignore", "should_panic", "cfg(", "path="]
+            .iter()
+            .any(|w| args.contains(w))
+        {
+            return Some("#[cfg_attr(…, ignore)]".into());
+        }
+        return None;
+    }
+    let pred = inner.strip_prefix("cfg(")?.strip_suffix(')')?;
+    if test_true(pred) {
+        return None;
+    }
+    if NEVER_CFGS.contains(&pred) || pred.contains("any()") {
+        return Some(format!("#[cfg({pred})], which is never true"));
+    }
+    Some(format!(
+        "#[cfg({pred})], which the test run need not satisfy (only `test` is sure to be set), so the test may be compiled out"
+    ))
+}
+
+fn js_disabling(
+    t: &str,
+    base: &str,
+    lines: &[&str],
+    idx: usize,
+    existing: &HashSet<String>,
+) -> Option<String> {
     const FOCUS: &[&str] = &[
         "it.only(",
         "test.only(",
@@ -591,6 +854,16 @@ fn js_disabling(t: &str, base: &str) -> Option<String> {
         "xit(",
         "xtest(",
         "xdescribe(",
+        "it.skipIf(",
+        "test.skipIf(",
+        "describe.skipIf(",
+        "it.runIf(",
+        "test.runIf(",
+        "describe.runIf(",
+        "it.failing(",
+        "test.failing(",
+        "it.todo(",
+        "test.todo(",
     ];
     if let Some(call) = FOCUS.iter().find(|c| t.starts_with(**c)) {
         return Some(format!(
@@ -599,59 +872,19 @@ fn js_disabling(t: &str, base: &str) -> Option<String> {
         ));
     }
     let call = SKIP.iter().find(|c| t.starts_with(**c))?;
-    // Only a test (or suite) whose title was there at base.
-    let title = first_string(&t[call.len()..])?;
-    base.contains(title)
+    // Only a test (or suite) whose title was there at base (or that a renamed one continues).
+    let rest = lines
+        .get(idx..(idx + 2).min(lines.len()))
+        .map(|l| l.join(" "))
+        .unwrap_or_default();
+    let title = first_string(&t[call.len()..])
+        .or_else(|| {
+            // `it.skipIf(cond)('title', …)`: the title follows the condition.
+            first_string(rest.split(")(").nth(1)?)
+        })?
+        .to_string();
+    (base.contains(&title) || existing.contains(&title))
         .then(|| format!("`{}`", &call[..call.len() - 1]))
-}
-
-/// `return;` added inside a test that existed at base.
-fn early_returns(f: &FileChange, base: &str, head: &str, push: &mut Push) {
-    let before: Vec<String> = tests_in(Lang::Rust, base)
-        .into_iter()
-        .map(|t| t.1)
-        .collect();
-    let lines: Vec<&str> = head.lines().collect();
-    // (first line, last line, name) of each test at head, 1-based.
-    let mut spans = Vec::new();
-    for (attr, name) in tests_in(Lang::Rust, head) {
-        if !before.contains(&name) {
-            continue;
-        }
-        let mut depth = 0;
-        let mut opened = false;
-        for (i, l) in lines.iter().enumerate().skip(attr as usize - 1) {
-            depth += depth_change(Lang::Rust, l);
-            opened |= l.contains('{');
-            if opened && depth <= 0 {
-                spans.push((attr, i as u32 + 1, name.clone()));
-                break;
-            }
-        }
-    }
-    for (line, text) in f.added_lines() {
-        if !is_early_return(text.trim()) {
-            continue;
-        }
-        if let Some((_, _, name)) = spans.iter().find(|(a, z, _)| *a <= line && line <= *z) {
-            push(
-                &f.path,
-                Some(line),
-                format!("returns early from the test `{name}`: {}", shown(text)),
-            );
-        }
-    }
-}
-
-fn is_early_return(t: &str) -> bool {
-    ["return;", "return Ok(());"].iter().any(|r| {
-        t.match_indices(r).any(|(at, _)| {
-            t[..at]
-                .chars()
-                .next_back()
-                .is_none_or(|c| c == ' ' || c == '{')
-        })
-    })
 }
 
 /// A CI script that no longer runs the tests, or no longer fails when they do.
@@ -700,7 +933,7 @@ fn ci(f: &FileChange, push: &mut Push) {
 
 #[cfg(test)]
 mod tests {
-    use super::assertions::rust_assert_macro;
+    use super::assertions::{depth_change, rust_assert_macro};
     use super::not_weakening::declares;
     use super::test_fns::is_test_attr;
     use super::*;
@@ -720,6 +953,7 @@ mod tests {
                 files,
                 agent_origin: true,
                 declared: None,
+                judged: &[],
             },
         )
     }
@@ -744,6 +978,67 @@ mod tests {
             "took {:?}",
             started.elapsed()
         );
+    }
+
+    /// The rules over tests' bodies, helpers and module lines read each file in linear time:
+    /// unclosed blocks, thousands of tests and helpers, a giant identifier, deep `any(…)`.
+    #[test]
+    fn pathological_files_are_read_in_linear_time() {
+        let n = 20_000;
+        let unclosed: String = (0..n).map(|i| format!("#[test]\nfn t{i}() {{\n")).collect();
+        let tests: String = (0..n)
+            .map(|i| format!("#[test]\nfn t{i}() {{\n    assert_eq!(f({i}), {i});\n}}\n"))
+            .collect();
+        let helpers: String = (0..n)
+            .map(|i| format!("fn h{i}() -> u8 {{\n    {i}\n}}\n"))
+            .collect();
+        let py: String = (0..n)
+            .map(|i| format!("{}def test_{i}():\n", " ".repeat(i % 200)))
+            .collect();
+        let js: String = (0..n)
+            .map(|i| format!("it('t{i}', () => {{\n  expect(a).toBe({i});\n"))
+            .collect();
+        let giant = format!("fn x() {{ {}! }}\n", "assert".repeat(200_000));
+        let deep = format!(
+            "#[cfg({}test{})]\nmod tests {{}}\n",
+            "any(".repeat(5000),
+            ")".repeat(5000)
+        );
+        let cases = [
+            (
+                "tests/a.rs",
+                unclosed.clone(),
+                format!("{unclosed}return;\n"),
+            ),
+            (
+                "tests/b.rs",
+                tests.clone(),
+                tests.replace("assert_eq!(f(1), 1)", "return;"),
+            ),
+            (
+                "tests/c.rs",
+                helpers.clone(),
+                helpers.replace("    7\n", "    8\n"),
+            ),
+            ("tests/test_d.py", py.clone(), format!("{py}    return\n")),
+            ("web/e.test.js", js.clone(), format!("{js}  return;\n")),
+            (
+                "src/f.rs",
+                giant.clone(),
+                format!("{giant}macro_rules! assert_x {{}}\n"),
+            ),
+            ("src/g.rs", "mod tests {}\n".to_string(), deep),
+        ];
+        for (path, base, head) in cases {
+            let started = std::time::Instant::now();
+            let _ = run(&[fc(path, Some(&base), Some(&head))]);
+            eprintln!("{path}: {:?}", started.elapsed());
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "{path} took {:?}",
+                started.elapsed()
+            );
+        }
     }
 
     const RS: &str = "\
@@ -1200,6 +1495,233 @@ mod tests {
                 0,
                 "",
             ),
+            // --- Issue 25: tests compiled out by a cfg the test run need not have.
+            (
+                "test module compiled for another platform",
+                one("src/a.rs", RS, &rs(CFG_TEST, "#[cfg(target_os = \"windows\")]")),
+                1,
+                "need not satisfy",
+            ),
+            (
+                "misspelled cfg on the test module",
+                one("src/a.rs", RS, &rs(CFG_TEST, "#[cfg(tset)]")),
+                1,
+                "need not satisfy",
+            ),
+            (
+                "cfg(test) narrowed with all(test, …), over several lines",
+                one("src/a.rs", RS, &rs(CFG_TEST, "#[cfg(\n    all(test, feature = \"slow\")\n)]")),
+                1,
+                "need not satisfy",
+            ),
+            (
+                "a feature nobody enables on one test",
+                one("src/a.rs", RS, &rs("    #[test]\n    fn adds()", "    #[cfg(feature = \"never-on\")]\n    #[test]\n    fn adds()")),
+                1,
+                "need not satisfy",
+            ),
+            (
+                "cfg_attr(…, ignore) on a test",
+                one("src/a.rs", RS, &rs("    #[test]\n    fn adds()", "    #[test]\n    #[cfg_attr(not(target_os = \"windows\"), ignore)]\n    fn adds()")),
+                1,
+                "cfg_attr",
+            ),
+            (
+                "an inner cfg compiles a test file out",
+                one("tests/cli.rs", "#[test]\nfn runs() {\n    assert!(true);\n}\n", "#![cfg(windows)]\n#[test]\nfn runs() {\n    assert!(true);\n}\n"),
+                1,
+                "need not satisfy",
+            ),
+            (
+                "a file module of tests compiled out",
+                one("tests/tests.rs", "mod support;\nmod merge;\n", "mod support;\n#[cfg(feature = \"ci-only\")]\nmod merge;\n"),
+                1,
+                "need not satisfy",
+            ),
+            (
+                "cfg(test) broadened (benign)",
+                one("src/a.rs", RS, &rs(CFG_TEST, "#[cfg(any(test, feature = \"testing\"))]")),
+                0,
+                "",
+            ),
+            (
+                "a new feature-gated module of new tests (benign)",
+                one("src/a.rs", RS, &format!("{RS}\n#[cfg(feature = \"slow\")]\nmod slow {{\n    #[test]\n    fn big() {{\n        assert_eq!(super::add(1, 1), 2);\n    }}\n}}\n")),
+                0,
+                "",
+            ),
+            (
+                "a new cfg(test) module with new tests (benign)",
+                one("src/b.rs", "pub fn one() -> u8 {\n    1\n}\n", &format!("pub fn one() -> u8 {{\n    1\n}}\n\n{CFG_TEST}\nmod tests {{\n    #[test]\n    fn is_one() {{\n        assert_eq!(super::one(), 1);\n    }}\n}}\n")),
+                0,
+                "",
+            ),
+            // --- The assertion vocabulary redefined.
+            (
+                "a local macro shadows assert_eq!",
+                one("src/a.rs", RS, &rs("    use super::*;\n", "    use super::*;\n\n    macro_rules! assert_eq {\n        ($($t:tt)*) => {};\n    }\n")),
+                1,
+                "redefines the assertion vocabulary",
+            ),
+            (
+                "a no-op imported as assert!",
+                one("src/a.rs", RS, &rs("    use super::*;\n", "    use super::*;\n    use crate::quiet as assert;\n")),
+                1,
+                "redefines the assertion vocabulary",
+            ),
+            (
+                "unittest's assertEqual monkeypatched",
+                one("tests/test_x.py", "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(), 1)\n", "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(), 1)\n"),
+                1,
+                "redefines the assertion vocabulary",
+            ),
+            (
+                "expect replaced in JavaScript",
+                one("src/a.test.ts", "it('a', () => {\n  expect(a()).toBe(1);\n});\n", "expect = () => ({ toBe() {} });\nit('a', () => {\n  expect(a()).toBe(1);\n});\n"),
+                1,
+                "redefines the assertion vocabulary",
+            ),
+            (
+                "pretty_assertions' assert_eq (benign)",
+                one("src/a.rs", RS, &rs("    use super::*;\n", "    use super::*;\n    use pretty_assertions::assert_eq;\n")),
+                0,
+                "",
+            ),
+            // --- Early exits in any spelling, and conditions around assertions.
+            (
+                "return ();",
+                one("src/a.rs", RS, &rs("        let err = 0.001;\n", "        let err = 0.001;\n        return ();\n")),
+                1,
+                "returns early",
+            ),
+            (
+                "if true { return }",
+                one("src/a.rs", RS, &rs("        let x = add(2, 2);\n", "        if true { return }\n        let x = add(2, 2);\n")),
+                1,
+                "returns early",
+            ),
+            (
+                "process::exit(0) in a test",
+                one("src/a.rs", RS, &rs("        let err = 0.001;\n", "        let err = 0.001;\n        std::process::exit(0);\n")),
+                1,
+                "returns early",
+            ),
+            (
+                "a break out of the test's own loop",
+                one("tests/l.rs", "#[test]\nfn each() {\n    for x in xs() {\n        assert!(ok(x));\n    }\n}\n", "#[test]\nfn each() {\n    for x in xs() {\n        break;\n        assert!(ok(x));\n    }\n}\n"),
+                1,
+                "returns early",
+            ),
+            (
+                "an assertion put under a condition",
+                one("src/a.rs", RS, &rs("        assert!(add(0, 0) == 0);\n", "        if std::env::var_os(\"CI\").is_none() {\n        assert!(add(0, 0) == 0);\n        }\n")),
+                1,
+                "puts the assertion",
+            ),
+            (
+                "a return inside a new closure, and a new loop with a break (benign)",
+                one("src/a.rs", RS, &rs("        let err = 0.001;\n", "        let err = 0.001;\n        let next = |x: i32| { return x + 1; };\n        for i in 0..3 {\n            if i > 1 {\n                break;\n            }\n            assert!(next(i) > i);\n        }\n")),
+                0,
+                "",
+            ),
+            (
+                "python return at the top of a test",
+                one("tests/test_x.py", "def test_a():\n    assert f() == 1\n", "def test_a():\n    return\n    assert f() == 1\n"),
+                1,
+                "returns early",
+            ),
+            (
+                "python pytest.skip() in a test",
+                one("tests/test_x.py", "def test_a():\n    assert f() == 1\n", "def test_a():\n    pytest.skip(\"later\")\n    assert f() == 1\n"),
+                1,
+                "returns early",
+            ),
+            (
+                "python assertion swallowed by try",
+                one("tests/test_x.py", "def test_a():\n    assert f() == 1\n", "def test_a():\n    try:\n        assert f() == 1\n    except AssertionError:\n        pass\n"),
+                1,
+                "puts the assertion",
+            ),
+            (
+                "python tests under if False",
+                one("tests/test_x.py", "def test_a():\n    assert f() == 1\n", "if False:\n    def test_a():\n        assert f() == 1\n"),
+                1,
+                "puts the test",
+            ),
+            (
+                "pytestmark skips the module",
+                one("tests/test_x.py", "import pytest\n\ndef test_a():\n    assert f() == 1\n", "import pytest\npytestmark = pytest.mark.skip(reason=\"slow\")\n\ndef test_a():\n    assert f() == 1\n"),
+                1,
+                "pytestmark",
+            ),
+            (
+                "python nested helper with a return (benign)",
+                one("tests/test_x.py", "def test_a():\n    x = f()\n    assert x == 1\n", "def test_a():\n    def first(xs):\n        return xs[0]\n    x = f()\n    assert x == 1\n    assert first([x]) == 1\n"),
+                0,
+                "",
+            ),
+            (
+                "js return; at the top of a test",
+                one("src/a.test.ts", "it('a', () => {\n  expect(a()).toBe(1);\n});\n", "it('a', () => {\n  return;\n  expect(a()).toBe(1);\n});\n"),
+                1,
+                "returns early",
+            ),
+            (
+                "js test renamed and skipped at once",
+                one("src/a.test.ts", "it('a', () => {\n  const x = a();\n  expect(x).toBe(1);\n});\n", "it.skip('b', () => {\n  const x = a();\n  expect(x).toBe(1);\n});\n"),
+                1,
+                "it.skip",
+            ),
+            (
+                "js return in a callback, and a test renamed (benign)",
+                one("src/a.test.ts", "it('finds rows', () => {\n  const rows = a();\n  expect(rows).toBe(1);\n});\n", "it('finds the rows', () => {\n  const rows = a();\n  const doubled = [rows].map((r) => { return r * 2; });\n  expect(rows).toBe(1);\n  expect(doubled).toEqual([2]);\n});\n"),
+                0,
+                "",
+            ),
+            // --- Module wiring and helpers.
+            (
+                "a test module's declaration removed while its file stays",
+                one("tests/tests.rs", "mod support;\nmod merge;\n", "mod support;\n"),
+                1,
+                "no longer compiled",
+            ),
+            (
+                "a module removed with its file (benign)",
+                vec![
+                    fc("src/lib.rs", Some("pub mod a;\nmod b;\n"), Some("pub mod a;\n")),
+                    fc("src/b.rs", Some("pub fn b() {}\n"), None),
+                ],
+                0,
+                "",
+            ),
+            (
+                "a test helper rewritten",
+                one("tests/support.rs", "pub fn valid(x: u8) -> bool {\n    x > 3\n}\n", "pub fn valid(x: u8) -> bool {\n    true\n}\n"),
+                1,
+                "rewrites the test helper",
+            ),
+            (
+                "a new helper in a test module (benign)",
+                one("src/a.rs", RS, &rs("    use super::*;\n", "    use super::*;\n\n    fn near(a: f64, b: f64) -> bool {\n        (a - b).abs() < 1e-9\n    }\n")),
+                0,
+                "",
+            ),
+            (
+                "a helper in a test module rewritten",
+                one(
+                    "src/a.rs",
+                    &rs("    use super::*;\n", "    use super::*;\n\n    fn near(a: f64, b: f64) -> bool {\n        (a - b).abs() < 1e-9\n    }\n"),
+                    &rs("    use super::*;\n", "    use super::*;\n\n    fn near(a: f64, b: f64) -> bool {\n        a == a || b == b\n    }\n"),
+                ),
+                1,
+                "rewrites the test helper `near`",
+            ),
+            (
+                "a helper's message reworded, and a helper added (benign)",
+                one("tests/support.rs", "pub fn run() -> String {\n    go().expect(\"spawn\")\n}\n", "pub fn run() -> String {\n    go().expect(\"the program runs\")\n}\n\npub fn twice() -> String {\n    run() + &run()\n}\n"),
+                0,
+                "",
+            ),
         ]
     }
 
@@ -1266,8 +1788,6 @@ mod tests {
         assert_eq!(numbers("assert!(x1<0.5e3,1.0.max(y))").1, ["0.5e3", "1.0"]);
         assert_eq!(subject("assert_eq!(f(1),2)"), Some("assert_eq!(f(1)"));
         assert_eq!(subject("expect(x).toBe(1)"), Some("expect(x"));
-        assert!(is_early_return("if skip { return; }"));
-        assert!(!is_early_return("noreturn;"));
         assert_eq!(depth_change(Lang::Rust, "f('(', \"((\", x::<'a>( // ("), 2);
         assert_eq!(
             tokens(Lang::Rust, "assert_eq!(x.len(), \"a b\", 1.5);"),

@@ -92,6 +92,7 @@ pub(super) fn tests_in(lang: Lang, text: &str) -> Vec<(u32, String)> {
 /// What the item after line `idx` (0-based) is, skipping attributes, decorators, comments.
 pub(super) enum Target {
     Fn(String),
+    Mod(String),
     Other,
 }
 
@@ -103,6 +104,11 @@ pub(super) fn target_after(lang: Lang, lines: &[&str], idx: usize) -> Target {
         }
         if lang == Lang::Python && t.starts_with('@') {
             continue;
+        }
+        if lang == Lang::Rust {
+            if let Some((name, _)) = crate::governance::review::wiring::mod_decl(t) {
+                return Target::Mod(name);
+            }
         }
         return fn_name(t).map_or(Target::Other, Target::Fn);
     }

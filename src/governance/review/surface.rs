@@ -1,0 +1,1141 @@
+//! The judge surface: what decides whether a change's tests pass, beyond the panel's and the
+//! policy's own files. Three parts, all pure (text in, paths and findings out):
+//!
+//! - [`BUILTIN`]: paths that judge in every repository (CI of the usual forges, the replay
+//!   missions, the test runners' own configuration, build scripts);
+//! - [`keyed_changes`]: files of which some keys judge and others do not (`Cargo.toml`'s
+//!   `[lib]`, `[[test]]`, `[profile]`…; `pyproject.toml`'s `[tool.pytest]`…; `setup.cfg`'s
+//!   `[tool:pytest]`; `package.json`'s `scripts` and `jest`), compared key by key;
+//! - [`derive`]: the paths the repository's own configuration at base runs or reads: every
+//!   file a `[gauntlet]` step or the `[validators.user_testing]` build and scenario runs or
+//!   reads as configuration or expected output, and what those scripts run in turn (followed a
+//!   few levels deep), the scripts the plans' contract checks under `plans/` run, and the
+//!   configuration files of the programs those commands start (`cargo clippy` reads
+//!   `clippy.toml`, `make` its `Makefile`). A file a command only names as the subject of its
+//!   check (`sh -n src/app.sh`, `grep -q ok src/a.rs`) is the code being checked, not a judge. The
+//!   caller reads the base (`panel::surface`) and passes the result in as [`Judged`] paths on
+//!   the `ChangeView`, so that a new gauntlet step's script is covered the day it is added.
+
+use std::collections::BTreeMap;
+
+/// A path that judges the change because the repository's configuration at base names it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Judged {
+    /// A path in the repository (or a glob, `tests/*.sh`).
+    pub path: String,
+    /// What runs or reads it, for the finding (`the gauntlet step \`test\` (\`sh run.sh\`)`).
+    pub why: String,
+}
+
+/// Paths that judge a change in every repository, besides the policy, the panel and
+/// GOVERNANCE.md ([`super::JUDGES`]): CI, the replay missions, what configures the test
+/// runners of Rust, Python and JavaScript, and build scripts.
+pub const BUILTIN: &[&str] = &[
+    // CI, on any forge.
+    ".gitlab-ci.yml",
+    ".gitlab/**",
+    ".circleci/**",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    ".azure-pipelines/**",
+    "Jenkinsfile",
+    ".buildkite/**",
+    ".drone.yml",
+    ".woodpecker.yml",
+    ".woodpecker/**",
+    "bitbucket-pipelines.yml",
+    "appveyor.yml",
+    ".appveyor.yml",
+    // The replay benchmark's missions: what measures a change to the conductor.
+    "missions/**",
+    // Rust: cargo's configuration (a `runner` decides what running a test means), the
+    // toolchain, nextest's profiles, build scripts (they set the cfgs the tests compile with).
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    "**/.config/nextest.toml",
+    "**/build.rs",
+    // Python: pytest's and tox's configuration, fixtures and hooks, coverage thresholds, and
+    // what runs before any test (site customisation, .pth files).
+    "**/conftest.py",
+    "**/pytest.ini",
+    "**/tox.ini",
+    "**/noxfile.py",
+    "**/.coveragerc",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/*.pth",
+    // JavaScript: the runners' configuration and the transforms that run on every test.
+    "**/jest.config.*",
+    "**/vitest.config.*",
+    "**/vitest.workspace.*",
+    "**/vite.config.*",
+    "**/.mocharc*",
+    "**/karma.conf.*",
+    "**/playwright.config.*",
+    "**/cypress.config.*",
+    "**/ava.config.*",
+    "**/babel.config.*",
+    "**/.babelrc*",
+    "**/.nycrc*",
+    "**/.c8rc*",
+];
+
+/// A file of which some keys judge: its name (in any folder), its format, and those keys
+/// (dotted; a key judges with everything beneath it).
+struct Keyed {
+    name: &'static str,
+    format: Format,
+    keys: &'static [&'static str],
+}
+
+#[derive(Clone, Copy)]
+enum Format {
+    Toml,
+    Json,
+    Ini,
+}
+
+const KEYED: &[Keyed] = &[
+    Keyed {
+        name: "Cargo.toml",
+        format: Format::Toml,
+        keys: &[
+            // Which targets are tests and whether they run (`test = false`, `harness`).
+            "lib",
+            "bin",
+            "test",
+            "bench",
+            "example",
+            // How tests are compiled (`debug-assertions`, `overflow-checks`, `panic`).
+            "profile",
+            // What `cfg(feature = …)` the tests see by default.
+            "features",
+            // What clippy's `-D warnings` refuses.
+            "lints",
+            "package.build",
+            "package.autotests",
+            "package.autobenches",
+            "package.autobins",
+            "package.autoexamples",
+            "package.autolib",
+            "workspace.members",
+            "workspace.default-members",
+            "workspace.exclude",
+            "workspace.lints",
+        ],
+    },
+    Keyed {
+        name: "pyproject.toml",
+        format: Format::Toml,
+        keys: &[
+            "tool.pytest",
+            "tool.tox",
+            "tool.nox",
+            "tool.coverage",
+            "tool.hatch",
+            "tool.poe",
+            "tool.pdm.scripts",
+            "tool.ruff",
+            "tool.mypy",
+            "tool.black",
+            "tool.isort",
+            "tool.pyright",
+            "build-system",
+        ],
+    },
+    Keyed {
+        name: "setup.cfg",
+        format: Format::Ini,
+        keys: &["tool:pytest", "coverage:", "flake8", "mypy", "aliases"],
+    },
+    Keyed {
+        name: "package.json",
+        format: Format::Json,
+        keys: &["scripts", "jest", "mocha", "ava", "nyc", "c8", "babel"],
+    },
+    Keyed {
+        name: "deno.json",
+        format: Format::Json,
+        keys: &["tasks", "test"],
+    },
+    Keyed {
+        name: "deno.jsonc",
+        format: Format::Json,
+        keys: &["tasks", "test"],
+    },
+];
+
+/// Whether `path` is a file [`keyed_changes`] reads key by key (whole-file rules leave it alone).
+pub fn is_keyed(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    path == "atelier.toml" || KEYED.iter().any(|k| k.name == name)
+}
+
+/// The judging keys whose values differ between a keyed file's two texts (`None` for a file
+/// that is not keyed). A side that does not parse while the other does counts as every key
+/// changed; a file added or removed counts the keys it has.
+pub fn keyed_changes(path: &str, base: Option<&str>, head: Option<&str>) -> Option<Vec<String>> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let k = KEYED.iter().find(|k| k.name == name)?;
+    let read = |t: Option<&str>| -> Option<Result<BTreeMap<String, String>, ()>> {
+        let t = t?;
+        Some(match k.format {
+            Format::Toml => t
+                .parse::<toml::Table>()
+                .map(|v| flatten_toml(&toml::Value::Table(v), k.keys))
+                .map_err(|_| ()),
+            Format::Json => serde_json::from_str::<serde_json::Value>(&strip_jsonc(t))
+                .map(|v| flatten_json(&v, k.keys))
+                .map_err(|_| ()),
+            Format::Ini => Ok(ini_sections(t, k.keys)),
+        })
+    };
+    let all = || k.keys.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    Some(match (read(base), read(head)) {
+        (None, None) => Vec::new(),
+        (Some(Ok(b)), Some(Ok(h))) => k
+            .keys
+            .iter()
+            .filter(|key| b.get(**key) != h.get(**key))
+            .map(|s| s.to_string())
+            .collect(),
+        (Some(Ok(one)), None) | (None, Some(Ok(one))) => k
+            .keys
+            .iter()
+            .filter(|key| one.contains_key(**key))
+            .map(|s| s.to_string())
+            .collect(),
+        (Some(Err(())), Some(Err(()))) => {
+            if base == head {
+                Vec::new()
+            } else {
+                all()
+            }
+        }
+        _ => all(),
+    })
+}
+
+/// Each judging key's value, as text (absent keys are left out).
+fn flatten_toml(v: &toml::Value, keys: &[&str]) -> BTreeMap<String, String> {
+    keys.iter()
+        .filter_map(|k| {
+            let mut at = v;
+            for part in k.split('.') {
+                at = at.get(part)?;
+            }
+            Some((k.to_string(), at.to_string()))
+        })
+        .collect()
+}
+
+fn flatten_json(v: &serde_json::Value, keys: &[&str]) -> BTreeMap<String, String> {
+    keys.iter()
+        .filter_map(|k| {
+            let mut at = v;
+            for part in k.split('.') {
+                at = at.get(part)?;
+            }
+            Some((k.to_string(), at.to_string()))
+        })
+        .collect()
+}
+
+/// A JSON-with-comments text without its `//` line comments (deno.jsonc); strings kept.
+fn strip_jsonc(t: &str) -> String {
+    t.lines()
+        .map(|l| {
+            let mut in_str = false;
+            let mut prev = '\0';
+            for (i, c) in l.char_indices() {
+                if c == '"' && prev != '\\' {
+                    in_str = !in_str;
+                }
+                if !in_str && c == '/' && prev == '/' {
+                    return &l[..i - 1];
+                }
+                prev = c;
+            }
+            l
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An INI file's sections whose name is a judging key, or starts with one ending in `:`
+/// (`coverage:` covers `[coverage:run]`), each section's lines trimmed and joined.
+fn ini_sections(t: &str, keys: &[&str]) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for l in t.lines() {
+        let l = l.trim();
+        if l.is_empty() || l.starts_with('#') || l.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            let name = name.trim();
+            current = keys
+                .iter()
+                .find(|k| {
+                    name == **k
+                        || (k.ends_with(':') && name.starts_with(**k))
+                        || name.starts_with(&format!("{k}-"))
+                })
+                .map(|k| k.to_string());
+            if let Some(k) = &current {
+                out.entry(k.clone())
+                    .or_default()
+                    .push_str(&format!("[{name}]\n"));
+            }
+            continue;
+        }
+        if let Some(k) = &current {
+            let s = out.entry(k.clone()).or_default();
+            s.push_str(l);
+            s.push('\n');
+        }
+    }
+    out
+}
+
+/// What a command's words are: a shell line split into words (quotes removed) and the
+/// operators between them (`&&`, `||`, `;`, `|`, `&`, redirections, parentheses, backticks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tok {
+    Word(String),
+    Op(String),
+}
+
+fn lex(line: &str) -> Vec<Tok> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut has_word = false;
+    let mut i = 0;
+    let flush = |word: &mut String, has: &mut bool, out: &mut Vec<Tok>| {
+        if *has {
+            out.push(Tok::Word(std::mem::take(word)));
+            *has = false;
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\'' => {
+                has_word = true;
+                i += 1;
+                while i < chars.len() && chars[i] != '\'' {
+                    word.push(chars[i]);
+                    i += 1;
+                }
+            }
+            '"' => {
+                has_word = true;
+                i += 1;
+                while i < chars.len() && chars[i] != '"' {
+                    if chars[i] == '\\' && i + 1 < chars.len() {
+                        i += 1;
+                    }
+                    word.push(chars[i]);
+                    i += 1;
+                }
+            }
+            '\\' if i + 1 < chars.len() => {
+                has_word = true;
+                word.push(chars[i + 1]);
+                i += 1;
+            }
+            '#' if !has_word => break,
+            c if c.is_whitespace() => flush(&mut word, &mut has_word, &mut out),
+            '&' | '|' | ';' | '(' | ')' | '`' | '<' | '>' => {
+                flush(&mut word, &mut has_word, &mut out);
+                let mut op = c.to_string();
+                if matches!(c, '&' | '|' | '>' | '<') && chars.get(i + 1) == Some(&c) {
+                    op.push(c);
+                    i += 1;
+                }
+                out.push(Tok::Op(op));
+            }
+            _ => {
+                has_word = true;
+                word.push(c);
+            }
+        }
+        i += 1;
+    }
+    flush(&mut word, &mut has_word, &mut out);
+    out
+}
+
+/// Interpreters: the first word after them (and their options) is a file they run.
+const INTERPRETERS: &[&str] = &[
+    ".", "source", "sh", "bash", "dash", "zsh", "ksh", "python", "python3", "python2", "node",
+    "nodejs", "ruby", "perl", "php", "lua", "ts-node", "tsx", "bun", "deno", "Rscript", "pwsh",
+];
+
+/// Words a command starts with that only run the next word (`env`, `sudo`, `timeout 60`…).
+const WRAPPERS: &[&str] = &[
+    "env", "sudo", "time", "nice", "exec", "command", "nohup", "xvfb-run", "stdbuf", "timeout",
+    "uv", "poetry", "pipenv", "hatch", "pdm",
+];
+
+/// Extensions of files that are code or configuration (a word with one is a path).
+const FILE_EXTS: &[&str] = &[
+    "sh", "bash", "zsh", "py", "js", "mjs", "cjs", "ts", "mts", "cts", "rb", "pl", "php", "lua",
+    "mk", "toml", "json", "jsonc", "ini", "cfg", "yml", "yaml", "conf", "txt", "ps1", "r", "R",
+    "nix", "cmake", "gradle", "kts", "xml",
+];
+
+/// The configuration files a program reads wherever it runs, by the program (and, for cargo,
+/// its subcommand).
+fn program_configs(program: &str, sub: Option<&str>) -> &'static [&'static str] {
+    match (program, sub) {
+        ("cargo", Some("clippy")) => &["clippy.toml", ".clippy.toml"],
+        ("cargo", Some("fmt")) => &["rustfmt.toml", ".rustfmt.toml"],
+        ("cargo", Some("deny")) => &["deny.toml"],
+        ("cargo", Some("make")) => &["Makefile.toml"],
+        ("rustfmt", _) => &["rustfmt.toml", ".rustfmt.toml"],
+        ("make" | "gmake", _) => &["Makefile", "makefile", "GNUmakefile"],
+        ("just", _) => &["justfile", "Justfile", ".justfile"],
+        ("rake", _) => &["Rakefile"],
+        ("task", _) => &["Taskfile.yml", "Taskfile.yaml"],
+        ("pre-commit", _) => &[".pre-commit-config.yaml"],
+        ("ruff", _) => &["ruff.toml", ".ruff.toml"],
+        ("flake8", _) => &[".flake8"],
+        ("mypy", _) => &["mypy.ini", ".mypy.ini"],
+        ("eslint", _) => &[
+            ".eslintrc",
+            ".eslintrc.js",
+            ".eslintrc.cjs",
+            ".eslintrc.json",
+            ".eslintrc.yml",
+            "eslint.config.js",
+            "eslint.config.mjs",
+            "eslint.config.cjs",
+        ],
+        ("prettier", _) => &[".prettierrc", ".prettierrc.json", "prettier.config.js"],
+        ("tsc", _) => &["tsconfig.json"],
+        ("cmake", _) => &["CMakeLists.txt"],
+        ("meson", _) => &["meson.build"],
+        ("ninja", _) => &["build.ninja"],
+        ("gradle" | "./gradlew", _) => &["build.gradle", "build.gradle.kts", "settings.gradle"],
+        ("mvn", _) => &["pom.xml"],
+        _ => &[],
+    }
+}
+
+/// What the base's files are, for [`derive`]: a file's text (`None` when no file is there).
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// How a command's files are taken: a gauntlet step or the scenario judges what it runs and
+/// the configuration it reads; a contract check only what it runs (what else it names is the
+/// task's work). Neither judges a file it merely names as its subject (`sh -n src/app.sh`,
+/// `shellcheck x.sh`, `grep -q ok src/a.rs`): that is the code being checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    Step,
+    Check,
+}
+
+/// What a command does with a file it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Runs it: a script given to an interpreter, a program started by its path, a module.
+    Run,
+    /// Reads it as configuration: a tool's own file (`clippy.toml`, a `Makefile`), a file
+    /// passed to a `--config`-like option, or one with a configuration's extension.
+    Config,
+    /// Only names it: the subject of a check, or data.
+    Named,
+}
+
+/// The commands the configuration at base runs to judge: `(why, command, reach)`. `config` is
+/// atelier.toml's text, `plans` the `(path, text)` of the plan files under `plans/`.
+pub fn commands(config: Option<&str>, plans: &[(String, String)]) -> Vec<(String, String, Reach)> {
+    let mut out = Vec::new();
+    if let Some(t) = config.and_then(|c| c.parse::<toml::Table>().ok()) {
+        let steps = t
+            .get("gauntlet")
+            .and_then(|g| g.get("steps"))
+            .and_then(|s| s.as_array());
+        for s in steps.into_iter().flatten() {
+            let name = s.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+            if let Some(run) = s.get("run").and_then(|r| r.as_str()) {
+                out.push((
+                    format!("the gauntlet step `{name}`"),
+                    run.to_string(),
+                    Reach::Step,
+                ));
+            }
+        }
+        let ut = t.get("validators").and_then(|v| v.get("user_testing"));
+        for (key, what) in [("build", "build"), ("scenario", "scenario")] {
+            let list = ut.and_then(|u| u.get(key)).and_then(|s| s.as_array());
+            for c in list.into_iter().flatten().filter_map(|c| c.as_str()) {
+                out.push((
+                    format!("the user-testing {what}"),
+                    c.to_string(),
+                    Reach::Step,
+                ));
+            }
+        }
+    }
+    for (path, text) in plans {
+        let Ok(t) = text.parse::<toml::Table>() else {
+            continue;
+        };
+        let tasks = t.get("task").and_then(|v| v.as_array());
+        for task in tasks.into_iter().flatten() {
+            let id = task.get("id").and_then(|v| v.as_str()).unwrap_or("?");
+            let checks = task
+                .get("contract")
+                .and_then(|c| c.get("checks"))
+                .and_then(|c| c.as_array());
+            for c in checks.into_iter().flatten().filter_map(|c| c.as_str()) {
+                out.push((
+                    format!("the contract check of task `{id}` in {path}"),
+                    c.to_string(),
+                    Reach::Check,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The most paths [`derive`] returns, and how deep it follows scripts into the scripts they
+/// run: a bound on what one gate evaluation reads.
+const MAX_JUDGED: usize = 200;
+const MAX_DEPTH: usize = 3;
+const MAX_SCRIPT_LINES: usize = 2000;
+
+/// The paths the commands run or read as configuration (see [`Reach`]), following the scripts
+/// they run (`lookup` reads them at base) up to [`MAX_DEPTH`] levels. Files with key-level
+/// rules (atelier.toml, Cargo.toml, package.json…) and test files are left out (tests-tamper
+/// reads those), unless a command runs the test file itself (`python3 tests/run.py`).
+pub fn derive(commands: &[(String, String, Reach)], lookup: Lookup) -> Vec<Judged> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    // (what runs it at the top, the script it is a line of, the command, reach, depth)
+    let mut queue: Vec<(String, Option<String>, String, Reach, usize)> = commands
+        .iter()
+        .rev()
+        .map(|(w, c, r)| (w.clone(), None, c.clone(), *r, 0))
+        .collect();
+    let mut seen_scripts = std::collections::BTreeSet::new();
+    while let Some((origin, via, command, reach, depth)) = queue.pop() {
+        for (path, role) in files_of(&command) {
+            if out.len() >= MAX_JUDGED {
+                break;
+            }
+            let judges = match reach {
+                Reach::Step => role != Role::Named,
+                Reach::Check => role == Role::Run,
+            };
+            if !judges || is_keyed(&path) {
+                continue;
+            }
+            // A test file a runner is pointed at with its options is tests-tamper's.
+            if role != Role::Run && super::weakened_tests::is_test_path(&path) {
+                continue;
+            }
+            out.entry(path.clone()).or_insert_with(|| match &via {
+                None => format!("{origin} (`{}`)", short(&command)),
+                Some(script) => format!("{script} (`{}`), which {origin} runs,", short(&command)),
+            });
+            // What a script (or a recipe) runs judges too.
+            if depth + 1 < MAX_DEPTH && seen_scripts.insert(path.clone()) {
+                if let Some(text) = lookup(&path).filter(|t| is_script(&path, t)) {
+                    let recipe = is_recipe(&path);
+                    let lines = script_lines(&text, recipe);
+                    for line in lines.into_iter().take(MAX_SCRIPT_LINES).rev() {
+                        queue.push((
+                            origin.clone(),
+                            Some(path.clone()),
+                            line,
+                            Reach::Step,
+                            depth + 1,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(path, why)| Judged { path, why })
+        .collect()
+}
+
+fn short(command: &str) -> String {
+    let t = command.trim();
+    if t.chars().count() <= 60 {
+        t.to_string()
+    } else {
+        format!("{}…", t.chars().take(60).collect::<String>())
+    }
+}
+
+fn is_recipe(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(
+        name,
+        "Makefile" | "makefile" | "GNUmakefile" | "justfile" | "Justfile" | ".justfile"
+    ) || name.ends_with(".mk")
+}
+
+/// A shell script (by its extension or its `#!` line) or a recipe whose lines are commands.
+fn is_script(path: &str, text: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map(|(_, e)| e);
+    is_recipe(path)
+        || matches!(ext, Some("sh" | "bash" | "zsh" | "ksh"))
+        || text
+            .lines()
+            .next()
+            .is_some_and(|l| l.starts_with("#!") && (l.contains("sh") || l.contains("bash")))
+}
+
+/// A script's commands: its lines with continuations joined (a recipe's are its indented
+/// lines, their `@`/`-` prefixes dropped).
+fn script_lines(text: &str, recipe: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut acc = String::new();
+    for l in text.lines() {
+        let t = if recipe {
+            if !(l.starts_with('\t') || l.starts_with("    ")) {
+                continue;
+            }
+            l.trim().trim_start_matches(['@', '-'])
+        } else {
+            l.trim()
+        };
+        if let Some(cont) = t.strip_suffix('\\') {
+            acc.push_str(cont);
+            acc.push(' ');
+            continue;
+        }
+        acc.push_str(t);
+        if !acc.trim().is_empty() && !acc.trim_start().starts_with('#') {
+            out.push(std::mem::take(&mut acc));
+        }
+        acc.clear();
+    }
+    out
+}
+
+/// The files one command line names, with what it does with each ([`Role`]).
+pub fn files_of(command: &str) -> Vec<(String, Role)> {
+    let mut out = Vec::new();
+    let mut cwd = String::new();
+    for seg in simple_commands(command) {
+        let words = program_and_arguments(&seg);
+        let Some(program) = words.first() else {
+            continue;
+        };
+        let prog = program.rsplit('/').next().unwrap_or(program).to_string();
+        if prog == "cd" {
+            if let Some(dir) = words.get(1).and_then(|d| normalize(&cwd, d)) {
+                cwd = dir;
+            }
+            continue;
+        }
+        // `sh -c '…'`: the inner command.
+        if INTERPRETERS.contains(&prog.as_str()) {
+            if let Some(i) = words.iter().position(|w| w == "-c") {
+                if let Some(inner) = words.get(i + 1) {
+                    out.extend(files_of(inner).into_iter().filter_map(|(p, r)| {
+                        Some((
+                            if cwd.is_empty() {
+                                p
+                            } else {
+                                normalize(&cwd, &p)?
+                            },
+                            r,
+                        ))
+                    }));
+                }
+                continue;
+            }
+        }
+        let at = |w: &str| normalize(&cwd, w);
+        // The program itself, when named by a path.
+        if program.contains('/') {
+            if let Some(p) = at(program) {
+                out.push((p, Role::Run));
+            }
+        }
+        let sub = words
+            .iter()
+            .skip(1)
+            .find(|w| !w.starts_with('-'))
+            .map(String::as_str);
+        for c in program_configs(&prog, sub) {
+            if let Some(p) = at(c) {
+                out.push((p, Role::Config));
+            }
+        }
+        arguments(&prog, words, &at, &mut out);
+    }
+    out
+}
+
+/// A command line's simple commands (split at `&&`, `||`, `;`, `|`, `&`, parentheses), each
+/// without its redirections (a redirection's target is written or read as data, not run).
+fn simple_commands(command: &str) -> Vec<Vec<String>> {
+    let mut cmd: Vec<String> = Vec::new();
+    let mut skip_next = false;
+    let mut segments: Vec<Vec<String>> = Vec::new();
+    for t in lex(command) {
+        match t {
+            Tok::Word(w) => {
+                if skip_next {
+                    skip_next = false;
+                    continue;
+                }
+                cmd.push(w);
+            }
+            Tok::Op(op) => {
+                if op.starts_with('<') || op.starts_with('>') {
+                    // `2>&1`'s digits are not paths either.
+                    if cmd
+                        .last()
+                        .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()))
+                    {
+                        cmd.pop();
+                    }
+                    skip_next = true;
+                    continue;
+                }
+                if op == "&" && skip_next {
+                    continue;
+                }
+                segments.push(std::mem::take(&mut cmd));
+            }
+        }
+    }
+    segments.push(cmd);
+    segments
+}
+
+/// A simple command from its program on: assignments (`CI=1`) and wrappers (`env`,
+/// `timeout 60`, `poetry run`) skipped.
+fn program_and_arguments(seg: &[String]) -> &[String] {
+    let mut words = seg;
+    while let Some(w) = words.first() {
+        let assignment = w.split_once('=').is_some_and(|(k, _)| {
+            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        let base = w.rsplit('/').next().unwrap_or(w);
+        if assignment {
+            words = &words[1..];
+        } else if WRAPPERS.contains(&base) {
+            words = &words[1..];
+            while words.first().is_some_and(|w| {
+                w.starts_with('-')
+                    || w.chars()
+                        .all(|c| c.is_ascii_digit() || c == 's' || c == 'm')
+                    || w == "run"
+            }) {
+                words = &words[1..];
+            }
+        } else {
+            break;
+        }
+    }
+    words
+}
+
+/// Options whose value is a configuration file (`--config x.toml`, `-c pytest.ini`).
+fn config_option(flag: &str) -> bool {
+    let f = flag.trim_start_matches('-');
+    f == "c"
+        || f == "f"
+        || [
+            "config", "conf", "rc", "settings", "manifest", "file", "profile",
+        ]
+        .iter()
+        .any(|w| f.contains(w))
+}
+
+/// The files a program's arguments name (see [`files_of`]).
+fn arguments(
+    prog: &str,
+    words: &[String],
+    at: &dyn Fn(&str) -> Option<String>,
+    out: &mut Vec<(String, Role)>,
+) {
+    let shell = matches!(prog, "sh" | "bash" | "dash" | "zsh" | "ksh");
+    // `sh -n x.sh` only checks its syntax.
+    let checks_only = shell
+        && words
+            .iter()
+            .skip(1)
+            .take_while(|w| w.starts_with('-'))
+            .any(|w| w == "-n");
+    let mut run_next = INTERPRETERS.contains(&prog) && !checks_only;
+    let mut module_next = false;
+    let mut config_next = false;
+    for w in words.iter().skip(1) {
+        if module_next {
+            module_next = false;
+            let m = w.replace('.', "/");
+            for p in [format!("{m}.py"), format!("{m}/__main__.py")] {
+                if let Some(p) = at(&p) {
+                    out.push((p, Role::Run));
+                }
+            }
+            continue;
+        }
+        if run_next && w == "-m" && prog.starts_with("python") {
+            module_next = true;
+            run_next = false;
+            continue;
+        }
+        if run_next && matches!(prog, "deno" | "bun") {
+            match w.as_str() {
+                "run" => continue,
+                "test" | "x" | "install" | "task" | "fmt" | "lint" => {
+                    run_next = false;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        let (flag, value) = match w.split_once('=') {
+            Some((f, v)) if f.starts_with('-') => (Some(f), v),
+            _ => (None, w.as_str()),
+        };
+        if flag.is_none() && w.starts_with('-') {
+            config_next = config_option(w) && !(shell || INTERPRETERS.contains(&prog));
+            // `make -C dir`: the recipe there.
+            if (prog == "make" || prog == "gmake") && w == "-C" {
+                config_next = false;
+                module_next = false;
+                run_next = false;
+            }
+            continue;
+        }
+        let after_config = std::mem::take(&mut config_next) || flag.is_some_and(config_option);
+        if run_next {
+            run_next = false;
+            if let Some(p) = at(value) {
+                out.push((p, Role::Run));
+            }
+            continue;
+        }
+        if (prog == "make" || prog == "gmake")
+            && words.iter().any(|x| x == "-C")
+            && words
+                .iter()
+                .position(|x| x == "-C")
+                .and_then(|i| words.get(i + 1))
+                .is_some_and(|d| d == w)
+        {
+            if let Some(p) = at(&format!("{value}/Makefile")) {
+                out.push((p, Role::Config));
+            }
+            continue;
+        }
+        if path_like(value) {
+            let ext = value
+                .rsplit('/')
+                .next()
+                .and_then(|n| n.rsplit_once('.'))
+                .map(|(_, e)| e);
+            // Expected outputs a check compares with judge like its configuration.
+            let expected = ["expected", "golden", "baseline", "snapshot", "fixture"]
+                .iter()
+                .any(|w| value.to_ascii_lowercase().contains(w));
+            let config = after_config || expected || ext.is_some_and(|e| CONFIG_EXTS.contains(&e));
+            if let Some(p) = at(value) {
+                out.push((p, if config { Role::Config } else { Role::Named }));
+            }
+        }
+    }
+}
+
+/// Extensions of configuration files: a command that names one reads it as settings.
+const CONFIG_EXTS: &[&str] = &[
+    "toml", "json", "jsonc", "ini", "cfg", "yml", "yaml", "conf", "xml",
+];
+
+/// A word that names a file: a path with a folder, or a name with a code or configuration
+/// file's extension.
+fn path_like(w: &str) -> bool {
+    if w.is_empty() || w.contains("://") || w.contains('$') || w.contains('{') {
+        return false;
+    }
+    let name = w.rsplit('/').next().unwrap_or(w);
+    let ext_ok = name
+        .rsplit_once('.')
+        .is_some_and(|(stem, e)| !stem.is_empty() && FILE_EXTS.contains(&e));
+    (w.contains('/') && !name.is_empty() && name != "." && name != "..") || ext_ok
+}
+
+/// A word as a path in the repository, relative to `cwd` (`""` for the root): `./`, `$PWD/`
+/// and `a/../` resolved; `None` outside the repository (absolute, `~`, variables, escaping it).
+fn normalize(cwd: &str, w: &str) -> Option<String> {
+    let w = w
+        .strip_prefix("$PWD/")
+        .or_else(|| w.strip_prefix("${PWD}/"))
+        .unwrap_or(w);
+    if w.is_empty() || w.starts_with('/') || w.starts_with('~') || w.contains('$') {
+        return None;
+    }
+    let mut parts: Vec<&str> = cwd.split('/').filter(|p| !p.is_empty()).collect();
+    for p in w.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_a_command_names_or_runs() {
+        use Role::{Config, Named, Run};
+        // (command, expected (path, role) pairs)
+        let cases: &[(&str, &[(&str, Role)])] = &[
+            ("cargo test", &[]),
+            (
+                "cargo fmt --check",
+                &[("rustfmt.toml", Config), (".rustfmt.toml", Config)],
+            ),
+            ("sh scripts/check.sh", &[("scripts/check.sh", Run)]),
+            ("python3 tests/run.py --fast", &[("tests/run.py", Run)]),
+            ("./run_tests", &[("run_tests", Run)]),
+            ("bash -c 'cd sub && ./x.sh'", &[("sub/x.sh", Run)]),
+            (
+                "python -m tools.verify",
+                &[("tools/verify.py", Run), ("tools/verify/__main__.py", Run)],
+            ),
+            (
+                "make -C web test",
+                &[
+                    ("Makefile", Config),
+                    ("makefile", Config),
+                    ("GNUmakefile", Config),
+                    ("web/Makefile", Config),
+                ],
+            ),
+            (
+                "CI=1 node scripts/a.js > out.txt 2>&1",
+                &[("scripts/a.js", Run)],
+            ),
+            (
+                "cargo run -- bench --config ./conf/x.toml --seed data/s.txt",
+                &[("conf/x.toml", Config), ("data/s.txt", Named)],
+            ),
+            (
+                "pytest -q -c ci/pytest.cfg tests/ --cov-fail-under=90",
+                &[("ci/pytest.cfg", Config)],
+            ),
+            (
+                "deno test -A && bun run scripts/b.ts",
+                &[("scripts/b.ts", Run)],
+            ),
+            ("echo $HOME/x /etc/passwd ../outside", &[]),
+            (
+                "timeout 60 sh check # a comment sh other.sh",
+                &[("check", Run)],
+            ),
+            // The subject of a check is not a judge: only its syntax is read.
+            ("sh -n src/app.sh", &[("src/app.sh", Named)]),
+            (
+                "set -e; . ./checks.sh && source lib/env.sh",
+                &[("checks.sh", Run), ("lib/env.sh", Run)],
+            ),
+            (
+                "shellcheck scripts/a.sh && grep -q ok src/a.rs",
+                &[("scripts/a.sh", Named), ("src/a.rs", Named)],
+            ),
+            (
+                "./bin/app > out.txt && diff -u ci/expected/out.txt out.txt",
+                &[
+                    ("bin/app", Run),
+                    ("ci/expected/out.txt", Config),
+                    ("out.txt", Named),
+                ],
+            ),
+        ];
+        let mut failures = Vec::new();
+        for (cmd, want) in cases {
+            let got = files_of(cmd);
+            let want: Vec<(String, Role)> = want.iter().map(|(p, r)| (p.to_string(), *r)).collect();
+            if got != want {
+                failures.push(format!("{cmd}: got {got:?}, want {want:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn the_configuration_names_its_judges_and_scripts_are_followed() {
+        let config = "[gauntlet]\nsteps = [\n  { name = \"syntax\", run = \"sh -n src/app.sh\" },\n  { name = \"check\", run = \"sh scripts/check.sh\" },\n  { name = \"py\", run = \"python3 tests/run.py\" },\n  { name = \"t\", run = \"pytest tests/test_a.py\" },\n]\n[validators.user_testing]\nscenario = [\"./demo.sh --config atelier.toml\"]\n";
+        let plans = vec![(
+            "plans/p.toml".to_string(),
+            "[plan]\nid = \"p\"\n[[task]]\nid = \"A\"\n[task.contract]\nchecks = [\"grep -q x src/a.rs && sh tests/verify.sh\"]\n".to_string(),
+        )];
+        let cmds = commands(Some(config), &plans);
+        assert_eq!(cmds.len(), 6, "{cmds:?}");
+        let lookup = |p: &str| match p {
+            "scripts/check.sh" => Some(
+                "#!/bin/sh\nset -e\npython3 scripts/lint.py \\\n  --strict\n# sh not/this.sh\n"
+                    .to_string(),
+            ),
+            "scripts/lint.py" => Some("import os\n".to_string()),
+            _ => None,
+        };
+        let judged = derive(&cmds, &lookup);
+        let paths: Vec<&str> = judged.iter().map(|j| j.path.as_str()).collect();
+        // The contract check's grep names src/a.rs (the task's work) but runs tests/verify.sh;
+        // pytest's test file is tests-tamper's; atelier.toml has its own rule.
+        assert_eq!(
+            paths,
+            [
+                "demo.sh",
+                "scripts/check.sh",
+                "scripts/lint.py",
+                "tests/run.py",
+                "tests/verify.sh"
+            ],
+            "{judged:#?}"
+        );
+        let lint = judged
+            .iter()
+            .find(|j| j.path == "scripts/lint.py")
+            .expect("lint");
+        assert!(
+            lint.why
+                .starts_with("scripts/check.sh (`python3 scripts/lint.py")
+                && lint.why.ends_with("which the gauntlet step `check` runs,"),
+            "{}",
+            lint.why
+        );
+        // A script that runs itself is read once.
+        let looping = |p: &str| (p == "a.sh").then(|| "sh a.sh\n".to_string());
+        let cmds = vec![(
+            "the gauntlet step `a`".to_string(),
+            "sh a.sh".to_string(),
+            Reach::Step,
+        )];
+        assert_eq!(derive(&cmds, &looping).len(), 1);
+        // No configuration, or one that does not parse: nothing.
+        assert!(commands(None, &[]).is_empty());
+        assert!(commands(Some("[gauntlet"), &[]).is_empty());
+    }
+
+    #[test]
+    fn keyed_files_judge_by_their_keys() {
+        // (path, base, head, the judging keys that changed)
+        type Case<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [&'a str]);
+        let cases: &[Case] = &[
+            (
+                "Cargo.toml",
+                Some("[package]\nname = \"a\"\n"),
+                Some("[package]\nname = \"a\"\n[lib]\ntest = false\n"),
+                &["lib"],
+            ),
+            (
+                "Cargo.toml",
+                Some("[package]\nname = \"a\"\n"),
+                Some("[package]\nname = \"a\"\nversion = \"2\"\n"),
+                &[],
+            ),
+            (
+                "crates/x/Cargo.toml",
+                Some("[profile.test]\ndebug-assertions = true\n"),
+                Some("[profile.test]\ndebug-assertions = false\n"),
+                &["profile"],
+            ),
+            (
+                "Cargo.toml",
+                Some("[package]\n"),
+                Some("[package\n"),
+                &[
+                    "lib",
+                    "bin",
+                    "test",
+                    "bench",
+                    "example",
+                    "profile",
+                    "features",
+                    "lints",
+                    "package.build",
+                    "package.autotests",
+                    "package.autobenches",
+                    "package.autobins",
+                    "package.autoexamples",
+                    "package.autolib",
+                    "workspace.members",
+                    "workspace.default-members",
+                    "workspace.exclude",
+                    "workspace.lints",
+                ],
+            ),
+            (
+                "package.json",
+                Some("{\"scripts\": {\"test\": \"jest\"}}"),
+                Some("{\"scripts\": {\"test\": \"exit 0\"}}"),
+                &["scripts"],
+            ),
+            (
+                "web/package.json",
+                Some("{\"name\": \"a\", \"jest\": {\"testPathIgnorePatterns\": []}}"),
+                Some("{\"name\": \"b\", \"jest\": {\"testPathIgnorePatterns\": []}}"),
+                &[],
+            ),
+            (
+                "package.json",
+                None,
+                Some("{\"scripts\": {\"test\": \"true\"}}"),
+                &["scripts"],
+            ),
+            (
+                "pyproject.toml",
+                Some("[tool.pytest.ini_options]\naddopts = \"-q\"\n"),
+                Some("[tool.pytest.ini_options]\naddopts = \"-q -k nothing\"\n"),
+                &["tool.pytest"],
+            ),
+            (
+                "setup.cfg",
+                Some("[metadata]\nname = a\n[tool:pytest]\naddopts = -q\n"),
+                Some("[metadata]\nname = b\n[tool:pytest]\naddopts = -q -k nope\n"),
+                &["tool:pytest"],
+            ),
+            (
+                "setup.cfg",
+                Some("[coverage:report]\nfail_under = 90\n"),
+                Some("[coverage:report]\nfail_under = 0\n"),
+                &["coverage:"],
+            ),
+            (
+                "deno.jsonc",
+                Some("{\n  // tasks\n  \"tasks\": {\"test\": \"deno test\"}\n}"),
+                Some("{\n  // tasks\n  \"tasks\": {\"test\": \"true\"}\n}"),
+                &["tasks"],
+            ),
+        ];
+        let mut failures = Vec::new();
+        for (path, base, head, want) in cases {
+            let got = keyed_changes(path, *base, *head).expect("keyed");
+            if got != *want {
+                failures.push(format!(
+                    "{path} {base:?} -> {head:?}: got {got:?}, want {want:?}"
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(keyed_changes("src/lib.rs", Some("a"), Some("b")).is_none());
+        assert!(is_keyed("atelier.toml") && is_keyed("a/package.json") && !is_keyed("src/a.rs"));
+    }
+}
