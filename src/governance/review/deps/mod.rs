@@ -871,6 +871,7 @@ mod tests {
             files: &files,
             agent_origin: agent,
             declared: None,
+            judged: &[],
         };
         check("deps", &view).iter().map(|f| f.severity).max()
     }
@@ -973,6 +974,7 @@ mod tests {
                 files: &files,
                 agent_origin: true,
                 declared: None,
+                judged: &[],
             };
             let found = check("deps", &view);
             assert!(!found.is_empty(), "{path}");
@@ -1024,6 +1026,7 @@ mod tests {
             files: &files,
             agent_origin: true,
             declared: None,
+            judged: &[],
         };
         let found = check("deps", &view);
         assert_eq!(found.len(), 2, "{found:#?}");
