@@ -214,7 +214,7 @@ fn redefining_the_assertion_vocabulary_is_blocked() {
 }
 
 #[test]
-fn early_exits_in_any_spelling_are_blocked() {
+fn early_exits_in_the_spellings_tried_are_blocked() {
     let env = with_tests();
     let it = |line: &str| {
         IT.replace(
