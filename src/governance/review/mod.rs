@@ -1103,6 +1103,43 @@ mod tests {
         );
         let cases: Vec<Case> = vec![
             (
+                "pytest's configuration under its other names",
+                vec![
+                    change(
+                        ".pytest.ini",
+                        None,
+                        Some("[pytest]\naddopts = --collect-only\n"),
+                    ),
+                    change(
+                        "pytest.toml",
+                        None,
+                        Some("[pytest]\naddopts = [\"--co\"]\n"),
+                    ),
+                ],
+                vec![".pytest.ini", "pytest.toml"],
+                "",
+            ),
+            (
+                "a program on npm's PATH and compiled bytecode",
+                vec![
+                    change(
+                        "web/node_modules/.bin/node",
+                        None,
+                        Some("#!/bin/sh\nexit 0\n"),
+                    ),
+                    change(
+                        "tests/__pycache__/helpers.cpython-311.pyc",
+                        None,
+                        Some("\u{fffd}"),
+                    ),
+                ],
+                vec![
+                    "web/node_modules/.bin/node",
+                    "tests/__pycache__/helpers.cpython-311.pyc",
+                ],
+                "",
+            ),
+            (
                 "conftest deselecting",
                 vec![change(
                     "conftest.py",

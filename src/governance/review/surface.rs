@@ -60,6 +60,9 @@ pub const BUILTIN: &[&str] = &[
     // what runs before any test (site customisation, .pth files).
     "**/conftest.py",
     "**/pytest.ini",
+    "**/.pytest.ini",
+    "**/pytest.toml",
+    "**/.pytest.toml",
     "**/tox.ini",
     "**/noxfile.py",
     "**/.coveragerc",
@@ -80,6 +83,12 @@ pub const BUILTIN: &[&str] = &[
     "**/.babelrc*",
     "**/.nycrc*",
     "**/.c8rc*",
+    // What runs without being source anyone reads: installed packages and the programs
+    // they put on PATH (`npm test` runs `node_modules/.bin` first), and compiled bytecode
+    // (Python loads a `.pyc` in `__pycache__/` in place of its source).
+    "**/node_modules/**",
+    "**/__pycache__/**",
+    "**/*.pyc",
 ];
 
 /// A file of which some keys judge: its name (in any folder), its format, and those keys
