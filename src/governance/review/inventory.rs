@@ -161,6 +161,52 @@ pub fn read_run(ecosystem: Ecosystem, ran: &Ran) -> SuiteRun {
     }
 }
 
+/// A Rust suite's outcomes checked against what `cargo test -- --list` names (`list`: that
+/// command's run): every test listed must have an outcome, and no outcome may name a test that is
+/// not listed — else the report is not believed (a failure: blocking). A suite that already did
+/// not run to its end is left as it is.
+pub fn check_listed(mut run: SuiteRun, list: &Ran) -> SuiteRun {
+    if run.failure.is_some() {
+        return run;
+    }
+    if list.code != Some(0) || list.timed_out || list.truncated || list.not_started.is_some() {
+        run.failure = Some(format!(
+            "`cargo test -- --list` did not list the tests{}",
+            tail_of(&list.output)
+        ));
+        return run;
+    }
+    let listed: BTreeSet<(Option<String>, String)> = super::reports::libtest_list(&list.output)
+        .into_iter()
+        .collect();
+    let read: BTreeSet<(Option<String>, String)> = run
+        .tests
+        .iter()
+        .map(|t| (t.file.clone(), t.name.clone()))
+        .collect();
+    let show = |s: Vec<&(Option<String>, String)>| {
+        s.iter()
+            .take(5)
+            .map(|(_, n)| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let unlisted: Vec<_> = read.difference(&listed).collect();
+    let unread: Vec<_> = listed.difference(&read).collect();
+    if !unlisted.is_empty() {
+        run.failure = Some(format!(
+            "its report cannot be believed: it names test(s) `cargo test -- --list` does not: {}",
+            show(unlisted)
+        ));
+    } else if !unread.is_empty() {
+        run.failure = Some(format!(
+            "its report cannot be believed: test(s) `cargo test -- --list` names have no outcome: {}",
+            show(unread)
+        ));
+    }
+    run
+}
+
 /// `: …` and the last lines of `output` (at most 400 characters), or nothing.
 fn tail_of(output: &str) -> String {
     let t = output.trim();
@@ -585,6 +631,46 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out
             ..Ran::default()
         };
         assert!(read_run(Ecosystem::Rust, &cut).failure.is_some());
+    }
+
+    /// What cargo lists without running a test is what the report must name: a test read that
+    /// is not listed (a forged report of a test that does not exist), or one listed and not read,
+    /// makes the report unbelievable.
+    #[test]
+    fn a_rust_report_must_name_the_tests_cargo_lists() {
+        let list = |names: &[&str], code| {
+            Ran {
+            code: Some(code),
+            output: format!(
+                "     Running unittests src/lib.rs (target/debug/deps/fx-0123)\n{}\n{} tests, 0 benchmarks\n",
+                names.iter().map(|n| format!("{n}: test\n")).collect::<String>(),
+                names.len()
+            ),
+            ..Ran::default()
+        }
+        };
+        let run = || {
+            read_run(
+                Ecosystem::Rust,
+                &Ran {
+                    code: Some(0),
+                    output: PASSING.into(),
+                    ..Ran::default()
+                },
+            )
+        };
+        assert_eq!(run().failure, None);
+        let rows: &[(&[&str], i32, bool)] = &[
+            (&["tests::adds"], 0, false),
+            (&[], 0, true),
+            (&["tests::adds", "tests::other"], 0, true),
+            (&["tests::other"], 0, true),
+            (&["tests::adds"], 101, true),
+        ];
+        for (names, code, fails) in rows {
+            let checked = check_listed(run(), &list(names, *code));
+            assert_eq!(checked.failure.is_some(), *fails, "{names:?}: {checked:?}");
+        }
     }
 
     /// (case, base tests, head tests, the names blocked)

@@ -193,6 +193,34 @@ pub fn libtest(output: &str) -> Result<Vec<TestCase>, String> {
     Ok(worst(out))
 }
 
+/// The tests `cargo test -- --list` names, as (target, name) the way [`libtest`] reads them:
+/// cargo's `Running …` / `Doc-tests …` lines, then `NAME: test` per test. No test runs then, so
+/// nothing the code under test prints while a test runs can be among them.
+pub fn libtest_list(output: &str) -> Vec<(Option<String>, String)> {
+    let mut target: Option<String> = None;
+    let mut out = Vec::new();
+    for line in output.lines() {
+        let t = line.trim_end();
+        let trimmed = t.trim();
+        if t.starts_with(' ') {
+            if let Some(rest) = trimmed.strip_prefix("Running ") {
+                let rest = rest.strip_prefix("unittests ").unwrap_or(rest);
+                target = Some(rest.split(" (").next().unwrap_or(rest).trim().to_string());
+            } else if let Some(name) = trimmed.strip_prefix("Doc-tests ") {
+                target = Some(format!("doc-tests {}", name.trim()));
+            }
+            continue;
+        }
+        if let Some(name) = t
+            .strip_suffix(": test")
+            .or_else(|| t.strip_suffix(": benchmark"))
+        {
+            out.push((target.clone(), name.to_string()));
+        }
+    }
+    out
+}
+
 /// A unittest result word, exactly as its verbose runner prints it.
 fn unittest_outcome(r: &str) -> Option<Outcome> {
     match r {
