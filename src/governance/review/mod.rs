@@ -12,7 +12,6 @@ pub mod answer;
 pub mod deps;
 pub mod inventory;
 pub mod key_material;
-pub mod reports;
 pub mod secrets;
 pub mod surface;
 pub mod weakened_tests;

@@ -15,8 +15,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-pub use super::reports::{libtest, pytest, tap, unittest};
+pub mod reports;
+
 use super::{finding, Finding, Severity};
+pub use reports::{libtest, pytest, tap, unittest};
 
 /// The test ecosystems the reviewer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -176,9 +178,8 @@ pub fn check_listed(mut run: SuiteRun, list: &Ran) -> SuiteRun {
         ));
         return run;
     }
-    let listed: BTreeSet<(Option<String>, String)> = super::reports::libtest_list(&list.output)
-        .into_iter()
-        .collect();
+    let listed: BTreeSet<(Option<String>, String)> =
+        reports::libtest_list(&list.output).into_iter().collect();
     let read: BTreeSet<(Option<String>, String)> = run
         .tests
         .iter()
@@ -242,7 +243,7 @@ pub fn compare(
     let mut out = Vec::new();
     for b in base {
         let b = &SuiteRun {
-            tests: super::reports::worst(b.tests.clone()),
+            tests: reports::worst(b.tests.clone()),
             ..b.clone()
         };
         let eco = b.ecosystem;

@@ -24,7 +24,7 @@
 
 use std::collections::BTreeMap;
 
-use super::inventory::{Outcome, TestCase};
+use super::{Outcome, TestCase};
 
 /// How bad an outcome is: failed over skipped over passed.
 fn rank(o: Outcome) -> u8 {
@@ -271,21 +271,28 @@ pub fn unittest(output: &str) -> Result<Vec<TestCase>, String> {
             None => (line, None),
         };
         let id = unittest_id(desc).filter(|_| !desc.contains(") "));
-        let id = match (id, result) {
+        // The test a result is for: its own line's, or the one awaiting its result (after its
+        // docstring's line, or after output the test wrote before the runner's word).
+        let (id, result) = match (id, result) {
             (Some(id), None) => {
                 pending = Some(id);
                 continue;
             }
-            (Some(id), Some(_)) => Some(id),
-            // A docstring's line after the test's own.
-            (None, Some(_)) => pending.take(),
-            (None, None) => None,
+            (Some(id), Some(r)) => (Some(id), r),
+            (None, Some(r)) => (pending.take(), r),
+            (None, None) if unittest_outcome(line).is_none() => continue,
+            (None, None) if pending.is_none() && ran.is_empty() => {
+                return Err(format!(
+                    "unittest's report has a result (`{line}`) no test is awaiting"
+                ))
+            }
+            (None, None) => (pending.take(), line),
         };
-        pending = None;
-        let (Some(id), Some(o)) = (id, result.and_then(unittest_outcome)) else {
-            continue;
-        };
-        out.push(unittest_case(id, o));
+        let Some(id) = id else { continue };
+        match unittest_outcome(result) {
+            Some(o) => out.push(unittest_case(id, o)),
+            None => pending = Some(id),
+        }
     }
     let out = worst(out);
     let fixture = |t: &&TestCase| {
@@ -313,11 +320,18 @@ pub fn unittest(output: &str) -> Result<Vec<TestCase>, String> {
             let bad =
                 c.get("failures").copied().unwrap_or(0) + c.get("errors").copied().unwrap_or(0);
             let failed = out.iter().any(|t| t.outcome == Outcome::Failed);
+            let skips = c.get("skipped").copied().unwrap_or(0)
+                + c.get("expected failures").copied().unwrap_or(0);
             let shape = status == "OK"
                 || status.starts_with("OK (")
                 || status.starts_with("FAILED (")
                 || status == "NO TESTS RAN";
-            if !shape || *n != tests || bad != entries || (status.starts_with("FAILED") && !failed)
+            let skipped = count(&out, Outcome::Skipped);
+            if !shape
+                || *n != tests
+                || bad != entries
+                || skips != skipped
+                || (status.starts_with("FAILED") && !failed)
             {
                 Err(format!(
                     "unittest's summary (`Ran {n} tests`, `{status}`) disagrees with what was read: {tests} test(s), {entries} failure or error entr(ies)"
@@ -777,6 +791,21 @@ FAILED (failures=2, skipped=1, expected failures=1)
             let out = UNITTEST.replacen(from, to, 1);
             assert!(unittest(&out).is_err(), "{to}: {:?}", unittest(&out));
         }
+        // Output a test writes before the runner's word (a warning): the word still counts.
+        let warned = UNITTEST.replace(
+            "test_a (tests.test_x.T.test_a) ... ok\n",
+            "test_a (tests.test_x.T.test_a) ... x.py:3: DeprecationWarning: old\n  warnings.warn('old')\nok\n",
+        );
+        assert_eq!(unittest(&warned), unittest(UNITTEST));
+        // A skip disguised as a pass: the skipped count no longer adds up; a result word no
+        // test awaits is not believed.
+        let disguised = UNITTEST.replace("Doc line. ... skipped 'no'", "Doc line. ... ok");
+        assert!(unittest(&disguised).is_err());
+        let stray = UNITTEST.replace(
+            "test_a (tests.test_x.T.test_a) ... ok\n",
+            "test_a (tests.test_x.T.test_a) ... ok\nFAIL\n",
+        );
+        assert!(unittest(&stray).is_err());
         let cut = UNITTEST.split("Ran 5").next().unwrap();
         assert!(unittest(cut).is_err());
         // A duplicate ok line never wins.
