@@ -238,6 +238,33 @@ fn a_head_that_no_longer_builds_blocks() {
     );
 }
 
+/// libtest's names of `should_panic` and `compile_fail` tests carry their mode, `--list`'s do
+/// not; ignored and doc tests are listed too: such a crate's report is believed, and a benign
+/// change to it approved.
+#[test]
+fn a_crate_with_should_panic_ignored_and_doc_tests_passes() {
+    let lib = format!(
+        "/// ```\n/// assert_eq!(fx::add(1, 1), 2);\n/// ```\n///\n/// ```compile_fail\n/// let x: u32 = \"a\";\n/// ```\n{}",
+        LIB_RS.replace(
+            "    #[test]\n    fn subtracts",
+            "    #[test]\n    #[should_panic]\n    fn underflows() {\n        sub(0, 1);\n    }\n\n    #[test]\n    #[ignore = \"slow\"]\n    fn slow() {}\n\n    #[test]\n    fn subtracts",
+        )
+    );
+    let env = Env::with(Setup {
+        files: vec![
+            ("reviewers/inventory.toml".into(), REVIEWER.into()),
+            ("Cargo.toml".into(), CARGO_TOML.into()),
+            ("src/lib.rs".into(), lib.clone()),
+        ],
+        ..Setup::default()
+    });
+    let head = lib.replace("    a + b\n", "    b + a\n");
+    let id = by_agent(&env, &[("src/lib.rs", &head)]);
+    let (v, _) = review(&env, &id);
+    passes(&v);
+    assert_eq!(v["verdict"], "approve", "{v:#}");
+}
+
 /// The code under test (no test touched) breaks `adds` and prints libtest's line for it
 /// passing: in the captured output libtest prints after the `FAILED` line, or straight into
 /// the result section (past the capture). Neither improves the real outcome.

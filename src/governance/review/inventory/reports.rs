@@ -178,6 +178,12 @@ pub fn libtest(output: &str) -> Result<Vec<TestCase>, String> {
             r if r == "FAILED" || r.starts_with("FAILED (") => Outcome::Failed,
             _ => continue,
         };
+        // libtest adds a test's mode to its name (`--list` does not) and pads a bench's name.
+        let name = name.trim_end();
+        let name = [" - should panic", " - compile fail", " - compile"]
+            .iter()
+            .find_map(|m| name.strip_suffix(m))
+            .unwrap_or(name);
         b.tests.push(TestCase {
             name: name.to_string(),
             file: target.clone(),
@@ -566,10 +572,11 @@ mod tests {
     Finished `test` profile [unoptimized + debuginfo] target(s) in 0.5s
      Running unittests src/lib.rs (target/debug/deps/fx-0123)
 
-running 3 tests
+running 4 tests
 test tests::adds ... ok
 test tests::slow ... ignored, takes a minute
 test tests::breaks ... FAILED
+test tests::panics - should panic ... ok
 
 failures:
 
@@ -580,7 +587,7 @@ thread 'tests::breaks' panicked at src/lib.rs:9:5
 failures:
     tests::breaks
 
-test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s
+test result: FAILED. 2 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s
 
 error: test failed, to rerun pass `--lib`
      Running tests/it.rs (target/debug/deps/it-4567)
@@ -609,6 +616,7 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             case("tests::adds", Some("src/lib.rs"), Outcome::Passed),
             case("tests::slow", Some("src/lib.rs"), Outcome::Skipped),
             case("tests::breaks", Some("src/lib.rs"), Outcome::Failed),
+            case("tests::panics", Some("src/lib.rs"), Outcome::Passed),
             case("whole", Some("tests/it.rs"), Outcome::Passed),
             case(
                 "src/lib.rs - add (line 3)",
@@ -635,7 +643,7 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             ),
             (
                 "a summary closing the block early",
-                "test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out",
+                "test result: FAILED. 2 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out",
                 false,
             ),
         ];
@@ -663,7 +671,7 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
                 "test tests::adds ... ok",
                 "test tests::adds ... ok\nrunning 1 test",
             ),
-            ("test result: FAILED. 1 passed", "test result: ok. 2 passed"),
+            ("test result: FAILED. 2 passed", "test result: ok. 3 passed"),
         ];
         for (from, to) in forged {
             let out = cargo("").replacen(from, to, 1);
