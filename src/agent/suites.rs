@@ -202,6 +202,18 @@ fn default_command(eco: Ecosystem, pytest: bool) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
 }
 
+/// The command that lists a Rust suite's tests without running them (`cargo test … -- --list`),
+/// for the default command only: a repository's own command is not known to take libtest's
+/// arguments.
+fn list_command(job: &SuitesJob, eco: Ecosystem, argv: &[String]) -> Option<Vec<String>> {
+    let custom = job.settings.commands.iter().any(|(e, _)| *e == eco);
+    (eco == Ecosystem::Rust && !custom).then(|| {
+        let mut list = argv.to_vec();
+        list.extend(["--".to_string(), "--list".to_string()]);
+        list
+    })
+}
+
 /// Runs `argv` in `dir`, contained as the job says, writing only `dir` and `cache`.
 fn run_in(
     rt: &tokio::runtime::Runtime,
@@ -341,10 +353,12 @@ fn judge(repo_root: &Path, job: &SuitesJob) -> Result<Vec<Finding>, String> {
                 .map(|(eco, argv)| {
                     let started = process::Stopwatch::start();
                     let ran = run_in(&rt, job, argv, dir, &cache, timeout);
-                    (
-                        inventory::read_run(*eco, &ran),
-                        started.elapsed().as_secs_f64(),
-                    )
+                    let mut read = inventory::read_run(*eco, &ran);
+                    if let Some(list) = list_command(job, *eco, argv) {
+                        let listed = run_in(&rt, job, &list, dir, &cache, timeout);
+                        read = inventory::check_listed(read, &listed);
+                    }
+                    (read, started.elapsed().as_secs_f64())
                 })
                 .collect()
         };

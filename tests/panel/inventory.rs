@@ -238,6 +238,78 @@ fn a_head_that_no_longer_builds_blocks() {
     );
 }
 
+/// libtest's names of `should_panic` and `compile_fail` tests carry their mode, `--list`'s do
+/// not; ignored and doc tests are listed too: such a crate's report is believed, and a benign
+/// change to it approved.
+#[test]
+fn a_crate_with_should_panic_ignored_and_doc_tests_passes() {
+    let lib = format!(
+        "/// ```\n/// assert_eq!(fx::add(1, 1), 2);\n/// ```\n///\n/// ```compile_fail\n/// let x: u32 = \"a\";\n/// ```\n{}",
+        LIB_RS.replace(
+            "    #[test]\n    fn subtracts",
+            "    #[test]\n    #[should_panic]\n    fn underflows() {\n        sub(0, 1);\n    }\n\n    #[test]\n    #[ignore = \"slow\"]\n    fn slow() {}\n\n    #[test]\n    fn subtracts",
+        )
+    );
+    let env = Env::with(Setup {
+        files: vec![
+            ("reviewers/inventory.toml".into(), REVIEWER.into()),
+            ("Cargo.toml".into(), CARGO_TOML.into()),
+            ("src/lib.rs".into(), lib.clone()),
+        ],
+        ..Setup::default()
+    });
+    let head = lib.replace("    a + b\n", "    b + a\n");
+    let id = by_agent(&env, &[("src/lib.rs", &head)]);
+    let (v, _) = review(&env, &id);
+    passes(&v);
+    assert_eq!(v["verdict"], "approve", "{v:#}");
+}
+
+/// The code under test (no test touched) breaks `adds` and prints libtest's line for it
+/// passing: in the captured output libtest prints after the `FAILED` line, or straight into
+/// the result section (past the capture). Neither improves the real outcome.
+#[test]
+fn a_forged_libtest_line_from_the_code_under_test_blocks() {
+    let forgeries = [
+        "println!(\"test tests::adds ... ok\");",
+        "std::io::Write::write_all(&mut std::io::stdout(), b\"test tests::adds ... ok\\n\").unwrap();",
+    ];
+    for forged in forgeries {
+        let env = repo(Suite::Rust);
+        let head = LIB_RS.replace("    a + b\n", &format!("    {forged}\n    a * b + 1\n"));
+        let id = by_agent(&env, &[("src/lib.rs", &head)]);
+        let (v, _) = review(&env, &id);
+        blocks_naming(&v, "tests::adds");
+    }
+}
+
+/// The Python analogue: the code under test writes ` ... ok` to the stderr unittest's runner
+/// writes to, so the verbose line reads `test_adds (…) ...  ... ok` and `FAIL` follows.
+#[test]
+fn a_forged_unittest_result_from_the_code_under_test_blocks() {
+    let env = repo(Suite::Python);
+    let head = CALC_PY.replace(
+        "def add(a, b):\n    return a + b\n",
+        "import sys\n\n\ndef add(a, b):\n    sys.stderr.write(\" ... ok\\n\")\n    sys.stderr.write(\"test_adds (tests.test_calc.TestCalc.test_adds) ... ok\\n\")\n    return a - b\n",
+    );
+    let id = by_agent(&env, &[("calc.py", &head)]);
+    let (v, _) = review(&env, &id);
+    blocks_naming(&v, "tests.test_calc.TestCalc.test_adds");
+}
+
+/// The JavaScript analogue: the code under test logs a TAP line for its test passing.
+#[test]
+fn a_forged_tap_line_from_the_code_under_test_blocks() {
+    let env = repo(Suite::JavaScript);
+    let head = CALC_TEST_JS.replace(
+        "function add(a, b) { return a + b; }",
+        "function add(a, b) { console.log('ok 1 - adds'); process.stdout.write('\\nok 1 - adds\\n# pass 2\\n'); return a - b; }",
+    );
+    let id = by_agent(&env, &[("test/calc.test.js", &head)]);
+    let (v, _) = review(&env, &id);
+    blocks_naming(&v, "adds");
+}
+
 /// What running cannot see: a shadowed `assert_eq!` that does nothing leaves every test
 /// passing. The inventory does not block it (test strength, mutation, would); this test holds
 /// the documented limit honestly in place.

@@ -15,7 +15,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+pub mod reports;
+
 use super::{finding, Finding, Severity};
+pub use reports::{libtest, pytest, tap, unittest};
 
 /// The test ecosystems the reviewer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -111,17 +114,24 @@ pub struct Ran {
     pub not_started: Option<String>,
 }
 
-/// Reads a suite's output into per-test outcomes, and decides whether the suite ran to its end:
-/// it did not when it timed out, its output was cut, it could not start, or it exited non-zero
-/// without reporting a single test (a build that failed). Python's exit code 5 means "no tests
-/// ran", which is a result (none), not a failure.
+/// Reads a suite's output into per-test outcomes (`reports`: the worst outcome read for a test
+/// wins), and decides whether the suite ran to its end and its report can be believed: not when
+/// it timed out, its output was cut, it could not start, its report disagrees with its own
+/// summary, or it exited non-zero while no test was read as failing (a build that failed, a
+/// crash, a failing test whose report was forged). Python's exit code 5 means "no tests ran",
+/// which is a result (none), not a failure.
 pub fn read_run(ecosystem: Ecosystem, ran: &Ran) -> SuiteRun {
-    let tests = match ecosystem {
+    let read = match ecosystem {
         Ecosystem::Rust => libtest(&ran.output),
         Ecosystem::Python if ran.output.contains("short test summary info") => pytest(&ran.output),
         Ecosystem::Python => unittest(&ran.output),
         Ecosystem::JavaScript => tap(&ran.output),
     };
+    let (tests, unbelievable) = match read {
+        Ok(t) => (t, None),
+        Err(why) => (Vec::new(), Some(why)),
+    };
+    let failing = tests.iter().any(|t| t.outcome == Outcome::Failed);
     let tail = || tail_of(&ran.output);
     let failure = if let Some(why) = &ran.not_started {
         Some(why.clone())
@@ -131,12 +141,18 @@ pub fn read_run(ecosystem: Ecosystem, ran: &Ran) -> SuiteRun {
         Some("its output was longer than the reviewer reads".to_string())
     } else if ecosystem == Ecosystem::Rust && ran.output.contains("error: could not compile") {
         Some(format!("it did not build{}", tail()))
+    } else if let Some(why) = unbelievable {
+        Some(format!("its report cannot be believed: {why}"))
     } else {
         match ran.code {
             Some(0) => None,
             Some(5) if ecosystem == Ecosystem::Python => None,
+            Some(_) if failing => None,
             Some(c) if tests.is_empty() => Some(format!("it exited with code {c}{}", tail())),
-            Some(_) => None,
+            Some(c) => Some(format!(
+                "it exited with code {c} while no test was read as failing: its report cannot be believed{}",
+                tail()
+            )),
             None => Some(format!("it was killed by a signal{}", tail())),
         }
     };
@@ -145,6 +161,51 @@ pub fn read_run(ecosystem: Ecosystem, ran: &Ran) -> SuiteRun {
         tests,
         failure,
     }
+}
+
+/// A Rust suite's outcomes checked against what `cargo test -- --list` names (`list`: that
+/// command's run): every test listed must have an outcome, and no outcome may name a test that is
+/// not listed — else the report is not believed (a failure: blocking). A suite that already did
+/// not run to its end is left as it is.
+pub fn check_listed(mut run: SuiteRun, list: &Ran) -> SuiteRun {
+    if run.failure.is_some() {
+        return run;
+    }
+    if list.code != Some(0) || list.timed_out || list.truncated || list.not_started.is_some() {
+        run.failure = Some(format!(
+            "`cargo test -- --list` did not list the tests{}",
+            tail_of(&list.output)
+        ));
+        return run;
+    }
+    let listed: BTreeSet<(Option<String>, String)> =
+        reports::libtest_list(&list.output).into_iter().collect();
+    let read: BTreeSet<(Option<String>, String)> = run
+        .tests
+        .iter()
+        .map(|t| (t.file.clone(), t.name.clone()))
+        .collect();
+    let show = |s: Vec<&(Option<String>, String)>| {
+        s.iter()
+            .take(5)
+            .map(|(_, n)| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let unlisted: Vec<_> = read.difference(&listed).collect();
+    let unread: Vec<_> = listed.difference(&read).collect();
+    if !unlisted.is_empty() {
+        run.failure = Some(format!(
+            "its report cannot be believed: it names test(s) `cargo test -- --list` does not: {}",
+            show(unlisted)
+        ));
+    } else if !unread.is_empty() {
+        run.failure = Some(format!(
+            "its report cannot be believed: test(s) `cargo test -- --list` names have no outcome: {}",
+            show(unread)
+        ));
+    }
+    run
 }
 
 /// `: …` and the last lines of `output` (at most 400 characters), or nothing.
@@ -159,198 +220,6 @@ fn tail_of(output: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { *c })
         .collect();
     format!(": …{tail}")
-}
-
-/// libtest's report, as `cargo test` prints it: `Running unittests src/lib.rs (…)` or
-/// `Running tests/it.rs (…)` or `Doc-tests name` before each binary's block, then
-/// `test NAME ... ok | ignored | FAILED`.
-pub fn libtest(output: &str) -> Vec<TestCase> {
-    let mut target: Option<String> = None;
-    let mut out = Vec::new();
-    for line in output.lines() {
-        let t = line.trim();
-        if let Some(rest) = t.strip_prefix("Running ") {
-            let rest = rest.strip_prefix("unittests ").unwrap_or(rest);
-            target = Some(rest.split(" (").next().unwrap_or(rest).trim().to_string());
-            continue;
-        }
-        if let Some(name) = t.strip_prefix("Doc-tests ") {
-            target = Some(format!("doc-tests {}", name.trim()));
-            continue;
-        }
-        let Some(rest) = t.strip_prefix("test ") else {
-            continue;
-        };
-        let Some((name, result)) = rest.rsplit_once(" ... ") else {
-            continue;
-        };
-        let outcome = match result.trim() {
-            "ok" => Outcome::Passed,
-            r if r.starts_with("ignored") => Outcome::Skipped,
-            r if r.starts_with("FAILED") => Outcome::Failed,
-            _ => continue,
-        };
-        out.push(TestCase {
-            name: name.trim().to_string(),
-            file: target.clone(),
-            outcome,
-        });
-    }
-    out
-}
-
-/// `python3 -m unittest -v`: `test_x (pkg.mod.Class.test_x) ... ok`, the result possibly on
-/// the next line after a docstring; `skipped '…'`, `expected failure`, `FAIL`, `ERROR`,
-/// `unexpected success`. Python before 3.11 prints `(pkg.mod.Class)`: the name is appended.
-pub fn unittest(output: &str) -> Vec<TestCase> {
-    let mut out = Vec::new();
-    let mut pending: Option<String> = None;
-    for line in output.lines() {
-        if let Some(id) = unittest_id(line) {
-            pending = Some(id);
-        }
-        let Some((_, result)) = line.rsplit_once(" ... ") else {
-            continue;
-        };
-        let Some(id) = pending.take() else { continue };
-        let r = result.trim();
-        let outcome = if r == "ok" {
-            Outcome::Passed
-        } else if r.starts_with("skipped") || r == "expected failure" {
-            Outcome::Skipped
-        } else if r == "FAIL" || r == "ERROR" || r == "unexpected success" {
-            Outcome::Failed
-        } else {
-            continue;
-        };
-        let module = id.rsplitn(3, '.').nth(2).unwrap_or("");
-        out.push(TestCase {
-            file: (!module.is_empty()).then(|| format!("{}.py", module.replace('.', "/"))),
-            name: id,
-            outcome,
-        });
-    }
-    out
-}
-
-/// The test id of a unittest line `name (dotted.id)…`, if it is one.
-fn unittest_id(line: &str) -> Option<String> {
-    let (name, rest) = line.split_once(" (")?;
-    let (inner, _) = rest.split_once(')')?;
-    let word = |s: &str| {
-        !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
-    };
-    if !word(name) || name.contains('.') || !word(inner) || !inner.contains('.') {
-        return None;
-    }
-    Some(if inner.ends_with(&format!(".{name}")) {
-        inner.to_string()
-    } else {
-        format!("{inner}.{name}")
-    })
-}
-
-/// `pytest -rA`'s short summary: `PASSED path::test`, `FAILED path::test - …`, `ERROR …`,
-/// `XFAIL path::test`, `XPASS …`. (Skipped tests appear there by location, not by name; a test
-/// that passed at base and is skipped at head is then reported as no longer run.)
-pub fn pytest(output: &str) -> Vec<TestCase> {
-    let mut out = Vec::new();
-    let summary = output
-        .split_once("short test summary info")
-        .map_or("", |(_, s)| s);
-    for line in summary.lines() {
-        let Some((word, rest)) = line.trim().split_once(' ') else {
-            continue;
-        };
-        let outcome = match word {
-            "PASSED" => Outcome::Passed,
-            "XFAIL" => Outcome::Skipped,
-            "FAILED" | "ERROR" | "XPASS" => Outcome::Failed,
-            _ => continue,
-        };
-        let id = rest.split(" - ").next().unwrap_or(rest).trim();
-        let Some((file, name)) = id.split_once("::") else {
-            continue;
-        };
-        out.push(TestCase {
-            name: name.replace("::", "."),
-            file: Some(file.to_string()),
-            outcome,
-        });
-    }
-    out
-}
-
-/// `node --test --test-reporter=tap`: `ok N - name`, `not ok N - name`, `# SKIP` and `# TODO`
-/// directives; subtests are indented and printed before their parent, whose own line (a
-/// `describe`) is not a test: its children are named `parent > child`.
-pub fn tap(output: &str) -> Vec<TestCase> {
-    // (indent, name, outcome) of the lines read, children folded into their parents' names.
-    let mut acc: Vec<(usize, String, Outcome)> = Vec::new();
-    for line in output.lines() {
-        let indent = line.len() - line.trim_start().len();
-        let t = line.trim_start();
-        let (ok, rest) = if let Some(r) = t.strip_prefix("not ok ") {
-            (false, r)
-        } else if let Some(r) = t.strip_prefix("ok ") {
-            (true, r)
-        } else {
-            continue;
-        };
-        let Some((_, desc)) = rest.split_once(" - ") else {
-            continue;
-        };
-        let (name, directive) = split_directive(desc);
-        let outcome = match (ok, directive) {
-            (_, Some(_)) => Outcome::Skipped,
-            (true, None) => Outcome::Passed,
-            (false, None) => Outcome::Failed,
-        };
-        let first_child = acc.iter().position(|(i, _, _)| *i > indent);
-        match first_child {
-            Some(at) => {
-                let children: Vec<_> = acc.drain(at..).collect();
-                for (_, child, o) in children {
-                    // A skipped group skips its children; a failing one fails by them.
-                    let o = match outcome {
-                        Outcome::Skipped => Outcome::Skipped,
-                        _ => o,
-                    };
-                    acc.push((indent, format!("{name} > {child}"), o));
-                }
-            }
-            None => acc.push((indent, name, outcome)),
-        }
-    }
-    acc.into_iter()
-        .map(|(_, name, outcome)| TestCase {
-            name,
-            file: None,
-            outcome,
-        })
-        .collect()
-}
-
-/// A TAP description and its `# SKIP` / `# TODO` directive (an escaped `\#` is part of the name).
-fn split_directive(desc: &str) -> (String, Option<String>) {
-    let bytes = desc.as_bytes();
-    for (i, _) in desc.match_indices(" # ") {
-        if i > 0 && bytes[i - 1] == b'\\' {
-            continue;
-        }
-        let d = desc[i + 3..].trim();
-        let upper = d.to_ascii_uppercase();
-        if upper.starts_with("SKIP") || upper.starts_with("TODO") {
-            return (unescape(&desc[..i]), Some(d.to_string()));
-        }
-    }
-    (unescape(desc), None)
-}
-
-fn unescape(s: &str) -> String {
-    s.trim().replace("\\#", "#").replace("\\\\", "\\")
 }
 
 /// Compares the suites run at base with the same suites at head (the base's ecosystems), one
@@ -373,6 +242,10 @@ pub fn compare(
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     for b in base {
+        let b = &SuiteRun {
+            tests: reports::worst(b.tests.clone()),
+            ..b.clone()
+        };
         let eco = b.ecosystem;
         let label = eco.as_str();
         if let Some(why) = &b.failure {
@@ -431,12 +304,19 @@ fn compare_suite(
     head: &SuiteRun,
 ) -> Vec<Finding> {
     let key = |t: &TestCase| (t.file.clone(), t.name.clone());
-    let at_head: BTreeMap<_, &TestCase> = head.tests.iter().map(|t| (key(t), t)).collect();
+    // The worst outcome read for a test wins: a duplicate never improves one.
+    let mut at_head: BTreeMap<_, Outcome> = BTreeMap::new();
+    for t in &head.tests {
+        let o = at_head.entry(key(t)).or_insert(t.outcome);
+        if *o == Outcome::Passed || t.outcome == Outcome::Failed {
+            *o = t.outcome;
+        }
+    }
     let at_base: BTreeSet<_> = base.tests.iter().map(key).collect();
     let mut out = Vec::new();
     let mut vanished = Vec::new();
     for t in passed {
-        match at_head.get(&key(t)).map(|h| h.outcome) {
+        match at_head.get(&key(t)).copied() {
             Some(Outcome::Passed) => {}
             Some(o) => out.push(test_finding(
                 reviewer,
@@ -683,89 +563,30 @@ mod tests {
         }
     }
 
-    const CARGO: &str = "   Compiling fx v0.1.0 (/tmp/x)
-    Finished `test` profile [unoptimized + debuginfo] target(s) in 0.5s
-     Running unittests src/lib.rs (target/debug/deps/fx-0123)
+    const CARGO: &str = "     Running unittests src/lib.rs (target/debug/deps/fx-0123)
 
-running 3 tests
+running 2 tests
 test tests::adds ... ok
-test tests::slow ... ignored, takes a minute
 test tests::breaks ... FAILED
 
-test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out
-     Running tests/it.rs (target/debug/deps/it-4567)
+failures:
 
-running 1 test
-test whole ... ok
-   Doc-tests fx
+---- tests::breaks stdout ----
+test tests::breaks ... ok
 
-running 1 test
-test src/lib.rs - add (line 3) ... ok
+failures:
+    tests::breaks
+
+test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out
 ";
 
-    #[test]
-    fn libtest_blocks_are_read_per_target() {
-        let got = libtest(CARGO);
-        let want = vec![
-            case("tests::adds", Some("src/lib.rs"), Outcome::Passed),
-            case("tests::slow", Some("src/lib.rs"), Outcome::Skipped),
-            case("tests::breaks", Some("src/lib.rs"), Outcome::Failed),
-            case("whole", Some("tests/it.rs"), Outcome::Passed),
-            case(
-                "src/lib.rs - add (line 3)",
-                Some("doc-tests fx"),
-                Outcome::Passed,
-            ),
-        ];
-        assert_eq!(got, want);
-    }
+    const PASSING: &str = "     Running unittests src/lib.rs (target/debug/deps/fx-0123)
 
-    #[test]
-    fn unittest_pytest_and_tap_reports_are_read() {
-        let u = "test_a (tests.test_x.T.test_a) ... ok\ntest_b (tests.test_x.T.test_b)\nDoc line. ... skipped 'no'\ntest_c (tests.test_x.T) ... FAIL\ntest_d (m.T.test_d) ... expected failure\n\nRan 4 tests\n";
-        assert_eq!(
-            unittest(u),
-            vec![
-                case(
-                    "tests.test_x.T.test_a",
-                    Some("tests/test_x.py"),
-                    Outcome::Passed
-                ),
-                case(
-                    "tests.test_x.T.test_b",
-                    Some("tests/test_x.py"),
-                    Outcome::Skipped
-                ),
-                case(
-                    "tests.test_x.T.test_c",
-                    Some("tests/test_x.py"),
-                    Outcome::Failed
-                ),
-                case("m.T.test_d", Some("m.py"), Outcome::Skipped),
-            ]
-        );
-        let p = "==== short test summary info ====\nPASSED tests/test_a.py::test_one\nPASSED tests/test_a.py::TestK::test_two\nFAILED tests/test_a.py::test_three - assert 1 == 2\nSKIPPED [1] tests/test_a.py:9: later\n";
-        assert_eq!(
-            pytest(p),
-            vec![
-                case("test_one", Some("tests/test_a.py"), Outcome::Passed),
-                case("TestK.test_two", Some("tests/test_a.py"), Outcome::Passed),
-                case("test_three", Some("tests/test_a.py"), Outcome::Failed),
-            ]
-        );
-        let t = "TAP version 13\n# Subtest: adds\nok 1 - adds\n  ---\n  duration_ms: 1\n  ...\n# Subtest: group\n    # Subtest: inner\n    ok 1 - inner\n    ok 2 - sk # SKIP\n    not ok 3 - bad\n    1..3\nnot ok 2 - group\nok 3 - todo # TODO\nok 4 - a \\# b\n1..4\n";
-        assert_eq!(
-            tap(t),
-            vec![
-                case("adds", None, Outcome::Passed),
-                case("group > inner", None, Outcome::Passed),
-                case("group > sk", None, Outcome::Skipped),
-                case("group > bad", None, Outcome::Failed),
-                case("todo", None, Outcome::Skipped),
-                case("a # b", None, Outcome::Passed),
-            ]
-        );
-    }
+running 1 test
+test tests::adds ... ok
+
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out
+";
 
     #[test]
     fn a_suite_that_did_not_run_to_its_end_is_a_failure() {
@@ -778,6 +599,14 @@ test src/lib.rs - add (line 3) ... ok
         let cases: &[(Ecosystem, Ran, bool)] = &[
             (Ecosystem::Rust, ran(Some(0), CARGO, false), false),
             (Ecosystem::Rust, ran(Some(101), CARGO, false), false),
+            (Ecosystem::Rust, ran(Some(0), PASSING, false), false),
+            // A non-zero exit while every test read passed: the report is not the whole story.
+            (Ecosystem::Rust, ran(Some(101), PASSING, false), true),
+            (
+                Ecosystem::Rust,
+                ran(Some(0), &PASSING.replace("1 passed", "2 passed"), false),
+                true,
+            ),
             (
                 Ecosystem::Rust,
                 ran(Some(101), "error: could not compile `fx`", false),
@@ -803,6 +632,46 @@ test src/lib.rs - add (line 3) ... ok
             ..Ran::default()
         };
         assert!(read_run(Ecosystem::Rust, &cut).failure.is_some());
+    }
+
+    /// What cargo lists without running a test is what the report must name: a test read that
+    /// is not listed (a forged report of a test that does not exist), or one listed and not read,
+    /// makes the report unbelievable.
+    #[test]
+    fn a_rust_report_must_name_the_tests_cargo_lists() {
+        let list = |names: &[&str], code| {
+            Ran {
+            code: Some(code),
+            output: format!(
+                "     Running unittests src/lib.rs (target/debug/deps/fx-0123)\n{}\n{} tests, 0 benchmarks\n",
+                names.iter().map(|n| format!("{n}: test\n")).collect::<String>(),
+                names.len()
+            ),
+            ..Ran::default()
+        }
+        };
+        let run = || {
+            read_run(
+                Ecosystem::Rust,
+                &Ran {
+                    code: Some(0),
+                    output: PASSING.into(),
+                    ..Ran::default()
+                },
+            )
+        };
+        assert_eq!(run().failure, None);
+        let rows: &[(&[&str], i32, bool)] = &[
+            (&["tests::adds"], 0, false),
+            (&[], 0, true),
+            (&["tests::adds", "tests::other"], 0, true),
+            (&["tests::other"], 0, true),
+            (&["tests::adds"], 101, true),
+        ];
+        for (names, code, fails) in rows {
+            let checked = check_listed(run(), &list(names, *code));
+            assert_eq!(checked.failure.is_some(), *fails, "{names:?}: {checked:?}");
+        }
     }
 
     /// (case, base tests, head tests, the names blocked)
