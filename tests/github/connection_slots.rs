@@ -99,7 +99,12 @@ fn a_flood_of_silent_connections_cannot_close_a_signed_rejection_whose_body_is_a
     partial
         .write_all(b"POST / HTTP/1.1\r\nHost: gate\r\nX-GitHub-Event: issue_comment\r\n")
         .expect("write");
+    // When it was closed, and what it was answered, measured as it happens.
     let opened_at = Instant::now();
+    let cut = std::thread::spawn(move || {
+        let a = answer(&mut partial, Duration::from_secs(10));
+        (a, opened_at.elapsed())
+    });
     let flood = Flood::start(&addr);
     let start = Instant::now();
     while flood.opened() < 1_000 {
@@ -129,18 +134,14 @@ fn a_flood_of_silent_connections_cannot_close_a_signed_rejection_whose_body_is_a
         Duration::from_millis(300),
     );
     assert!(a.starts_with("HTTP/1.1 202"), "{a:?}\n{}", server.log());
-    // The partial headers were cut off by the header deadline (or closed to make room).
-    let a = answer(&mut partial, Duration::from_secs(5));
+    // The partial headers were cut off by the 1 s header deadline (or closed to make room).
+    let (a, after) = cut.join().expect("the partial connection");
     assert!(
         a.is_empty() || a.starts_with("HTTP/1.1 408"),
         "{a:?}\n{}",
         server.log()
     );
-    assert!(
-        opened_at.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        opened_at.elapsed()
-    );
+    assert!(after < Duration::from_secs(4), "{after:?}");
     drop(flood);
     assert!(
         server.log().contains("closed to make room"),
