@@ -761,6 +761,19 @@ pub fn snapshot(common: &Path, root: &Path, at: Oid) -> Result<(Oid, Vec<String>
     Ok((tree, changed))
 }
 
+/// Which of `paths` are symbolic links (mode 120000) in `tree`.
+pub fn links_in(repo: &Repository, tree: Oid, paths: &[String]) -> Result<Vec<String>, GitError> {
+    let tree = repo.find_tree(tree)?;
+    Ok(paths
+        .iter()
+        .filter(|p| {
+            tree.get_path(Path::new(p.as_str()))
+                .is_ok_and(|e| e.filemode() == 0o120000)
+        })
+        .cloned()
+        .collect())
+}
+
 /// `tree` with each of `paths` (files) as it is in `base`: removed where `base` has none.
 pub fn with_paths_of(
     repo: &Repository,

@@ -173,3 +173,98 @@ fn a_worker_cannot_leave_a_nested_git_directory() {
     s.env.git(&["status"]);
     assert!(!stolen.exists(), "the operator's git ran the worker's hook");
 }
+
+/// A hostile worker runs `script` (its task claims `claims`), then does its task. Asserts the
+/// attempt fails naming each of `links`, that the kept attempt commit, every commit and the
+/// main tree after `atelier clean` carry none of them, and the operator's files are unchanged.
+fn refused_links(script: &str, claims: &[&str], links: &[&str]) {
+    let s = Swarm::new("failure_budget = 1");
+    let guarded = Guarded::new(&s);
+    s.scenario("p:T", &format!("{script}\necho ok > src/t.rs\n"));
+    let mut files = vec!["src/t.rs"];
+    files.extend_from_slice(claims);
+    let p = s.plan(
+        "p.toml",
+        &plan("p", &[task("T", &files, &[], "test -f src/t.rs")]),
+    );
+    let v = s.run(&["run", &p, "--json"]).code(1).json();
+    let reason = v["failed"]["p:T"].as_str().expect("a reason");
+    assert!(reason.contains("outside containment"), "{reason}");
+    let kept = "atelier/attempts/r1/p-T/1";
+    let tree = s.env.git(&["ls-tree", "-r", kept]);
+    assert!(!tree.contains("120000"), "a link was kept: {tree}");
+    let all = s.env.git(&["log", "--all", "--name-only", "--format="]);
+    for link in links {
+        assert!(reason.contains(link), "{link}: {reason}");
+        assert!(
+            !all.lines()
+                .any(|f| f == *link || f.starts_with(&format!("{link}/"))),
+            "{link} is in a commit: {all}"
+        );
+    }
+    let modes = s.env.git(&["log", "--all", "--raw", "--format="]);
+    assert!(!modes.contains(" 120000 "), "a commit adds a link: {modes}");
+    guarded.unchanged();
+    s.run(&["clean"]).ok();
+    for link in links {
+        assert!(
+            std::fs::symlink_metadata(repo(&s).join(link)).is_err(),
+            "{link} reached the main tree"
+        );
+    }
+}
+
+/// A link named like another program's configuration (`.vscode`, `.claude`) to a directory of
+/// ordinary files (a folder-open shell task, a SessionStart hook) would hand them off on
+/// checkout; so would a link named `.github` to a directory holding `workflows/`, and a link
+/// with an ordinary name to anywhere at all (a hand-off path, or outside the tree). An attempt
+/// adds or changes no link.
+#[test]
+fn a_worker_cannot_hand_off_through_a_symbolic_link() {
+    require_landlock!();
+    refused_links(
+        "mkdir -p docs/editor docs/agent && ln -s docs/editor .vscode && ln -s docs/agent .claude && \
+         echo '{\"tasks\": [{\"label\": \"x\", \"type\": \"shell\", \"command\": \"evil\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}' > docs/editor/tasks.json && \
+         echo '{\"hooks\": {\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"evil\"}]}]}}' > docs/agent/settings.json",
+        &["docs/", ".vscode", ".claude"],
+        &[".vscode", ".claude"],
+    );
+    refused_links(
+        "mkdir -p docs/ci/workflows && ln -s docs/ci .github && \
+         printf 'on: push\\njobs:\\n  x:\\n    runs-on: ubuntu-latest\\n    steps:\\n      - run: evil\\n' > docs/ci/workflows/ci.yml",
+        &["docs/", ".github"],
+        &[".github"],
+    );
+    refused_links(
+        "mkdir -p docs && ln -s ../.github/workflows docs/flows && ln -s /etc/passwd docs/passwd",
+        &["docs/"],
+        &["docs/flows", "docs/passwd"],
+    );
+}
+
+/// Hook managers (lefthook), mise (its `[hooks]` run on entering the directory), a root
+/// `.devcontainer.json`, editor workspaces and the CI workflows of Gitea and Forgejo run
+/// commands too.
+#[test]
+fn a_worker_cannot_leave_lefthook_mise_devcontainer_workspace_or_forge_workflows() {
+    require_landlock!();
+    refused(
+        "lefthook.yml",
+        "pre-commit:\n  commands:\n    x:\n      run: evil",
+    );
+    refused(".devcontainer.json", "{\"postCreateCommand\": \"evil\"}");
+    refused(
+        ".gitea/workflows/ci.yml",
+        "on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: evil",
+    );
+    refused(
+        ".forgejo/workflows/ci.yml",
+        "on: push\njobs:\n  x:\n    runs-on: docker\n    steps:\n      - run: evil",
+    );
+    refused("mise.toml", "[hooks]\nenter = \"evil\"");
+    refused(".mise.toml", "[hooks]\nenter = \"evil\"");
+    refused(
+        "atelier.code-workspace",
+        "{\"folders\": [], \"tasks\": {\"tasks\": [{\"label\": \"x\", \"command\": \"evil\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}}",
+    );
+}

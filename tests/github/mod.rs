@@ -2,6 +2,7 @@
 //! merges, `serve`, errors, and the same loop on both forges.
 
 mod authority;
+mod connection_slots;
 mod emulator;
 mod errors;
 mod fixtures;

@@ -11,6 +11,7 @@
 pub mod budget;
 pub mod client;
 pub mod serve;
+pub mod slots;
 
 use std::path::Path;
 use std::sync::OnceLock;

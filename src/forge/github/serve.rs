@@ -16,8 +16,11 @@
 //! and bring `min_rate` bytes a second in every `rate_window` meanwhile; memory for bodies is a
 //! shared byte budget taken as bytes arrive, so a connection that declares a large body and
 //! stalls holds none of what it has not sent, and a body that does not fit evicts the stalest
-//! unfinished upload (`budget.rs`) rather than be refused; and when every connection slot is taken, the
-//! oldest connection that has not yet delivered a signed request is closed to make room.
+//! unfinished upload (`budget.rs`) rather than be refused; headers must be complete within
+//! `headers`; and when every connection slot is taken, the connection not yet proven that has
+//! shown least (nothing, then part of its headers, then headers without a body), the stalest
+//! among equals, is closed to make room, and a newcomer is refused rather than close a body that
+//! is arriving (`slots.rs`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -30,6 +33,7 @@ use hyper::body::{Bytes, Incoming};
 use serde_json::Value;
 
 use super::client::GitHub;
+use super::slots::{Progress, Shown, Slots, Watched};
 use crate::forge::{Comment, ForgeError as Error, Result};
 
 /// A failure of the governed loop's work on a delivery, shown to the operator as a line.
@@ -72,7 +76,8 @@ const MAX_BODY: usize = 5 * 1024 * 1024;
 const BODY_BUDGET: usize = 32 * 1024 * 1024;
 /// Of which one peer address may hold at most this much.
 const PEER_SHARE: usize = 16 * 1024 * 1024;
-/// Open connections at once; beyond, the oldest not yet authenticated is closed.
+/// Open connections at once; beyond, the one not yet authenticated that has shown least is
+/// closed (`slots.rs`).
 const CONNECTIONS_MAX: usize = 256;
 
 /// How long a client may take to send each part of a request.
@@ -288,9 +293,9 @@ struct Shared {
     busy: Mutex<Option<(u64, u64)>>,
     budget: super::budget::Budget,
     timeouts: Timeouts,
-    /// Connections that have not delivered a signed request yet, oldest first, with the means
-    /// to close them.
-    unproven: Mutex<std::collections::BTreeMap<u64, tokio::sync::oneshot::Sender<()>>>,
+    /// Connections that have not delivered a signed request yet: what each has shown, and the
+    /// means to close it.
+    slots: Slots,
 }
 
 impl Shared {
@@ -468,7 +473,7 @@ impl Shared {
 async fn read_body<'a>(
     shared: &'a Shared,
     peer: std::net::IpAddr,
-    body: Incoming,
+    (body, progress): (Incoming, &Progress),
     declared: usize,
 ) -> Result<(Vec<u8>, super::budget::Lease<'a>), (StatusCode, &'static str)> {
     let t = shared.timeouts;
@@ -533,6 +538,7 @@ async fn read_body<'a>(
                     "busy; GitHub may redeliver",
                 ));
             }
+            progress.show(Shown::Body);
             if out.is_empty() {
                 // The body started: from now on, windows of `rate_window`.
                 window.set(tokio::time::sleep(t.rate_window));
@@ -571,7 +577,7 @@ fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
 
 async fn handle(
     shared: Arc<Shared>,
-    connection: u64,
+    (connection, progress): (u64, Arc<Progress>),
     peer: std::net::IpAddr,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
@@ -634,7 +640,9 @@ async fn handle(
             "body too large",
         )));
     }
-    let (body, _paid) = match read_body(&shared, peer, req.into_body(), declared).await {
+    progress.show(Shown::Headers);
+    let (body, _paid) = match read_body(&shared, peer, (req.into_body(), &progress), declared).await
+    {
         Ok(b) => b,
         Err((status, why)) => {
             shared
@@ -653,11 +661,7 @@ async fn handle(
         )));
     }
     // A signed request: this connection is GitHub's, never closed to make room.
-    shared
-        .unproven
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&connection);
+    shared.slots.leave(connection);
     if delivery.is_empty() {
         return Ok(reply(StatusCode::BAD_REQUEST, "missing X-GitHub-Delivery"));
     }
@@ -734,7 +738,7 @@ pub fn run(
             per_peer: PEER_SHARE,
         }),
         timeouts,
-        unproven: Mutex::new(std::collections::BTreeMap::new()),
+        slots: Slots::default(),
     });
     {
         let worker = shared.clone();
@@ -772,16 +776,12 @@ pub fn run(
                     let permit = match connections.clone().try_acquire_owned() {
                         Ok(p) => p,
                         Err(_) => {
-                            // Full: close the oldest connection that has not proven itself (a
-                            // genuine delivery takes milliseconds), rather than turn this one
-                            // away.
-                            let oldest = shared
-                                .unproven
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .pop_first();
-                            if let Some((_, close)) = oldest {
-                                let _ = close.send(());
+                            // Full: close the connection not yet proven that has shown least,
+                            // the stalest among equals, rather than turn this one away; unless
+                            // even that one is a body arriving (the rate rule drops it if slow).
+                            if !shared.slots.make_room() {
+                                drop(stream);
+                                continue;
                             }
                             let wait = std::time::Duration::from_millis(250);
                             match tokio::time::timeout(wait, connections.clone().acquire_owned()).await {
@@ -795,18 +795,13 @@ pub fn run(
                     };
                     next_connection += 1;
                     let id = next_connection;
-                    let (close, closed) = tokio::sync::oneshot::channel();
-                    shared
-                        .unproven
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(id, close);
+                    let (progress, closed) = shared.slots.open(id);
                     let shared = shared.clone();
                     tokio::spawn(async move {
                         let _permit = permit;
-                        let io = hyper_util::rt::TokioIo::new(stream);
+                        let io = hyper_util::rt::TokioIo::new(Watched::new(stream, progress.clone()));
                         let s = shared.clone();
-                        let svc = hyper::service::service_fn(move |req| handle(s.clone(), id, peer.ip(), req));
+                        let svc = hyper::service::service_fn(move |req| handle(s.clone(), (id, progress.clone()), peer.ip(), req));
                         let conn = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(shared.timeouts.headers)
@@ -826,11 +821,7 @@ pub fn run(
                             }
                             _ = closed => shared.handler.note("connection: closed to make room (no signed request yet)"),
                         }
-                        shared
-                            .unproven
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .remove(&id);
+                        shared.slots.leave(id);
                     });
                 }
                 _ = tokio::signal::ctrl_c() => break,

@@ -102,16 +102,33 @@ pub(super) fn claimed(task: &Task, path: &str) -> bool {
     })
 }
 
+/// Why an attempt may not add or change a symbolic link, whatever it points at: a checkout
+/// makes the target's files appear under the link's name (`.vscode` → `docs/editor`, `.github`
+/// → `docs/ci`), or reach outside the tree. Ordinary work adds none; the operator adds links.
+pub(super) const LINK: &str =
+    "is a symbolic link: a checkout makes its target appear under its name, so workers may not add or change links";
+
 /// Why a worker may not write `path`, if it may not: the file configures a program that runs
 /// outside containment when someone merely opens, checks out, diffs or pushes the tree (git,
-/// git-lfs, direnv, agent CLIs, editors, CI), so what a worker wrote there would run with the
-/// operator's rights. Instructions (`AGENTS.md`, `CLAUDE.md`) are text the panel reviews like
-/// code, not a program's configuration: allowed.
+/// git-lfs, direnv, mise, hook managers, agent CLIs, editors, CI), so what a worker wrote there
+/// would run with the operator's rights. Every component is checked, the last one included, so
+/// the name is refused whatever it is (a file, a directory, or a link to files that live
+/// elsewhere). Instructions (`AGENTS.md`, `CLAUDE.md`) are text the panel reviews like code,
+/// not a program's configuration: allowed.
 pub(super) fn handed_off(path: &str) -> Option<&'static str> {
     let parts: Vec<&str> = path.split('/').collect();
-    let name = parts.last().copied().unwrap_or_default();
-    let dirs = &parts[..parts.len().saturating_sub(1)];
-    let file = match name {
+    parts
+        .iter()
+        .enumerate()
+        .find_map(|(i, name)| handed_off_name(name, parts.get(i + 1).copied()))
+}
+
+/// Why a path component `name` (followed by `next`, if any) is another program's
+/// configuration, if it is.
+fn handed_off_name(name: &str, next: Option<&str>) -> Option<&'static str> {
+    let bare = name.strip_prefix('.').unwrap_or(name);
+    let ci_dir = matches!(next, Some("workflows") | Some("actions"));
+    match name {
         ".gitattributes" => {
             Some("names the filter, diff and merge drivers git runs on checkout, diff and merge")
         }
@@ -121,43 +138,52 @@ pub(super) fn handed_off(path: &str) -> Option<&'static str> {
         ".mcp.json" => Some("names the MCP servers (commands) agent CLIs start"),
         ".pre-commit-config.yaml" => Some("names the hooks pre-commit runs on every commit"),
         ".gitlab-ci.yml" => Some("is a CI pipeline, run with the forge's secrets"),
-        n if n.starts_with(".aider.conf") || n.starts_with(".aider.model") => {
+        ".git" => Some("is a `.git`, a repository git would use"),
+        ".claude" | ".codex" | ".cursor" | ".gemini" => {
+            Some("configures an agent CLI, whose settings name commands (hooks) it runs")
+        }
+        ".vscode" | ".idea" | ".devcontainer" | ".devcontainer.json" => {
+            Some("configures an editor, whose tasks and containers run commands")
+        }
+        ".husky" => Some("holds git hooks husky installs"),
+        ".circleci" => Some("is a CI pipeline, run with the forge's secrets"),
+        ".github" | ".gitea" | ".forgejo" if ci_dir => {
+            Some("is a CI workflow, run with the forge's secrets")
+        }
+        ".mise" => Some("configures mise, whose hooks and tasks run commands"),
+        "mise" if next.is_some_and(|n| n.ends_with(".toml") || n == "conf.d") => {
+            Some("configures mise, whose hooks and tasks run commands")
+        }
+        _ if bare.starts_with("mise.") && bare.ends_with(".toml") => {
+            Some("configures mise, whose `[hooks]` run commands on entering the directory")
+        }
+        _ if bare.starts_with("lefthook")
+            && [".yml", ".yaml", ".toml", ".json", ".jsonc"]
+                .iter()
+                .any(|e| bare.ends_with(e)) =>
+        {
+            Some("names the git hooks lefthook installs and runs")
+        }
+        _ if name.ends_with(".code-workspace") => {
+            Some("is an editor workspace, whose tasks and settings run commands")
+        }
+        _ if name.starts_with(".aider.conf") || name.starts_with(".aider.model") => {
             Some("configures aider, whose settings name commands it runs")
         }
         _ => None,
-    };
-    if file.is_some() {
-        return file;
     }
-    for (i, d) in dirs.iter().enumerate() {
-        let why = match *d {
-            ".git" => Some("is inside a `.git`, a repository git would use"),
-            ".claude" | ".codex" | ".cursor" | ".gemini" => {
-                Some("configures an agent CLI, whose settings name commands (hooks) it runs")
-            }
-            ".vscode" | ".idea" | ".devcontainer" => {
-                Some("configures an editor, whose tasks and containers run commands")
-            }
-            ".husky" => Some("holds git hooks husky installs"),
-            ".circleci" => Some("is a CI pipeline, run with the forge's secrets"),
-            ".github" if matches!(dirs.get(i + 1), Some(&"workflows") | Some(&"actions")) => {
-                Some("is a CI workflow, run with the forge's secrets")
-            }
-            _ => None,
-        };
-        if why.is_some() {
-            return why;
-        }
-    }
-    None
 }
 
 /// The failure of an attempt that wrote a file another program would run outside containment
-/// (`handed_off`), naming each.
-fn handing_off(changed: &[String]) -> Option<AttemptResult> {
+/// (`handed_off`), or added or changed a symbolic link (`LINK`), naming each.
+fn handing_off(changed: &[String], links: &[String]) -> Option<AttemptResult> {
     let found: Vec<String> = changed
         .iter()
-        .filter_map(|p| handed_off(p).map(|why| format!("{p} ({why})")))
+        .filter_map(|p| {
+            handed_off(p)
+                .or_else(|| links.contains(p).then_some(LINK))
+                .map(|why| format!("{p} ({why})"))
+        })
         .collect();
     (!found.is_empty()).then(|| AttemptResult::Failed {
         reason: format!(
@@ -412,7 +438,7 @@ async fn run_attempt(
     }
     // Writes outside the task's claims fail the attempt before anything is checked. The tree
     // is taken now, from the files, relative to the commit the attempt started from.
-    let (tree, changed) = match snapshot(&job).await {
+    let (tree, changed, links) = match snapshot(&job).await {
         Ok(s) => s,
         Err(e) => {
             return AttemptResult::Failed {
@@ -421,7 +447,7 @@ async fn run_attempt(
             }
         }
     };
-    if let Some(failed) = handing_off(&changed) {
+    if let Some(failed) = handing_off(&changed, &links) {
         return failed;
     }
     if let Some(failed) = outside_claims(&job.task, &changed) {
@@ -433,7 +459,7 @@ async fn run_attempt(
     // What passed must be what is committed: a process the worker left behind, or a check that
     // writes tracked files, would otherwise slip unchecked content in.
     match snapshot(&job).await {
-        Ok((after, _)) if after == tree => AttemptResult::Passed { tree },
+        Ok((after, _, _)) if after == tree => AttemptResult::Passed { tree },
         Ok(_) => AttemptResult::Failed {
             reason: "the worktree changed after the worker exited (a process it left running, or a check that writes files)".into(),
             digest: vec!["[worktree] files changed after the worker exited; do not leave processes running".into()],
@@ -442,11 +468,19 @@ async fn run_attempt(
     }
 }
 
-/// The tree of the attempt's worktree as its files are now, and the paths changed since the
-/// commit it started from.
-async fn snapshot(job: &AttemptJob) -> std::result::Result<(Oid, Vec<String>), String> {
+/// The tree of the attempt's worktree as its files are now, the paths changed since the
+/// commit it started from, and which of those are symbolic links now.
+async fn snapshot(
+    job: &AttemptJob,
+) -> std::result::Result<(Oid, Vec<String>, Vec<String>), String> {
     let (common, root, at) = (job.common.clone(), job.worktree.clone(), job.at);
-    match tokio::task::spawn_blocking(move || git::snapshot(&common, &root, at)).await {
+    let taken = move || {
+        let (tree, changed) = git::snapshot(&common, &root, at)?;
+        let repo = git2::Repository::open(&common)?;
+        let links = git::links_in(&repo, tree, &changed)?;
+        Ok::<_, git::GitError>((tree, changed, links))
+    };
+    match tokio::task::spawn_blocking(taken).await {
         Ok(Ok(s)) => Ok(s),
         Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(e.to_string()),
@@ -784,6 +818,21 @@ mod tests {
             ".github/actions/x/action.yml",
             ".gitlab-ci.yml",
             "src/sub/.git/config",
+            // The names themselves, whatever they are (a link to files elsewhere included).
+            ".vscode",
+            ".claude",
+            "web/.devcontainer",
+            ".github/workflows",
+            "lefthook.yml",
+            ".lefthook.yaml",
+            ".devcontainer.json",
+            ".gitea/workflows/ci.yml",
+            ".forgejo/workflows/ci.yml",
+            "mise.toml",
+            ".mise.toml",
+            "mise.local.toml",
+            ".config/mise/config.toml",
+            "atelier.code-workspace",
         ] {
             assert!(handed_off(p).is_some(), "{p}");
         }
@@ -801,9 +850,24 @@ mod tests {
             ".gitignore",
             "src/workflows/mod.rs",
             "src/claude.rs",
+            ".github",
+            ".gitea/ISSUE_TEMPLATE/bug.md",
+            "src/mise.rs",
+            "docs/lefthook.md",
+            "docs/workspace.md",
         ] {
             assert_eq!(handed_off(p), None, "{p}");
         }
+    }
+
+    #[test]
+    fn an_added_link_is_refused_whatever_its_name() {
+        let links = vec!["docs/ci".to_string()];
+        let changed = vec!["docs/ci".to_string(), "src/a.rs".to_string()];
+        let (reason, _) = failed(handing_off(&changed, &links));
+        assert!(reason.contains("docs/ci (is a symbolic link"), "{reason}");
+        assert!(!reason.contains("src/a.rs"), "{reason}");
+        assert!(handing_off(&["src/a.rs".to_string()], &[]).is_none());
     }
 
     #[test]

@@ -60,6 +60,12 @@ fn implausible(ws: &Workspace, task: &Task, commit: &str, run_tip: Oid) -> Optio
             "{commit} writes {p}, which would run outside containment"
         ));
     }
+    if let Some(p) = git::links_in(repo, c.tree_id(), &changed)
+        .unwrap_or_default()
+        .first()
+    {
+        return Some(format!("{commit} adds the symbolic link {p}"));
+    }
     let outside: Vec<String> = changed.into_iter().filter(|p| !claimed(task, p)).collect();
     (!outside.is_empty()).then(|| {
         format!(
@@ -304,15 +310,17 @@ impl<'a> Conductor<'a> {
     /// an implicit bare repository) whose configuration runs a command, and a person looking
     /// with `git status` there would run it, uncontained. `git show <attempt branch>` is safe.
     /// Best effort: files git cannot take (a nested repository) are not kept, nor files another
-    /// program would run on checkout (`handed_off`).
+    /// program would run on checkout (`handed_off`), nor links.
     fn keep_failed(&self, task: &str, attempt: u32, flight: &Flight, reason: &str) {
         let repo = &self.ws.repo;
         if let Ok((tree, changed)) = git::snapshot(repo.commondir(), &flight.path, flight.at) {
-            // Nor does the kept commit carry a file another program would run on checkout.
+            // Nor does the kept commit carry a file another program would run on checkout, nor
+            // a link (whose target a checkout shows under its name).
+            let links = git::links_in(repo, tree, &changed).unwrap_or_default();
             let handed: Vec<&str> = changed
                 .iter()
                 .map(String::as_str)
-                .filter(|p| handed_off(p).is_some())
+                .filter(|p| handed_off(p).is_some() || links.iter().any(|l| l == p))
                 .collect();
             let Ok(tree) = repo
                 .find_commit(flight.at)
