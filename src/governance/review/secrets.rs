@@ -9,7 +9,8 @@
 //! person's client for a service needs its token). A message never repeats the secret: it names
 //! the pattern and shows at most its first four characters.
 
-use super::{code_lines, finding, key_material, ChangeView, Finding, Severity};
+use super::code_lines::{self, code_of};
+use super::{finding, key_material, ChangeView, Finding, Severity};
 
 const CATEGORY: &str = "secrets";
 
@@ -419,38 +420,6 @@ fn credential_name(name: &str) -> bool {
     let up = name.to_ascii_uppercase();
     CREDENTIAL_WORDS.iter().any(|w| up.contains(w))
         || up.split('_').any(|part| CREDENTIAL_PARTS.contains(&part))
-}
-
-/// The line with the contents of its string literals blanked (same byte offsets), so that the
-/// rules about code do not fire on text (`rust`: only double quotes delimit strings, a single
-/// quote may open a lifetime).
-pub(super) fn code_of(line: &str, rust: bool) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for c in line.chars() {
-        match quote {
-            Some(q) => {
-                if escaped {
-                    escaped = false;
-                } else if c == '\\' {
-                    escaped = true;
-                } else if c == q {
-                    quote = None;
-                    out.push(c);
-                    continue;
-                }
-                out.extend(std::iter::repeat_n(' ', c.len_utf8()));
-            }
-            None => {
-                if c == '"' || (!rust && (c == '\'' || c == '`')) {
-                    quote = Some(c);
-                }
-                out.push(c);
-            }
-        }
-    }
-    out
 }
 
 /// A credential-looking environment variable the line reads (`code` is the line with its
