@@ -9,6 +9,7 @@
 //! `distinct_family` rule; running agent reviewers is `agent::reviewer`'s (IO).
 
 pub mod answer;
+mod code_lines;
 pub mod deps;
 pub mod inventory;
 pub mod key_material;

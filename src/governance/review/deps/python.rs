@@ -71,16 +71,51 @@ const PIP_OPTIONS: &[&str] = &[
     "--no-binary",
 ];
 
-pub(super) fn requirements(text: &str) -> Result<Vec<Dep>, String> {
-    let joined = text.replace("\\\n", " ");
+/// A requirements file's logical lines, as pip's `join_lines` makes them: a line ending in `\`
+/// continues on the next, except a comment line (pip never joins one, so the line after it is
+/// read on its own), and a comment line ends a continuation.
+fn join_lines(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for line in joined.lines() {
-        let line = match line.find(" #") {
-            Some(at) => &line[..at],
-            None => line,
+    let mut pending: Option<String> = None;
+    for line in text.lines() {
+        let comment = line.trim_start().starts_with('#');
+        if !line.ends_with('\\') || comment {
+            let line = if comment {
+                format!(" {line}")
+            } else {
+                line.to_string()
+            };
+            out.push(match pending.take() {
+                Some(p) => p + &line,
+                None => line,
+            });
+        } else {
+            let part = line.trim_matches('\\');
+            pending = Some(pending.unwrap_or_default() + part);
         }
-        .trim();
-        if line.is_empty() || line.starts_with('#') {
+    }
+    out.extend(pending);
+    out
+}
+
+/// A line without its comment: from the first `#` at the start or after white space (pip's
+/// `COMMENT_RE`).
+fn without_comment(line: &str) -> &str {
+    let at = line.char_indices().find(|&(i, c)| {
+        c == '#'
+            && line[..i]
+                .chars()
+                .next_back()
+                .is_none_or(char::is_whitespace)
+    });
+    at.map_or(line, |(i, _)| &line[..i])
+}
+
+pub(super) fn requirements(text: &str) -> Result<Vec<Dep>, String> {
+    let mut out = Vec::new();
+    for line in join_lines(text) {
+        let line = without_comment(&line).trim();
+        if line.is_empty() {
             continue;
         }
         if line.starts_with('-') {
@@ -282,12 +317,13 @@ pub(super) fn setup_cfg(text: &str) -> Result<Vec<Dep>, String> {
         let value = if continued {
             l
         } else if l.starts_with('[') {
-            section = l.trim_matches(['[', ']']).to_string();
+            section = l.trim_matches(['[', ']']).trim().to_ascii_lowercase();
             key.clear();
             continue;
         } else {
             let (k, v) = l.split_once(['=', ':']).unwrap_or((l, ""));
-            key = k.trim().to_string();
+            // setuptools reads `install-requires` as `install_requires`, in any letter case.
+            key = super::unread::cfg_key(k);
             v.trim()
         };
         let kind = match (section.as_str(), key.as_str()) {
