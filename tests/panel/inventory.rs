@@ -297,6 +297,21 @@ fn a_forged_unittest_result_from_the_code_under_test_blocks() {
     blocks_naming(&v, "tests.test_calc.TestCalc.test_adds");
 }
 
+/// A warning the code under test raises is printed by unittest between a test's line and its
+/// result word: the result still counts, and the benign change is approved.
+#[test]
+fn a_python_warning_between_a_test_and_its_result_passes() {
+    let env = repo(Suite::Python);
+    let head = CALC_PY.replace(
+        "def add(a, b):\n    return a + b\n",
+        "import warnings\n\n\ndef add(a, b):\n    warnings.warn(\"add is old\", DeprecationWarning)\n    return a + b\n",
+    );
+    let id = by_agent(&env, &[("calc.py", &head)]);
+    let (v, _) = review(&env, &id);
+    passes(&v);
+    assert_eq!(v["verdict"], "approve", "{v:#}");
+}
+
 /// The JavaScript analogue: the code under test logs a TAP line for its test passing.
 #[test]
 fn a_forged_tap_line_from_the_code_under_test_blocks() {

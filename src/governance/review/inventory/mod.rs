@@ -1,6 +1,7 @@
 //! The `tests` reviewer's pure core: what a test run printed, read as per-test outcomes, and the
 //! inventory at base compared with the inventory at head. Running the suites is
-//! `agent::suites`' (IO); here the runs arrive as text.
+//! `agent::suites`' (IO); here the runs arrive as text,
+//! read by [`reports`] (only where and as each harness prints its report, and only if it adds up).
 //!
 //! The comparison judges what ran, not how the change is spelled: a test that passed at base is
 //! a blocking finding at head when it fails, is skipped or ignored, or is no longer reported —
