@@ -33,19 +33,21 @@ pub fn shadowing(path: &str, exists: &dyn Fn(&str) -> bool) -> Option<String> {
     python(path, exists).or_else(|| javascript(path, exists))
 }
 
-/// The folder and name Python imports `path` as (`a/b.py`, `a/b/__init__.py`, `a/b.cpython-312-x86_64-linux-gnu.so` are
-/// `a`'s `b`), if it is a module.
+/// The folder and name Python imports `path` as (`a/b.py`, `a/b/__init__.py` and
+/// `a/b.cpython-312-x86_64-linux-gnu.so` are `a`'s `b`), if it is a module.
 fn python_module(path: &str) -> Option<(&str, &str)> {
     let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
     if name == "__init__.py" {
-        return Some(
-            dir.rsplit_once('/')
-                .map(|(d, n)| (d, n))
-                .unwrap_or(("", dir)),
-        );
+        if dir.is_empty() {
+            return None;
+        }
+        return Some(dir.rsplit_once('/').unwrap_or(("", dir)));
     }
     let (stem, ext) = name.split_once('.')?;
-    let module = matches!(ext, "py" | "pyw") || ext.ends_with("so") || ext.ends_with("pyd");
+    let module = matches!(ext, "py" | "pyw")
+        || [".so", ".pyd"]
+            .iter()
+            .any(|e| format!(".{ext}").ends_with(e));
     (module && !stem.is_empty()).then_some((dir, stem))
 }
 
