@@ -696,8 +696,10 @@ fn script_items(
         .collect()
 }
 
+/// A command as the finding shows it: a script's own folder as its path from the root.
 fn short(command: &str) -> String {
-    let t = command.trim();
+    let t = command.replace(&format!("{}/", follow::ROOT), "");
+    let t = t.trim();
     if t.chars().count() <= 60 {
         t.to_string()
     } else {
@@ -1267,6 +1269,17 @@ mod tests {
                 .starts_with("web/package.json's script `test`"),
             "{}",
             run_tests.why
+        );
+        // A script's own folder is shown as the path it resolves to.
+        let lib = judged
+            .iter()
+            .find(|j| j.path == "scripts/lib.sh")
+            .expect("lib");
+        assert!(
+            lib.why
+                .starts_with("scripts/check.sh (`. \"scripts/lib.sh\"`)"),
+            "{}",
+            lib.why
         );
         // The package managers' spellings of running a script.
         for (cmd, script) in [
