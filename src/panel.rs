@@ -214,8 +214,14 @@ const MAX_SCRIPT_BYTES: usize = 256 * 1024;
 /// steps and `[validators.user_testing]` build and scenario name or run, and what the contract
 /// checks of its plans under `plans/` run, with the scripts among them followed
 /// ([`surface::derive`]). Read from the base like the panel, so a proposal cannot unname what
-/// judges it; a new gauntlet step's script is a judge the day the step is added.
-pub fn surface(repo: &Repository, tree: &Tree<'_>) -> Result<Vec<surface::Judged>, GitError> {
+/// judges it; a new gauntlet step's script is a judge the day the step is added. A file
+/// `files` adds that a module resolver would load in place of one at base judges too
+/// ([`surface::shadow`]).
+pub fn surface(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    files: &[FileChange],
+) -> Result<Vec<surface::Judged>, GitError> {
     let text = |path: &str| -> Result<Option<String>, GitError> {
         Ok(git::read_file(repo, tree, path)?
             .filter(|b| b.len() <= MAX_SCRIPT_BYTES)
@@ -249,12 +255,25 @@ pub fn surface(repo: &Repository, tree: &Tree<'_>) -> Result<Vec<surface::Judged
     }
     plans.sort();
     let commands = surface::commands(config.as_deref(), &plans);
-    if commands.is_empty() {
-        return Ok(Vec::new());
-    }
     // A file that cannot be read is not followed (the path itself still judges).
     let lookup = |path: &str| text(path).ok().flatten();
-    Ok(surface::derive(&commands, &lookup))
+    let mut judged = if commands.is_empty() {
+        Vec::new()
+    } else {
+        surface::derive(&commands, &lookup)
+    };
+    let exists = |path: &str| tree.get_path(std::path::Path::new(path)).is_ok();
+    for f in files.iter().filter(|f| f.added()) {
+        if let Some(why) = surface::shadow::shadowing(&f.path, &exists) {
+            if !judged.iter().any(|j| j.path == f.path) {
+                judged.push(surface::Judged {
+                    path: f.path.clone(),
+                    why,
+                });
+            }
+        }
+    }
+    Ok(judged)
 }
 
 /// What the gate weighs of `panel` for a change of `files` (pure: the built-ins run here), with
@@ -303,8 +322,8 @@ pub fn input(
 ) -> Result<(PanelInput, Panel, Vec<FileChange>), GitError> {
     let base_tree = repo.find_commit(base)?.tree()?;
     let panel = at(repo, &base_tree)?;
-    let judged = surface(repo, &base_tree)?;
     let files = change_files(repo, base, head, merge_tree)?;
+    let judged = surface(repo, &base_tree, &files)?;
     let input = weigh(&panel, &judged, &files, provenance, recorded);
     Ok((input, panel, files))
 }

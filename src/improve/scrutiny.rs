@@ -344,7 +344,7 @@ pub fn scrutinize(ws: &Workspace, run: &str) -> Result<Scrutiny> {
     let panel = crate::panel::at(repo, &base_tree)?;
     let input = crate::panel::weigh(
         &panel,
-        &crate::panel::surface(repo, &base_tree)?,
+        &crate::panel::surface(repo, &base_tree, &files)?,
         &files,
         &crate::panel::Provenance {
             origin: Some(format!("swarm run {run}")),

@@ -742,7 +742,7 @@ pub fn evaluate_at(
     let changed: Vec<String> = entries.into_iter().map(|e| e.path).collect();
     let panel = crate::panel::weigh(
         &crate::panel::at(repo, &base_tree)?,
-        &crate::panel::surface(repo, &base_tree)?,
+        &crate::panel::surface(repo, &base_tree, &files)?,
         &files,
         &view.provenance(&pull.proposal),
         view.recorded_review(&pull.proposal),

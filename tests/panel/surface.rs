@@ -495,3 +495,113 @@ fn in_atelier_s_own_repository_module_wiring_cannot_swap_a_judged_module() {
         ],
     );
 }
+
+/// What a step really runs judges: a Makefile's included files, the file a package.json
+/// script a step runs runs, a script's line after its `cd`, and a new module a resolver would
+/// load in place of an existing one (the test runner's own, or one beside its twin).
+#[test]
+fn what_a_step_really_runs_judges_and_a_module_cannot_be_shadowed() {
+    let env = Env::new();
+    let config = env.read("atelier.toml")
+        + "\n[[gauntlet.steps]]\nname = \"check\"\nrun = \"sh scripts/check.sh\"\n\n[[gauntlet.steps]]\nname = \"make\"\nrun = \"make check\"\n\n[[gauntlet.steps]]\nname = \"web\"\nrun = \"sh scripts/web.sh\"\n";
+    commit(
+        &env,
+        &[
+            ("atelier.toml", &config),
+            (
+                "scripts/check.sh",
+                "#!/bin/sh\nset -e\n. \"$(dirname \"$0\")/lib.sh\"\npython3 -m pytest -q tests\ncd web && npm test\n",
+            ),
+            ("scripts/lib.sh", "set -e\n"),
+            ("scripts/web.sh", "#!/bin/sh\nset -e\ncd web\nsh ./run.sh\n"),
+            ("scripts/other.sh", "#!/bin/sh\ncd web\nsh ./tool.sh\n"),
+            ("Makefile", "include mk/vars.mk\n\ncheck:\n\t$(PYTEST) tests\n"),
+            ("mk/vars.mk", "PYTEST := python3 -m pytest\n"),
+            (
+                "web/package.json",
+                "{\"name\": \"web\", \"scripts\": {\"test\": \"node tools/run-tests.js\"}}\n",
+            ),
+            ("web/tools/run-tests.js", "require('../helpers');\n"),
+            ("web/helpers.js", "module.exports = {};\n"),
+            ("web/run.sh", "#!/bin/sh\nnode tools/run-tests.js\n"),
+            ("web/tool.sh", "#!/bin/sh\necho tool\n"),
+            ("tests/helpers.py", "def ok():\n    return True\n"),
+            ("tests/test_a.py", "from helpers import ok\n\ndef test_ok():\n    assert ok()\n"),
+        ],
+        "A gauntlet of make, npm and scripts",
+    );
+    let cases = vec![
+        (
+            "make's included variables",
+            vec![("mk/vars.mk", "PYTEST := true\n".to_string())],
+            "mk/vars.mk",
+            "judge-tamper",
+        ),
+        (
+            "the file npm test runs",
+            vec![("web/tools/run-tests.js", "process.exit(0);\n".to_string())],
+            "web/tools/run-tests.js",
+            "judge-tamper",
+        ),
+        (
+            "a script after its cd",
+            vec![("web/run.sh", "#!/bin/sh\nexit 0\n".to_string())],
+            "web/run.sh",
+            "judge-tamper",
+        ),
+        (
+            "a script sourced from the script's folder",
+            vec![("scripts/lib.sh", "exit 0\n".to_string())],
+            "scripts/lib.sh",
+            "judge-tamper",
+        ),
+        (
+            "a pytest package at the root",
+            vec![(
+                "pytest/__init__.py",
+                "import sys\nsys.exit(0)\n".to_string(),
+            )],
+            "pytest/__init__.py",
+            "judge-tamper",
+        ),
+        (
+            "a pluggy package",
+            vec![("pluggy/__init__.py", "raise SystemExit(0)\n".to_string())],
+            "pluggy/__init__.py",
+            "judge-tamper",
+        ),
+        (
+            "a package beside a module",
+            vec![(
+                "tests/helpers/__init__.py",
+                "def ok():\n    return True\n".to_string(),
+            )],
+            "tests/helpers/__init__.py",
+            "judge-tamper",
+        ),
+        (
+            "an extensionless file beside a .js",
+            vec![("web/helpers", "module.exports = {};\n".to_string())],
+            "web/helpers",
+            "judge-tamper",
+        ),
+    ];
+    let missed = each_blocked(&env, &cases);
+    assert!(missed.is_empty(), "{missed:#?}");
+    // New names, new files and a script no step runs stay ordinary work.
+    approved(
+        &env,
+        "a new python module",
+        &[("tests/helpers_more.py", "def more():\n    return 1\n")],
+    );
+    approved(
+        &env,
+        "a new js file",
+        &[("web/format.js", "module.exports = (s) => s.trim();\n")],
+    );
+    approved(
+        &env,
+        "a file a script no step runs runs after its cd",
+        &[("web/tool.sh", "#!/bin/sh\necho tool v2\n")],
+    );
+}

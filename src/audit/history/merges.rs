@@ -259,10 +259,11 @@ pub(super) fn examine_merge(
     });
     let entries = git::changed_entries(repo, &base_tree, &tree)?;
     let defs = cache.panel(repo, &base_tree)?;
+    let files = crate::panel::files_of(repo, &entries)?;
     let panel = crate::panel::weigh(
         &defs,
-        &crate::panel::surface(repo, &base_tree)?,
-        &crate::panel::files_of(repo, &entries)?,
+        &crate::panel::surface(repo, &base_tree, &files)?,
+        &files,
         &facts.map(|f| f.provenance.clone()).unwrap_or_default(),
         recorded,
     );

@@ -717,7 +717,7 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
                 &f.path,
                 None,
                 format!(
-                    "an agent's change touches {}, which judges the change: {} runs or reads it",
+                    "an agent's change touches {}, which judges the change: {}",
                     f.path, j.why
                 ),
                 JUDGE_HINT,
@@ -1092,7 +1092,7 @@ mod tests {
     fn the_judge_surface_by_what_it_is() {
         let judged = vec![surface::Judged {
             path: "scripts/check.sh".into(),
-            why: "the gauntlet step `check` (`sh scripts/check.sh`)".into(),
+            why: "the gauntlet step `check` (`sh scripts/check.sh`) runs or reads it".into(),
         }];
         let lib = "pub mod audit;\npub mod governance;\npub mod swarm;\n";
         // (what, files, the paths with a finding, a word of the first finding)

@@ -18,12 +18,18 @@
 
 use std::collections::BTreeMap;
 
+mod follow;
+pub mod shadow;
+
+use follow::{folder, is_recipe, is_script};
+
 /// A path that judges the change because the repository's configuration at base names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Judged {
     /// A path in the repository (or a glob, `tests/*.sh`).
     pub path: String,
-    /// What runs or reads it, for the finding (`the gauntlet step \`test\` (\`sh run.sh\`)`).
+    /// Why it judges, for the finding (`the gauntlet step \`test\` (\`sh run.sh\`) runs or
+    /// reads it`).
     pub why: String,
 }
 
@@ -526,19 +532,41 @@ const MAX_SCRIPT_LINES: usize = 2000;
 /// reads those), unless a command runs the test file itself (`python3 tests/run.py`).
 pub fn derive(commands: &[(String, String, Reach)], lookup: Lookup) -> Vec<Judged> {
     let mut out: BTreeMap<String, String> = BTreeMap::new();
-    // (what runs it at the top, the script it is a line of, the command, reach, depth)
-    let mut queue: Vec<(String, Option<String>, String, Reach, usize)> = commands
+    let mut queue: Vec<Item> = commands
         .iter()
         .rev()
-        .map(|(w, c, r)| (w.clone(), None, c.clone(), *r, 0))
+        .map(|(w, c, r)| Item {
+            origin: w.clone(),
+            via: None,
+            command: c.clone(),
+            reach: *r,
+            depth: 0,
+            cwd: String::new(),
+        })
         .collect();
-    let mut seen_scripts = std::collections::BTreeSet::new();
-    while let Some((origin, via, command, reach, depth)) = queue.pop() {
-        for (path, role) in files_of(&command) {
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(item) = queue.pop() {
+        let scan = scan(
+            &mut Shell {
+                cwd: item.cwd.clone(),
+                stack: Vec::new(),
+            },
+            &item.command,
+        );
+        let why = || match &item.via {
+            None => format!("{} (`{}`)", item.origin, short(&item.command)),
+            Some(v) => format!(
+                "{v} (`{}`), which {} runs,",
+                short(&item.command),
+                item.origin
+            ),
+        };
+        let deeper = item.depth + 1 < MAX_DEPTH;
+        for (path, role, cwd) in scan.files {
             if out.len() >= MAX_JUDGED {
                 break;
             }
-            let judges = match reach {
+            let judges = match item.reach {
                 Reach::Step => role != Role::Named,
                 Reach::Check => role == Role::Run,
             };
@@ -549,35 +577,129 @@ pub fn derive(commands: &[(String, String, Reach)], lookup: Lookup) -> Vec<Judge
             if role != Role::Run && super::weakened_tests::is_test_path(&path) {
                 continue;
             }
-            out.entry(path.clone()).or_insert_with(|| match &via {
-                None => format!("{origin} (`{}`)", short(&command)),
-                Some(script) => format!("{script} (`{}`), which {origin} runs,", short(&command)),
-            });
+            out.entry(path.clone()).or_insert_with(why);
             // What a script (or a recipe) runs judges too.
-            if depth + 1 < MAX_DEPTH && seen_scripts.insert(path.clone()) {
+            if deeper && seen.insert(path.clone()) {
                 if let Some(text) = lookup(&path).filter(|t| is_script(&path, t)) {
-                    let recipe = is_recipe(&path);
-                    let lines = script_lines(&text, recipe);
-                    for line in lines.into_iter().take(MAX_SCRIPT_LINES).rev() {
-                        queue.push((
-                            origin.clone(),
-                            Some(path.clone()),
-                            line,
-                            Reach::Step,
-                            depth + 1,
-                        ));
-                    }
+                    let lines = script_items(&path, &text, &cwd, lookup, &item, &mut out);
+                    queue.extend(lines.into_iter().rev());
                 }
+            }
+        }
+        // A package manager's script: what its command runs, from the package's folder.
+        for (dir, script) in scan.scripts {
+            let manifest = if dir.is_empty() {
+                "package.json".to_string()
+            } else {
+                format!("{dir}/package.json")
+            };
+            if !deeper || !seen.insert(format!("{manifest}#{script}")) {
+                continue;
+            }
+            let text = lookup(&manifest).unwrap_or_default();
+            for command in follow::script_commands(&text, &script).into_iter().rev() {
+                queue.push(Item {
+                    origin: item.origin.clone(),
+                    via: Some(format!("{manifest}'s script `{script}`")),
+                    command,
+                    reach: Reach::Step,
+                    depth: item.depth + 1,
+                    cwd: dir.clone(),
+                });
             }
         }
     }
     out.into_iter()
-        .map(|(path, why)| Judged { path, why })
+        .map(|(path, why)| Judged {
+            path,
+            why: format!("{why} runs or reads it"),
+        })
         .collect()
 }
 
+/// A command [`derive`] reads: what runs it at the top, the script it is a line of, the
+/// command, its reach, how deep it is, and the folder it runs in.
+struct Item {
+    origin: String,
+    via: Option<String>,
+    command: String,
+    reach: Reach,
+    depth: usize,
+    cwd: String,
+}
+
+/// The lines of a script (or a recipe) `path`, started in `cwd`, as the commands to read, each
+/// in the folder it runs in; the files a recipe includes are judged here (with what they
+/// include in turn, and the variables they define expanded in the recipe).
+fn script_items(
+    path: &str,
+    text: &str,
+    cwd: &str,
+    lookup: Lookup,
+    parent: &Item,
+    out: &mut BTreeMap<String, String>,
+) -> Vec<Item> {
+    let item = |command: String, cwd: String| Item {
+        origin: parent.origin.clone(),
+        via: Some(path.to_string()),
+        command,
+        reach: Reach::Step,
+        depth: parent.depth + 1,
+        cwd,
+    };
+    if !is_recipe(path) {
+        // The working directory carries from line to line.
+        let mut shell = Shell {
+            cwd: cwd.to_string(),
+            stack: Vec::new(),
+        };
+        return follow::shell_lines(path, text)
+            .into_iter()
+            .take(MAX_SCRIPT_LINES)
+            .map(|l| {
+                let at = shell.cwd.clone();
+                scan(&mut shell, &l);
+                item(l, at)
+            })
+            .collect();
+    }
+    // make runs in its Makefile's folder (a `.mk` is read by one run from `cwd`).
+    let dir = if path.ends_with(".mk") {
+        cwd
+    } else {
+        folder(path)
+    };
+    let mut defs = vec![text.to_string()];
+    let mut todo = follow::includes(dir, text);
+    let mut depth = 0;
+    while !todo.is_empty() && depth < MAX_DEPTH {
+        depth += 1;
+        for inc in std::mem::take(&mut todo) {
+            if out.len() >= MAX_JUDGED || out.contains_key(&inc) {
+                continue;
+            }
+            out.insert(
+                inc.clone(),
+                format!("{path} (`include {inc}`), which {} runs,", parent.origin),
+            );
+            if let Some(t) = lookup(&inc) {
+                todo.extend(follow::includes(dir, &t));
+                defs.push(t);
+            }
+        }
+    }
+    let defs: Vec<&str> = defs.iter().map(String::as_str).collect();
+    follow::recipe_lines(text, &defs)
+        .into_iter()
+        .take(MAX_SCRIPT_LINES)
+        .map(|l| item(l, dir.to_string()))
+        .collect()
+}
+
+/// A command as the finding shows it: a script's own folder as its path from the root.
 fn short(command: &str) -> String {
-    let t = command.trim();
+    let t = command.replace(&format!("{}/", follow::ROOT), "");
+    let t = t.trim();
     if t.chars().count() <= 60 {
         t.to_string()
     } else {
@@ -585,93 +707,91 @@ fn short(command: &str) -> String {
     }
 }
 
-fn is_recipe(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    matches!(
-        name,
-        "Makefile" | "makefile" | "GNUmakefile" | "justfile" | "Justfile" | ".justfile"
-    ) || name.ends_with(".mk")
-}
-
-/// A shell script (by its extension or its `#!` line) or a recipe whose lines are commands.
-fn is_script(path: &str, text: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let ext = name.rsplit_once('.').map(|(_, e)| e);
-    is_recipe(path)
-        || matches!(ext, Some("sh" | "bash" | "zsh" | "ksh"))
-        || text
-            .lines()
-            .next()
-            .is_some_and(|l| l.starts_with("#!") && (l.contains("sh") || l.contains("bash")))
-}
-
-/// A script's commands: its lines with continuations joined (a recipe's are its indented
-/// lines, their `@`/`-` prefixes dropped).
-fn script_lines(text: &str, recipe: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut acc = String::new();
-    for l in text.lines() {
-        let t = if recipe {
-            if !(l.starts_with('\t') || l.starts_with("    ")) {
-                continue;
-            }
-            l.trim().trim_start_matches(['@', '-'])
-        } else {
-            l.trim()
-        };
-        if let Some(cont) = t.strip_suffix('\\') {
-            acc.push_str(cont);
-            acc.push(' ');
-            continue;
-        }
-        acc.push_str(t);
-        if !acc.trim().is_empty() && !acc.trim_start().starts_with('#') {
-            out.push(std::mem::take(&mut acc));
-        }
-        acc.clear();
-    }
-    out
-}
-
 /// The files one command line names, with what it does with each ([`Role`]).
 pub fn files_of(command: &str) -> Vec<(String, Role)> {
-    let mut out = Vec::new();
-    let mut cwd = String::new();
+    scan(&mut Shell::default(), command)
+        .files
+        .into_iter()
+        .map(|(p, r, _)| (p, r))
+        .collect()
+}
+
+/// Where a shell is: its working directory (`""`: the root) and its `pushd` stack.
+#[derive(Default)]
+struct Shell {
+    cwd: String,
+    stack: Vec<String>,
+}
+
+/// What one command line runs: the files it names (each with its role and the folder the
+/// command that names it runs in), and the package.json scripts it runs (`(folder, script)`).
+#[derive(Default)]
+struct Scan {
+    files: Vec<(String, Role, String)>,
+    scripts: Vec<(String, String)>,
+}
+
+/// Reads one command line in `shell`, which its `cd`, `pushd` and `popd` move.
+fn scan(shell: &mut Shell, command: &str) -> Scan {
+    let mut out = Scan::default();
     for seg in simple_commands(command) {
         let words = program_and_arguments(&seg);
         let Some(program) = words.first() else {
             continue;
         };
         let prog = program.rsplit('/').next().unwrap_or(program).to_string();
-        if prog == "cd" {
-            if let Some(dir) = words.get(1).and_then(|d| normalize(&cwd, d)) {
-                cwd = dir;
+        match prog.as_str() {
+            "cd" | "pushd" => {
+                let target = words.iter().skip(1).find(|w| !w.starts_with('-'));
+                if let Some(dir) = target.and_then(|d| normalize_dir(&shell.cwd, d)) {
+                    if prog == "pushd" {
+                        shell.stack.push(shell.cwd.clone());
+                    }
+                    shell.cwd = dir;
+                }
+                continue;
             }
-            continue;
+            "popd" => {
+                if let Some(dir) = shell.stack.pop() {
+                    shell.cwd = dir;
+                }
+                continue;
+            }
+            _ => {}
         }
+        let cwd = shell.cwd.clone();
         // `sh -c '…'`: the inner command.
         if INTERPRETERS.contains(&prog.as_str()) {
             if let Some(i) = words.iter().position(|w| w == "-c") {
                 if let Some(inner) = words.get(i + 1) {
-                    out.extend(files_of(inner).into_iter().filter_map(|(p, r)| {
-                        Some((
-                            if cwd.is_empty() {
-                                p
-                            } else {
-                                normalize(&cwd, &p)?
-                            },
-                            r,
-                        ))
-                    }));
+                    let inner = scan(
+                        &mut Shell {
+                            cwd,
+                            stack: Vec::new(),
+                        },
+                        inner,
+                    );
+                    out.files.extend(inner.files);
+                    out.scripts.extend(inner.scripts);
                 }
                 continue;
             }
         }
+        if let Some((dir, script)) = follow::package_script(&prog, words) {
+            let dir = match dir {
+                Some(d) => normalize_dir(&cwd, &d),
+                None => Some(cwd.clone()),
+            };
+            if let Some(dir) = dir {
+                out.scripts.push((dir, script));
+            }
+        }
         let at = |w: &str| normalize(&cwd, w);
+        let mut files = Vec::new();
         // The program itself, when named by a path.
         if program.contains('/') {
             if let Some(p) = at(program) {
-                out.push((p, Role::Run));
+                files.push((p, Role::Run));
             }
         }
         let sub = words
@@ -681,10 +801,12 @@ pub fn files_of(command: &str) -> Vec<(String, Role)> {
             .map(String::as_str);
         for c in program_configs(&prog, sub) {
             if let Some(p) = at(c) {
-                out.push((p, Role::Config));
+                files.push((p, Role::Config));
             }
         }
-        arguments(&prog, words, &at, &mut out);
+        arguments(&prog, words, &at, &mut files);
+        out.files
+            .extend(files.into_iter().map(|(p, r)| (p, r, cwd.clone())));
     }
     out
 }
@@ -788,8 +910,18 @@ fn arguments(
     for w in words.iter().skip(1) {
         if module_next {
             module_next = false;
+            // `python -m a.b` imports `a` and `a.b` (their `__init__.py`) before it runs `a/b`.
             let m = w.replace('.', "/");
-            for p in [format!("{m}.py"), format!("{m}/__main__.py")] {
+            let mut packages: Vec<String> = m
+                .match_indices('/')
+                .map(|(i, _)| format!("{}/__init__.py", &m[..i]))
+                .collect();
+            packages.extend([
+                format!("{m}.py"),
+                format!("{m}/__init__.py"),
+                format!("{m}/__main__.py"),
+            ]);
+            for p in packages {
                 if let Some(p) = at(&p) {
                     out.push((p, Role::Run));
                 }
@@ -882,14 +1014,29 @@ fn path_like(w: &str) -> bool {
     (w.contains('/') && !name.is_empty() && name != "." && name != "..") || ext_ok
 }
 
-/// A word as a path in the repository, relative to `cwd` (`""` for the root): `./`, `$PWD/`
-/// and `a/../` resolved; `None` outside the repository (absolute, `~`, variables, escaping it).
+/// A word as a path in the repository, relative to `cwd` (`""` for the root): `./`, `$PWD/`,
+/// `a/../` and a script's own folder ([`follow::ROOT`]) resolved; `None` outside the
+/// repository (absolute, `~`, variables, escaping it) or for the root itself.
 fn normalize(cwd: &str, w: &str) -> Option<String> {
-    let w = w
-        .strip_prefix("$PWD/")
-        .or_else(|| w.strip_prefix("${PWD}/"))
-        .unwrap_or(w);
-    if w.is_empty() || w.starts_with('/') || w.starts_with('~') || w.contains('$') {
+    normalize_dir(cwd, w).filter(|p| !p.is_empty())
+}
+
+/// [`normalize`], with the root itself as `""` (a `cd` there).
+fn normalize_dir(cwd: &str, w: &str) -> Option<String> {
+    let (cwd, w) = match w.strip_prefix(follow::ROOT) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => ("", &rest[rest.len().min(1)..]),
+        _ => {
+            let w = w
+                .strip_prefix("$PWD/")
+                .or_else(|| w.strip_prefix("${PWD}/"))
+                .unwrap_or(w);
+            if w.is_empty() || w.starts_with('/') {
+                return None;
+            }
+            (cwd, w)
+        }
+    };
+    if w.starts_with('~') || w.contains('$') {
         return None;
     }
     let mut parts: Vec<&str> = cwd.split('/').filter(|p| !p.is_empty()).collect();
@@ -902,7 +1049,7 @@ fn normalize(cwd: &str, w: &str) -> Option<String> {
             p => parts.push(p),
         }
     }
-    (!parts.is_empty()).then(|| parts.join("/"))
+    Some(parts.join("/"))
 }
 
 #[cfg(test)]
@@ -925,7 +1072,12 @@ mod tests {
             ("bash -c 'cd sub && ./x.sh'", &[("sub/x.sh", Run)]),
             (
                 "python -m tools.verify",
-                &[("tools/verify.py", Run), ("tools/verify/__main__.py", Run)],
+                &[
+                    ("tools/__init__.py", Run),
+                    ("tools/verify.py", Run),
+                    ("tools/verify/__init__.py", Run),
+                    ("tools/verify/__main__.py", Run),
+                ],
             ),
             (
                 "make -C web test",
@@ -1026,7 +1178,9 @@ mod tests {
         assert!(
             lint.why
                 .starts_with("scripts/check.sh (`python3 scripts/lint.py")
-                && lint.why.ends_with("which the gauntlet step `check` runs,"),
+                && lint
+                    .why
+                    .ends_with("which the gauntlet step `check` runs, runs or reads it"),
             "{}",
             lint.why
         );
@@ -1041,6 +1195,119 @@ mod tests {
         // No configuration, or one that does not parse: nothing.
         assert!(commands(None, &[]).is_empty());
         assert!(commands(Some("[gauntlet"), &[]).is_empty());
+    }
+
+    /// What a step really runs: make's includes and the variables its recipes expand, the
+    /// command of the package.json script a step runs, and a shell's working directory
+    /// carried across lines and a script's own folder.
+    #[test]
+    fn derivation_follows_includes_package_scripts_and_the_working_directory() {
+        let files: &[(&str, &str)] = &[
+            (
+                "scripts/check.sh",
+                "#!/bin/sh\nset -e\n. \"$(dirname \"$0\")/lib.sh\"\nHERE=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\nsh \"$HERE/more.sh\"\npython3 -m pytest -q tests\ncd web\nsh ./run.sh\nnpm test\npushd tools\n./t.sh\npopd\n./after.sh\n",
+            ),
+            ("Makefile", "include mk/vars.mk\n-include mk/local.mk\nCHECKER := tools/checker.py\ncheck:\n\t$(PYTEST) tests\n\tpython3 $(CHECKER)\n"),
+            ("mk/vars.mk", "PYTEST := python3 tools/pt.py\nsinclude mk/deep.mk\n"),
+            (
+                "web/package.json",
+                "{\"scripts\": {\"pretest\": \"node tools/setup.js\", \"test\": \"node tools/run-tests.js\", \"lint\": \"node tools/lint.js\"}}",
+            ),
+            ("other/go.sh", "#!/bin/sh\ncd web\nsh ./unjudged.sh\n"),
+        ];
+        let lookup = |p: &str| {
+            files
+                .iter()
+                .find(|(f, _)| *f == p)
+                .map(|(_, t)| t.to_string())
+        };
+        let step = |cmd: &str| {
+            (
+                "the gauntlet step `s`".to_string(),
+                cmd.to_string(),
+                Reach::Step,
+            )
+        };
+        let cmds = vec![step("sh scripts/check.sh"), step("make check")];
+        let judged = derive(&cmds, &lookup);
+        let paths: Vec<&str> = judged.iter().map(|j| j.path.as_str()).collect();
+        for want in [
+            "scripts/lib.sh",
+            "scripts/more.sh",
+            "pytest/__init__.py",
+            "pytest.py",
+            "web/run.sh",
+            "web/tools/setup.js",
+            "web/tools/run-tests.js",
+            "web/tools/t.sh",
+            "web/after.sh",
+            "mk/vars.mk",
+            "mk/local.mk",
+            "mk/deep.mk",
+            "tools/pt.py",
+            "tools/checker.py",
+        ] {
+            assert!(paths.contains(&want), "{want} not in {paths:?}");
+        }
+        // What nothing runs stays unjudged: another script's `cd`, a script the step does not run,
+        // a package script no step runs, the root-level twin of a `cd`'s file.
+        for not in [
+            "web/unjudged.sh",
+            "run.sh",
+            "web/tools/lint.js",
+            "tools/run-tests.js",
+        ] {
+            assert!(!paths.contains(&not), "{not} in {paths:?}");
+        }
+        let run_tests = judged
+            .iter()
+            .find(|j| j.path == "web/tools/run-tests.js")
+            .expect("run-tests");
+        assert!(
+            run_tests
+                .why
+                .starts_with("web/package.json's script `test`"),
+            "{}",
+            run_tests.why
+        );
+        // A script's own folder is shown as the path it resolves to.
+        let lib = judged
+            .iter()
+            .find(|j| j.path == "scripts/lib.sh")
+            .expect("lib");
+        assert!(
+            lib.why
+                .starts_with("scripts/check.sh (`. \"scripts/lib.sh\"`)"),
+            "{}",
+            lib.why
+        );
+        // The package managers' spellings of running a script.
+        for (cmd, script) in [
+            ("npm test", "test"),
+            ("npm run lint", "lint"),
+            ("npm run-script lint", "lint"),
+            ("yarn lint", "lint"),
+            ("yarn run lint", "lint"),
+            ("pnpm lint", "lint"),
+            ("pnpm --dir web test", "test"),
+            ("bun run lint", "lint"),
+        ] {
+            let mut shell = Shell::default();
+            let got = scan(&mut shell, cmd).scripts;
+            assert!(
+                got.iter().any(|(_, s)| s == script),
+                "{cmd}: {got:?}, want {script}"
+            );
+        }
+        for cmd in [
+            "npm install",
+            "yarn install",
+            "pnpm add x",
+            "bun test",
+            "npm ci",
+        ] {
+            assert!(scan(&mut Shell::default(), cmd).scripts.is_empty(), "{cmd}");
+        }
     }
 
     #[test]
