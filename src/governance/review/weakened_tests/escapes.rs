@@ -177,6 +177,40 @@ fn calls(code: &str, name: &str) -> bool {
     })
 }
 
+/// The identifiers of a line, in order.
+fn words(code: &str) -> Vec<String> {
+    code.split(|c: char| !is_ident(c))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// An exit-like function of `std::process`, `libc` or `nix` named in Rust code without being
+/// called (`let f = std::process::exit;`, `use std::process::{exit as go};`).
+fn reaches_rust_exit(t: &str) -> Option<&'static str> {
+    for root in ["process::", "libc::", "nix::"] {
+        for (i, _) in t.match_indices(root) {
+            let rest = &t[i + root.len()..];
+            let rest = rest.trim_start_matches('{');
+            let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            if let Some(n) = EXIT_LIKE.iter().find(|n| **n == name) {
+                return Some(n);
+            }
+            // `use std::process::{id, exit};`
+            if rest.contains('}') || t.trim_start().starts_with("use") {
+                let list = rest.split('}').next().unwrap_or("");
+                let found = list
+                    .split(|c: char| !is_ident(c))
+                    .find_map(|w| EXIT_LIKE.iter().find(|n| **n == w));
+                if let Some(n) = found {
+                    return Some(n);
+                }
+            }
+        }
+    }
+    None
+}
+
 /// An added line that can end the test process, or reach what can, in `place`; the words.
 pub(super) fn escape(lang: Lang, line: &str, place: Place) -> Option<String> {
     let code = code_of(lang, line);
@@ -196,6 +230,10 @@ pub(super) fn escape(lang: Lang, line: &str, place: Place) -> Option<String> {
                         "declares the foreign `{n}`, which ends the process"
                     ));
                 }
+                // Named without a call: `let f = std::process::exit;`, `use …::exit as go;`.
+                if let Some(n) = reaches_rust_exit(&t).or_else(|| reaches_rust_exit(&code)) {
+                    return Some(format!("names `{n}`, which ends the test process"));
+                }
             }
             let block = ["extern\"\"{", "extern{"]
                 .iter()
@@ -206,22 +244,48 @@ pub(super) fn escape(lang: Lang, line: &str, place: Place) -> Option<String> {
         Lang::Python => {
             if exits {
                 for p in [
-                    "os._exit(",
-                    "os.abort(",
-                    "os.kill(",
-                    "os.killpg(",
-                    "sys.exit(",
-                    "posix._exit(",
-                    "signal.raise_signal(",
-                    "signal.pthread_kill(",
-                    "pytest.exit(",
+                    "os._exit",
+                    "os.abort",
+                    "os.kill",
+                    "sys.exit",
+                    "posix._exit",
+                    "._exit(",
+                    "signal.raise_signal",
+                    "signal.pthread_kill",
+                    "pytest.exit",
                 ] {
                     if t.contains(p) {
                         return Some(format!(
-                            "calls `{}`, which ends the test process",
-                            &p[..p.len() - 1]
+                            "names `{}`, which ends the test process",
+                            p.trim_end_matches('(')
                         ));
                     }
+                }
+                // `from os import _exit as leave`, `from sys import exit`.
+                let from = [
+                    "from os import",
+                    "from posix import",
+                    "from sys import",
+                    "from signal import",
+                ]
+                .iter()
+                .any(|p| code.trim_start().starts_with(p));
+                let names_exit = words(&code).iter().skip(3).any(|w| {
+                    matches!(
+                        w.as_str(),
+                        "_exit"
+                            | "exit"
+                            | "abort"
+                            | "kill"
+                            | "killpg"
+                            | "raise_signal"
+                            | "pthread_kill"
+                    )
+                });
+                if from && names_exit {
+                    return Some(
+                        "imports an exit by name, which ends the test process".to_string(),
+                    );
                 }
                 if ["exit", "_exit", "quit", "abort"]
                     .iter()
@@ -269,23 +333,27 @@ pub(super) fn escape(lang: Lang, line: &str, place: Place) -> Option<String> {
         Lang::Js => {
             if exits {
                 for p in [
-                    "process.exit(",
-                    "process.reallyExit(",
-                    "process.abort(",
-                    "process.kill(",
-                    "process._kill(",
-                    "Deno.exit(",
+                    "process.exit",
+                    "process.reallyExit",
+                    "process.abort",
+                    "process.kill",
+                    "process._kill",
+                    "Deno.exit",
                 ] {
-                    if t.contains(p) {
-                        return Some(format!(
-                            "calls `{}`, which ends the test process",
-                            &p[..p.len() - 1]
-                        ));
+                    let named = t.match_indices(p).any(|(i, _)| {
+                        !t[i + p.len()..].starts_with(|c: char| is_ident(c) || c == '$')
+                    });
+                    if named {
+                        return Some(format!("names `{p}`, which ends the test process"));
                     }
                 }
             }
             if place != Place::Test {
                 return None;
+            }
+            // `const { exit } = process;`, `const p = process;`: the process under another name.
+            if t.contains("}=process") || t.ends_with("=process;") || t.ends_with("=process") {
+                return Some("takes `process` apart or renames it in test code".to_string());
             }
             for obj in ["process", "globalThis", "global", "window", "self"] {
                 for (i, _) in t.match_indices(&format!("{obj}[")) {
@@ -424,6 +492,20 @@ mod tests {
             (Lang::Rust, "unsafe extern \"C\" {", Test, true),
             (Lang::Rust, "extern \"C\" {", Code, false),
             (Lang::Rust, "    std::process::abort();", Code, true),
+            (
+                Lang::Rust,
+                "    let leave: fn(i32) -> ! = std::process::exit;",
+                Test,
+                true,
+            ),
+            (
+                Lang::Rust,
+                "use std::process::{id, exit as leave};",
+                Test,
+                true,
+            ),
+            (Lang::Rust, "use std::process::Command;", Test, false),
+            (Lang::Rust, "    let id = std::process::id();", Test, false),
             (Lang::Rust, "    std::process::exit(code);", Entry, false),
             (
                 Lang::Rust,
@@ -452,6 +534,10 @@ mod tests {
             ),
             (Lang::Python, "import os; os._exit(0)", Test, true),
             (Lang::Python, "    sys.exit(main())", Entry, false),
+            (Lang::Python, "from os import _exit as leave", Test, true),
+            (Lang::Python, "import os as o; o._exit(0)", Test, true),
+            (Lang::Python, "leave = os._exit", Code, true),
+            (Lang::Python, "from os import path", Code, false),
             (Lang::Python, "    sys.exit(1)", Code, true),
             (Lang::Python, "raise SystemExit(0)", Test, true),
             (
@@ -514,6 +600,14 @@ mod tests {
             ),
             (Lang::Js, "expect(result.exitCode).toBe(0);", Test, false),
             (Lang::Js, "process.exit(code);", Entry, false),
+            (
+                Lang::Js,
+                "const leave = process.exit; leave(0);",
+                Test,
+                true,
+            ),
+            (Lang::Js, "const { reallyExit } = process;", Test, true),
+            (Lang::Js, "process.exitCode = 1;", Test, false),
         ];
         let mut failures = Vec::new();
         for (lang, line, place, want) in cases {
