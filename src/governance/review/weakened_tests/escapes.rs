@@ -215,175 +215,175 @@ fn reaches_rust_exit(t: &str) -> Option<&'static str> {
 pub(super) fn escape(lang: Lang, line: &str, place: Place) -> Option<String> {
     let code = code_of(lang, line);
     let t: String = code.chars().filter(|c| !c.is_whitespace()).collect();
-    let exits = place != Place::Entry;
     match lang {
-        Lang::Rust => {
-            if exits {
-                if let Some(n) = EXIT_LIKE.iter().find(|n| calls(&t, n)) {
-                    return Some(format!("calls `{n}`, which ends the test process"));
-                }
-                let decl = EXIT_LIKE.iter().find(|n| {
-                    t.contains(&format!("fn{n}(")) && t.ends_with(';') && !t.contains('{')
-                });
-                if let Some(n) = decl {
-                    return Some(format!(
-                        "declares the foreign `{n}`, which ends the process"
-                    ));
-                }
-                // Named without a call: `let f = std::process::exit;`, `use …::exit as go;`.
-                if let Some(n) = reaches_rust_exit(&t).or_else(|| reaches_rust_exit(&code)) {
-                    return Some(format!("names `{n}`, which ends the test process"));
-                }
-            }
-            let block = ["extern\"\"{", "extern{"]
-                .iter()
-                .any(|p| t.starts_with(p) || t.starts_with(&format!("unsafe{p}")));
-            (place == Place::Test && block)
-                .then(|| "opens an `extern` block in test code: a foreign declaration can name any symbol, an exit among them".to_string())
+        Lang::Rust => rust_escape(&code, &t, place),
+        Lang::Python => python_escape(&code, &t, place),
+        Lang::Js => js_escape(&t, place),
+    }
+}
+
+fn rust_escape(code: &str, t: &str, place: Place) -> Option<String> {
+    let exits = place != Place::Entry;
+    if exits {
+        if let Some(n) = EXIT_LIKE.iter().find(|n| calls(t, n)) {
+            return Some(format!("calls `{n}`, which ends the test process"));
         }
-        Lang::Python => {
-            if exits {
-                for p in [
-                    "os._exit",
-                    "os.abort",
-                    "os.kill",
-                    "sys.exit",
-                    "posix._exit",
-                    "._exit(",
-                    "signal.raise_signal",
-                    "signal.pthread_kill",
-                    "pytest.exit",
-                ] {
-                    if t.contains(p) {
-                        return Some(format!(
-                            "names `{}`, which ends the test process",
-                            p.trim_end_matches('(')
-                        ));
-                    }
-                }
-                // `from os import _exit as leave`, `from sys import exit`.
-                let from = [
-                    "from os import",
-                    "from posix import",
-                    "from sys import",
-                    "from signal import",
-                ]
-                .iter()
-                .any(|p| code.trim_start().starts_with(p));
-                let names_exit = words(&code).iter().skip(3).any(|w| {
-                    matches!(
-                        w.as_str(),
-                        "_exit"
-                            | "exit"
-                            | "abort"
-                            | "kill"
-                            | "killpg"
-                            | "raise_signal"
-                            | "pthread_kill"
-                    )
-                });
-                if from && names_exit {
-                    return Some(
-                        "imports an exit by name, which ends the test process".to_string(),
-                    );
-                }
-                if ["exit", "_exit", "quit", "abort"]
-                    .iter()
-                    .any(|n| calls(&t, n))
-                {
-                    return Some("calls an exit, which ends the test process".to_string());
-                }
-                if t.contains("raiseSystemExit") || t.contains("raiseKeyboardInterrupt") {
-                    return Some("raises `SystemExit`, which ends the test run".to_string());
-                }
-            }
-            if place != Place::Test {
-                return None;
-            }
-            for (p, what) in [
-                ("__import__(", "imports a module by a computed name"),
-                ("importlib", "imports a module by a computed name"),
-                ("ctypes", "reaches native code"),
-                ("__setattr__(", "sets an attribute by reflection"),
-                ("__dict__[", "sets an attribute by reflection"),
-            ] {
-                if t.contains(p) {
-                    return Some(format!("{what} in test code"));
-                }
-            }
-            if calls(&t, "exec") || calls(&t, "eval") || calls(&t, "compile") {
-                return Some("runs computed code in test code".to_string());
-            }
-            for (i, _) in t.match_indices("getattr(") {
-                let a = args(&t, i + "getattr(".len());
-                if a.get(1).is_some_and(|n| !literal(n)) {
-                    return Some("`getattr` with a computed name in test code".to_string());
-                }
-            }
-            for (i, _) in t.match_indices("setattr(") {
-                let a = args(&t, i + "setattr(".len());
-                // `monkeypatch.setattr("pkg.mod.name", value)` names its target in one literal.
-                let dotted = a.first().is_some_and(|f| literal(f)) && a.len() <= 3;
-                if !dotted && a.get(1).is_some_and(|n| !literal(n)) {
-                    return Some("`setattr` with a computed name in test code".to_string());
-                }
-            }
-            None
+        let decl = EXIT_LIKE
+            .iter()
+            .find(|n| t.contains(&format!("fn{n}(")) && t.ends_with(';') && !t.contains('{'));
+        if let Some(n) = decl {
+            return Some(format!(
+                "declares the foreign `{n}`, which ends the process"
+            ));
         }
-        Lang::Js => {
-            if exits {
-                for p in [
-                    "process.exit",
-                    "process.reallyExit",
-                    "process.abort",
-                    "process.kill",
-                    "process._kill",
-                    "Deno.exit",
-                ] {
-                    let named = t.match_indices(p).any(|(i, _)| {
-                        !t[i + p.len()..].starts_with(|c: char| is_ident(c) || c == '$')
-                    });
-                    if named {
-                        return Some(format!("names `{p}`, which ends the test process"));
-                    }
-                }
-            }
-            if place != Place::Test {
-                return None;
-            }
-            // `const { exit } = process;`, `const p = process;`: the process under another name.
-            if t.contains("}=process") || t.ends_with("=process;") || t.ends_with("=process") {
-                return Some("takes `process` apart or renames it in test code".to_string());
-            }
-            for obj in ["process", "globalThis", "global", "window", "self"] {
-                for (i, _) in t.match_indices(&format!("{obj}[")) {
-                    let prev = t[..i].chars().next_back();
-                    if prev.is_some_and(|c| is_ident(c) || c == '.' || c == '$') {
-                        continue;
-                    }
-                    let key = args(&t, i + obj.len() + 1);
-                    if key.first().is_none_or(|k| !literal(k)) {
-                        return Some(format!("`{obj}[…]` with a computed key in test code"));
-                    }
-                }
-            }
-            for call in ["require(", "import("] {
-                for (i, _) in t.match_indices(call) {
-                    let prev = t[..i].chars().next_back();
-                    if prev.is_some_and(|c| is_ident(c) || c == '.') {
-                        continue;
-                    }
-                    if args(&t, i + call.len()).first().is_none_or(|k| !literal(k)) {
-                        return Some(format!("`{call}…)` of a computed module in test code"));
-                    }
-                }
-            }
-            if calls(&t, "eval") || t.contains("newFunction(") || calls(&t, "Function") {
-                return Some("runs computed code in test code".to_string());
-            }
-            None
+        // Named without a call: `let f = std::process::exit;`, `use …::exit as go;`.
+        if let Some(n) = reaches_rust_exit(t).or_else(|| reaches_rust_exit(code)) {
+            return Some(format!("names `{n}`, which ends the test process"));
         }
     }
+    let block = ["extern\"\"{", "extern{"]
+        .iter()
+        .any(|p| t.starts_with(p) || t.starts_with(&format!("unsafe{p}")));
+    (place == Place::Test && block)
+        .then(|| "opens an `extern` block in test code: a foreign declaration can name any symbol, an exit among them".to_string())
+}
+
+fn python_escape(code: &str, t: &str, place: Place) -> Option<String> {
+    let exits = place != Place::Entry;
+    if exits {
+        for p in [
+            "os._exit",
+            "os.abort",
+            "os.kill",
+            "sys.exit",
+            "posix._exit",
+            "._exit(",
+            "signal.raise_signal",
+            "signal.pthread_kill",
+            "pytest.exit",
+        ] {
+            if t.contains(p) {
+                return Some(format!(
+                    "names `{}`, which ends the test process",
+                    p.trim_end_matches('(')
+                ));
+            }
+        }
+        // `from os import _exit as leave`, `from sys import exit`.
+        let from = [
+            "from os import",
+            "from posix import",
+            "from sys import",
+            "from signal import",
+        ]
+        .iter()
+        .any(|p| code.trim_start().starts_with(p));
+        let names_exit = words(code).iter().skip(3).any(|w| {
+            matches!(
+                w.as_str(),
+                "_exit" | "exit" | "abort" | "kill" | "killpg" | "raise_signal" | "pthread_kill"
+            )
+        });
+        if from && names_exit {
+            return Some("imports an exit by name, which ends the test process".to_string());
+        }
+        if ["exit", "_exit", "quit", "abort"]
+            .iter()
+            .any(|n| calls(t, n))
+        {
+            return Some("calls an exit, which ends the test process".to_string());
+        }
+        if t.contains("raiseSystemExit") || t.contains("raiseKeyboardInterrupt") {
+            return Some("raises `SystemExit`, which ends the test run".to_string());
+        }
+    }
+    if place != Place::Test {
+        return None;
+    }
+    for (p, what) in [
+        ("__import__(", "imports a module by a computed name"),
+        ("importlib", "imports a module by a computed name"),
+        ("ctypes", "reaches native code"),
+        ("__setattr__(", "sets an attribute by reflection"),
+        ("__dict__[", "sets an attribute by reflection"),
+    ] {
+        if t.contains(p) {
+            return Some(format!("{what} in test code"));
+        }
+    }
+    if calls(t, "exec") || calls(t, "eval") || calls(t, "compile") {
+        return Some("runs computed code in test code".to_string());
+    }
+    for (i, _) in t.match_indices("getattr(") {
+        let a = args(t, i + "getattr(".len());
+        if a.get(1).is_some_and(|n| !literal(n)) {
+            return Some("`getattr` with a computed name in test code".to_string());
+        }
+    }
+    for (i, _) in t.match_indices("setattr(") {
+        let a = args(t, i + "setattr(".len());
+        // `monkeypatch.setattr("pkg.mod.name", value)` names its target in one literal.
+        let dotted = a.first().is_some_and(|f| literal(f)) && a.len() <= 3;
+        if !dotted && a.get(1).is_some_and(|n| !literal(n)) {
+            return Some("`setattr` with a computed name in test code".to_string());
+        }
+    }
+    None
+}
+
+fn js_escape(t: &str, place: Place) -> Option<String> {
+    let exits = place != Place::Entry;
+    if exits {
+        for p in [
+            "process.exit",
+            "process.reallyExit",
+            "process.abort",
+            "process.kill",
+            "process._kill",
+            "Deno.exit",
+        ] {
+            let named = t
+                .match_indices(p)
+                .any(|(i, _)| !t[i + p.len()..].starts_with(|c: char| is_ident(c) || c == '$'));
+            if named {
+                return Some(format!("names `{p}`, which ends the test process"));
+            }
+        }
+    }
+    if place != Place::Test {
+        return None;
+    }
+    // `const { exit } = process;`, `const p = process;`: the process under another name.
+    if t.contains("}=process") || t.ends_with("=process;") || t.ends_with("=process") {
+        return Some("takes `process` apart or renames it in test code".to_string());
+    }
+    for obj in ["process", "globalThis", "global", "window", "self"] {
+        for (i, _) in t.match_indices(&format!("{obj}[")) {
+            let prev = t[..i].chars().next_back();
+            if prev.is_some_and(|c| is_ident(c) || c == '.' || c == '$') {
+                continue;
+            }
+            let key = args(t, i + obj.len() + 1);
+            if key.first().is_none_or(|k| !literal(k)) {
+                return Some(format!("`{obj}[…]` with a computed key in test code"));
+            }
+        }
+    }
+    for call in ["require(", "import("] {
+        for (i, _) in t.match_indices(call) {
+            let prev = t[..i].chars().next_back();
+            if prev.is_some_and(|c| is_ident(c) || c == '.') {
+                continue;
+            }
+            if args(t, i + call.len()).first().is_none_or(|k| !literal(k)) {
+                return Some(format!("`{call}…)` of a computed module in test code"));
+            }
+        }
+    }
+    if calls(t, "eval") || t.contains("newFunction(") || calls(t, "Function") {
+        return Some("runs computed code in test code".to_string());
+    }
+    None
 }
 
 /// Whether a Rust line (`lines[at]`) makes code run at load time; the words.

@@ -407,7 +407,8 @@ fn js(line: &str, t: &str, head: &[&str], at: usize) -> Option<String> {
     let global = matches!(object, "global" | "globalThis" | "window" | "self");
     // `globalThis['exp' + 'ect'] = …`: a computed key may be any name.
     let key = code_of(lang, target);
-    if global {
+    // Browser code sets `window[name]` for its own ends; Node's globals are the test runner's.
+    if matches!(object, "global" | "globalThis") {
         if let Some((_, k)) = key.split_once('[') {
             let k = k.trim_end().trim_end_matches(']').trim();
             if k != "''" && k != "\"\"" {
@@ -473,6 +474,7 @@ mod tests {
                 true,
             ),
             (Lang::Js, "global['fetch'] = fakeFetch;", false),
+            (Lang::Js, "window[callbackName] = onData;", false),
             (
                 Lang::Rust,
                 "use noop_asserts::{assert_eq, assert_ne};",
