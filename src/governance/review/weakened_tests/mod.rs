@@ -23,7 +23,9 @@
 //!   assertions, in any spelling (`bodies`); in an agent's change, also an existing assertion or
 //!   test put under a new condition, loop, closure or `try:`, a test helper rewritten, and a
 //!   `mod` line removed while its file stays;
-//! - a CI script that no longer runs the tests.
+//! - a CI script that no longer runs the tests;
+//! - in an agent's change, anywhere: code that can end the test process, Rust load-time code,
+//!   and lints allowed wholesale (`escapes`).
 //!
 //! Adding tests, assertions, helpers or test modules is never a finding.
 //!
@@ -34,6 +36,7 @@
 
 mod assertions;
 mod bodies;
+mod escapes;
 mod not_weakening;
 mod test_fns;
 mod vocabulary;
@@ -248,9 +251,19 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
         }
         let base = f.base.as_deref().unwrap_or("");
         let head = f.head.as_deref().unwrap_or("");
-        redefined_vocabulary(f, lang, head, &known, &mut push);
+        let added = f.added_lines();
+        redefined_vocabulary(f, lang, head, &added, &known, &mut push);
+        let mut escapes = if change.agent_origin {
+            escapes::findings(f, lang, head, &added)
+        } else {
+            Vec::new()
+        };
         if f.base.is_none() {
-            // A new file: its tests are new; what it redefines was read above.
+            // A new file: its tests are new; what it redefines or ends the process with was
+            // read above.
+            for (line, message) in escapes {
+                push(&f.path, Some(line), message);
+            }
             continue;
         }
         removed_tests(f, lang, base, head, &moved, &mut push);
@@ -270,6 +283,11 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
         for (line, message) in
             bodies::weakened_bodies(lang, base, head, &pairs, change.agent_origin)
         {
+            // The early exit in an existing test is said once, by the rule over its body.
+            escapes.retain(|(l, _)| *l != line);
+            push(&f.path, Some(line), message);
+        }
+        for (line, message) in escapes {
             push(&f.path, Some(line), message);
         }
         if change.agent_origin {
@@ -290,11 +308,12 @@ fn redefined_vocabulary(
     f: &FileChange,
     lang: Lang,
     head: &str,
+    added: &[(u32, &str)],
     known: &dyn Fn(&str) -> bool,
     push: &mut Push,
 ) {
     let lines: Vec<&str> = head.lines().collect();
-    for (line, _) in f.added_lines() {
+    for &(line, _) in added {
         if let Some(what) = vocabulary::redefines(lang, &lines, line as usize - 1, known) {
             push(
                 &f.path,

@@ -132,15 +132,76 @@ pub(super) fn redefines(
     let code = code_of(lang, line);
     let t = code.trim();
     match lang {
-        Lang::Rust => rust(t, known),
-        Lang::Python => python(line, t),
+        Lang::Rust => rust(head, at, t, known),
+        Lang::Python => {
+            let joined = continued(head, at);
+            python(&joined, code_of(lang, &joined).trim())
+        }
         Lang::Js => js(line, t, head, at),
     }
 }
 
-fn rust(t: &str, known: &dyn Fn(&str) -> bool) -> Option<String> {
-    if let Some(rest) = t.strip_prefix("macro_rules!") {
-        let name = ident(rest.trim_start());
+/// A Python line joined with the lines its trailing backslashes continue it on.
+fn continued(head: &[&str], at: usize) -> String {
+    let mut out = String::new();
+    for l in head.iter().skip(at).take(20) {
+        match l.trim_end().strip_suffix('\\') {
+            Some(part) => {
+                out.push_str(part);
+                out.push(' ');
+            }
+            None => {
+                out.push_str(l);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Text with its `/* … */` comments removed.
+fn without_block_comments(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("/*") {
+        out.push_str(&rest[..i]);
+        out.push(' ');
+        rest = rest[i + 2..]
+            .find("*/")
+            .map_or("", |j| &rest[i + 2 + j + 2..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The name a `macro_rules!` that starts on `head[at]` defines, read by tokens: comments,
+/// whitespace and newlines between them, and a raw identifier's `r#`, do not count.
+fn macro_name(head: &[&str], at: usize) -> Option<String> {
+    let code = code_of(Lang::Rust, head.get(at)?);
+    let starts = code.match_indices("macro_rules").any(|(i, _)| {
+        !code[..i].chars().next_back().is_some_and(is_ident)
+            && !code[i + "macro_rules".len()..].starts_with(is_ident)
+    });
+    if !starts {
+        return None;
+    }
+    let mut text = String::new();
+    for l in head.iter().skip(at).take(8) {
+        text.push_str(&code_of(Lang::Rust, l));
+        text.push('\n');
+    }
+    let text = without_block_comments(&text);
+    let i = text.find("macro_rules")?;
+    let rest = text[i + "macro_rules".len()..]
+        .trim_start()
+        .strip_prefix('!')?;
+    let rest = rest.trim_start();
+    let rest = rest.strip_prefix("r#").unwrap_or(rest);
+    Some(ident(rest))
+}
+
+fn rust(head: &[&str], at: usize, t: &str, known: &dyn Fn(&str) -> bool) -> Option<String> {
+    if let Some(name) = macro_name(head, at) {
         if RUST_MACROS.contains(&name.as_str()) || (name.contains("assert") && known(&name)) {
             return Some(format!(
                 "a local `macro_rules! {name}` shadows the assertion `{name}!`"
@@ -150,6 +211,7 @@ fn rust(t: &str, known: &dyn Fn(&str) -> bool) -> Option<String> {
     let stmt = t.strip_prefix("pub ").unwrap_or(t);
     let stmt = stmt.strip_prefix("pub(crate) ").unwrap_or(stmt);
     if let Some(path) = stmt.strip_prefix("use ") {
+        let path = &path.replace("r#", "");
         let root = ident(path.trim_start_matches("::"));
         let items: Vec<String> = path
             .split(|c: char| !(is_ident(c)))
@@ -177,7 +239,44 @@ fn rust(t: &str, known: &dyn Fn(&str) -> bool) -> Option<String> {
     None
 }
 
+/// The objects of Python's test frameworks: an attribute set on one changes every test.
+const PY_FRAMEWORK: &[&str] = &[
+    "unittest",
+    "TestCase",
+    "IsolatedAsyncioTestCase",
+    "FunctionTestCase",
+    "TestResult",
+    "TextTestResult",
+    "TestLoader",
+    "TextTestRunner",
+    "TestSuite",
+    "TestProgram",
+    "pytest",
+    "_pytest",
+    "pluggy",
+];
+
+/// Whether a Python expression names a test framework's object (`unittest.TestCase`,
+/// `_pytest.python.Function`).
+fn framework_object(expr: &str) -> Option<String> {
+    expr.split(|c: char| !(is_ident(c) || c == '.'))
+        .flat_map(|w| w.split('.'))
+        .find(|w| PY_FRAMEWORK.contains(w))
+        .map(str::to_string)
+}
+
 fn python(line: &str, t: &str) -> Option<String> {
+    // `setattr(TestCase, …)`, `type.__setattr__(unittest.TestCase, …)`, in a loop or not.
+    for call in ["__setattr__(", "setattr("] {
+        if let Some((_, rest)) = t.split_once(call) {
+            let first = rest.split(',').next().unwrap_or("");
+            if let Some(obj) = framework_object(first) {
+                return Some(format!(
+                    "`{call}{first}, …)` changes the test framework's `{obj}`"
+                ));
+            }
+        }
+    }
     if let Some(rest) = t
         .strip_prefix("def ")
         .or_else(|| t.strip_prefix("async def "))
@@ -209,6 +308,14 @@ fn python(line: &str, t: &str) -> Option<String> {
         return Some(format!("assigning `{target}` replaces a part of pytest"));
     }
     let (name, dotted) = last_name(target);
+    let plain = target.chars().all(|c| is_ident(c) || c == '.');
+    if let Some((object, _)) = target.rsplit_once('.').filter(|_| plain) {
+        if let Some(obj) = framework_object(object) {
+            return Some(format!(
+                "assigning `{target}` changes the test framework's `{obj}`"
+            ));
+        }
+    }
     let bare_ok = name.starts_with("assert") || name == "AssertionError";
     (python_vocabulary(&name) && (dotted || bare_ok))
         .then(|| format!("assigning `{target}` replaces the assertion `{name}`"))
@@ -298,6 +405,19 @@ fn js(line: &str, t: &str, head: &[&str], at: usize) -> Option<String> {
     let (name, dotted) = last_name(target);
     let object = target.split(['.', '[']).next().unwrap_or("").trim();
     let global = matches!(object, "global" | "globalThis" | "window" | "self");
+    // `globalThis['exp' + 'ect'] = …`: a computed key may be any name.
+    let key = code_of(lang, target);
+    // Browser code sets `window[name]` for its own ends; Node's globals are the test runner's.
+    if matches!(object, "global" | "globalThis") {
+        if let Some((_, k)) = key.split_once('[') {
+            let k = k.trim_end().trim_end_matches(']').trim();
+            if k != "''" && k != "\"\"" {
+                return Some(format!(
+                    "assigning `{target}` sets a global by a computed name"
+                ));
+            }
+        }
+    }
     let replaced = (JS_NAMES.contains(&name.as_str()) && (!dotted || global))
         || (dotted && JS_MATCHERS.contains(&name.as_str()))
         || (dotted && matches!(object, "assert" | "expect" | "chai"));
@@ -322,6 +442,39 @@ mod tests {
             (Lang::Rust, "macro_rules! assert_close {", true),
             (Lang::Rust, "macro_rules! assert_json_matches {", false),
             (Lang::Rust, "use crate::noop as assert;", true),
+            (Lang::Rust, "macro_rules! r#assert_eq {", true),
+            (Lang::Rust, "macro_rules! /* local */ assert_eq {", true),
+            (Lang::Rust, "macro_rules! r#assert_json_matches {", false),
+            (Lang::Rust, "use crate::noop as r#assert;", true),
+            (
+                Lang::Python,
+                "type.__setattr__(unittest.TestCase, \"assert\" \"Equal\", lambda *a: None)",
+                true,
+            ),
+            (
+                Lang::Python,
+                "        setattr(TestCase, name, lambda *a, **k: None)",
+                true,
+            ),
+            (
+                Lang::Python,
+                "unittest.TestCase._baseAssertEqual = lambda *a: None",
+                true,
+            ),
+            (
+                Lang::Python,
+                "_pytest.python.Function.runtest = lambda self: None",
+                true,
+            ),
+            (Lang::Python, "setattr(config, \"timeout\", 3)", false),
+            (Lang::Python, "self.maxDiff = None", false),
+            (
+                Lang::Js,
+                "globalThis['exp' + 'ect'] = () => ({ toBe() {} });",
+                true,
+            ),
+            (Lang::Js, "global['fetch'] = fakeFetch;", false),
+            (Lang::Js, "window[callbackName] = onData;", false),
             (
                 Lang::Rust,
                 "use noop_asserts::{assert_eq, assert_ne};",
@@ -397,5 +550,28 @@ mod tests {
             "});",
         ];
         assert!(redefines(Lang::Js, &custom, 0, &known).is_none());
+        // Over several lines: the macro's name on the next line or after a comment, an
+        // assignment continued with a backslash.
+        let spread: &[&[&str]] = &[
+            &[
+                "macro_rules!",
+                "    assert_eq {",
+                "    ($($t:tt)*) => {};",
+                "}",
+            ],
+            &["macro_rules! /* a", " comment */ r#assert_eq {"],
+            &[
+                "unittest.TestCase.assertEqual \\",
+                "    = lambda *a, **k: None",
+            ],
+        ];
+        for lines in spread {
+            let lang = if lines[0].starts_with("macro") {
+                Lang::Rust
+            } else {
+                Lang::Python
+            };
+            assert!(redefines(lang, lines, 0, &known).is_some(), "{lines:?}");
+        }
     }
 }
