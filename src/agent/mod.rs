@@ -4,6 +4,7 @@
 //! (`process`) with a scrubbed environment and limits. `reviewer` runs agent reviewers on a
 //! structured handoff, each in a throwaway export of the head.
 
+pub mod clients;
 pub mod contain;
 pub mod http;
 pub mod mounts;
@@ -24,6 +25,8 @@ pub enum Backend {
         argv: Vec<String>,
         /// Variables passed through besides PATH, HOME and LANG.
         pass_env: Vec<String>,
+        /// The agent CLI a preset names: its private state, install and usage (`clients`).
+        client: Option<&'static clients::Client>,
     },
     /// An OpenAI-compatible chat-completions endpoint, for text roles: the reply is written to
     /// the task's one claimed file.
@@ -35,32 +38,9 @@ pub enum Backend {
     },
 }
 
-/// The command line of each preset (documented in README).
+/// The command line of each preset (documented in docs/agents.md).
 pub fn preset(name: &str) -> Option<Vec<String>> {
-    let argv: &[&str] = match name {
-        // Claude Code prints mode: the prompt is read from stdin; edits are accepted.
-        "claude" => &["claude", "-p", "--permission-mode", "acceptEdits"],
-        // Codex non-interactive: `-` reads the prompt from stdin; writes stay in the worktree.
-        "codex" => &[
-            "codex",
-            "exec",
-            "--sandbox",
-            "workspace-write",
-            "--skip-git-repo-check",
-            "-",
-        ],
-        // Aider: one message from stdin, no prompts, no commits of its own (atelier commits).
-        "aider" => &[
-            "aider",
-            "--yes-always",
-            "--no-auto-commits",
-            "--no-stream",
-            "--message-file",
-            "/dev/stdin",
-        ],
-        _ => return None,
-    };
-    Some(argv.iter().map(|s| s.to_string()).collect())
+    clients::client(name).map(|c| c.argv.iter().map(|s| s.to_string()).collect())
 }
 
 /// Why a role has no backend.
@@ -110,5 +90,6 @@ pub fn backend(role_name: &str, role: &RoleConfig) -> Result<Backend, BackendErr
     Ok(Backend::Command {
         argv,
         pass_env: role.env.clone(),
+        client: clients::client(&role.backend),
     })
 }

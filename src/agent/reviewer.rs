@@ -294,8 +294,17 @@ fn run_one(repo_root: &Path, head: Oid, job: &ReviewJob, timeout: Duration) -> R
     let mut prompt = job.prompt.clone();
     for attempt in 1..=2 {
         let asked = match &job.backend {
-            Backend::Command { argv, pass_env } => {
-                ask_command(&rt, repo_root, head, job, argv, pass_env, &prompt, timeout)
+            Backend::Command {
+                argv,
+                pass_env,
+                client,
+            } => {
+                let command = Command {
+                    argv,
+                    pass_env,
+                    client: *client,
+                };
+                ask_command(&rt, repo_root, head, job, &command, &prompt, timeout)
             }
             Backend::Http {
                 base_url,
@@ -332,19 +341,26 @@ fn run_one(repo_root: &Path, head: Oid, job: &ReviewJob, timeout: Duration) -> R
     unreachable!("the loop returns on its second attempt")
 }
 
-/// Runs a command reviewer once in a fresh export of `head`; its stdout, or why not.
-#[allow(clippy::too_many_arguments)]
+/// A command reviewer's program, what it is passed, and the agent CLI a preset names.
+struct Command<'a> {
+    argv: &'a [String],
+    pass_env: &'a [String],
+    client: Option<&'static super::clients::Client>,
+}
+
+/// Runs a command reviewer once in a fresh export of `head`; its answer (a preset CLI's final
+/// message, else its stdout), or why not.
 fn ask_command(
     rt: &tokio::runtime::Runtime,
     repo_root: &Path,
     head: Oid,
     job: &ReviewJob,
-    argv: &[String],
-    pass_env: &[String],
+    command: &Command,
     prompt: &str,
     timeout: Duration,
 ) -> Result<String, String> {
-    let Some((program, args)) = argv.split_first() else {
+    let pass_env = command.pass_env;
+    let Some((program, args)) = command.argv.split_first() else {
         return Err("the reviewer's command is empty".into());
     };
     let dir = tempfile::Builder::new()
@@ -353,7 +369,7 @@ fn ask_command(
         .map_err(|e| format!("creating a temporary directory: {e}"))?;
     let root = dir.path().join("checkout");
     export_tree(repo_root, head, &root)?;
-    let spawn = process::Spawn {
+    let mut spawn = process::Spawn {
         program: program.clone(),
         args: args.to_vec(),
         cwd: root,
@@ -367,8 +383,16 @@ fn ask_command(
         max_output: MAX_OUTPUT,
         sandbox: job.sandbox.clone().map(|s| s.write(dir.path())),
     };
+    let state = match command.client {
+        Some(c) => Some(
+            c.prepare(&mut spawn)
+                .map_err(|e| format!("creating {}'s state directory: {e}", c.name))?,
+        ),
+        None => None,
+    };
     let ran = rt.block_on(process::run(&spawn, |_| {}));
     discard(dir);
+    drop(state);
     let out = ran.map_err(|e| format!("`{program}` could not start: {e}"))?;
     if out.timed_out {
         return Err(format!(
@@ -378,7 +402,9 @@ fn ask_command(
         ));
     }
     match out.code {
-        Some(0) => Ok(out.stdout),
+        Some(0) => Ok(command
+            .client
+            .map_or(out.stdout.clone(), |c| c.answer(&out.stdout))),
         Some(code) => Err(format!("exited with code {code}{}", excerpt(&out.output))),
         None => Err(format!("was killed by a signal{}", excerpt(&out.output))),
     }
@@ -627,6 +653,7 @@ mod tests {
             backend: Backend::Command {
                 argv: vec!["bash".into(), path.display().to_string()],
                 pass_env: pass_env.iter().map(|s| s.to_string()).collect(),
+                client: None,
             },
             prompt: "Review this change.\n".into(),
             blocking: true,

@@ -206,8 +206,13 @@ pub fn ask(
     worktree: Option<git2::Oid>,
 ) -> Result<String> {
     match backend {
-        agent::Backend::Command { argv, pass_env } => {
-            run_command(ws, role, worktree, argv, pass_env, prompt, timeout, now)
+        agent::Backend::Command {
+            argv,
+            pass_env,
+            client,
+        } => {
+            let answer = run_command(ws, role, worktree, argv, pass_env, prompt, timeout, now)?;
+            Ok(client.map_or(answer.clone(), |c| c.answer(&answer)))
         }
         agent::Backend::Http {
             base_url,
@@ -278,7 +283,7 @@ fn run_command(
         .filter(|v| !process::never_passed(v))
         .cloned()
         .collect();
-    let spawn = process::Spawn {
+    let mut spawn = process::Spawn {
         program: argv[0].clone(),
         args: argv[1..].to_vec(),
         cwd: dir.clone(),
@@ -302,6 +307,15 @@ fn run_command(
             }
         }),
     };
+    let client = ws
+        .config
+        .roles
+        .get(role)
+        .and_then(|r| crate::agent::clients::client(&r.backend));
+    let state = client
+        .map(|c| c.prepare(&mut spawn))
+        .transpose()
+        .context("creating the CLI's state directory")?;
     let ran = rt
         .block_on(process::run_or_interrupted(&spawn, &mut stop))
         .with_context(|| format!("starting the {role} `{}`", argv[0]));
@@ -311,6 +325,7 @@ fn run_command(
             let _ = b.delete();
         }
     }
+    drop(state);
     let o = ran?.ok_or_else(|| {
         bad(format!(
             "interrupted: the {role} was stopped; nothing proposed"

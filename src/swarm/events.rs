@@ -100,6 +100,16 @@ pub enum RunEvent {
         ended: QuietEnd,
         nudged: bool,
     },
+    /// The tokens a preset CLI's worker reported spending in one attempt (`agent::clients`),
+    /// written when it exits.
+    Spent {
+        task: String,
+        attempt: u32,
+        /// The preset (`claude`, `codex`, `aider`).
+        client: String,
+        #[serde(flatten)]
+        usage: crate::agent::clients::Usage,
+    },
     WorkerExited {
         task: String,
         attempt: u32,
@@ -556,6 +566,7 @@ impl RunState {
             RunEvent::WorkerExited { .. }
             | RunEvent::Settings { .. }
             | RunEvent::Quiet { .. }
+            | RunEvent::Spent { .. }
             | RunEvent::ContractValidated { .. } => {}
         }
     }

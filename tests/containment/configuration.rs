@@ -233,7 +233,11 @@ fn an_uncommitted_role_backend_cannot_open_a_port() {
     let bin_dir = s.env.tmp.path().join("bin");
     std::fs::create_dir_all(&bin_dir).expect("mkdir");
     let claude = bin_dir.join("claude");
-    std::fs::write(&claude, "#!/bin/sh\nshift 3\nexec \"$@\"\n").expect("write");
+    std::fs::write(
+        &claude,
+        "#!/bin/sh\nwhile [ \"$1\" != bash ]; do shift; done\nexec \"$@\"\n",
+    )
+    .expect("write");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let config = s

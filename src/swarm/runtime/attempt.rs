@@ -280,6 +280,7 @@ async fn command_worker(
     job: &AttemptJob,
     argv: &[String],
     pass_env: &[String],
+    client: Option<&'static agent::clients::Client>,
     limits: &Limits,
     tx: &mpsc::UnboundedSender<RunEvent>,
 ) -> Option<AttemptResult> {
@@ -291,7 +292,7 @@ async fn command_worker(
     // On the board while the worker runs (not during the gauntlet, which is not watched for
     // silence).
     let on_board = job.board.enter(&job.task.key, job.attempt);
-    let worker = process::Spawn {
+    let mut worker = process::Spawn {
         program: argv[0].clone(),
         args: argv[1..].to_vec(),
         cwd: job.worktree.clone(),
@@ -305,6 +306,16 @@ async fn command_worker(
         }),
         max_output: limits.max_output,
         sandbox: limits.worker_sandbox(&job.task.role, &job.worktree, &job.common),
+    };
+    // A preset's CLI keeps its state in a private directory of this attempt's.
+    let _state = match client.map(|c| c.prepare(&mut worker)).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            return Some(AttemptResult::Failed {
+                reason: format!("creating the worker's state directory: {e}"),
+                digest: Vec::new(),
+            })
+        }
     };
     let (task, attempt) = (job.task.key.clone(), job.attempt);
     let ntx = tx.clone();
@@ -330,6 +341,14 @@ async fn command_worker(
         }
     };
     drop(on_board);
+    if let Some((c, usage)) = client.and_then(|c| Some((c, c.usage(&outcome.stdout)?))) {
+        let _ = tx.send(RunEvent::Spent {
+            task: job.task.key.clone(),
+            attempt: job.attempt,
+            client: c.name.to_string(),
+            usage,
+        });
+    }
     report_exit(job, &outcome, limits, tx);
     worker_failure(&outcome, limits, &pass)
 }
@@ -424,9 +443,11 @@ async fn run_attempt(
     tx: mpsc::UnboundedSender<RunEvent>,
 ) -> AttemptResult {
     let done = match &job.backend {
-        agent::Backend::Command { argv, pass_env } => {
-            command_worker(&job, argv, pass_env, limits, &tx).await
-        }
+        agent::Backend::Command {
+            argv,
+            pass_env,
+            client,
+        } => command_worker(&job, argv, pass_env, *client, limits, &tx).await,
         agent::Backend::Http {
             base_url,
             model,

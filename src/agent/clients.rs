@@ -1,0 +1,535 @@
+//! The agent CLIs the presets name (Claude Code, Codex, Aider), as Atelier runs them contained:
+//! the command line that makes each non-interactive, streams its progress and leaves no files
+//! outside the task's claims; the variable that moves its state into a private, per-attempt
+//! directory; the sandbox of its own that Atelier's containment replaces; the variables naming
+//! its model endpoint (for the port check before a run); and how to read what it spent from
+//! what it printed.
+//!
+//! `install_roots` finds what a CLI needs to read from where it is installed: the package an
+//! npm binary belongs to, a virtualenv and the interpreter it links to. Pure but for reading
+//! the files a command's path leads to.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// One agent CLI a preset names.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Client {
+    /// The preset's name (`backend = "…"`).
+    pub name: &'static str,
+    /// The command line; the prompt arrives on stdin.
+    pub argv: &'static [&'static str],
+    /// The variable naming the directory the CLI keeps its state in, pointed at a private,
+    /// per-attempt directory (the user's real one is never written).
+    pub state_env: Option<&'static str>,
+    /// Further variables set for the CLI: `{state}` is the private state directory.
+    pub set_env: &'static [(&'static str, &'static str)],
+    /// The variables naming its model endpoint, in the order the CLI reads them, and the
+    /// endpoint it uses when none is set.
+    pub endpoint_env: &'static [&'static str],
+    pub default_endpoint: &'static str,
+    /// How its output reports what it spent.
+    pub usage: UsageFormat,
+}
+
+/// How a CLI's output reports the tokens it spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageFormat {
+    /// Claude Code's `stream-json`: a final `{"type":"result", "usage": {…}}` line.
+    ClaudeStream,
+    /// Codex's `exec --json`: `{"type":"turn.completed", "usage": {…}}` lines.
+    CodexJson,
+    /// Aider's summary line: `Tokens: 1.2k sent, 345 received. …`.
+    AiderSummary,
+}
+
+/// The tokens one attempt's worker reported spending.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (counted apart from `input_tokens`).
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            cached_tokens: self.cached_tokens + other.cached_tokens,
+        }
+    }
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cached_tokens
+    }
+}
+
+/// The CLIs the presets name.
+pub const CLIENTS: &[Client] = &[
+    Client {
+        name: "claude",
+        // Print mode with the prompt on stdin; streamed JSON so progress reaches the conductor
+        // while it works; permission prompts bypassed, because Atelier's containment is what
+        // bounds it.
+        argv: &[
+            "claude",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--permission-mode",
+            "bypassPermissions",
+            "--no-session-persistence",
+        ],
+        state_env: Some("CLAUDE_CONFIG_DIR"),
+        set_env: &[],
+        endpoint_env: &["ANTHROPIC_BASE_URL"],
+        default_endpoint: "https://api.anthropic.com",
+        usage: UsageFormat::ClaudeStream,
+    },
+    Client {
+        name: "codex",
+        // Non-interactive, JSON events on stdout; its own bubblewrap sandbox is off because
+        // it cannot nest inside Atelier's (which refuses user namespaces to workers) and
+        // Atelier's replaces it: codex's help names this flag for externally sandboxed runs.
+        argv: &[
+            "codex",
+            "exec",
+            "--json",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--skip-git-repo-check",
+            "-",
+        ],
+        state_env: Some("CODEX_HOME"),
+        set_env: &[],
+        endpoint_env: &["OPENAI_BASE_URL"],
+        default_endpoint: "https://api.openai.com/v1",
+        usage: UsageFormat::CodexJson,
+    },
+    Client {
+        name: "aider",
+        // One message from stdin, no prompts; no git of its own (Atelier commits, and the
+        // worktree's index is read-only to workers); no history or cache files in the worktree.
+        argv: &[
+            "aider",
+            "--yes-always",
+            "--no-git",
+            "--no-auto-commits",
+            "--no-check-update",
+            "--no-analytics",
+            "--no-pretty",
+            "--stream",
+            "--chat-history-file",
+            "/dev/null",
+            "--input-history-file",
+            "/dev/null",
+            "--message-file",
+            "/dev/stdin",
+        ],
+        state_env: None,
+        set_env: &[],
+        endpoint_env: &["OPENAI_API_BASE", "OPENAI_BASE_URL"],
+        default_endpoint: "https://api.openai.com/v1",
+        usage: UsageFormat::AiderSummary,
+    },
+];
+
+/// The CLI a preset names.
+pub fn client(name: &str) -> Option<&'static Client> {
+    CLIENTS.iter().find(|c| c.name == name)
+}
+
+impl Client {
+    /// The endpoint the CLI will call, given the value of each variable it reads.
+    pub fn endpoint(&self, var: impl Fn(&str) -> Option<String>) -> String {
+        self.endpoint_env
+            .iter()
+            .find_map(|k| var(k).filter(|v| !v.is_empty()))
+            .unwrap_or_else(|| self.default_endpoint.to_string())
+    }
+
+    /// The variables set for one attempt, with `state` its private state directory.
+    pub fn env(&self, state: &Path) -> Vec<(String, String)> {
+        let state = state.display().to_string();
+        self.state_env
+            .iter()
+            .map(|k| (k.to_string(), state.clone()))
+            .chain(
+                self.set_env
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.replace("{state}", &state))),
+            )
+            .collect()
+    }
+
+    /// Readies `spawn` (this CLI's command) for one run: a private state directory, removed
+    /// when the returned guard drops, named by the CLI's variable and writable to it; and,
+    /// when contained, what its install needs to read.
+    pub fn prepare(&self, spawn: &mut super::process::Spawn) -> std::io::Result<tempfile::TempDir> {
+        let state = tempfile::Builder::new()
+            .prefix(&format!("atelier-{}-state-", self.name))
+            .tempdir()?;
+        let set = self.env(state.path());
+        spawn.env.retain(|(k, _)| !set.iter().any(|(s, _)| s == k));
+        spawn.env.extend(set);
+        if let Some(sandbox) = spawn.sandbox.take() {
+            let path = spawn
+                .env
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.clone());
+            let mut s = sandbox.write(state.path());
+            if let Some(program) = find_program(&spawn.program, path.as_deref()) {
+                for r in install_roots(&program) {
+                    let guarded = s
+                        .protected
+                        .iter()
+                        .any(|g| r.starts_with(g) || g.starts_with(&r));
+                    if !guarded {
+                        s = s.read(r);
+                    }
+                }
+            }
+            spawn.sandbox = Some(s);
+        }
+        Ok(state)
+    }
+
+    /// The CLI's final answer in what it printed (what agent reviewers and planners read):
+    /// the `result` of Claude Code's stream, the last agent message of codex's events, or all
+    /// of aider's output.
+    pub fn answer(&self, stdout: &str) -> String {
+        let found = match self.usage {
+            UsageFormat::ClaudeStream => json_lines(stdout)
+                .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("result"))
+                .filter_map(|v| v.get("result").and_then(|r| r.as_str()).map(String::from))
+                .last(),
+            UsageFormat::CodexJson => json_lines(stdout)
+                .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("item.completed"))
+                .filter_map(|v| {
+                    let item = v.get("item")?;
+                    (item.get("type")?.as_str()? == "agent_message")
+                        .then(|| item.get("text")?.as_str().map(String::from))?
+                })
+                .last(),
+            UsageFormat::AiderSummary => None,
+        };
+        found.unwrap_or_else(|| stdout.to_string())
+    }
+
+    /// What it reported spending, read from its standard output.
+    pub fn usage(&self, stdout: &str) -> Option<Usage> {
+        match self.usage {
+            UsageFormat::ClaudeStream => claude_usage(stdout),
+            UsageFormat::CodexJson => codex_usage(stdout),
+            UsageFormat::AiderSummary => aider_usage(stdout),
+        }
+    }
+}
+
+/// The TCP port of an endpoint URL (`https` 443 and `http` 80 when none is written).
+pub fn port(url: &str) -> Option<u16> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    // An IPv6 literal keeps its colons inside brackets.
+    let after_host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once(']')?.1,
+        None => host_port.split_once(':').map_or("", |(_, p)| p).trim(),
+    };
+    let explicit = after_host.strip_prefix(':').unwrap_or(after_host);
+    if !explicit.is_empty() {
+        return explicit.parse().ok();
+    }
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => Some(443),
+        "http" => Some(80),
+        _ => None,
+    }
+}
+
+fn json_lines(stdout: &str) -> impl Iterator<Item = serde_json::Value> + '_ {
+    stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with('{'))
+        .filter_map(|l| serde_json::from_str(l).ok())
+}
+
+fn count(v: &serde_json::Value, key: &str) -> u64 {
+    v.get(key).and_then(|n| n.as_u64()).unwrap_or(0)
+}
+
+/// Claude Code's `result` line carries the session's usage (Anthropic's field names).
+fn claude_usage(stdout: &str) -> Option<Usage> {
+    json_lines(stdout)
+        .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("result"))
+        .filter_map(|v| v.get("usage").cloned())
+        .last()
+        .map(|u| Usage {
+            input_tokens: count(&u, "input_tokens") + count(&u, "cache_creation_input_tokens"),
+            output_tokens: count(&u, "output_tokens"),
+            cached_tokens: count(&u, "cache_read_input_tokens"),
+        })
+}
+
+/// Codex reports each turn's usage; an attempt may have several turns.
+fn codex_usage(stdout: &str) -> Option<Usage> {
+    json_lines(stdout)
+        .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("turn.completed"))
+        .filter_map(|v| v.get("usage").cloned())
+        .map(|u| {
+            let cached = count(&u, "cached_input_tokens");
+            Usage {
+                input_tokens: count(&u, "input_tokens").saturating_sub(cached),
+                output_tokens: count(&u, "output_tokens"),
+                cached_tokens: cached,
+            }
+        })
+        .reduce(|a, b| a + b)
+}
+
+/// Aider prints `Tokens: 2.3k sent, 1.1k cache hit, 120 received.` after each exchange.
+fn aider_usage(stdout: &str) -> Option<Usage> {
+    stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Tokens:"))
+        .map(|rest| {
+            let mut u = Usage::default();
+            // Sentences end in ". ", figures hold decimal points: split on commas and on
+            // a point followed by a space.
+            let sentence = rest.split(". ").next().unwrap_or(rest);
+            for part in sentence.split(',').map(|p| p.trim().trim_end_matches('.')) {
+                let mut words = part.split_whitespace();
+                let (Some(n), Some(what)) = (words.next(), words.next()) else {
+                    continue;
+                };
+                let Some(n) = aider_number(n) else { continue };
+                match what {
+                    "sent" => u.input_tokens += n,
+                    "received" => u.output_tokens += n,
+                    "cache" if part.ends_with("hit") => u.cached_tokens += n,
+                    _ => {}
+                }
+            }
+            // Aider's `sent` includes the cache hits.
+            u.input_tokens = u.input_tokens.saturating_sub(u.cached_tokens);
+            u
+        })
+        .reduce(|a, b| a + b)
+}
+
+/// `120`, `2.3k`, `1.1M` as aider abbreviates them.
+fn aider_number(text: &str) -> Option<u64> {
+    let (digits, scale) = match text.chars().last()? {
+        'k' => (&text[..text.len() - 1], 1_000.0),
+        'M' => (&text[..text.len() - 1], 1_000_000.0),
+        _ => (text, 1.0),
+    };
+    let n: f64 = digits.parse().ok()?;
+    Some((n * scale).round() as u64)
+}
+
+/// What a CLI installed at `program` needs to read besides the program file: the npm package
+/// it belongs to (with the native binaries it vendors), a virtualenv, and the interpreter a
+/// script's `#!` line or a virtualenv's `pyvenv.cfg` names, followed through symbolic links.
+/// System directories are readable to every worker already and are not listed.
+pub fn install_roots(program: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    let mut queue = vec![program.to_path_buf()];
+    while let Some(p) = queue.pop() {
+        if seen.contains(&p) || seen.len() > 8 {
+            continue;
+        }
+        seen.push(p.clone());
+        let Ok(real) = p.canonicalize() else { continue };
+        let mut roots = Vec::new();
+        // The npm package it belongs to: the nearest folder with a package.json under a
+        // node_modules folder.
+        if let Some(pkg) = real.ancestors().skip(1).find(|a| {
+            a.join("package.json").is_file()
+                && a.ancestors()
+                    .skip(1)
+                    .take(2)
+                    .any(|n| n.file_name().is_some_and(|f| f == "node_modules"))
+        }) {
+            roots.push(pkg.to_path_buf());
+        }
+        // A virtualenv: `<venv>/bin/<program>` beside `<venv>/pyvenv.cfg`; its interpreter
+        // lives where `home` says.
+        for file in [&p, &real] {
+            if let Some(venv) = file.parent().and_then(Path::parent) {
+                if let Ok(cfg) = std::fs::read_to_string(venv.join("pyvenv.cfg")) {
+                    roots.push(venv.to_path_buf());
+                    if let Some(home) = cfg.lines().find_map(|l| {
+                        let (k, v) = l.split_once('=')?;
+                        (k.trim() == "home").then(|| PathBuf::from(v.trim()))
+                    }) {
+                        if let Some(prefix) = home
+                            .canonicalize()
+                            .ok()
+                            .and_then(|h| h.parent().map(Path::to_path_buf))
+                        {
+                            roots.push(prefix);
+                        }
+                    }
+                }
+            }
+        }
+        // The interpreter a script names.
+        if let Some(interp) = shebang(&real) {
+            queue.push(interp);
+        }
+        for r in roots {
+            if !system(&r) && !out.contains(&r) {
+                out.push(r);
+            }
+        }
+        if !system(&real) && !out.iter().any(|r: &PathBuf| real.starts_with(r)) {
+            out.push(real);
+        }
+    }
+    out
+}
+
+/// Where `program` is: itself when it names a path, else the first match on `path`.
+pub fn find_program(program: &str, path: Option<&str>) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    path.unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+}
+
+/// The interpreter a `#!` line names (not `env`, whose program the PATH finds).
+fn shebang(file: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
+    let text = std::str::from_utf8(&head[..n]).ok()?;
+    let line = text.strip_prefix("#!")?.lines().next()?;
+    let interp = PathBuf::from(line.split_whitespace().next()?);
+    (interp.file_name()? != "env").then_some(interp)
+}
+
+/// Directories every contained program may read already.
+fn system(p: &Path) -> bool {
+    super::contain::SYSTEM_READ.iter().any(|s| p.starts_with(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_read_from_endpoint_urls() {
+        for (url, want) in [
+            ("https://api.anthropic.com", Some(443)),
+            ("http://127.0.0.1:8080/v1", Some(8080)),
+            ("http://localhost/v1", Some(80)),
+            ("https://user:pw@proxy.example:8443/x", Some(8443)),
+            ("http://[::1]:9000/v1", Some(9000)),
+            ("http://[::1]/v1", Some(80)),
+            ("ftp://host/x", None),
+            ("not a url", None),
+        ] {
+            assert_eq!(port(url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn usage_is_read_from_each_clients_output() {
+        let claude = client("claude").expect("claude");
+        let out = "{\"type\":\"system\"}\nprogress\n{\"type\":\"result\",\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":5,\"cache_read_input_tokens\":100,\"output_tokens\":7}}\n";
+        assert_eq!(
+            claude.usage(out),
+            Some(Usage {
+                input_tokens: 15,
+                output_tokens: 7,
+                cached_tokens: 100
+            })
+        );
+        let codex = client("codex").expect("codex");
+        let out = "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":50,\"cached_input_tokens\":20,\"output_tokens\":9}}\n{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}\n";
+        assert_eq!(
+            codex.usage(out),
+            Some(Usage {
+                input_tokens: 40,
+                output_tokens: 10,
+                cached_tokens: 20
+            })
+        );
+        let aider = client("aider").expect("aider");
+        let out = "Applied edit to a.txt\nTokens: 2.3k sent, 1.1k cache hit, 120 received. Cost: $0.01 message, $0.01 session.\n";
+        assert_eq!(
+            aider.usage(out),
+            Some(Usage {
+                input_tokens: 1200,
+                output_tokens: 120,
+                cached_tokens: 1100
+            })
+        );
+        assert_eq!(claude.usage("no json here"), None);
+    }
+
+    #[test]
+    fn the_endpoint_is_the_first_variable_set_or_the_default() {
+        let aider = client("aider").expect("aider");
+        assert_eq!(aider.endpoint(|_| None), "https://api.openai.com/v1");
+        assert_eq!(
+            aider.endpoint(|k| (k == "OPENAI_BASE_URL").then(|| "http://h:1".to_string())),
+            "http://h:1"
+        );
+    }
+
+    #[test]
+    fn an_npm_package_and_a_virtualenvs_interpreter_are_install_roots() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pkg = dir.path().join("lib/node_modules/@acme/cli");
+        std::fs::create_dir_all(pkg.join("bin")).expect("mkdir");
+        std::fs::write(pkg.join("package.json"), "{}").expect("write");
+        std::fs::write(pkg.join("bin/cli.js"), "#!/usr/bin/env node\n").expect("write");
+        std::fs::create_dir_all(dir.path().join("bin")).expect("mkdir");
+        std::os::unix::fs::symlink(
+            "../lib/node_modules/@acme/cli/bin/cli.js",
+            dir.path().join("bin/cli"),
+        )
+        .expect("link");
+        let real_pkg = pkg.canonicalize().expect("real");
+        assert_eq!(install_roots(&dir.path().join("bin/cli")), vec![real_pkg]);
+
+        let base = dir.path().join("pythons/3.11");
+        std::fs::create_dir_all(base.join("bin")).expect("mkdir");
+        std::fs::write(base.join("bin/python3.11"), "").expect("write");
+        let venv = dir.path().join("venv");
+        std::fs::create_dir_all(venv.join("bin")).expect("mkdir");
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            format!("home = {}\n", base.join("bin").display()),
+        )
+        .expect("write");
+        std::os::unix::fs::symlink(base.join("bin/python3.11"), venv.join("bin/python"))
+            .expect("link");
+        std::fs::write(
+            venv.join("bin/tool"),
+            format!("#!{}\n", venv.join("bin/python").display()),
+        )
+        .expect("write");
+        let roots = install_roots(&venv.join("bin/tool"));
+        let real_base = base.canonicalize().expect("real");
+        let real_venv = venv.canonicalize().expect("real");
+        assert!(roots.contains(&real_venv), "{roots:?}");
+        assert!(roots.contains(&real_base), "{roots:?}");
+    }
+}
