@@ -6,6 +6,7 @@
 mod support;
 
 mod adopt;
+mod agent_clis;
 mod approve;
 mod audit;
 mod containment;

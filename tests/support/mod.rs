@@ -4,9 +4,11 @@
 
 #![allow(dead_code)]
 
+pub mod clis;
 pub mod github;
 pub mod hub;
 pub mod ledger;
+pub mod model;
 pub mod openapi;
 pub mod records;
 pub mod reviewers;
