@@ -235,6 +235,60 @@ impl Client {
     }
 }
 
+/// Why a preset role's CLI could not reach its model endpoint: the port its endpoint URL names
+/// is not one `network` lets it open. `var` reads atelier's environment; only the variables the
+/// role passes (`env`) reach the CLI, so the others do not count.
+pub fn blocked_endpoint(
+    role_name: &str,
+    role: &crate::config::RoleConfig,
+    network: &crate::config::Network,
+    var: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    use crate::config::Network;
+    let c = client(&role.backend)?;
+    let passed = |k: &str| role.env.iter().any(|e| e == k).then(|| var(k)).flatten();
+    let url = c.endpoint(passed);
+    let from = c
+        .endpoint_env
+        .iter()
+        .find(|k| passed(k).is_some_and(|v| !v.is_empty()))
+        .map_or("the CLI's default".to_string(), |k| format!("`{k}`"));
+    let port = port(&url)?;
+    let allowed = match network {
+        Network::Any => return None,
+        Network::None => "`network = \"none\"`".to_string(),
+        Network::Ports(ports) if ports.contains(&port) => return None,
+        Network::Ports(ports) => format!(
+            "`network = [{}]`",
+            ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Some(format!(
+        "[roles.{role_name}]: the {} CLI would call its model at {} (from {from}), port {port}, which {allowed} does not let it open, so every request would be refused: add {port} to `network`, or point {} at an endpoint on a listed port",
+        c.name,
+        redact_userinfo(&url),
+        c.endpoint_env.first().copied().unwrap_or("the endpoint variable"),
+    ))
+}
+
+/// `url` without a `user:password@` part.
+fn redact_userinfo(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            match rest[..end].rfind('@') {
+                Some(at) => format!("{scheme}://[redacted]@{}", &rest[at + 1..]),
+                None => url.to_string(),
+            }
+        }
+        None => url.to_string(),
+    }
+}
+
 /// The TCP port of an endpoint URL (`https` 443 and `http` 80 when none is written).
 pub fn port(url: &str) -> Option<u16> {
     let (scheme, rest) = url.split_once("://")?;
@@ -481,6 +535,50 @@ mod tests {
             })
         );
         assert_eq!(claude.usage("no json here"), None);
+    }
+
+    #[test]
+    fn an_endpoint_on_a_port_the_role_does_not_list_is_named() {
+        use crate::config::{Network, RoleConfig};
+        let role = |backend: &str, env: &[&str]| RoleConfig {
+            backend: backend.into(),
+            command: None,
+            env: env.iter().map(|s| s.to_string()).collect(),
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            provider: None,
+            family: None,
+            network: None,
+            readable: Vec::new(),
+            writable: Vec::new(),
+        };
+        let var = |k: &str| {
+            (k == "ANTHROPIC_BASE_URL").then(|| "http://u:secret@127.0.0.1:8080".to_string())
+        };
+        let passed = role("claude", &["ANTHROPIC_BASE_URL"]);
+        let why = blocked_endpoint("w", &passed, &Network::Ports(vec![443]), var).expect("blocked");
+        assert!(why.contains("port 8080"), "{why}");
+        assert!(why.contains("`network = [443]`"), "{why}");
+        assert!(why.contains("from `ANTHROPIC_BASE_URL`"), "{why}");
+        assert!(!why.contains("secret"), "{why}");
+        assert_eq!(
+            blocked_endpoint("w", &passed, &Network::Ports(vec![8080]), var),
+            None
+        );
+        assert_eq!(blocked_endpoint("w", &passed, &Network::Any, var), None);
+        // Not passed: the CLI never sees the variable and calls its default, on 443.
+        let unpassed = role("claude", &[]);
+        assert_eq!(
+            blocked_endpoint("w", &unpassed, &Network::Ports(vec![443]), var),
+            None
+        );
+        let why = blocked_endpoint("w", &unpassed, &Network::None, var).expect("blocked");
+        assert!(why.contains("the CLI's default"), "{why}");
+        assert_eq!(
+            blocked_endpoint("w", &role("command", &[]), &Network::None, var),
+            None
+        );
     }
 
     #[test]

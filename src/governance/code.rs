@@ -146,6 +146,7 @@ codes! {
     ContainmentPath = "E_CONTAINMENT_PATH",
     ContainmentUncommitted = "E_CONTAINMENT_UNCOMMITTED",
     ContainmentSecret = "E_CONTAINMENT_SECRET",
+    EndpointBlocked = "E_ENDPOINT_BLOCKED",
 }
 
 impl fmt::Display for Code {

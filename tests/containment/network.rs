@@ -309,3 +309,46 @@ fn a_role_given_one_port_cannot_reach_another_with_tcp_fast_open() {
     );
     guarded.unchanged();
 }
+
+/// A preset CLI pointed at an endpoint on a port its role does not list would only retry until
+/// killed (Claude Code silent, codex "Reconnecting…", aider for 85 s): the run refuses before
+/// any worker starts, naming the role, the variable, the port and `network`.
+#[test]
+fn a_preset_whose_endpoint_port_is_closed_is_refused_before_it_starts() {
+    require_landlock!();
+    let s = Swarm::new("");
+    let config = s.env.read("atelier.toml").replace(
+        "backend = \"command\"",
+        "backend = \"claude\"\nnetwork = [443]",
+    );
+    let config = config.replace(
+        "env = [\"FAKE_AGENT_DIR\"",
+        "env = [\"ANTHROPIC_BASE_URL\", \"FAKE_AGENT_DIR\"",
+    );
+    s.env.write("atelier.toml", &config);
+    s.env.git(&["commit", "-q", "-am", "A claude role"]);
+    let p = crate::support::swarm::one(&s, "echo ok > src/t.rs");
+    let o = s
+        .command(&["run", &p])
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:18080")
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    for want in [
+        "E_ENDPOINT_BLOCKED",
+        "[roles.implementer]",
+        "from `ANTHROPIC_BASE_URL`",
+        "port 18080",
+        "`network = [443]`",
+        "add 18080 to `network`",
+    ] {
+        assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");
+    }
+    let worktrees = s.env.git(&["worktree", "list"]);
+    assert_eq!(
+        worktrees.lines().count(),
+        1,
+        "no attempt began:\n{worktrees}"
+    );
+}

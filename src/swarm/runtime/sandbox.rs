@@ -90,6 +90,14 @@ pub(crate) fn sandboxes(ws: &Workspace, roles: &BTreeSet<String>) -> Result<Opti
     out.gauntlet.prepare()?;
     for r in roles {
         let s = contain::role(r, &ws.config.roles[r], &ws.root, &protected)?;
+        // A CLI whose endpoint's port is closed to it would retry until killed: say so now.
+        if let Some(why) =
+            crate::agent::clients::blocked_endpoint(r, &ws.config.roles[r], &s.network, |k| {
+                std::env::var(k).ok()
+            })
+        {
+            return Err(crate::workflow::refuse(Code::EndpointBlocked, why));
+        }
         s.prepare()?;
         out.roles.insert(r.clone(), s);
     }
