@@ -40,7 +40,8 @@ impl FakeLlm {
                     .push(format!("{head}\n{}", String::from_utf8_lossy(&body)));
                 let reply = serde_json::json!({
                     "id": "chatcmpl-1", "object": "chat.completion", "model": "m",
-                    "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": content } }]
+                    "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": content } }],
+                    "usage": { "prompt_tokens": 1234, "completion_tokens": 56, "total_tokens": 1290, "prompt_tokens_details": { "cached_tokens": 200 } }
                 })
                 .to_string();
                 let reason = if status == 200 {
@@ -113,8 +114,15 @@ fn an_http_role_writes_the_models_reply_to_its_claimed_file() {
     let body: serde_json::Value =
         serde_json::from_str(seen[0].split("\n\n").nth(1).expect("a body")).expect("json body");
     assert_eq!(body["model"], "m");
+    // The model is told its reply is the file, then given the task.
+    assert_eq!(body["messages"][0]["role"], "system", "{body:#}");
+    let system = body["messages"][0]["content"].as_str().expect("system");
     assert!(
-        body["messages"][0]["content"]
+        system.contains("`docs/summary.md`") && system.contains("no code fences"),
+        "{system}"
+    );
+    assert!(
+        body["messages"][1]["content"]
             .as_str()
             .expect("prompt")
             .contains("Do W"),
@@ -123,6 +131,42 @@ fn an_http_role_writes_the_models_reply_to_its_claimed_file() {
     let events =
         std::fs::read_to_string(s.env.repo.join(".atelier/runs/r1/events.jsonl")).expect("events");
     assert!(!events.contains("sk-sekrit"), "the key is never recorded");
+    // What the endpoint said it spent is recorded for the attempt.
+    let spent: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "spent")
+        .collect();
+    assert_eq!(spent.len(), 1, "{events}");
+    assert_eq!(spent[0]["client"], "http");
+    assert_eq!(spent[0]["input_tokens"], 1034);
+    assert_eq!(spent[0]["cached_tokens"], 200);
+    assert_eq!(spent[0]["output_tokens"], 56);
+}
+
+#[test]
+fn a_fenced_reply_with_words_around_it_writes_only_the_fences_contents() {
+    let llm = FakeLlm::start(
+        200,
+        "Sure! Here is the file:\n```markdown\nhello from the model\n```\nLet me know.",
+        1,
+    );
+    let s = http_swarm(&llm.url);
+    let p = writer_plan(&s);
+    let run = s
+        .command(&["run", &p])
+        .env("FAKE_LLM_KEY", "sk-sekrit")
+        .output()
+        .expect("run");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(
+        s.env.git(&["show", "atelier/runs/r1:docs/summary.md"]),
+        "hello from the model\n"
+    );
 }
 
 #[test]

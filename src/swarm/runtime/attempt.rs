@@ -246,15 +246,33 @@ async fn http_worker(
         limits.attempt,
     );
     let started = process::Stopwatch::start();
+    // The reply becomes the file: ask for its contents only, and take them out of a fence.
+    let system = agent::http::file_instructions(&target);
     let reply = tokio::task::spawn_blocking(move || {
-        agent::http::chat(&url, &model, key.as_deref(), &prompt, timeout)
+        agent::http::ask(
+            &url,
+            &model,
+            key.as_deref(),
+            Some(&system),
+            &prompt,
+            timeout,
+        )
     })
     .await;
-    let text = match reply {
-        Ok(Ok(t)) => t,
+    let reply = match reply {
+        Ok(Ok(r)) => r,
         Ok(Err(e)) => return fail(e),
         Err(e) => return fail(e.to_string()),
     };
+    if let Some(usage) = reply.usage {
+        let _ = tx.send(RunEvent::Spent {
+            task: job.task.key.clone(),
+            attempt: job.attempt,
+            client: "http".into(),
+            usage,
+        });
+    }
+    let text = agent::http::file_contents(&reply.text);
     let _ = tx.send(RunEvent::WorkerExited {
         task: job.task.key.clone(),
         attempt: job.attempt,
