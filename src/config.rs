@@ -117,6 +117,83 @@ pub struct Config {
     /// The validators `atelier cycle` runs that need settings.
     #[serde(default)]
     pub validators: ValidatorsConfig,
+    /// What a run may spend (`[budget.run]`, `[budget.task]`, `[budget.roles.NAME]`).
+    #[serde(default, skip_serializing_if = "BudgetConfig::is_unset")]
+    pub budget: BudgetConfig,
+    /// What each model's tokens cost, per million (`[prices."MODEL"]`), for `cost` budgets.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub prices: std::collections::BTreeMap<String, Price>,
+}
+
+/// `[budget]`: hard ceilings on what a run spends, for the whole run, each task (all its
+/// attempts) and each role (all its tasks). No attempt starts past a ceiling; the run's own
+/// ceiling also ends the attempts running when it is reached.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    #[serde(default)]
+    pub run: Caps,
+    #[serde(default)]
+    pub task: Caps,
+    #[serde(default)]
+    pub roles: std::collections::BTreeMap<String, Caps>,
+}
+
+/// One scope's ceilings; an unset one is no ceiling.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Caps {
+    /// Tokens the workers reported (input, output and cached).
+    #[serde(default)]
+    pub tokens: Option<u64>,
+    /// Money, at `[prices]`, in the prices' currency.
+    #[serde(default)]
+    pub cost: Option<Money>,
+    /// Wall time: the run's since its conductor started; a task's or role's, its attempts'.
+    #[serde(default)]
+    pub wall: Option<Span>,
+}
+
+impl BudgetConfig {
+    /// No ceiling anywhere.
+    pub fn is_unset(&self) -> bool {
+        self.run.is_empty() && self.task.is_empty() && self.roles.values().all(Caps::is_empty)
+    }
+}
+
+impl Caps {
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_none() && self.cost.is_none() && self.wall.is_none()
+    }
+}
+
+/// An amount of money: finite and not negative.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, PartialOrd)]
+pub struct Money(pub f64);
+
+impl Eq for Money {}
+
+impl<'de> Deserialize<'de> for Money {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Money, D::Error> {
+        let v = f64::deserialize(d)?;
+        if !v.is_finite() || v < 0.0 {
+            return Err(serde::de::Error::custom(format!(
+                "{v} is not an amount of money (a number, 0 or more)"
+            )));
+        }
+        Ok(Money(v))
+    }
+}
+
+/// What a model's tokens cost, per million of each kind.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: Money,
+    pub output: Money,
+    /// Cached input tokens; unset: the input price.
+    #[serde(default)]
+    pub cached: Option<Money>,
 }
 
 /// `[validators]`: settings of the cycle's validators.

@@ -71,6 +71,10 @@ pub fn backend(role_name: &str, role: &RoleConfig) -> Result<Backend, BackendErr
         }
         other => match preset(other) {
             Some(mut argv) => {
+                // The role's `model` (also what `[prices]` prices) is the CLI's model.
+                if let Some(model) = &role.model {
+                    argv.extend(["--model".to_string(), model.clone()]);
+                }
                 argv.extend(role.command.clone().unwrap_or_default());
                 argv
             }

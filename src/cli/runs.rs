@@ -104,6 +104,14 @@ fn task_line(event: &RunEvent) -> Option<String> {
         E::Integrated { task, .. } => Some(format!("{task}: integrated")),
         E::TaskFailed { task, reason } => Some(format!("{task}: FAILED: {reason}")),
         E::TaskBlocked { task, by } => Some(format!("{task}: blocked by {by}")),
+        E::BudgetReached {
+            scope,
+            measure,
+            limit,
+            used,
+        } => Some(format!(
+            "budget: {scope} reached its {measure} ceiling ({limit}; {used} used)"
+        )),
         E::Control {
             action,
             task,

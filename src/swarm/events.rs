@@ -110,6 +110,15 @@ pub enum RunEvent {
         #[serde(flatten)]
         usage: crate::agent::clients::Usage,
     },
+    /// A `[budget]` ceiling was reached: its scope (`run`, `role NAME`, `task KEY`), what it
+    /// measures (`tokens`, `cost`, `wall`), the ceiling and what was used. No attempt in that
+    /// scope starts after it; for the run's, the attempts running were ended.
+    BudgetReached {
+        scope: String,
+        measure: String,
+        limit: String,
+        used: String,
+    },
     WorkerExited {
         task: String,
         attempt: u32,
@@ -363,6 +372,10 @@ pub struct TaskView {
     pub passed: Option<Passed>,
     /// Attempts made before an operator's last `retry`: the failure budget counts from here.
     pub budget_from: u32,
+    /// The tokens its workers reported, over all its attempts (`spent`).
+    pub spent: crate::agent::clients::Usage,
+    /// How long its finished attempts took, worker and steps, in all (ms).
+    pub worked_ms: u64,
 }
 
 impl TaskView {
@@ -382,6 +395,8 @@ impl TaskView {
             do_not_retry: Vec::new(),
             passed: None,
             budget_from: 0,
+            spent: Default::default(),
+            worked_ms: 0,
         }
     }
 
@@ -515,18 +530,24 @@ impl RunState {
                 task,
                 reason,
                 digest,
+                ms,
                 ..
-            } => self.task(task, |v| v.attempt_failed(reason, digest)),
+            } => self.task(task, |v| {
+                v.attempt_failed(reason, digest);
+                v.worked_ms += ms.unwrap_or(0);
+            }),
+            RunEvent::Spent { task, usage, .. } => self.task(task, |v| v.spent = v.spent + *usage),
             RunEvent::AttemptPassed {
                 task,
                 attempt,
                 commit,
-                ..
+                ms,
             } => self.task(task, |v| {
                 v.passed = Some(Passed {
                     attempt: *attempt,
                     commit: Some(commit.clone()).filter(|c| !c.is_empty()),
-                })
+                });
+                v.worked_ms += ms.unwrap_or(0);
             }),
             RunEvent::GoldenPath { role, example, .. } => self
                 .golden
@@ -566,7 +587,7 @@ impl RunState {
             RunEvent::WorkerExited { .. }
             | RunEvent::Settings { .. }
             | RunEvent::Quiet { .. }
-            | RunEvent::Spent { .. }
+            | RunEvent::BudgetReached { .. }
             | RunEvent::ContractValidated { .. } => {}
         }
     }

@@ -151,6 +151,8 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         review: Default::default(),
         proposers: Default::default(),
         validators: Default::default(),
+        budget: Default::default(),
+        prices: Default::default(),
     };
     write_if_missing(
         &root,

@@ -93,6 +93,8 @@ fn atelier_s_own_configuration_parses_and_its_gauntlet_is_what_ci_runs() {
         review: Default::default(),
         proposers: Default::default(),
         validators: Default::default(),
+        budget: Default::default(),
+        prices: Default::default(),
     }
     .render();
     assert!(

@@ -217,3 +217,46 @@ fn an_http_role_cannot_send_the_forge_token_to_a_model_endpoint() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("ghp_secret_forge_token"));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("ghp_secret_forge_token"));
 }
+
+/// `[budget.run] tokens`: the endpoint reports 1,290 tokens for the first task, over the
+/// run's 1,000: the second task never starts, and the run says which budget ended it.
+#[test]
+fn no_attempt_starts_once_the_runs_token_budget_is_spent() {
+    let llm = FakeLlm::start(200, "hello from the model\n", 2);
+    let s = http_swarm(&llm.url);
+    let config = s.env.read("atelier.toml");
+    s.env.write(
+        "atelier.toml",
+        &format!("{config}\n[budget.run]\ntokens = 1000\n"),
+    );
+    s.env.git(&["commit", "-q", "-am", "A token budget"]);
+    let t = |id: &str, deps: &[&str]| {
+        task(
+            id,
+            &[&format!("docs/{id}.md")],
+            deps,
+            &format!("test -s docs/{id}.md"),
+        )
+        .replace("implementer", "writer")
+    };
+    let p = s.plan("w.toml", &plan("w", &[t("A", &[]), t("B", &["A"])]));
+    let out = s
+        .command(&["run", &p, "--json"])
+        .env("FAKE_LLM_KEY", "sk-sekrit")
+        .output()
+        .expect("run");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["succeeded"], serde_json::json!(["w:A"]), "{v:#}");
+    let why = v["failed"]["w:B"].as_str().expect("B failed");
+    assert_eq!(
+        why,
+        "not started: the run's tokens budget (1000) is spent: 1290 used; raise [budget] in atelier.toml to go on"
+    );
+    assert_eq!(llm.seen.lock().expect("log").len(), 1, "one request only");
+    let events =
+        std::fs::read_to_string(s.env.repo.join(".atelier/runs/r1/events.jsonl")).expect("events");
+    assert!(
+        events.contains("\"kind\":\"budget-reached\",\"scope\":\"run\",\"measure\":\"tokens\",\"limit\":\"1000\",\"used\":\"1290\""),
+        "{events}"
+    );
+}

@@ -2,6 +2,7 @@
 //! control, resume, prompts, HTTP roles, the integrity of what is committed, and the telemetry a
 //! run leaves.
 
+mod budgets;
 mod control;
 mod failures;
 mod http;

@@ -206,6 +206,11 @@ impl<'a> Conductor<'a> {
         match result {
             AttemptResult::Passed { tree } => self.on_passed(&task, attempt, flight, tree, ms),
             AttemptResult::Failed { reason, digest } => {
+                // An attempt the run's budget ended failed because of it, whatever it printed.
+                let reason = match &self.run_spent {
+                    Some(r) => format!("ended: {r}"),
+                    None => reason,
+                };
                 self.keep_failed(&task, attempt, &flight, &reason);
                 self.on_failed(&task, attempt, reason, digest, ms)
             }

@@ -21,6 +21,7 @@
 //! proposal, the lessons every prompt carries) and the workflow's `Workspace`.
 
 mod attempt;
+mod budget;
 mod cleanup;
 mod control;
 mod integrate;
@@ -268,6 +269,11 @@ struct Conductor<'a> {
     progress: Option<Progress<'a>>,
     /// The running workers' last-output clocks, published to `live.json` about once a second.
     board: live::Board,
+    /// `[budget]`, the conductor's own clock (the run's wall time), and the run's ceiling once
+    /// reached (the attempts then running were ended).
+    budgets: budget::Budgets,
+    opened: process::Stopwatch,
+    run_spent: Option<budget::Reached>,
     /// One conductor per run: a second `run --resume` of the same run waits for the first.
     /// Declared last, so it is released after the attempts are dropped.
     _lock: Lock,
@@ -508,6 +514,8 @@ impl<'a> Conductor<'a> {
             .map(|r| Ok((r.clone(), agent::backend(r, &ws.config.roles[r])?)))
             .collect::<Result<_>>()?;
         let max_parallel = parallelism(max_parallel, &plans, ws.config.swarm.max_parallel);
+        let budgets = budget::Budgets::from(&ws.config, backends.keys())
+            .map_err(|e| crate::workflow::Error::Input(format!("atelier.toml: {e}")))?;
         let events = run_dir(ws, &run).join("events.jsonl");
         let sink = Sink::open(&events)?;
         let keys: Vec<String> = tasks.keys().cloned().collect();
@@ -536,6 +544,9 @@ impl<'a> Conductor<'a> {
             rx,
             progress: None,
             board: live::Board::default(),
+            budgets,
+            opened: process::Stopwatch::start(),
+            run_spent: None,
             _lock: lock,
         })
     }
@@ -618,6 +629,7 @@ impl<'a> Conductor<'a> {
             if self.take_controls()? == Flow::Stop {
                 return Err(self.stop_all("stopped by an operator (`atelier control stop`)"));
             }
+            self.end_at_run_budget()?;
             self.block_dependents()?;
             if !self.state.paused {
                 self.launch_ready()?;
@@ -722,8 +734,43 @@ impl<'a> Conductor<'a> {
         .cloned()
         .collect();
         for task in ready {
+            let wall = self.opened.elapsed();
+            if let Some(r) = self.budgets.reached(&self.state, &self.tasks, &task, wall) {
+                self.emit(RunEvent::BudgetReached {
+                    scope: r.scope.clone(),
+                    measure: r.measure.into(),
+                    limit: r.limit.clone(),
+                    used: r.used.clone(),
+                })?;
+                self.emit(RunEvent::TaskFailed {
+                    task: task.key.clone(),
+                    reason: format!("not started: {r}"),
+                })?;
+                continue;
+            }
             self.launch_attempt(task)?;
         }
+        Ok(())
+    }
+
+    /// Once the run's own ceiling is reached, the attempts running are ended (their workers
+    /// and steps stopped; they fail, and no attempt starts after them).
+    fn end_at_run_budget(&mut self) -> Result<()> {
+        if self.run_spent.is_some() || self.flights.is_empty() {
+            return Ok(());
+        }
+        let wall = self.opened.elapsed();
+        let Some(r) = self.budgets.run_reached(&self.state, &self.tasks, wall) else {
+            return Ok(());
+        };
+        self.emit(RunEvent::BudgetReached {
+            scope: r.scope.clone(),
+            measure: r.measure.into(),
+            limit: r.limit.clone(),
+            used: r.used.clone(),
+        })?;
+        self.run_spent = Some(r);
+        process::kill_all();
         Ok(())
     }
 

@@ -1,0 +1,63 @@
+//! `[budget]`: a run that reaches a ceiling the operator chose stops there and says which one.
+//! (Token budgets with a model endpoint's usage: swarm_run/http.rs; with the agent CLIs:
+//! agent_clis/.)
+
+use crate::support::swarm::{plan, task, Swarm};
+
+/// `[budget.run] wall`: the run's own ceiling ends the attempt that is running (a worker that
+/// would sleep for a minute), and the task after it never starts.
+#[test]
+fn the_runs_wall_time_budget_ends_the_running_attempt() {
+    let s = Swarm::configured("failure_budget = 1", "\n[budget.run]\nwall = \"2s\"\n");
+    s.scenario("p:A", "sleep 60; echo a > a.txt");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["a.txt"], &[], "test -f a.txt"),
+                task("B", &["b.txt"], &["A"], "test -f b.txt"),
+            ],
+        ),
+    );
+    let started = std::time::Instant::now();
+    let v = s.run(&["run", &p, "--json"]).json();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "the sleeping worker was ended, not waited for"
+    );
+    let why = v["failed"]["p:A"].as_str().expect("A failed");
+    assert!(
+        why.starts_with("failed 1 attempt(s); last: ended: the run's wall budget (2s) is spent: ")
+            && why.ends_with("s used; raise [budget] in atelier.toml to go on"),
+        "{why}"
+    );
+    let events =
+        std::fs::read_to_string(s.env.repo.join(".atelier/runs/r1/events.jsonl")).expect("events");
+    assert!(
+        events.contains(
+            "\"kind\":\"budget-reached\",\"scope\":\"run\",\"measure\":\"wall\",\"limit\":\"2s\""
+        ),
+        "{events}"
+    );
+    // B depends on A, which failed: blocked, never started.
+    assert!(
+        !events.contains("\"task\":\"p:B\",\"attempt\":1"),
+        "{events}"
+    );
+}
+
+/// A `cost` ceiling needs a price for each role's model: without one the run is refused before
+/// it starts, naming the table to add.
+#[test]
+fn a_cost_budget_without_prices_is_refused_naming_the_missing_price() {
+    let s = Swarm::configured("", "\n[budget.run]\ncost = 5.0\n");
+    let p = crate::support::swarm::one(&s, "echo ok > src/t.rs");
+    let run = s.run(&["run", &p]).code(2);
+    assert!(
+        run.stderr
+            .contains("[budget] sets a cost, but [roles.implementer] names no `model` to price"),
+        "{}",
+        run.stderr
+    );
+}
