@@ -90,7 +90,15 @@ pub const CLIENTS: &[Client] = &[
             "--no-session-persistence",
         ],
         state_env: Some("CLAUDE_CONFIG_DIR"),
-        set_env: &[],
+        // IS_SANDBOX=1 is what lets bypassPermissions run as root (it refuses otherwise); the
+        // rest keeps it off the network except for the model endpoint.
+        set_env: &[
+            ("IS_SANDBOX", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ],
         endpoint_env: &["ANTHROPIC_BASE_URL"],
         default_endpoint: "https://api.anthropic.com",
         usage: UsageFormat::ClaudeStream,
