@@ -442,6 +442,7 @@ fn render(s: &RunState, now: i64, live: Option<&crate::swarm::live::Status>) -> 
             k, state, v.attempt, elapsed, silent, v.nudges, v.restarts, last
         ));
     }
+    t.push_str(&spent_lines(s));
     let failed: Vec<_> = s
         .tasks
         .iter()
@@ -773,6 +774,23 @@ pub fn validate(dir: &Path, args: ValidateArgs) -> anyhow::Result<ExitCode> {
         }
         out(&t)
     })
+}
+
+/// What the workers reported spending, a line per task that reported any.
+fn spent_lines(s: &crate::swarm::events::RunState) -> String {
+    s.tasks
+        .iter()
+        .filter(|(_, v)| v.spent.total() > 0)
+        .map(|(k, v)| {
+            format!(
+                "spent: {k}: {} tokens (input {}, output {}, cached {})\n",
+                v.spent.total(),
+                v.spent.input_tokens,
+                v.spent.output_tokens,
+                v.spent.cached_tokens
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -253,6 +253,14 @@ fn no_attempt_starts_once_the_runs_token_budget_is_spent() {
         "not started: the run's tokens budget (1000) is spent: 1290 used; raise [budget] in atelier.toml to go on"
     );
     assert_eq!(llm.seen.lock().expect("log").len(), 1, "one request only");
+    let status = s.run(&["status", "r1"]);
+    assert!(
+        status
+            .stdout
+            .contains("spent: w:A: 1290 tokens (input 1034, output 56, cached 200)"),
+        "{}",
+        status.stdout
+    );
     let events =
         std::fs::read_to_string(s.env.repo.join(".atelier/runs/r1/events.jsonl")).expect("events");
     assert!(
