@@ -473,6 +473,9 @@ pub struct RoleConfig {
     #[serde(default)]
     pub env: Vec<String>,
     /// For `http`: the OpenAI-compatible base URL, the model, and the *name* of the key variable.
+    /// For a preset: the endpoint its CLI calls (set as `ANTHROPIC_BASE_URL` for claude,
+    /// `OPENAI_API_BASE` for aider, a `-c` model provider for codex, whose key variable is
+    /// `api_key_env`, default `OPENAI_API_KEY`), and the model passed as `--model`.
     #[serde(default)]
     pub base_url: Option<String>,
     #[serde(default)]
@@ -754,6 +757,13 @@ impl Config {
                 "http" if role.base_url.is_none() || role.model.is_none() => {
                     return Err(bad("backend = \"http\" needs `base_url` and `model`".into()))
                 }
+                "codex"
+                    if role.base_url.is_none() && role.env.iter().any(|e| e == "OPENAI_BASE_URL") =>
+                {
+                    return Err(bad(
+                        "passes `OPENAI_BASE_URL`, which codex 0.171 ignores (it would call api.openai.com): set `base_url = \"http://HOST:PORT/v1\"` on the role instead, and Atelier points codex at it".into(),
+                    ))
+                }
                 "command" | "http" | "claude" | "codex" | "aider" => {}
                 other => {
                     return Err(bad(format!(
@@ -842,5 +852,20 @@ mod tests {
             let e = load(&role(extra)).expect_err(extra).to_string();
             assert!(e.contains(want), "{extra}: {e}");
         }
+    }
+
+    #[test]
+    fn a_codex_role_names_its_endpoint_with_base_url_not_the_variable_codex_ignores() {
+        let e = load(
+            "[roles.w]\nbackend = \"codex\"\nenv = [\"OPENAI_API_KEY\", \"OPENAI_BASE_URL\"]\n",
+        )
+        .expect_err("refused")
+        .to_string();
+        assert!(
+            e.contains("[roles.w]") && e.contains("OPENAI_BASE_URL") && e.contains("base_url ="),
+            "{e}"
+        );
+        load("[roles.w]\nbackend = \"codex\"\nenv = [\"OPENAI_API_KEY\"]\nbase_url = \"http://127.0.0.1:9/v1\"\n")
+            .expect("valid");
     }
 }

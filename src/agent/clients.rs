@@ -29,8 +29,20 @@ pub struct Client {
     /// endpoint it uses when none is set.
     pub endpoint_env: &'static [&'static str],
     pub default_endpoint: &'static str,
+    /// How a role's `base_url` is handed to the CLI.
+    pub via: Via,
     /// How its output reports what it spent.
     pub usage: UsageFormat,
+}
+
+/// How a CLI is pointed at the endpoint a role's `base_url` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// The variable it reads the endpoint from.
+    Var(&'static str),
+    /// Codex reads no variable (0.171 ignores `OPENAI_BASE_URL`): a model provider of its own,
+    /// defined with `-c` overrides, with the key read from `env_key`.
+    CodexProvider,
 }
 
 /// How a CLI's output reports the tokens it spent.
@@ -71,6 +83,9 @@ impl Usage {
     }
 }
 
+/// The variable an OpenAI-style CLI reads its key from unless the role's `api_key_env` names another.
+pub const OPENAI_KEY: &str = "OPENAI_API_KEY";
+
 /// The CLIs the presets name.
 pub const CLIENTS: &[Client] = &[
     Client {
@@ -101,6 +116,7 @@ pub const CLIENTS: &[Client] = &[
         ],
         endpoint_env: &["ANTHROPIC_BASE_URL"],
         default_endpoint: "https://api.anthropic.com",
+        via: Via::Var("ANTHROPIC_BASE_URL"),
         usage: UsageFormat::ClaudeStream,
     },
     Client {
@@ -118,8 +134,10 @@ pub const CLIENTS: &[Client] = &[
         ],
         state_env: Some("CODEX_HOME"),
         set_env: &[],
-        endpoint_env: &["OPENAI_BASE_URL"],
+        // Codex 0.171 reads no endpoint variable: a role's `base_url` becomes a provider.
+        endpoint_env: &[],
         default_endpoint: "https://api.openai.com/v1",
+        via: Via::CodexProvider,
         usage: UsageFormat::CodexJson,
     },
     Client {
@@ -148,6 +166,7 @@ pub const CLIENTS: &[Client] = &[
         set_env: &[("LITELLM_LOCAL_MODEL_COST_MAP", "True")],
         endpoint_env: &["OPENAI_API_BASE", "OPENAI_BASE_URL"],
         default_endpoint: "https://api.openai.com/v1",
+        via: Via::Var("OPENAI_API_BASE"),
         usage: UsageFormat::AiderSummary,
     },
 ];
@@ -164,6 +183,31 @@ impl Client {
             .iter()
             .find_map(|k| var(k).filter(|v| !v.is_empty()))
             .unwrap_or_else(|| self.default_endpoint.to_string())
+    }
+
+    /// What points the CLI at `base_url`: arguments for its command line and variables for
+    /// its environment. `key_env` names the variable holding the key (codex's provider reads
+    /// it; the other CLIs read their own).
+    pub fn point_at(&self, base_url: &str, key_env: &str) -> (Vec<String>, Vec<(String, String)>) {
+        match self.via {
+            Via::Var(k) => (Vec::new(), vec![(k.to_string(), base_url.to_string())]),
+            Via::CodexProvider => {
+                let set = |k: &str, v: &str| {
+                    // TOML basic strings: the URL and the variable name, quoted.
+                    let quoted = serde_json::Value::String(v.to_string()).to_string();
+                    [
+                        "-c".to_string(),
+                        format!("model_providers.atelier.{k}={quoted}"),
+                    ]
+                };
+                let mut args = vec!["-c".to_string(), "model_provider=\"atelier\"".to_string()];
+                args.extend(set("name", "atelier"));
+                args.extend(set("base_url", base_url));
+                args.extend(set("env_key", key_env));
+                args.extend(set("wire_api", "responses"));
+                (args, Vec::new())
+            }
+        }
     }
 
     /// The variables set for one attempt, with `state` its private state directory.
@@ -235,6 +279,48 @@ impl Client {
         found.unwrap_or_else(|| stdout.to_string())
     }
 
+    /// What the CLI reported as a failure though it exited 0, as each of them does when its
+    /// model call fails: Claude Code's `result` marked `is_error`, codex's `error` and
+    /// `turn.failed` events, or an aider run in which no model reply completed (it prints a
+    /// `Tokens:` line after each).
+    pub fn failure(&self, stdout: &str) -> Option<String> {
+        let text = |v: &serde_json::Value, keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| {
+                    let mut at = v;
+                    for part in k.split('.') {
+                        at = at.get(part)?;
+                    }
+                    at.as_str().map(String::from)
+                })
+                .unwrap_or_else(|| v.to_string())
+        };
+        match self.usage {
+            UsageFormat::ClaudeStream => json_lines(stdout)
+                .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("result"))
+                .last()
+                .filter(|v| v.get("is_error").and_then(|e| e.as_bool()) == Some(true))
+                .map(|v| text(&v, &["result", "subtype"])),
+            UsageFormat::CodexJson => json_lines(stdout)
+                .filter(|v| {
+                    matches!(
+                        v.get("type").and_then(|t| t.as_str()),
+                        Some("error" | "turn.failed")
+                    )
+                })
+                .last()
+                .map(|v| text(&v, &["message", "error.message"])),
+            UsageFormat::AiderSummary => aider_usage(stdout).is_none().then(|| {
+                let last = stdout
+                    .lines()
+                    .map(str::trim)
+                    .rfind(|l| !l.is_empty())
+                    .unwrap_or("nothing");
+                format!("no model reply completed (no `Tokens:` line); its last line: {last}")
+            }),
+        }
+    }
+
     /// What it reported spending, read from its standard output.
     pub fn usage(&self, stdout: &str) -> Option<Usage> {
         match self.usage {
@@ -257,12 +343,16 @@ pub fn blocked_endpoint(
     use crate::config::Network;
     let c = client(&role.backend)?;
     let passed = |k: &str| role.env.iter().any(|e| e == k).then(|| var(k)).flatten();
-    let url = c.endpoint(passed);
-    let from = c
-        .endpoint_env
-        .iter()
-        .find(|k| passed(k).is_some_and(|v| !v.is_empty()))
-        .map_or("the CLI's default".to_string(), |k| format!("`{k}`"));
+    let (url, from) = match role.base_url.as_deref().filter(|u| !u.trim().is_empty()) {
+        Some(u) => (u.to_string(), "`base_url`".to_string()),
+        None => (
+            c.endpoint(passed),
+            c.endpoint_env
+                .iter()
+                .find(|k| passed(k).is_some_and(|v| !v.is_empty()))
+                .map_or("the CLI's default".to_string(), |k| format!("`{k}`")),
+        ),
+    };
     let port = port(&url)?;
     let allowed = match network {
         Network::Any => return None,
@@ -278,10 +368,9 @@ pub fn blocked_endpoint(
         ),
     };
     Some(format!(
-        "[roles.{role_name}]: the {} CLI would call its model at {} (from {from}), port {port}, which {allowed} does not let it open, so every request would be refused: add {port} to `network`, or point {} at an endpoint on a listed port",
+        "[roles.{role_name}]: the {} CLI would call its model at {} (from {from}), port {port}, which {allowed} does not let it open, so every request would be refused: add {port} to `network`, or set the role's `base_url` to an endpoint on a listed port",
         c.name,
         redact_userinfo(&url),
-        c.endpoint_env.first().copied().unwrap_or("the endpoint variable"),
     ))
 }
 
@@ -548,6 +637,31 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_reported_with_exit_code_zero_is_read_from_each_clients_output() {
+        let claude = client("claude").expect("claude");
+        assert_eq!(
+            claude.failure("{\"type\":\"result\",\"is_error\":true,\"result\":\"API Error: Connection refused\"}\n"),
+            Some("API Error: Connection refused".into())
+        );
+        assert_eq!(
+            claude.failure("{\"type\":\"result\",\"is_error\":false,\"result\":\"done\"}\n"),
+            None
+        );
+        let codex = client("codex").expect("codex");
+        assert_eq!(
+            codex.failure("{\"type\":\"turn.started\"}\n{\"type\":\"turn.failed\",\"error\":{\"message\":\"stream disconnected\"}}\n"),
+            Some("stream disconnected".into())
+        );
+        assert_eq!(codex.failure("{\"type\":\"turn.completed\"}\n"), None);
+        let aider = client("aider").expect("aider");
+        let why = aider
+            .failure("litellm.APIConnectionError: refused\nRetrying in 0.2 seconds...\n")
+            .expect("no reply");
+        assert!(why.contains("Retrying in 0.2 seconds"), "{why}");
+        assert_eq!(aider.failure("Tokens: 10 sent, 2 received.\n"), None);
+    }
+
+    #[test]
     fn an_endpoint_on_a_port_the_role_does_not_list_is_named() {
         use crate::config::{Network, RoleConfig};
         let role = |backend: &str, env: &[&str]| RoleConfig {
@@ -588,6 +702,26 @@ mod tests {
         assert_eq!(
             blocked_endpoint("w", &role("command", &[]), &Network::None, var),
             None
+        );
+    }
+
+    #[test]
+    fn a_base_url_becomes_a_variable_or_a_codex_model_provider() {
+        let claude = client("claude").expect("claude");
+        assert_eq!(
+            claude.point_at("http://127.0.0.1:9/", "K"),
+            (
+                vec![],
+                vec![("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9/".into())]
+            )
+        );
+        let (args, vars) = client("codex")
+            .expect("codex")
+            .point_at("http://127.0.0.1:9/v1", "MY_KEY");
+        assert!(vars.is_empty());
+        assert_eq!(
+            args.join(" "),
+            "-c model_provider=\"atelier\" -c model_providers.atelier.name=\"atelier\" -c model_providers.atelier.base_url=\"http://127.0.0.1:9/v1\" -c model_providers.atelier.env_key=\"MY_KEY\" -c model_providers.atelier.wire_api=\"responses\""
         );
     }
 

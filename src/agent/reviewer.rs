@@ -297,11 +297,13 @@ fn run_one(repo_root: &Path, head: Oid, job: &ReviewJob, timeout: Duration) -> R
             Backend::Command {
                 argv,
                 pass_env,
+                set_env,
                 client,
             } => {
                 let command = Command {
                     argv,
                     pass_env,
+                    set_env,
                     client: *client,
                 };
                 ask_command(&rt, repo_root, head, job, &command, &prompt, timeout)
@@ -345,6 +347,7 @@ fn run_one(repo_root: &Path, head: Oid, job: &ReviewJob, timeout: Duration) -> R
 struct Command<'a> {
     argv: &'a [String],
     pass_env: &'a [String],
+    set_env: &'a [(String, String)],
     client: Option<&'static super::clients::Client>,
 }
 
@@ -375,7 +378,10 @@ fn ask_command(
         cwd: root,
         env: process::scrubbed_env(
             pass_env,
-            &[("ATELIER_REVIEWER".to_string(), job.name.clone())],
+            &[("ATELIER_REVIEWER".to_string(), job.name.clone())]
+                .into_iter()
+                .chain(command.set_env.iter().cloned())
+                .collect::<Vec<_>>(),
         ),
         stdin: prompt.as_bytes().to_vec(),
         timeout,
@@ -653,6 +659,7 @@ mod tests {
             backend: Backend::Command {
                 argv: vec!["bash".into(), path.display().to_string()],
                 pass_env: pass_env.iter().map(|s| s.to_string()).collect(),
+                set_env: Vec::new(),
                 client: None,
             },
             prompt: "Review this change.\n".into(),

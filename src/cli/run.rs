@@ -443,6 +443,7 @@ fn render(s: &RunState, now: i64, live: Option<&crate::swarm::live::Status>) -> 
         ));
     }
     t.push_str(&spent_lines(s));
+    t.push_str(&kept_lines(s));
     let failed: Vec<_> = s
         .tasks
         .iter()
@@ -774,6 +775,20 @@ pub fn validate(dir: &Path, args: ValidateArgs) -> anyhow::Result<ExitCode> {
         }
         out(&t)
     })
+}
+
+/// Where each task's last worker output is kept.
+fn kept_lines(s: &crate::swarm::events::RunState) -> String {
+    s.tasks
+        .iter()
+        .filter_map(|(k, v)| {
+            let log = v.log.as_ref()?;
+            Some(format!(
+                "output: {k} (attempt {}): .atelier/runs/{}/{log}\n",
+                v.attempt, s.run
+            ))
+        })
+        .collect()
 }
 
 /// What the workers reported spending, a line per task that reported any.

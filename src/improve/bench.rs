@@ -910,6 +910,7 @@ mod tests {
                 output_bytes: 0,
                 truncated: false,
                 ms: None,
+                log: None,
             })
         };
         let failed = |task: &str, attempt| {

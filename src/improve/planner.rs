@@ -209,9 +209,11 @@ pub fn ask(
         agent::Backend::Command {
             argv,
             pass_env,
+            set_env,
             client,
         } => {
-            let answer = run_command(ws, role, worktree, argv, pass_env, prompt, timeout, now)?;
+            let command = (argv.as_slice(), pass_env.as_slice(), set_env.as_slice());
+            let answer = run_command(ws, role, worktree, command, prompt, timeout, now)?;
             Ok(client.map_or(answer.clone(), |c| c.answer(&answer)))
         }
         agent::Backend::Http {
@@ -243,8 +245,7 @@ fn run_command(
     ws: &Workspace,
     role: &str,
     base: Option<git2::Oid>,
-    argv: &[String],
-    pass_env: &[String],
+    (argv, pass_env, set_env): (&[String], &[String], &[(String, String)]),
     prompt: &str,
     timeout: Duration,
     now: i64,
@@ -287,7 +288,7 @@ fn run_command(
         program: argv[0].clone(),
         args: argv[1..].to_vec(),
         cwd: dir.clone(),
-        env: process::scrubbed_env(&pass, &[]),
+        env: process::scrubbed_env(&pass, set_env),
         stdin: prompt.as_bytes().to_vec(),
         timeout,
         silence: None,

@@ -128,6 +128,10 @@ pub enum RunEvent {
         /// How long the worker ran (monotonic clock; absent from older logs).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ms: Option<u64>,
+        /// Where its output is kept, relative to the run's directory (`attempts/T-1.log`),
+        /// with the values of the variables its role passes redacted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        log: Option<String>,
     },
     StepFinished {
         task: String,
@@ -376,6 +380,8 @@ pub struct TaskView {
     pub spent: crate::agent::clients::Usage,
     /// How long its finished attempts took, worker and steps, in all (ms).
     pub worked_ms: u64,
+    /// Where the output of its last attempt's worker is kept, relative to the run's directory.
+    pub log: Option<String>,
 }
 
 impl TaskView {
@@ -389,6 +395,7 @@ impl TaskView {
             last_step: None,
             last_failure: None,
             last_output: Vec::new(),
+            log: None,
             nudges: 0,
             restarts: 0,
             prompt_bytes: Vec::new(),
@@ -407,6 +414,7 @@ impl TaskView {
         self.claims = claims.to_vec();
         self.started_at.get_or_insert_with(|| at.to_string());
         self.prompt_bytes.push(prompt_bytes);
+        self.log = None;
     }
 
     /// `attempt-failed`: why, what it printed that matters, and its digest remembered for the
@@ -584,8 +592,11 @@ impl RunState {
                 v.last_failure = Some(format!("blocked by {by}"));
             }),
             RunEvent::RunFinished { .. } => self.finished = true,
-            RunEvent::WorkerExited { .. }
-            | RunEvent::Settings { .. }
+            RunEvent::WorkerExited { task, log, .. } => {
+                let log = log.clone();
+                self.task(task, |v| v.log = log);
+            }
+            RunEvent::Settings { .. }
             | RunEvent::Quiet { .. }
             | RunEvent::BudgetReached { .. }
             | RunEvent::ContractValidated { .. } => {}

@@ -48,8 +48,18 @@ fn redact(text: &str, values: &[String]) -> String {
 /// `text` with the values of the variables in `names`, as atelier's own environment holds
 /// them, redacted.
 fn redact_passed(text: &str, names: &[String]) -> String {
-    let values: Vec<String> = names.iter().filter_map(|n| std::env::var(n).ok()).collect();
-    redact(text, &values)
+    redact(text, &secret_values(names, |n| std::env::var(n).ok()))
+}
+
+/// The values of the variables in `names` that may be secrets: all but those naming a file or
+/// folder that exists (`CODEX_HOME=/home/me/.codex`), which a person needs to read in a CLI's
+/// error, and which grant nothing by being seen.
+fn secret_values(names: &[String], var: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    names
+        .iter()
+        .filter_map(|n| var(n))
+        .filter(|v| !(v.starts_with('/') && Path::new(v).exists()))
+        .collect()
 }
 
 /// What one attempt needs, prepared on the main loop (which owns git).
@@ -65,6 +75,8 @@ pub(super) struct AttemptJob {
     prompt: String,
     /// Where the worker's last-output clock is shown while it runs (`live.json`).
     board: Board,
+    /// The run's directory, where each attempt's output is kept (`attempts/`).
+    run_dir: PathBuf,
 }
 
 impl AttemptJob {
@@ -280,6 +292,7 @@ async fn http_worker(
         output_bytes: text.len() as u64,
         truncated: false,
         ms: Some(millis(started.elapsed())),
+        log: None,
     });
     let path = job.worktree.join(&target);
     if let Some(dir) = path.parent() {
@@ -296,8 +309,7 @@ async fn http_worker(
 /// Runs a command worker; `None` when it exited successfully.
 async fn command_worker(
     job: &AttemptJob,
-    argv: &[String],
-    pass_env: &[String],
+    (argv, pass_env, set_env): (&[String], &[String], &[(String, String)]),
     client: Option<&'static agent::clients::Client>,
     limits: &Limits,
     tx: &mpsc::UnboundedSender<RunEvent>,
@@ -314,7 +326,7 @@ async fn command_worker(
         program: argv[0].clone(),
         args: argv[1..].to_vec(),
         cwd: job.worktree.clone(),
-        env: process::scrubbed_env(&pass, &job.env()),
+        env: process::scrubbed_env(&pass, &[job.env(), set_env.to_vec()].concat()),
         stdin: job.prompt.clone().into_bytes(),
         timeout: limits.attempt,
         silence: Some(process::Silence {
@@ -349,16 +361,16 @@ async fn command_worker(
     {
         Ok(o) => o,
         Err(e) => {
+            let why = could_not_start(&worker, &e);
             return Some(AttemptResult::Failed {
-                reason: format!("the worker `{}` could not start: {e}", worker.program),
-                digest: vec![format!(
-                    "[worker] could not start `{}`: {e}",
-                    worker.program
-                )],
-            })
+                reason: format!("the worker {why}"),
+                digest: vec![format!("[worker] {why}")],
+            });
         }
     };
     drop(on_board);
+    let output = redact_passed(&outcome.output, &pass);
+    let log = keep_output(job, &output);
     if let Some((c, usage)) = client.and_then(|c| Some((c, c.usage(&outcome.stdout)?))) {
         let _ = tx.send(RunEvent::Spent {
             task: job.task.key.clone(),
@@ -367,8 +379,61 @@ async fn command_worker(
             usage,
         });
     }
-    report_exit(job, &outcome, limits, tx);
-    worker_failure(&outcome, limits, &pass)
+    report_exit(job, &outcome, limits, log, tx);
+    worker_failure(&outcome, limits, &output).or_else(|| {
+        // Every agent CLI exits 0 when its model call failed: what it said is the reason.
+        let c = client?;
+        let said = c.failure(&outcome.stdout)?;
+        let said = redact_passed(&said, &pass);
+        Some(AttemptResult::Failed {
+            reason: format!("the {} CLI exited 0 but reported a failure: {said}", c.name),
+            digest: [format!("[worker] {} failed: {said}", c.name)]
+                .into_iter()
+                .chain(memory::digest("worker", &output))
+                .collect(),
+        })
+    })
+}
+
+/// Why a worker's program could not start, naming the file it resolved to and, for a
+/// permission refused under containment, the setting that grants it.
+fn could_not_start(worker: &process::Spawn, e: &std::io::Error) -> String {
+    let path = worker
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    let at = match agent::clients::find_program(&worker.program, path) {
+        Some(p) => {
+            let real = p.canonicalize().unwrap_or_else(|_| p.clone());
+            if real == p {
+                format!(" ({})", p.display())
+            } else {
+                format!(" ({}, which is {})", p.display(), real.display())
+            }
+        }
+        None => " (not found on the worker's PATH)".to_string(),
+    };
+    let next = match e.kind() {
+        std::io::ErrorKind::PermissionDenied if worker.sandbox.is_some() => {
+            ": contained, it may read only the system folders, its worktree and what its role's `readable` lists; add the folder its install lives in (and its interpreter's) to `readable`"
+        }
+        std::io::ErrorKind::NotFound => {
+            ": install it, or name it by its full path in the role's `command`"
+        }
+        _ => "",
+    };
+    format!("`{}`{at} could not start: {e}{next}", worker.program)
+}
+
+/// Keeps what the worker printed under the run's `attempts/` folder (written whole, or not at
+/// all); where, relative to the run's directory.
+fn keep_output(job: &AttemptJob, output: &str) -> Option<String> {
+    let name = format!("attempts/{}-{}.log", slug(&job.task.key), job.attempt);
+    let path = job.run_dir.join(&name);
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    crate::fsutil::atomic_write(&path, output.as_bytes()).ok()?;
+    Some(name)
 }
 
 /// The worker's exit, the silences it had, and its restart if it was silenced, as events.
@@ -376,6 +441,7 @@ fn report_exit(
     job: &AttemptJob,
     outcome: &process::Outcome,
     limits: &Limits,
+    log: Option<String>,
     tx: &mpsc::UnboundedSender<RunEvent>,
 ) {
     let (task, attempt) = (job.task.key.clone(), job.attempt);
@@ -386,6 +452,7 @@ fn report_exit(
         output_bytes: outcome.output_bytes,
         truncated: outcome.truncated,
         ms: Some(millis(outcome.elapsed)),
+        log,
     });
     for q in &outcome.quiet {
         let _ = tx.send(RunEvent::Quiet {
@@ -413,18 +480,25 @@ fn silence_measured(outcome: &process::Outcome, limits: &Limits) -> Duration {
 }
 
 /// How a worker's run failed the attempt, if it did: silenced and restarted, past the attempt
-/// timeout, or a non-zero exit (its output's digest, with the values of the variables its role
-/// passes — API keys — redacted, whatever the worker printed).
+/// timeout, or a non-zero exit, each with its output's digest (`output` has the values of the
+/// variables its role passes — API keys — redacted already, whatever the worker printed).
 fn worker_failure(
     outcome: &process::Outcome,
     limits: &Limits,
-    pass: &[String],
+    output: &str,
 ) -> Option<AttemptResult> {
+    // What it printed last says what it was doing when it was killed.
+    let with_output = |first: String| {
+        [first]
+            .into_iter()
+            .chain(memory::digest("worker", output))
+            .collect()
+    };
     if outcome.silenced {
         let silent = silence_measured(outcome, limits).as_secs();
         return Some(AttemptResult::Failed {
             reason: format!("the worker was silent for {silent}s and was restarted"),
-            digest: vec![format!("[worker] silent for {silent}s: the attempt was killed; produce output while working")]
+            digest: with_output(format!("[worker] silent for {silent}s: the attempt was killed; produce output while working")),
         });
     }
     if outcome.timed_out {
@@ -433,10 +507,10 @@ fn worker_failure(
                 "the worker ran past the attempt timeout ({}s)",
                 limits.attempt.as_secs()
             ),
-            digest: vec![format!(
+            digest: with_output(format!(
                 "[worker] ran past {}s and was killed",
                 limits.attempt.as_secs()
-            )],
+            )),
         });
     }
     if outcome.code != Some(0) {
@@ -447,7 +521,7 @@ fn worker_failure(
             ),
             // The values of the variables the role passes (API keys) never reach the log, the
             // next prompt or a lesson, whatever the worker printed.
-            digest: memory::digest("worker", &redact_passed(&outcome.output, pass)),
+            digest: memory::digest("worker", output),
         });
     }
     None
@@ -464,8 +538,9 @@ async fn run_attempt(
         agent::Backend::Command {
             argv,
             pass_env,
+            set_env,
             client,
-        } => command_worker(&job, argv, pass_env, *client, limits, &tx).await,
+        } => command_worker(&job, (argv, pass_env, set_env), *client, limits, &tx).await,
         agent::Backend::Http {
             base_url,
             model,
@@ -713,6 +788,7 @@ impl<'a> Conductor<'a> {
             prompt,
             task,
             board: self.board.clone(),
+            run_dir: run_dir(self.ws, &self.run),
         };
         self.flights
             .insert(job.task.key.clone(), Flight { name, path, at });
@@ -915,6 +991,29 @@ mod tests {
     }
 
     #[test]
+    fn a_passed_path_that_exists_is_shown_and_a_key_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().display().to_string();
+        let names = [
+            "CODEX_HOME".to_string(),
+            "OPENAI_API_KEY".to_string(),
+            "GONE".to_string(),
+        ];
+        let var = |n: &str| match n {
+            "CODEX_HOME" => Some(home.clone()),
+            "OPENAI_API_KEY" => Some("sk-0123456789".to_string()),
+            _ => Some("/no/such/place/at/all".to_string()),
+        };
+        assert_eq!(
+            secret_values(&names, var),
+            vec![
+                "sk-0123456789".to_string(),
+                "/no/such/place/at/all".to_string()
+            ]
+        );
+    }
+
+    #[test]
     fn passed_values_of_eight_bytes_or_more_are_redacted() {
         let values = ["sk-0123456789".to_string(), "short".to_string()];
         assert_eq!(
@@ -929,7 +1028,7 @@ mod tests {
             code: Some(0),
             ..Default::default()
         };
-        assert_eq!(worker_failure(&ok, &limits(), &[]), None);
+        assert_eq!(worker_failure(&ok, &limits(), ""), None);
     }
 
     #[test]
@@ -944,10 +1043,16 @@ mod tests {
             }],
             ..Default::default()
         };
-        let (reason, digest) = failed(worker_failure(&silenced, &limits(), &[]));
+        let printed = "reading src/lib.rs\nasking the model\n";
+        let (reason, digest) = failed(worker_failure(&silenced, &limits(), printed));
         assert_eq!(reason, "the worker was silent for 612s and was restarted");
         assert!(
             digest[0].starts_with("[worker] silent for 612s"),
+            "{digest:?}"
+        );
+        // What it printed last comes with it.
+        assert!(
+            digest[1..].iter().any(|d| d.contains("asking the model")),
             "{digest:?}"
         );
         // Without a recorded quiet period, the threshold is what is known.
@@ -964,14 +1069,14 @@ mod tests {
             timed_out: true,
             ..Default::default()
         };
-        let (reason, _) = failed(worker_failure(&late, &limits(), &[]));
+        let (reason, _) = failed(worker_failure(&late, &limits(), ""));
         assert_eq!(reason, "the worker ran past the attempt timeout (3600s)");
         let crashed = process::Outcome {
             code: None,
             output: "error: boom\n".into(),
             ..Default::default()
         };
-        let (reason, digest) = failed(worker_failure(&crashed, &limits(), &[]));
+        let (reason, digest) = failed(worker_failure(&crashed, &limits(), &crashed.output));
         assert_eq!(reason, "the worker exited with a signal");
         assert!(!digest.is_empty());
         let (reason, _) = failed(worker_failure(
@@ -980,7 +1085,7 @@ mod tests {
                 ..Default::default()
             },
             &limits(),
-            &[],
+            "",
         ));
         assert_eq!(reason, "the worker exited with 3");
     }
