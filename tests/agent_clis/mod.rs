@@ -1,4 +1,147 @@
 //! The real agent CLIs (Claude Code, Codex, Aider), installed as their registries ship them,
 //! each run through its preset under default containment against a fake model server of ours
-//! (support/model): the task's file written, the tokens each reported recorded, a slow answer
-//! not killed, a blocked endpoint refused fast.
+//! (support/model): the task's file written, the tokens each reported recorded, the key only
+//! where the endpoint reads it, the output kept, a slow answer not killed.
+
+mod claude;
+
+use std::path::{Path, PathBuf};
+
+use atelier::swarm::events::RunEvent;
+
+use crate::support::model::{Server, USAGE};
+use crate::support::swarm::{plan, task, Swarm};
+
+/// What the scripted model writes, and the check that proves it landed.
+pub(crate) const FILE: &str = "notes/hello.txt";
+pub(crate) const CONTENT: &str = "hello from the fake\n";
+
+/// A swarm with a `writer` role on the `backend` preset, pointed at `server` by `base_url`
+/// (`base`, the URL as the CLI wants it), its port the only one open, `key_var` passed.
+pub(crate) fn swarm(
+    backend: &str,
+    base: &str,
+    server: &Server,
+    key_var: &str,
+    extra: &str,
+) -> Swarm {
+    let s = Swarm::new(extra);
+    let config = s.env.read("atelier.toml");
+    s.env.write(
+        "atelier.toml",
+        &format!(
+            "{config}\n[roles.writer]\nbackend = \"{backend}\"\nbase_url = \"{base}\"\nenv = [\"{key_var}\"]\nnetwork = [{}]\n",
+            server.port
+        ),
+    );
+    s.env.git(&["commit", "-q", "-am", "Add a writer role"]);
+    s
+}
+
+/// A one-task plan for the writer: write the file, checked by its content.
+pub(crate) fn hello_plan(s: &Swarm) -> String {
+    let t = task(
+        "T",
+        &[FILE],
+        &[],
+        &format!("grep -qx '{}' {FILE}", CONTENT.trim_end()),
+    )
+    .replace("implementer", "writer")
+    .replace(
+        "goal = \"Do T\"",
+        &format!(
+            "goal = \"Write the file {FILE} containing exactly the line: {}\"",
+            CONTENT.trim_end()
+        ),
+    );
+    s.plan("w.toml", &plan("w", &[t]))
+}
+
+/// `atelier run` of the plan, with the CLI's folder first on PATH and the key set.
+pub(crate) fn run(s: &Swarm, bin: &Path, key_var: &str, key: &str) -> std::process::Output {
+    let p = hello_plan(s);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    s.command(&["run", &p])
+        .env("PATH", path)
+        .env(key_var, key)
+        .output()
+        .expect("run atelier")
+}
+
+/// What every CLI's run must show: it passed, the file is on the run's branch, the tokens the
+/// fake reported were recorded as the CLI's spend, the key reached the endpoint only in the
+/// header `key_header` and never the run's records, and the attempt's output was kept.
+pub(crate) fn assert_ran(
+    s: &Swarm,
+    out: &std::process::Output,
+    backend: &str,
+    server: &Server,
+    key_header: &str,
+    key: &str,
+) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let log = attempt_log(s);
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}\nattempt output:\n{log}"
+    );
+    assert_eq!(
+        s.env.git(&["show", &format!("atelier/runs/r1:{FILE}")]),
+        CONTENT
+    );
+
+    let spent: Vec<_> = s
+        .events("r1")
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::Spent { client, usage, .. } => Some((client, usage)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spent.len(), 1, "one attempt, one spend: {spent:?}");
+    let (client, usage) = &spent[0];
+    assert_eq!(client, backend);
+    // Each response reports USAGE; however many the CLI made, its report is a whole multiple.
+    let n = usage.output_tokens / USAGE.output;
+    let requests = server.requests();
+    assert!(
+        n >= 1 && n as usize <= requests.len(),
+        "{usage:?} over {} requests",
+        requests.len()
+    );
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens, usage.cached_tokens),
+        (n * USAGE.input, n * USAGE.output, n * USAGE.cached),
+        "the tokens the fake reported"
+    );
+
+    let mut carried = 0;
+    for r in &requests {
+        for (name, value) in &r.headers {
+            if value.contains(key) {
+                assert_eq!(name, key_header, "the key went out in {name}");
+                carried += 1;
+            }
+        }
+        assert!(!r.body.contains(key), "the key went out in a body");
+    }
+    assert!(carried > 0, "the key reached the endpoint in {key_header}");
+    let events = std::fs::read_to_string(run_dir(s).join("events.jsonl")).expect("events");
+    assert!(!events.contains(key), "the key is in events.jsonl");
+    assert!(!log.is_empty(), "the attempt's output was kept");
+    assert!(!log.contains(key), "the key is in the kept output");
+}
+
+pub(crate) fn run_dir(s: &Swarm) -> PathBuf {
+    s.env.repo.join(".atelier/runs/r1")
+}
+
+/// The first attempt's kept output (empty when none was kept).
+pub(crate) fn attempt_log(s: &Swarm) -> String {
+    std::fs::read_to_string(run_dir(s).join("attempts/w-T-1.log")).unwrap_or_default()
+}

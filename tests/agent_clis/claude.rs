@@ -1,0 +1,47 @@
+//! Claude Code through the `claude` preset, contained, against our Anthropic Messages fake.
+
+use std::time::Duration;
+
+use atelier::swarm::events::RunEvent;
+
+use super::{assert_ran, run, swarm, CONTENT, FILE};
+use crate::support::clis::require_cli;
+use crate::support::model::{anthropic, Script};
+use crate::support::skip::require_landlock;
+
+const KEY_VAR: &str = "ANTHROPIC_API_KEY";
+const KEY: &str = "sk-ant-fake-0123456789abcdef";
+
+#[test]
+fn claude_code_writes_the_task_file_and_its_spend_is_recorded() {
+    require_landlock!();
+    let bin = require_cli!("claude");
+    let fake = anthropic::start(Script::writes(FILE, CONTENT));
+    let s = swarm("claude", &fake.origin, &fake, KEY_VAR, "");
+    let out = run(&s, &bin, KEY_VAR, KEY);
+    assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY);
+}
+
+/// Its streamed JSON reaches the conductor while the model is still answering: a 15-second
+/// answer outlives `restart_after` and is not killed as silent.
+#[test]
+fn claude_code_answering_slowly_is_not_restarted_for_silence() {
+    require_landlock!();
+    let bin = require_cli!("claude");
+    let fake = anthropic::start(Script::writes(FILE, CONTENT).thinking(Duration::from_secs(15)));
+    let s = swarm(
+        "claude",
+        &fake.origin,
+        &fake,
+        KEY_VAR,
+        "nudge_after = \"4s\"\nrestart_after = \"8s\"",
+    );
+    let out = run(&s, &bin, KEY_VAR, KEY);
+    assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY);
+    let restarts: Vec<_> = s
+        .events("r1")
+        .into_iter()
+        .filter(|e| matches!(e, RunEvent::Restarted { .. }))
+        .collect();
+    assert!(restarts.is_empty(), "{restarts:?}");
+}
