@@ -133,7 +133,9 @@ pub const CLIENTS: &[Client] = &[
             "-",
         ],
         state_env: Some("CODEX_HOME"),
-        set_env: &[],
+        // `exec --json` prints nothing while the model streams its answer; its log of each
+        // server-sent event, on stderr, is the progress that keeps a working codex alive.
+        set_env: &[("RUST_LOG", "warn,codex_api::sse::responses=trace")],
         // Codex 0.171 reads no endpoint variable: a role's `base_url` becomes a provider.
         endpoint_env: &[],
         default_endpoint: "https://api.openai.com/v1",

@@ -221,13 +221,69 @@ impl Outcome {
 }
 
 struct Capture {
-    kept: Vec<u8>,
-    stdout: Vec<u8>,
+    kept: Kept,
+    stdout: Kept,
     total: u64,
     last: Instant,
     /// Quiet periods at least this long that output ended are kept in `quiet`.
     quiet_floor: Option<Duration>,
     quiet: Vec<Duration>,
+}
+
+/// Up to `max` bytes of a stream: its first half and its last, so that what a program said
+/// last (Claude Code's `result`, codex's `turn.completed`, the error it ended on) is kept
+/// however much it printed before.
+#[derive(Default)]
+struct Kept {
+    head: Vec<u8>,
+    /// The latest bytes after the head; trimmed to half of `max` when it reaches `max`.
+    tail: Vec<u8>,
+    /// Bytes trimmed from the front of `tail` so far.
+    trimmed: u64,
+}
+
+impl Kept {
+    fn push(&mut self, mut bytes: &[u8], max: usize) {
+        let half = max / 2;
+        let room = half.saturating_sub(self.head.len());
+        let take = room.min(bytes.len());
+        self.head.extend_from_slice(&bytes[..take]);
+        bytes = &bytes[take..];
+        self.tail.extend_from_slice(bytes);
+        let keep = max - half;
+        if self.tail.len() >= max.max(1) {
+            let cut = self.tail.len() - keep;
+            self.tail.drain(..cut);
+            self.trimmed += cut as u64;
+        }
+    }
+
+    /// Bytes that [`Kept::text`] leaves out.
+    fn dropped(&self, max: usize) -> u64 {
+        let keep = max - max / 2;
+        self.trimmed + self.tail.len().saturating_sub(keep) as u64
+    }
+
+    /// The head, then (when bytes were dropped) a line saying how many, then the tail from
+    /// its first whole line.
+    fn text(&self, max: usize) -> String {
+        let dropped = self.dropped(max);
+        if dropped == 0 {
+            let mut all = self.head.clone();
+            all.extend_from_slice(&self.tail);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        let tail = &self.tail[self.tail.len() - (max - max / 2)..];
+        let (dropped, tail) = match tail.iter().position(|b| *b == b'\n') {
+            Some(i) => (dropped + i as u64 + 1, &tail[i + 1..]),
+            None => (dropped, tail),
+        };
+        format!(
+            "{}\n[… {dropped} bytes of output left out …]\n{}",
+            String::from_utf8_lossy(&self.head),
+            String::from_utf8_lossy(tail)
+        )
+    }
 }
 
 async fn pump(
@@ -249,13 +305,9 @@ async fn pump(
                     c.quiet.push(gap);
                 }
                 c.last = now;
-                let room = max.saturating_sub(c.kept.len());
-                let take = room.min(n);
-                c.kept.extend_from_slice(&buf[..take]);
+                c.kept.push(&buf[..n], max);
                 if is_stdout {
-                    let room = max.saturating_sub(c.stdout.len());
-                    let take = room.min(n);
-                    c.stdout.extend_from_slice(&buf[..take]);
+                    c.stdout.push(&buf[..n], max);
                 }
             }
         }
@@ -570,8 +622,8 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
     };
     let pid = child.id();
     let cap = Arc::new(Mutex::new(Capture {
-        kept: Vec::new(),
-        stdout: Vec::new(),
+        kept: Kept::default(),
+        stdout: Kept::default(),
         total: 0,
         last: Instant::now(),
         quiet_floor: spawn.silence.as_ref().map(|s| s.quiet_floor()),
@@ -657,10 +709,10 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
         outcome.quiet = quiet_periods(s, &c, ended_at, &outcome);
     }
     outcome.code = status.and_then(|s| s.code());
-    outcome.output = String::from_utf8_lossy(&c.kept).into_owned();
-    outcome.stdout = String::from_utf8_lossy(&c.stdout).into_owned();
+    outcome.output = c.kept.text(spawn.max_output);
+    outcome.stdout = c.stdout.text(spawn.max_output);
     outcome.output_bytes = c.total;
-    outcome.truncated = c.total > c.kept.len() as u64;
+    outcome.truncated = c.kept.dropped(spawn.max_output) > 0;
     outcome.elapsed = started.elapsed();
     if spawn.sandbox.is_some() && metadata == super::contain::Metadata::Refused {
         say_metadata_was_refused(&mut outcome);
@@ -1107,5 +1159,32 @@ mod tests {
         let stat = "42 (a) b) (c) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 9876 0";
         let p = parse_stat(42, stat).expect("parses");
         assert_eq!((p.ppid, p.pgid, p.start, p.zombie), (7, 42, 9876, false));
+    }
+
+    #[test]
+    fn a_long_output_keeps_its_first_and_last_bytes_and_says_how_many_it_left_out() {
+        let mut k = Kept::default();
+        k.push(b"short\n", 20);
+        assert_eq!((k.text(20), k.dropped(20)), ("short\n".to_string(), 0));
+
+        let mut k = Kept::default();
+        for i in 0..100 {
+            k.push(format!("line {i:03}\n").as_bytes(), 40);
+        }
+        let text = k.text(40);
+        assert!(
+            text.starts_with("line 000\nline 001\nli\n[… 862 bytes"),
+            "{text}"
+        );
+        assert!(text.ends_with("line 098\nline 099\n"), "{text}");
+        assert!(text.contains("bytes of output left out"), "{text}");
+        assert_eq!(
+            k.dropped(40),
+            900 - 40,
+            "the bytes outside the head and the tail"
+        );
+        // The tail starts at a whole line.
+        let tail = text.rsplit("left out …]\n").next().expect("tail");
+        assert!(tail.starts_with("line "), "{tail}");
     }
 }

@@ -45,3 +45,25 @@ fn claude_code_answering_slowly_is_not_restarted_for_silence() {
         .collect();
     assert!(restarts.is_empty(), "{restarts:?}");
 }
+
+/// Its stream outgrows a small `max_output`: the final `result` line, with the spend and the
+/// answer, is in the part of the output that is kept.
+#[test]
+fn claude_code_s_spend_is_counted_when_its_output_outgrows_max_output() {
+    require_landlock!();
+    let bin = require_cli!("claude");
+    let fake = anthropic::start(Script::writes(FILE, CONTENT));
+    let s = swarm(
+        "claude",
+        &fake.origin,
+        &fake,
+        KEY_VAR,
+        "\n[swarm]\nmax_output = 4096",
+    );
+    let out = run(&s, &bin, KEY_VAR, KEY);
+    assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY);
+    let truncated = s.events("r1").into_iter().any(|e| {
+        matches!(e, RunEvent::WorkerExited { truncated: true, output_bytes, .. } if output_bytes > 4096)
+    });
+    assert!(truncated, "the output outgrew max_output");
+}

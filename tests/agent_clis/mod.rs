@@ -4,6 +4,7 @@
 //! where the endpoint reads it, the output kept, a slow answer not killed.
 
 mod claude;
+mod codex;
 
 use std::path::{Path, PathBuf};
 

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 #[allow(unused_imports)]
 pub mod anthropic;
+#[allow(unused_imports)]
+pub mod responses;
 
 /// What the scripted model does: write `content` to `file` (relative to the worktree the CLI
 /// runs in) with the CLI's file-writing or shell tool, then, once the tool's result comes back,

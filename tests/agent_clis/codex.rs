@@ -1,0 +1,50 @@
+//! Codex through the `codex` preset, contained, against our OpenAI Responses fake: the role's
+//! `base_url` becomes a model provider of its own, its key read from the role's variable.
+
+use std::time::Duration;
+
+use atelier::swarm::events::RunEvent;
+
+use super::{assert_ran, run, swarm, CONTENT, FILE};
+use crate::support::clis::require_cli;
+use crate::support::model::{responses, Script};
+use crate::support::skip::require_landlock;
+
+const KEY_VAR: &str = "OPENAI_API_KEY";
+const KEY: &str = "sk-proj-fake-0123456789abcdef";
+
+#[test]
+fn codex_writes_the_task_file_and_its_spend_is_recorded() {
+    require_landlock!();
+    let bin = require_cli!("codex");
+    let fake = responses::start(Script::writes(FILE, CONTENT));
+    let base = format!("{}/v1", fake.origin);
+    let s = swarm("codex", &base, &fake, KEY_VAR, "");
+    let out = run(&s, &bin, KEY_VAR, KEY);
+    assert_ran(&s, &out, "codex", &fake, "authorization", KEY);
+}
+
+/// `codex exec --json` prints nothing while the model streams; the preset's log of each
+/// server-sent event reaches the conductor, so a 15-second answer outlives `restart_after`.
+#[test]
+fn codex_answering_slowly_is_not_restarted_for_silence() {
+    require_landlock!();
+    let bin = require_cli!("codex");
+    let fake = responses::start(Script::writes(FILE, CONTENT).thinking(Duration::from_secs(15)));
+    let base = format!("{}/v1", fake.origin);
+    let s = swarm(
+        "codex",
+        &base,
+        &fake,
+        KEY_VAR,
+        "nudge_after = \"4s\"\nrestart_after = \"8s\"",
+    );
+    let out = run(&s, &bin, KEY_VAR, KEY);
+    assert_ran(&s, &out, "codex", &fake, "authorization", KEY);
+    let restarts: Vec<_> = s
+        .events("r1")
+        .into_iter()
+        .filter(|e| matches!(e, RunEvent::Restarted { .. }))
+        .collect();
+    assert!(restarts.is_empty(), "{restarts:?}");
+}
