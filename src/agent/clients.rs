@@ -155,6 +155,11 @@ pub const CLIENTS: &[Client] = &[
             "--no-auto-commits",
             "--no-check-update",
             "--no-analytics",
+            // Each attempt's home is new, so every run is aider's first: no release-notes
+            // offer (it opens a browser); and no URL in the prompt fetched (it installs a
+            // headless browser for that).
+            "--no-show-release-notes",
+            "--no-detect-urls",
             "--no-pretty",
             "--stream",
             "--chat-history-file",
@@ -164,8 +169,14 @@ pub const CLIENTS: &[Client] = &[
             "--message-file",
             "/dev/stdin",
         ],
-        state_env: None,
-        set_env: &[("LITELLM_LOCAL_MODEL_COST_MAP", "True")],
+        // Aider keeps its state in `~/.aider` (installs, analytics opt-out, the model price
+        // cache): a private home for each attempt. Its streamed reply is its progress, and
+        // Python buffers a pipe unless told not to.
+        state_env: Some("HOME"),
+        set_env: &[
+            ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),
+            ("PYTHONUNBUFFERED", "1"),
+        ],
         endpoint_env: &["OPENAI_API_BASE", "OPENAI_BASE_URL"],
         default_endpoint: "https://api.openai.com/v1",
         via: Via::Var("OPENAI_API_BASE"),

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use atelier::swarm::events::RunEvent;
 
-use super::{assert_ran, run, swarm, CONTENT, FILE};
+use super::{assert_ran, run, swarm, Spend, CONTENT, FILE};
 use crate::support::clis::require_cli;
 use crate::support::model::{anthropic, Script};
 use crate::support::skip::require_landlock;
@@ -19,7 +19,7 @@ fn claude_code_writes_the_task_file_and_its_spend_is_recorded() {
     let fake = anthropic::start(Script::writes(FILE, CONTENT));
     let s = swarm("claude", &fake.origin, &fake, KEY_VAR, "");
     let out = run(&s, &bin, KEY_VAR, KEY);
-    assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY);
+    assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY, Spend::Reported);
 }
 
 /// Its streamed JSON reaches the conductor while the model is still answering: a 15-second
@@ -37,7 +37,7 @@ fn claude_code_answering_slowly_is_not_restarted_for_silence() {
         "nudge_after = \"4s\"\nrestart_after = \"8s\"",
     );
     let out = run(&s, &bin, KEY_VAR, KEY);
-    assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY);
+    assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY, Spend::Reported);
     let restarts: Vec<_> = s
         .events("r1")
         .into_iter()
@@ -61,7 +61,7 @@ fn claude_code_s_spend_is_counted_when_its_output_outgrows_max_output() {
         "\n[swarm]\nmax_output = 4096",
     );
     let out = run(&s, &bin, KEY_VAR, KEY);
-    assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY);
+    assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY, Spend::Reported);
     let truncated = s.events("r1").into_iter().any(|e| {
         matches!(e, RunEvent::WorkerExited { truncated: true, output_bytes, .. } if output_bytes > 4096)
     });

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use atelier::swarm::events::RunEvent;
 
-use super::{assert_ran, run, swarm, CONTENT, FILE};
+use super::{assert_ran, run, swarm, Spend, CONTENT, FILE};
 use crate::support::clis::require_cli;
 use crate::support::model::{responses, Script};
 use crate::support::skip::require_landlock;
@@ -21,7 +21,15 @@ fn codex_writes_the_task_file_and_its_spend_is_recorded() {
     let base = format!("{}/v1", fake.origin);
     let s = swarm("codex", &base, &fake, KEY_VAR, "");
     let out = run(&s, &bin, KEY_VAR, KEY);
-    assert_ran(&s, &out, "codex", &fake, "authorization", KEY);
+    assert_ran(
+        &s,
+        &out,
+        "codex",
+        &fake,
+        "authorization",
+        KEY,
+        Spend::Reported,
+    );
 }
 
 /// `codex exec --json` prints nothing while the model streams; the preset's log of each
@@ -40,7 +48,15 @@ fn codex_answering_slowly_is_not_restarted_for_silence() {
         "nudge_after = \"4s\"\nrestart_after = \"8s\"",
     );
     let out = run(&s, &bin, KEY_VAR, KEY);
-    assert_ran(&s, &out, "codex", &fake, "authorization", KEY);
+    assert_ran(
+        &s,
+        &out,
+        "codex",
+        &fake,
+        "authorization",
+        KEY,
+        Spend::Reported,
+    );
     let restarts: Vec<_> = s
         .events("r1")
         .into_iter()

@@ -3,6 +3,7 @@
 //! (support/model): the task's file written, the tokens each reported recorded, the key only
 //! where the endpoint reads it, the output kept, a slow answer not killed.
 
+mod aider;
 mod claude;
 mod codex;
 
@@ -83,6 +84,7 @@ pub(crate) fn assert_ran(
     server: &Server,
     key_header: &str,
     key: &str,
+    spend: Spend,
 ) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -107,19 +109,38 @@ pub(crate) fn assert_ran(
     assert_eq!(spent.len(), 1, "one attempt, one spend: {spent:?}");
     let (client, usage) = &spent[0];
     assert_eq!(client, backend);
-    // Each response reports USAGE; however many the CLI made, its report is a whole multiple.
-    let n = usage.output_tokens / USAGE.output;
     let requests = server.requests();
-    assert!(
-        n >= 1 && n as usize <= requests.len(),
-        "{usage:?} over {} requests",
-        requests.len()
-    );
-    assert_eq!(
-        (usage.input_tokens, usage.output_tokens, usage.cached_tokens),
-        (n * USAGE.input, n * USAGE.output, n * USAGE.cached),
-        "the tokens the fake reported"
-    );
+    match spend {
+        Spend::Reported => {
+            // Each response reports USAGE; however many the CLI made, its report is a whole
+            // multiple.
+            let n = usage.output_tokens / USAGE.output;
+            assert!(
+                n >= 1 && n as usize <= requests.len(),
+                "{usage:?} over {} requests",
+                requests.len()
+            );
+            assert_eq!(
+                (usage.input_tokens, usage.output_tokens, usage.cached_tokens),
+                (n * USAGE.input, n * USAGE.output, n * USAGE.cached),
+                "the tokens the fake reported"
+            );
+        }
+        Spend::Printed(line) => {
+            let printed = log
+                .lines()
+                .rfind(|l| l.trim_start().starts_with("Tokens:"))
+                .unwrap_or_else(|| panic!("no Tokens: line in the output:\n{log}"));
+            assert!(
+                usage.input_tokens > 0 && usage.output_tokens > 0,
+                "{usage:?}"
+            );
+            assert!(
+                printed.trim().starts_with(&line(usage)),
+                "the figures the CLI printed: {printed:?}, recorded {usage:?}"
+            );
+        }
+    }
 
     let mut carried = 0;
     for r in &requests {
@@ -136,6 +157,14 @@ pub(crate) fn assert_ran(
     assert!(!events.contains(key), "the key is in events.jsonl");
     assert!(!log.is_empty(), "the attempt's output was kept");
     assert!(!log.contains(key), "the key is in the kept output");
+}
+
+/// Where the spend a CLI's run records comes from.
+pub(crate) enum Spend {
+    /// The usage the fake reported with each response.
+    Reported,
+    /// A count of the CLI's own, printed: how its line begins for the recorded usage.
+    Printed(fn(&atelier::agent::clients::Usage) -> String),
 }
 
 pub(crate) fn run_dir(s: &Swarm) -> PathBuf {

@@ -20,6 +20,8 @@ use std::time::Duration;
 #[allow(unused_imports)]
 pub mod anthropic;
 #[allow(unused_imports)]
+pub mod chat;
+#[allow(unused_imports)]
 pub mod responses;
 
 /// What the scripted model does: write `content` to `file` (relative to the worktree the CLI
@@ -49,14 +51,15 @@ impl Script {
     }
 
     /// The answer cut into pieces, with the pause before each, so that the whole takes
-    /// `think` (one piece when `think` is zero).
+    /// `think` (one piece when `think` is zero): about one piece a second, each holding some
+    /// of the text, so that a CLI that prints only text has something to print each time.
     pub fn pieces(&self) -> Vec<(Duration, String)> {
         let n = self.think.as_secs().max(1) as usize;
-        let words: Vec<&str> = self.answer.split_inclusive(' ').collect();
-        let per = words.len().div_ceil(n).max(1);
-        let mut out: Vec<(Duration, String)> = words
+        let chars: Vec<char> = self.answer.chars().collect();
+        let per = chars.len().div_ceil(n).max(1);
+        let mut out: Vec<(Duration, String)> = chars
             .chunks(per)
-            .map(|w| (Duration::from_secs(1), w.concat()))
+            .map(|c| (Duration::from_secs(1), c.iter().collect()))
             .collect();
         while out.len() < n {
             out.push((Duration::from_secs(1), String::new()));
