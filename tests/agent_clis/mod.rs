@@ -6,6 +6,7 @@
 mod aider;
 mod claude;
 mod codex;
+mod endpoint;
 
 use std::path::{Path, PathBuf};
 
@@ -174,4 +175,37 @@ pub(crate) fn run_dir(s: &Swarm) -> PathBuf {
 /// The first attempt's kept output (empty when none was kept).
 pub(crate) fn attempt_log(s: &Swarm) -> String {
     std::fs::read_to_string(run_dir(s).join("attempts/w-T-1.log")).unwrap_or_default()
+}
+
+/// The roles a new user copies from README's quick start load as written: each preset with
+/// only the variables its CLI reads, and a plan may name every one of them.
+#[test]
+fn the_roles_the_readme_shows_load_as_written() {
+    let readme = include_str!("../../README.md");
+    let from = readme
+        .find("**Which agents run.**")
+        .expect("README's roles section");
+    let start = readme[from..]
+        .find("cat >> atelier.toml <<'EOF'\n")
+        .map(|i| from + i + "cat >> atelier.toml <<'EOF'\n".len())
+        .expect("the block appended to atelier.toml");
+    let end = start + readme[start..].find("\nEOF\n").expect("its end");
+    let block = &readme[start..=end];
+    let env = crate::support::Env::bare_repo();
+    env.atelier(&["init"]).ok();
+    let config = env.read("atelier.toml");
+    env.write("atelier.toml", &format!("{config}{block}"));
+    let mut tasks = String::new();
+    for role in ["implementer", "tester", "fixer"] {
+        tasks.push_str(
+            &task(role, &[&format!("src/{role}.rs")], &[], "test -f src/x.rs")
+                .replace("role = \"implementer\"", &format!("role = \"{role}\"")),
+        );
+    }
+    let p = env.file(
+        "p.toml",
+        &format!("[plan]\nid = \"p\"\ntitle = \"Plan p\"\n\n{tasks}"),
+    );
+    let out = env.atelier(&["plan", "check", &p.display().to_string()]);
+    assert_eq!(out.code, 0, "{}\n{}\n{block}", out.stdout, out.stderr);
 }
