@@ -4,6 +4,7 @@
 mod constitution;
 mod signers_vs_sshkeygen;
 mod tokens;
+mod tokens_vs_sshsig;
 
 use crate::support::{token_codes, unmet, Env, Setup};
 

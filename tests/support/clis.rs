@@ -1,7 +1,8 @@
 //! The agent CLIs the presets name, as their registries ship them: `.ci/run` installs pinned
 //! versions into `ATELIER_CLI_DIR` (default `~/.cache/atelier-clis`): Claude Code and Codex
-//! with npm under `npm/`, Aider in a virtualenv under `aider-venv/`. A test that needs one and
-//! does not find it skips, saying why (a failure under `ATELIER_TEST_STRICT=1`).
+//! with npm under `npm/`, Aider in a virtualenv under `aider-venv/`; and beside them the
+//! independent verifiers of our formats, `sshsig` (PyPI) in `verifiers-venv/`. A test that
+//! needs one and does not find it skips, saying why (a failure under `ATELIER_TEST_STRICT=1`).
 
 use std::path::PathBuf;
 
@@ -21,6 +22,15 @@ pub fn bin_dir(name: &str) -> Option<PathBuf> {
     let bin = match name {
         "claude" | "codex" => d.join("npm/bin"),
         "aider" => d.join("aider-venv/bin"),
+        // A package, not a program: the folder of the interpreter that imports it.
+        "sshsig" => {
+            let bin = d.join("verifiers-venv/bin");
+            let imports = std::process::Command::new(bin.join("python3"))
+                .args(["-c", "import sshsig"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            return imports.then_some(bin);
+        }
         _ => return None,
     };
     bin.join(name).is_file().then_some(bin)
