@@ -41,6 +41,26 @@ pub fn hides(c: char) -> bool {
     )
 }
 
+/// `text` as people may be shown it, on a terminal, a page or in a kept log: every control
+/// character but a newline, a tab and a carriage return before a newline as U+FFFD, and every
+/// character [`hides`] names as a mark (`<U+202E>`), so that no escape sequence a proposer or a
+/// worker wrote reaches a terminal, and nothing hides or reorders the text around it.
+pub fn printable(text: &str) -> String {
+    let mut chars = text.chars().peekable();
+    let mut shown = String::with_capacity(text.len());
+    while let Some(c) = chars.next() {
+        let harmless = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
+        if c.is_control() && !harmless {
+            shown.push('\u{FFFD}');
+        } else if hides(c) {
+            shown.push_str(&format!("<U+{:04X}>", c as u32));
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
+}
+
 #[cfg(test)]
 mod tests {
     use super::hides;
@@ -64,5 +84,13 @@ mod tests {
         for c in "é ü ß 名前 عربى 🙂 ❤\u{fe0f} → — \u{fffd}".chars() {
             assert!(!hides(c), "U+{:04X}", c as u32);
         }
+    }
+
+    #[test]
+    fn printable_marks_escape_sequences_and_hidden_characters_and_keeps_lines() {
+        assert_eq!(
+            super::printable("a\u{1b}[2Jb\r\n\tc\u{202e}d\re"),
+            "a\u{FFFD}[2Jb\r\n\tc<U+202E>d\u{FFFD}e"
+        );
     }
 }

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+pub use super::report::{Report, Usage, UsageFormat};
 
 /// One agent CLI a preset names.
 #[derive(Debug, PartialEq, Eq)]
@@ -43,44 +43,6 @@ pub enum Via {
     /// Codex reads no variable (0.171 ignores `OPENAI_BASE_URL`): a model provider of its own,
     /// defined with `-c` overrides, with the key read from `env_key`.
     CodexProvider,
-}
-
-/// How a CLI's output reports the tokens it spent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UsageFormat {
-    /// Claude Code's `stream-json`: a final `{"type":"result", "usage": {…}}` line.
-    ClaudeStream,
-    /// Codex's `exec --json`: `{"type":"turn.completed", "usage": {…}}` lines.
-    CodexJson,
-    /// Aider's summary line: `Tokens: 1.2k sent, 345 received. …`.
-    AiderSummary,
-}
-
-/// The tokens one attempt's worker reported spending.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Input tokens read from the provider's prompt cache (counted apart from `input_tokens`).
-    #[serde(default)]
-    pub cached_tokens: u64,
-}
-
-impl std::ops::Add for Usage {
-    type Output = Usage;
-    fn add(self, other: Usage) -> Usage {
-        Usage {
-            input_tokens: self.input_tokens + other.input_tokens,
-            output_tokens: self.output_tokens + other.output_tokens,
-            cached_tokens: self.cached_tokens + other.cached_tokens,
-        }
-    }
-}
-
-impl Usage {
-    pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.cached_tokens
-    }
 }
 
 /// The variable an OpenAI-style CLI reads its key from unless the role's `api_key_env` names another.
@@ -293,54 +255,19 @@ impl Client {
     }
 
     /// What the CLI reported as a failure though it exited 0, as each of them does when its
-    /// model call fails: Claude Code's `result` marked `is_error`, codex's `error` and
-    /// `turn.failed` events, or an aider run in which no model reply completed (it prints a
-    /// `Tokens:` line after each).
+    /// model call fails (see [`Report::failure`]).
     pub fn failure(&self, stdout: &str) -> Option<String> {
-        let text = |v: &serde_json::Value, keys: &[&str]| {
-            keys.iter()
-                .find_map(|k| {
-                    let mut at = v;
-                    for part in k.split('.') {
-                        at = at.get(part)?;
-                    }
-                    at.as_str().map(String::from)
-                })
-                .unwrap_or_else(|| v.to_string())
-        };
-        match self.usage {
-            UsageFormat::ClaudeStream => json_lines(stdout)
-                .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("result"))
-                .last()
-                .filter(|v| v.get("is_error").and_then(|e| e.as_bool()) == Some(true))
-                .map(|v| text(&v, &["result", "subtype"])),
-            UsageFormat::CodexJson => json_lines(stdout)
-                .filter(|v| {
-                    matches!(
-                        v.get("type").and_then(|t| t.as_str()),
-                        Some("error" | "turn.failed")
-                    )
-                })
-                .last()
-                .map(|v| text(&v, &["message", "error.message"])),
-            UsageFormat::AiderSummary => aider_usage(stdout).is_none().then(|| {
-                let last = stdout
-                    .lines()
-                    .map(str::trim)
-                    .rfind(|l| !l.is_empty())
-                    .unwrap_or("nothing");
-                format!("no model reply completed (no `Tokens:` line); its last line: {last}")
-            }),
-        }
+        Report::of(self.usage, stdout).failure()
     }
 
     /// What it reported spending, read from its standard output.
     pub fn usage(&self, stdout: &str) -> Option<Usage> {
-        match self.usage {
-            UsageFormat::ClaudeStream => claude_usage(stdout),
-            UsageFormat::CodexJson => codex_usage(stdout),
-            UsageFormat::AiderSummary => aider_usage(stdout),
-        }
+        Report::of(self.usage, stdout).usage()
+    }
+
+    /// A reader of its report, to be fed its output line by line as it runs.
+    pub fn report(&self) -> Report {
+        Report::new(self.usage)
     }
 }
 
@@ -427,80 +354,6 @@ fn json_lines(stdout: &str) -> impl Iterator<Item = serde_json::Value> + '_ {
         .lines()
         .filter(|l| l.trim_start().starts_with('{'))
         .filter_map(|l| serde_json::from_str(l).ok())
-}
-
-fn count(v: &serde_json::Value, key: &str) -> u64 {
-    v.get(key).and_then(|n| n.as_u64()).unwrap_or(0)
-}
-
-/// Claude Code's `result` line carries the session's usage (Anthropic's field names).
-fn claude_usage(stdout: &str) -> Option<Usage> {
-    json_lines(stdout)
-        .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("result"))
-        .filter_map(|v| v.get("usage").cloned())
-        .last()
-        .map(|u| Usage {
-            input_tokens: count(&u, "input_tokens") + count(&u, "cache_creation_input_tokens"),
-            output_tokens: count(&u, "output_tokens"),
-            cached_tokens: count(&u, "cache_read_input_tokens"),
-        })
-}
-
-/// Codex reports each turn's usage; an attempt may have several turns.
-fn codex_usage(stdout: &str) -> Option<Usage> {
-    json_lines(stdout)
-        .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("turn.completed"))
-        .filter_map(|v| v.get("usage").cloned())
-        .map(|u| {
-            let cached = count(&u, "cached_input_tokens");
-            Usage {
-                input_tokens: count(&u, "input_tokens").saturating_sub(cached),
-                output_tokens: count(&u, "output_tokens"),
-                cached_tokens: cached,
-            }
-        })
-        .reduce(|a, b| a + b)
-}
-
-/// Aider prints `Tokens: 2.3k sent, 1.1k cache hit, 120 received.` after each exchange.
-fn aider_usage(stdout: &str) -> Option<Usage> {
-    stdout
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("Tokens:"))
-        .map(|rest| {
-            let mut u = Usage::default();
-            // Sentences end in ". ", figures hold decimal points: split on commas and on
-            // a point followed by a space.
-            let sentence = rest.split(". ").next().unwrap_or(rest);
-            for part in sentence.split(',').map(|p| p.trim().trim_end_matches('.')) {
-                let mut words = part.split_whitespace();
-                let (Some(n), Some(what)) = (words.next(), words.next()) else {
-                    continue;
-                };
-                let Some(n) = aider_number(n) else { continue };
-                match what {
-                    "sent" => u.input_tokens += n,
-                    "received" => u.output_tokens += n,
-                    "cache" if part.ends_with("hit") => u.cached_tokens += n,
-                    _ => {}
-                }
-            }
-            // Aider's `sent` includes the cache hits.
-            u.input_tokens = u.input_tokens.saturating_sub(u.cached_tokens);
-            u
-        })
-        .reduce(|a, b| a + b)
-}
-
-/// `120`, `2.3k`, `1.1M` as aider abbreviates them.
-fn aider_number(text: &str) -> Option<u64> {
-    let (digits, scale) = match text.chars().last()? {
-        'k' => (&text[..text.len() - 1], 1_000.0),
-        'M' => (&text[..text.len() - 1], 1_000_000.0),
-        _ => (text, 1.0),
-    };
-    let n: f64 = digits.parse().ok()?;
-    Some((n * scale).round() as u64)
 }
 
 /// What a CLI installed at `program` needs to read besides the program file: the npm package

@@ -10,6 +10,7 @@ pub mod http;
 pub mod mounts;
 pub mod process;
 pub mod prompt;
+pub mod report;
 pub mod reviewer;
 pub mod suites;
 

@@ -187,6 +187,79 @@ pub struct Spawn {
     /// What the program may touch (`contain`); `None` runs it uncontained. A contained program
     /// also gets a private temporary directory (TMPDIR, TMP, TEMP), removed when it ends.
     pub sandbox: Option<super::contain::Sandbox>,
+    /// Fed every line of stdout as it arrives, however much of it `max_output` keeps.
+    pub lines: Option<LineTap>,
+}
+
+/// The longest stdout line handed to a [`Lines`] reader; a longer one goes by unread.
+pub const LINE_MAX: usize = 8 << 20;
+
+/// Reads a program's stdout line by line as it arrives (`Spawn::lines`).
+pub trait Lines: Send {
+    /// One line without its newline (the last one also when it has none).
+    fn line(&mut self, line: &[u8]);
+    /// A line longer than [`LINE_MAX`] went by unread.
+    fn overlong(&mut self);
+}
+
+/// A shared [`Lines`] reader: the caller keeps a clone and reads it once the program ended.
+#[derive(Clone)]
+pub struct LineTap(pub Arc<Mutex<dyn Lines>>);
+
+impl std::fmt::Debug for LineTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineTap")
+    }
+}
+
+/// Splits stdout into lines for a [`LineTap`].
+#[derive(Default)]
+struct Splitter {
+    line: Vec<u8>,
+    overlong: bool,
+}
+
+impl Splitter {
+    fn push(&mut self, mut bytes: &[u8], tap: &LineTap) {
+        while !bytes.is_empty() {
+            let (part, rest, ends) = match bytes.iter().position(|b| *b == b'\n') {
+                Some(i) => (&bytes[..i], &bytes[i + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            if !self.overlong {
+                if self.line.len() + part.len() > LINE_MAX {
+                    self.overlong = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(part);
+                }
+            }
+            if ends {
+                self.end(tap);
+            }
+            bytes = rest;
+        }
+    }
+
+    fn end(&mut self, tap: &LineTap) {
+        let mut reader = tap
+            .0
+            .lock()
+            .expect("the line reader's lock is never poisoned");
+        if self.overlong {
+            reader.overlong();
+        } else {
+            reader.line(&self.line);
+        }
+        self.line.clear();
+        self.overlong = false;
+    }
+
+    fn finish(&mut self, tap: &LineTap) {
+        if self.overlong || !self.line.is_empty() {
+            self.end(tap);
+        }
+    }
 }
 
 /// How it ended.
@@ -264,8 +337,9 @@ impl Kept {
         self.trimmed + self.tail.len().saturating_sub(keep) as u64
     }
 
-    /// The head, then (when bytes were dropped) a line saying how many, then the tail from
-    /// its first whole line.
+    /// The head, then (when bytes were dropped) a line saying how many, then the tail: whole
+    /// lines only on each side of the cut (a line cut in two is left out whole), so that no
+    /// value the output held, a key to redact among them, is kept in part.
     fn text(&self, max: usize) -> String {
         let dropped = self.dropped(max);
         if dropped == 0 {
@@ -273,14 +347,21 @@ impl Kept {
             all.extend_from_slice(&self.tail);
             return String::from_utf8_lossy(&all).into_owned();
         }
+        let head_end = self
+            .head
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let head = &self.head[..head_end];
+        let dropped = dropped + (self.head.len() - head_end) as u64;
         let tail = &self.tail[self.tail.len() - (max - max / 2)..];
         let (dropped, tail) = match tail.iter().position(|b| *b == b'\n') {
             Some(i) => (dropped + i as u64 + 1, &tail[i + 1..]),
-            None => (dropped, tail),
+            None => (dropped + tail.len() as u64, &tail[tail.len()..]),
         };
         format!(
-            "{}\n[… {dropped} bytes of output left out …]\n{}",
-            String::from_utf8_lossy(&self.head),
+            "{}[… {dropped} bytes of output left out …]\n{}",
+            String::from_utf8_lossy(head),
             String::from_utf8_lossy(tail)
         )
     }
@@ -291,12 +372,22 @@ async fn pump(
     cap: Arc<Mutex<Capture>>,
     max: usize,
     is_stdout: bool,
+    lines: Option<LineTap>,
 ) {
+    let mut split = Splitter::default();
     let mut buf = [0u8; 8192];
     loop {
         match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => {
+                if let Some(tap) = &lines {
+                    split.finish(tap);
+                }
+                return;
+            }
             Ok(n) => {
+                if let Some(tap) = &lines {
+                    split.push(&buf[..n], tap);
+                }
                 let mut c = cap.lock().expect("the capture lock is never poisoned");
                 c.total += n as u64;
                 let now = Instant::now();
@@ -634,12 +725,14 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
         cap.clone(),
         spawn.max_output,
         true,
+        spawn.lines.clone(),
     ));
     let err = tokio::spawn(pump(
         child.stderr.take().expect("stderr is piped"),
         cap.clone(),
         spawn.max_output,
         false,
+        None,
     ));
     if let Some(mut stdin) = child.stdin.take() {
         let input = spawn.stdin.clone();
@@ -842,6 +935,7 @@ mod tests {
 
     fn sh(script: &str, timeout: Duration) -> Spawn {
         Spawn {
+            lines: None,
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: std::env::temp_dir(),
@@ -1173,7 +1267,7 @@ mod tests {
         }
         let text = k.text(40);
         assert!(
-            text.starts_with("line 000\nline 001\nli\n[… 862 bytes"),
+            text.starts_with("line 000\nline 001\n[… 864 bytes"),
             "{text}"
         );
         assert!(text.ends_with("line 098\nline 099\n"), "{text}");
@@ -1183,7 +1277,13 @@ mod tests {
             900 - 40,
             "the bytes outside the head and the tail"
         );
-        // The tail starts at a whole line.
+        // Whole lines on each side of the cut: a value split by it is not kept in part.
+        let mut k = Kept::default();
+        k.push(b"ok\nsk-0123456789abcdef-secret\n", 16);
+        for _ in 0..4 {
+            k.push(b"padding padding\n", 16);
+        }
+        assert!(!k.text(16).contains("sk-0"), "{}", k.text(16));
         let tail = text.rsplit("left out …]\n").next().expect("tail");
         assert!(tail.starts_with("line "), "{tail}");
     }

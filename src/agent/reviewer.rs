@@ -373,6 +373,7 @@ fn ask_command(
     let root = dir.path().join("checkout");
     export_tree(repo_root, head, &root)?;
     let mut spawn = process::Spawn {
+        lines: None,
         program: program.clone(),
         args: args.to_vec(),
         cwd: root,

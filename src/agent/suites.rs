@@ -146,6 +146,7 @@ fn command(job: &SuitesJob, eco: Ecosystem, pytest: bool, python: Option<&str>) 
 /// when it does not answer (the suite's own run then says why).
 fn python(rt: &tokio::runtime::Runtime, job: &mut SuitesJob, cwd: &Path) -> Option<String> {
     let spawn = process::Spawn {
+        lines: None,
         program: "python3".into(),
         args: [
             "-I",
@@ -263,6 +264,7 @@ fn run_in(
         .to_vec();
     joined.extend(args.iter().cloned());
     let spawn = process::Spawn {
+        lines: None,
         program: "sh".into(),
         args: joined,
         cwd: dir.to_path_buf(),

@@ -143,19 +143,7 @@ pub(crate) use note;
 /// reorders or hides text ([`crate::text::hides`]: a right-to-left override, a zero-width space)
 /// is shown as its code point, `<U+202E>`, where it stands.
 pub(crate) fn printable(text: &str) -> String {
-    let mut chars = text.chars().peekable();
-    let mut shown = String::with_capacity(text.len());
-    while let Some(c) = chars.next() {
-        let harmless = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
-        if c.is_control() && !harmless {
-            shown.push('\u{FFFD}');
-        } else if crate::text::hides(c) {
-            shown.push_str(&format!("<U+{:04X}>", c as u32));
-        } else {
-            shown.push(c);
-        }
-    }
-    shown
+    crate::text::printable(text)
 }
 
 /// Writes text for people to stdout, [`printable`]: what a proposer, a worker or a diff holds

@@ -703,6 +703,7 @@ fn contained_sample(
         .collect();
     env.push(("HOME".into(), home.display().to_string()));
     let spawn = process::Spawn {
+        lines: None,
         program: path.display().to_string(),
         args,
         cwd: dir.to_path_buf(),

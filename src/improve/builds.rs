@@ -241,6 +241,7 @@ pub fn untrusted(
             target.display()
         ));
         let spawn = process::Spawn {
+            lines: None,
             program: cargo.clone(),
             args: BUILD.iter().map(|s| s.to_string()).collect(),
             cwd: dir.to_path_buf(),

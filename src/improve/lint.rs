@@ -175,6 +175,7 @@ fn fix_and_check(
         env_extra.push(("CARGO_TARGET_DIR".into(), t.display().to_string()));
     }
     let spawn = |program: String, args: Vec<String>, timeout: Duration| process::Spawn {
+        lines: None,
         program,
         args,
         cwd: dir.to_path_buf(),

@@ -285,6 +285,7 @@ fn run_command(
         .cloned()
         .collect();
     let mut spawn = process::Spawn {
+        lines: None,
         program: argv[0].clone(),
         args: argv[1..].to_vec(),
         cwd: dir.clone(),

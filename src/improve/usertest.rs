@@ -214,6 +214,7 @@ impl Scenario<'_> {
             .chain(u.scenario.iter().map(|c| ("scenario", c)))
         {
             let spawn = process::Spawn {
+                lines: None,
                 program: "sh".into(),
                 args: vec!["-c".into(), command.clone()],
                 cwd: self.dir.to_path_buf(),

@@ -209,3 +209,82 @@ fn the_roles_the_readme_shows_load_as_written() {
     let out = env.atelier(&["plan", "check", &p.display().to_string()]);
     assert_eq!(out.code, 0, "{}\n{}\n{block}", out.stdout, out.stderr);
 }
+
+/// A stand-in `claude` on PATH that writes the task's file and prints one `result` line of
+/// `pad` bytes, marked `is_error` or not, reporting USAGE.
+fn fake_claude(s: &Swarm, pad: usize, is_error: bool) -> PathBuf {
+    let bin = s
+        .env
+        .tmp
+        .path()
+        .join(format!("fake-claude-{pad}-{is_error}"));
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let script = format!(
+        "#!/bin/sh\ncat >/dev/null\nmkdir -p notes && printf '{}\\n' > {FILE}\npad=$(head -c {pad} /dev/zero | tr '\\0' x)\nprintf '{{\"type\":\"result\",\"is_error\":{is_error},\"result\":\"API Error: 529 %s\",\"usage\":{{\"input_tokens\":{},\"output_tokens\":{},\"cache_read_input_tokens\":{}}}}}\\n' \"$pad\"\n",
+        CONTENT.trim_end(),
+        USAGE.input,
+        USAGE.output,
+        USAGE.cached
+    );
+    let path = bin.join("claude");
+    std::fs::write(&path, script).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    bin
+}
+
+/// The spend and the failure a CLI reports are read from every line it printed, not from the
+/// part of its output that `max_output` keeps: a `result` line longer than all of it counts.
+#[test]
+fn a_report_line_longer_than_the_kept_output_still_counts() {
+    crate::support::skip::require_landlock!();
+    let server =
+        Server::start(|_, _| crate::support::model::Reply::Json(200, serde_json::json!({})));
+    for is_error in [false, true] {
+        let s = swarm(
+            "claude",
+            &server.origin,
+            &server,
+            "ANTHROPIC_API_KEY",
+            "\n[swarm]\nmax_output = 4096",
+        );
+        let bin = fake_claude(&s, 20_000, is_error);
+        let out = run(&s, &bin, "ANTHROPIC_API_KEY", "sk-ant-fake-0123456789");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let events = s.events("r1");
+        let spent: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::Spent { usage, .. } => Some(*usage),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !spent.is_empty()
+                && spent
+                    .iter()
+                    .all(|u| (u.input_tokens, u.output_tokens, u.cached_tokens)
+                        == (USAGE.input, USAGE.output, USAGE.cached)),
+            "is_error {is_error}: {spent:?}\n{stdout}"
+        );
+        assert!(
+            events.iter().any(|e| matches!(
+                e,
+                RunEvent::WorkerExited {
+                    truncated: true,
+                    ..
+                }
+            )),
+            "the output outgrew max_output"
+        );
+        if is_error {
+            assert!(!out.status.success(), "{stdout}");
+            assert!(
+                stdout.contains("the claude CLI exited 0 but reported a failure: API Error: 529"),
+                "{stdout}"
+            );
+        } else {
+            assert!(out.status.success(), "{stdout}");
+        }
+    }
+}

@@ -10,6 +10,7 @@
 //! (snapshots, worktrees), `memory` (error digests) and the conductor.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use git2::Oid;
@@ -322,7 +323,13 @@ async fn command_worker(
     // On the board while the worker runs (not during the gauntlet, which is not watched for
     // silence).
     let on_board = job.board.enter(&job.task.key, job.attempt);
+    // A preset's report (spend, a failure it exits 0 with) is read from every line it prints,
+    // not from the part of its output that is kept.
+    let report = client.map(|c| Arc::new(Mutex::new(c.report())));
     let mut worker = process::Spawn {
+        lines: report
+            .clone()
+            .map(|r| process::LineTap(r as Arc<Mutex<dyn process::Lines>>)),
         program: argv[0].clone(),
         args: argv[1..].to_vec(),
         cwd: job.worktree.clone(),
@@ -371,7 +378,13 @@ async fn command_worker(
     drop(on_board);
     let output = redact_passed(&outcome.output, &pass);
     let log = keep_output(job, &output);
-    if let Some((c, usage)) = client.and_then(|c| Some((c, c.usage(&outcome.stdout)?))) {
+    let report = report.map(|r| {
+        r.lock()
+            .expect("the report's lock is never poisoned")
+            .clone()
+    });
+    let usage = report.as_ref().and_then(|r| r.usage());
+    if let Some((c, usage)) = client.zip(usage) {
         let _ = tx.send(RunEvent::Spent {
             task: job.task.key.clone(),
             attempt: job.attempt,
@@ -383,7 +396,7 @@ async fn command_worker(
     worker_failure(&outcome, limits, &output).or_else(|| {
         // Every agent CLI exits 0 when its model call failed: what it said is the reason.
         let c = client?;
-        let said = c.failure(&outcome.stdout)?;
+        let said = report.as_ref()?.failure()?;
         let said = redact_passed(&said, &pass);
         Some(AttemptResult::Failed {
             reason: format!("the {} CLI exited 0 but reported a failure: {said}", c.name),
@@ -427,12 +440,13 @@ fn could_not_start(worker: &process::Spawn, e: &std::io::Error) -> String {
 }
 
 /// Keeps what the worker printed under the run's `attempts/` folder (written whole, or not at
-/// all); where, relative to the run's directory.
+/// all), its control characters marked rather than kept (`text::printable`); where, relative to
+/// the run's directory.
 fn keep_output(job: &AttemptJob, output: &str) -> Option<String> {
     let name = format!("attempts/{}-{}.log", slug(&job.task.key), job.attempt);
     let path = job.run_dir.join(&name);
     std::fs::create_dir_all(path.parent()?).ok()?;
-    crate::fsutil::atomic_write(&path, output.as_bytes()).ok()?;
+    crate::fsutil::atomic_write(&path, crate::text::printable(output).as_bytes()).ok()?;
     Some(name)
 }
 
@@ -638,6 +652,7 @@ async fn gauntlet(
         .map(|(i, c)| (format!("check {}", i + 1), c.clone(), CHECK_TIMEOUT));
     for (name, run, timeout) in limits.steps.iter().cloned().chain(checks) {
         let step = process::Spawn {
+            lines: None,
             program: "sh".into(),
             args: vec!["-c".into(), run.clone()],
             cwd: job.worktree.clone(),

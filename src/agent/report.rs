@@ -1,0 +1,298 @@
+//! What an agent CLI reported on its standard output, read line by line as the lines arrive:
+//! the tokens it spent and the failure it reported though it exited 0. It is fed every line
+//! the program printed (`process::Lines`), not the part of the output that `max_output` keeps,
+//! so a report line in the middle of a long run, or one longer than the kept output, still
+//! counts; a line too long to read at all ([`process::LINE_MAX`]) is itself a failure, because
+//! what it held (spend, an error) cannot be known.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::process;
+
+/// How a CLI's output reports the tokens it spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageFormat {
+    /// Claude Code's `stream-json`: a final `{"type":"result", "usage": {…}}` line.
+    ClaudeStream,
+    /// Codex's `exec --json`: `{"type":"turn.completed", "usage": {…}}` lines.
+    CodexJson,
+    /// Aider's summary line: `Tokens: 1.2k sent, 345 received. …`.
+    AiderSummary,
+}
+
+/// The tokens one attempt's worker reported spending.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (counted apart from `input_tokens`).
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            cached_tokens: self.cached_tokens + other.cached_tokens,
+        }
+    }
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cached_tokens
+    }
+}
+
+/// The longest failure text kept, in characters.
+const FAILURE_CHARS: usize = 400;
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    format: UsageFormat,
+    usage: Option<Usage>,
+    /// Claude Code: the last `result` was marked `is_error`, with its text. Codex: the last of
+    /// its `error`, `turn.failed` and `turn.completed` events was a failure, with its text.
+    failed: Option<String>,
+    /// Aider: a `Tokens:` line was seen (it prints one after each completed model reply).
+    replied: bool,
+    last_line: String,
+    overlong: u64,
+}
+
+impl Report {
+    pub fn new(format: UsageFormat) -> Report {
+        Report {
+            format,
+            usage: None,
+            failed: None,
+            replied: false,
+            last_line: String::new(),
+            overlong: 0,
+        }
+    }
+
+    /// The report of a whole output at once.
+    pub fn of(format: UsageFormat, stdout: &str) -> Report {
+        let mut r = Report::new(format);
+        for line in stdout.lines() {
+            r.feed(line);
+        }
+        r
+    }
+
+    pub fn feed(&mut self, line: &str) {
+        if !line.trim().is_empty() {
+            self.last_line = clip(line.trim());
+        }
+        match self.format {
+            UsageFormat::ClaudeStream => {
+                let Some(v) = json(line).filter(|v| kind(v) == Some("result")) else {
+                    return;
+                };
+                if let Some(u) = v.get("usage") {
+                    self.usage = Some(Usage {
+                        input_tokens: count(u, "input_tokens")
+                            + count(u, "cache_creation_input_tokens"),
+                        output_tokens: count(u, "output_tokens"),
+                        cached_tokens: count(u, "cache_read_input_tokens"),
+                    });
+                }
+                self.failed = (v.get("is_error").and_then(Value::as_bool) == Some(true))
+                    .then(|| text(&v, &["result", "subtype"]));
+            }
+            UsageFormat::CodexJson => {
+                let Some(v) = json(line) else { return };
+                match kind(&v) {
+                    Some("turn.completed") => {
+                        self.failed = None;
+                        if let Some(u) = v.get("usage") {
+                            let cached = count(u, "cached_input_tokens");
+                            self.add(Usage {
+                                input_tokens: count(u, "input_tokens").saturating_sub(cached),
+                                output_tokens: count(u, "output_tokens"),
+                                cached_tokens: cached,
+                            });
+                        }
+                    }
+                    Some("error" | "turn.failed") => {
+                        self.failed = Some(text(&v, &["message", "error.message"]));
+                    }
+                    _ => {}
+                }
+            }
+            UsageFormat::AiderSummary => {
+                if let Some(rest) = line.trim().strip_prefix("Tokens:") {
+                    self.replied = true;
+                    self.add(aider_tokens(rest));
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, u: Usage) {
+        self.usage = Some(self.usage.map_or(u, |s| s + u));
+    }
+
+    /// What it reported spending.
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+
+    /// What it reported as a failure though it exited 0, on one line: Claude Code's `result`
+    /// marked `is_error`, codex's `error` or `turn.failed` not followed by a completed turn, an
+    /// aider run in which no model reply completed; or a line too long to read.
+    pub fn failure(&self) -> Option<String> {
+        if self.overlong > 0 {
+            return Some(format!(
+                "{} line(s) of its output were longer than {} MiB, so what they reported (its spend, its errors) could not be read",
+                self.overlong,
+                process::LINE_MAX >> 20
+            ));
+        }
+        match self.format {
+            UsageFormat::ClaudeStream | UsageFormat::CodexJson => self.failed.clone(),
+            UsageFormat::AiderSummary => (!self.replied).then(|| {
+                let last = if self.last_line.is_empty() {
+                    "nothing"
+                } else {
+                    &self.last_line
+                };
+                format!("no model reply completed (no `Tokens:` line); its last line: {last}")
+            }),
+        }
+    }
+}
+
+impl process::Lines for Report {
+    fn line(&mut self, line: &[u8]) {
+        self.feed(&String::from_utf8_lossy(line));
+    }
+    fn overlong(&mut self) {
+        self.overlong += 1;
+    }
+}
+
+fn json(line: &str) -> Option<Value> {
+    let line = line.trim_start();
+    if !line.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(line).ok()
+}
+
+fn kind(v: &Value) -> Option<&str> {
+    v.get("type").and_then(Value::as_str)
+}
+
+fn count(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The first of `keys` (dotted paths) holding a string, else the whole value; on one line.
+fn text(v: &Value, keys: &[&str]) -> String {
+    let found = keys
+        .iter()
+        .find_map(|k| {
+            let mut at = v;
+            for part in k.split('.') {
+                at = at.get(part)?;
+            }
+            at.as_str().map(String::from)
+        })
+        .unwrap_or_else(|| v.to_string());
+    clip(&found)
+}
+
+/// `s` on one line (each run of whitespace, newlines included, one space; other control
+/// characters shown as `\u{…}`), at most [`FAILURE_CHARS`] characters.
+fn clip(s: &str) -> String {
+    let one: String = s
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                format!("\\u{{{:x}}}", c as u32).chars().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if one.chars().count() <= FAILURE_CHARS {
+        return one;
+    }
+    let mut cut: String = one.chars().take(FAILURE_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
+/// Aider's `Tokens: 2.3k sent, 1.1k cache hit, 120 received.` after `Tokens:`.
+fn aider_tokens(rest: &str) -> Usage {
+    let mut u = Usage::default();
+    // Sentences end in ". ", figures hold decimal points: split on commas and on a point
+    // followed by a space.
+    let sentence = rest.split(". ").next().unwrap_or(rest);
+    for part in sentence.split(',').map(|p| p.trim().trim_end_matches('.')) {
+        let mut words = part.split_whitespace();
+        let (Some(n), Some(what)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Some(n) = aider_number(n) else { continue };
+        match what {
+            "sent" => u.input_tokens += n,
+            "received" => u.output_tokens += n,
+            "cache" if part.ends_with("hit") => u.cached_tokens += n,
+            _ => {}
+        }
+    }
+    // Aider's `sent` includes the cache hits.
+    u.input_tokens = u.input_tokens.saturating_sub(u.cached_tokens);
+    u
+}
+
+/// `120`, `2.3k`, `1.1M` as aider abbreviates them.
+fn aider_number(text: &str) -> Option<u64> {
+    let (digits, scale) = match text.chars().last()? {
+        'k' => (&text[..text.len() - 1], 1_000.0),
+        'M' => (&text[..text.len() - 1], 1_000_000.0),
+        _ => (text, 1.0),
+    };
+    let n: f64 = digits.parse().ok()?;
+    Some((n * scale).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_s_error_followed_by_a_completed_turn_is_no_failure() {
+        let retried = "{\"type\":\"error\",\"message\":\"Reconnecting... 1/5\"}\n{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":10,\"output_tokens\":2}}\n";
+        let r = Report::of(UsageFormat::CodexJson, retried);
+        assert_eq!(r.failure(), None);
+        assert_eq!(r.usage().map(|u| u.output_tokens), Some(2));
+        let failed = "{\"type\":\"turn.completed\"}\n{\"type\":\"turn.failed\",\"error\":{\"message\":\"stream\\ndisconnected\"}}\n";
+        assert_eq!(
+            Report::of(UsageFormat::CodexJson, failed).failure(),
+            Some("stream disconnected".into()),
+            "on one line"
+        );
+    }
+
+    #[test]
+    fn a_line_too_long_to_read_is_a_failure_and_a_failure_text_is_one_clipped_line() {
+        let mut r = Report::new(UsageFormat::ClaudeStream);
+        process::Lines::overlong(&mut r);
+        assert!(r.failure().expect("failure").contains("could not be read"));
+        let long = format!("a\nb\u{1b}[2J{}", "x".repeat(1000));
+        let c = clip(&long);
+        assert!(c.starts_with("a b\\u{1b}[2Jx"), "{c}");
+        assert_eq!(c.chars().count(), FAILURE_CHARS + 1);
+    }
+}
