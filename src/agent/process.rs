@@ -367,6 +367,19 @@ impl Kept {
     }
 }
 
+impl Capture {
+    fn of(spawn: &Spawn) -> Capture {
+        Capture {
+            kept: Kept::default(),
+            stdout: Kept::default(),
+            total: 0,
+            last: Instant::now(),
+            quiet_floor: spawn.silence.as_ref().map(|s| s.quiet_floor()),
+            quiet: Vec::new(),
+        }
+    }
+}
+
 async fn pump(
     mut from: impl AsyncRead + Unpin,
     cap: Arc<Mutex<Capture>>,
@@ -712,14 +725,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
         child
     };
     let pid = child.id();
-    let cap = Arc::new(Mutex::new(Capture {
-        kept: Kept::default(),
-        stdout: Kept::default(),
-        total: 0,
-        last: Instant::now(),
-        quiet_floor: spawn.silence.as_ref().map(|s| s.quiet_floor()),
-        quiet: Vec::new(),
-    }));
+    let cap = Arc::new(Mutex::new(Capture::of(spawn)));
     let out = tokio::spawn(pump(
         child.stdout.take().expect("stdout is piped"),
         cap.clone(),
