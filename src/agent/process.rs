@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -126,7 +127,12 @@ pub struct Silence {
     pub restart_after: Duration,
     /// Updated about ten times a second with the program's last output, while it runs.
     pub live: Option<LastOutput>,
+    /// Set by another thread to end the program now, its group killed (a budget reached).
+    pub end: Option<EndFlag>,
 }
+
+/// A flag that ends a watched program when set (`Silence::end`).
+pub type EndFlag = Arc<std::sync::atomic::AtomicBool>;
 
 impl Silence {
     /// The shortest quiet period worth recording: half the nudge threshold, at least a
@@ -275,6 +281,8 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Killed after `restart_after` of silence.
     pub silenced: bool,
+    /// Killed because its `Silence::end` flag was set.
+    pub ended: bool,
     /// The silence measured at each nudge.
     pub nudges: Vec<Duration>,
     /// Every quiet period (no output on stdout or stderr) of at least [`quiet_floor`], in the
@@ -767,6 +775,10 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
             let last = cap.lock().expect("the capture lock is never poisoned").last;
             if let Some(live) = &s.live {
                 *live.lock().unwrap_or_else(|e| e.into_inner()) = last;
+            }
+            if s.end.as_ref().is_some_and(|e| e.load(Ordering::Relaxed)) {
+                outcome.ended = true;
+                break None;
             }
             let silent = now.duration_since(last);
             if silent >= s.nudge_after && nudged_at.is_none_or(|t| t < last) {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::process::LastOutput;
+use crate::agent::process::{EndFlag, LastOutput};
 
 /// The file in the run's directory.
 pub const FILE: &str = "live.json";
@@ -90,15 +90,21 @@ pub fn human(ms: u64) -> String {
     }
 }
 
-/// The running workers' last-output clocks, shared by the conductor and its attempts.
+/// The running workers' last-output clocks, and the flags that end them, shared by the
+/// conductor and its attempts.
 #[derive(Clone, Default)]
-pub struct Board(Arc<Mutex<BTreeMap<(String, u32), LastOutput>>>);
+pub struct Board(Arc<Mutex<Seats>>);
+
+/// Each worker on the board, by task and attempt: its last-output clock and its end flag.
+type Seats = BTreeMap<(String, u32), (LastOutput, EndFlag)>;
 
 /// A worker on the board; it leaves the board when dropped (its attempt is over).
 pub struct OnBoard {
     board: Board,
     key: (String, u32),
     pub last: LastOutput,
+    /// Set by [`Board::end`]: the worker is to be ended now.
+    pub end: EndFlag,
 }
 
 impl Drop for OnBoard {
@@ -115,16 +121,31 @@ impl Board {
     /// Puts a worker starting now on the board.
     pub fn enter(&self, task: &str, attempt: u32) -> OnBoard {
         let last: LastOutput = crate::agent::process::last_output();
+        let end = EndFlag::default();
         let key = (task.to_string(), attempt);
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(key.clone(), last.clone());
+            .insert(key.clone(), (last.clone(), end.clone()));
         OnBoard {
             board: self.clone(),
             key,
             last,
+            end,
         }
+    }
+
+    /// Ends `task`'s worker if one is on the board; whether one was.
+    pub fn end(&self, task: &str) -> bool {
+        let board = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut any = false;
+        for ((t, _), (_, end)) in board.iter() {
+            if t == task {
+                end.store(true, std::sync::atomic::Ordering::Relaxed);
+                any = true;
+            }
+        }
+        any
     }
 
     /// The status now, as `pid` writes it.
@@ -134,7 +155,7 @@ impl Board {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|((task, attempt), last)| Attempt {
+            .map(|((task, attempt), (last, _))| Attempt {
                 task: task.clone(),
                 attempt: *attempt,
                 silent_ms: crate::agent::process::silent_for(last).as_millis() as u64,

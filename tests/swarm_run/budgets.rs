@@ -61,3 +61,47 @@ fn a_cost_budget_without_prices_is_refused_naming_the_missing_price() {
         run.stderr
     );
 }
+
+/// `[budget.roles.NAME]`: once the role's ceiling is reached (here its attempts' time, when the
+/// first of them ends), its other attempt still running is ended, and fails naming the budget.
+#[test]
+fn a_roles_budget_ends_its_other_running_attempt() {
+    let s = Swarm::configured(
+        "failure_budget = 1",
+        "\n[budget.roles.implementer]\nwall = \"2s\"\n",
+    );
+    s.scenario("p:A", "sleep 3; echo a > a.txt");
+    s.scenario("p:B", "sleep 60; echo b > b.txt");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[
+                task("A", &["a.txt"], &[], "test -f a.txt"),
+                task("B", &["b.txt"], &[], "test -f b.txt"),
+            ],
+        ),
+    );
+    let started = std::time::Instant::now();
+    let v = s.run(&["run", &p, "--json"]).json();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "the sleeping worker was ended, not waited for"
+    );
+    assert_eq!(v["succeeded"], serde_json::json!(["p:A"]), "{v:#}");
+    let why = v["failed"]["p:B"].as_str().expect("B failed");
+    assert!(
+        why.starts_with(
+            "failed 1 attempt(s); last: ended: role implementer's wall budget (2s) is spent: "
+        ),
+        "{why}"
+    );
+    let events =
+        std::fs::read_to_string(s.env.repo.join(".atelier/runs/r1/events.jsonl")).expect("events");
+    assert!(
+        events.contains(
+            "\"kind\":\"budget-reached\",\"scope\":\"role implementer\",\"measure\":\"wall\""
+        ),
+        "{events}"
+    );
+}

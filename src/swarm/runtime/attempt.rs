@@ -340,6 +340,7 @@ async fn command_worker(
             nudge_after: limits.nudge,
             restart_after: limits.restart,
             live: Some(on_board.last.clone()),
+            end: Some(on_board.end.clone()),
         }),
         max_output: limits.max_output,
         sandbox: limits.worker_sandbox(&job.task.role, &job.worktree, &job.common),
@@ -508,6 +509,13 @@ fn worker_failure(
             .chain(memory::digest("worker", output))
             .collect()
     };
+    if outcome.ended {
+        // The conductor ended it (a role's or a task's budget): it says which.
+        return Some(AttemptResult::Failed {
+            reason: "the worker was ended by the conductor".into(),
+            digest: with_output("[worker] ended by the conductor: a budget was reached".into()),
+        });
+    }
     if outcome.silenced {
         let silent = silence_measured(outcome, limits).as_secs();
         return Some(AttemptResult::Failed {

@@ -110,9 +110,17 @@ impl Budgets {
         task: &Task,
         wall: Duration,
     ) -> Option<Reached> {
-        if let Some(r) = self.run_reached(state, tasks, wall) {
-            return Some(r);
-        }
+        self.run_reached(state, tasks, wall)
+            .or_else(|| self.scoped_reached(state, tasks, task))
+    }
+
+    /// The first of `task`'s role's and its own ceilings that is reached.
+    pub(super) fn scoped_reached(
+        &self,
+        state: &RunState,
+        tasks: &BTreeMap<String, Task>,
+        task: &Task,
+    ) -> Option<Reached> {
         if let Some(caps) = self.roles.get(&task.role) {
             let of_role: Vec<&Task> = tasks.values().filter(|t| t.role == task.role).collect();
             let scope = format!("role {}", task.role);

@@ -207,7 +207,11 @@ impl<'a> Conductor<'a> {
             AttemptResult::Passed { tree } => self.on_passed(&task, attempt, flight, tree, ms),
             AttemptResult::Failed { reason, digest } => {
                 // An attempt the run's budget ended failed because of it, whatever it printed.
-                let reason = match &self.run_spent {
+                let reason = match self
+                    .run_spent
+                    .as_ref()
+                    .or(self.ended.remove(&task).as_ref())
+                {
                     Some(r) => format!("ended: {r}"),
                     None => reason,
                 };

@@ -274,6 +274,8 @@ struct Conductor<'a> {
     budgets: budget::Budgets,
     opened: process::Stopwatch,
     run_spent: Option<budget::Reached>,
+    /// The attempts in flight a role's or a task's ceiling ended, by task.
+    ended: BTreeMap<String, budget::Reached>,
     /// One conductor per run: a second `run --resume` of the same run waits for the first.
     /// Declared last, so it is released after the attempts are dropped.
     _lock: Lock,
@@ -547,6 +549,7 @@ impl<'a> Conductor<'a> {
             budgets,
             opened: process::Stopwatch::start(),
             run_spent: None,
+            ended: BTreeMap::new(),
             _lock: lock,
         })
     }
@@ -630,6 +633,7 @@ impl<'a> Conductor<'a> {
                 return Err(self.stop_all("stopped by an operator (`atelier control stop`)"));
             }
             self.end_at_run_budget()?;
+            self.end_at_scoped_budgets()?;
             self.block_dependents()?;
             if !self.state.paused {
                 self.launch_ready()?;
@@ -771,6 +775,33 @@ impl<'a> Conductor<'a> {
         })?;
         self.run_spent = Some(r);
         process::kill_all();
+        Ok(())
+    }
+
+    /// An attempt in flight whose role's or task's ceiling is reached is ended: its worker is
+    /// stopped, and it fails naming the budget.
+    fn end_at_scoped_budgets(&mut self) -> Result<()> {
+        let running: Vec<String> = self.flights.keys().cloned().collect();
+        for key in running {
+            if self.ended.contains_key(&key) {
+                continue;
+            }
+            let Some(task) = self.tasks.get(&key) else {
+                continue;
+            };
+            let Some(r) = self.budgets.scoped_reached(&self.state, &self.tasks, task) else {
+                continue;
+            };
+            if self.board.end(&key) {
+                self.emit(RunEvent::BudgetReached {
+                    scope: r.scope.clone(),
+                    measure: r.measure.into(),
+                    limit: r.limit.clone(),
+                    used: r.used.clone(),
+                })?;
+                self.ended.insert(key, r);
+            }
+        }
         Ok(())
     }
 
