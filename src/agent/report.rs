@@ -62,6 +62,12 @@ pub struct Report {
     replied: bool,
     last_line: String,
     overlong: u64,
+    /// Claude Code: the usage of each model message its stream showed, by message id, until
+    /// its `result` (which carries the session's total) arrives; a CLI killed before printing
+    /// its `result` has spent at least these.
+    messages: std::collections::BTreeMap<String, Usage>,
+    current: Option<String>,
+    result: bool,
 }
 
 impl Report {
@@ -73,6 +79,9 @@ impl Report {
             replied: false,
             last_line: String::new(),
             overlong: 0,
+            messages: Default::default(),
+            current: None,
+            result: false,
         }
     }
 
@@ -87,23 +96,32 @@ impl Report {
 
     pub fn feed(&mut self, line: &str) {
         if !line.trim().is_empty() {
-            self.last_line = clip(line.trim());
+            self.last_line = line.trim().to_string();
         }
         match self.format {
             UsageFormat::ClaudeStream => {
-                let Some(v) = json(line).filter(|v| kind(v) == Some("result")) else {
-                    return;
-                };
-                if let Some(u) = v.get("usage") {
-                    self.usage = Some(Usage {
-                        input_tokens: count(u, "input_tokens")
-                            + count(u, "cache_creation_input_tokens"),
-                        output_tokens: count(u, "output_tokens"),
-                        cached_tokens: count(u, "cache_read_input_tokens"),
-                    });
+                let Some(v) = json(line) else { return };
+                match kind(&v) {
+                    Some("result") => {
+                        self.result = true;
+                        if let Some(u) = v.get("usage") {
+                            self.usage = Some(anthropic(u));
+                        }
+                        self.failed = (v.get("is_error").and_then(Value::as_bool) == Some(true))
+                            .then(|| text(&v, &["result", "subtype"]));
+                    }
+                    Some("stream_event") if !self.result => self.message_event(&v["event"]),
+                    Some("assistant") if !self.result => {
+                        let m = &v["message"];
+                        if let (Some(id), Some(u)) = (m["id"].as_str(), m.get("usage")) {
+                            self.messages
+                                .entry(id.to_string())
+                                .or_insert_with(|| anthropic(u));
+                            self.usage = self.messages.values().copied().reduce(|a, b| a + b);
+                        }
+                    }
+                    _ => {}
                 }
-                self.failed = (v.get("is_error").and_then(Value::as_bool) == Some(true))
-                    .then(|| text(&v, &["result", "subtype"]));
             }
             UsageFormat::CodexJson => {
                 let Some(v) = json(line) else { return };
@@ -134,6 +152,31 @@ impl Report {
         }
     }
 
+    /// An Anthropic streaming event Claude Code passed on: a message's start carries its
+    /// input and cache figures, its delta the output tokens so far.
+    fn message_event(&mut self, e: &Value) {
+        match kind(e) {
+            Some("message_start") => {
+                let m = &e["message"];
+                if let Some(id) = m["id"].as_str() {
+                    let u = m.get("usage").map(anthropic).unwrap_or_default();
+                    self.messages.insert(id.to_string(), u);
+                    self.current = Some(id.to_string());
+                }
+            }
+            Some("message_delta") => {
+                let (Some(id), Some(u)) = (self.current.as_ref(), e.get("usage")) else {
+                    return;
+                };
+                if let Some(m) = self.messages.get_mut(id) {
+                    m.output_tokens = m.output_tokens.max(count(u, "output_tokens"));
+                }
+            }
+            _ => return,
+        }
+        self.usage = self.messages.values().copied().reduce(|a, b| a + b);
+    }
+
     fn add(&mut self, u: Usage) {
         self.usage = Some(self.usage.map_or(u, |s| s + u));
     }
@@ -143,9 +186,10 @@ impl Report {
         self.usage
     }
 
-    /// What it reported as a failure though it exited 0, on one line: Claude Code's `result`
-    /// marked `is_error`, codex's `error` or `turn.failed` not followed by a completed turn, an
-    /// aider run in which no model reply completed; or a line too long to read.
+    /// What it reported as a failure though it exited 0, as it wrote it (redact, then
+    /// [`one_line`]): Claude Code's `result` marked `is_error`, codex's `error` or
+    /// `turn.failed` not followed by a completed turn, an aider run in which no model reply
+    /// completed; or a line too long to read.
     pub fn failure(&self) -> Option<String> {
         if self.overlong > 0 {
             return Some(format!(
@@ -189,11 +233,20 @@ fn kind(v: &Value) -> Option<&str> {
     v.get("type").and_then(Value::as_str)
 }
 
+/// Anthropic's usage fields: input counts cache writes, cached is cache reads.
+fn anthropic(u: &Value) -> Usage {
+    Usage {
+        input_tokens: count(u, "input_tokens") + count(u, "cache_creation_input_tokens"),
+        output_tokens: count(u, "output_tokens"),
+        cached_tokens: count(u, "cache_read_input_tokens"),
+    }
+}
+
 fn count(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// The first of `keys` (dotted paths) holding a string, else the whole value; on one line.
+/// The first of `keys` (dotted paths) holding a string, else the whole value.
 fn text(v: &Value, keys: &[&str]) -> String {
     let found = keys
         .iter()
@@ -205,12 +258,13 @@ fn text(v: &Value, keys: &[&str]) -> String {
             at.as_str().map(String::from)
         })
         .unwrap_or_else(|| v.to_string());
-    clip(&found)
+    found
 }
 
 /// `s` on one line (each run of whitespace, newlines included, one space; other control
-/// characters shown as `\u{…}`), at most [`FAILURE_CHARS`] characters.
-fn clip(s: &str) -> String {
+/// characters shown as `\u{…}`), at most [`FAILURE_CHARS`] characters: how a reported failure
+/// is shown, once the values to redact are out of it (a key cut by the clip would not match).
+pub fn one_line(s: &str) -> String {
     let one: String = s
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -279,9 +333,38 @@ mod tests {
         assert_eq!(r.usage().map(|u| u.output_tokens), Some(2));
         let failed = "{\"type\":\"turn.completed\"}\n{\"type\":\"turn.failed\",\"error\":{\"message\":\"stream\\ndisconnected\"}}\n";
         assert_eq!(
-            Report::of(UsageFormat::CodexJson, failed).failure(),
+            Report::of(UsageFormat::CodexJson, failed)
+                .failure()
+                .map(|f| one_line(&f)),
             Some("stream disconnected".into()),
             "on one line"
+        );
+    }
+
+    #[test]
+    fn claude_code_killed_before_its_result_has_spent_what_its_stream_showed() {
+        let start = |id: &str| {
+            format!("{{\"type\":\"stream_event\",\"event\":{{\"type\":\"message_start\",\"message\":{{\"id\":\"{id}\",\"usage\":{{\"input_tokens\":100,\"cache_read_input_tokens\":20,\"output_tokens\":1}}}}}}}}\n")
+        };
+        let delta = "{\"type\":\"stream_event\",\"event\":{\"type\":\"message_delta\",\"usage\":{\"output_tokens\":7}}}\n";
+        let assistant = "{\"type\":\"assistant\",\"message\":{\"id\":\"m1\",\"usage\":{\"input_tokens\":999,\"output_tokens\":999}}}\n";
+        let stream = format!("{}{delta}{assistant}{}", start("m1"), start("m2"));
+        let u = Report::of(UsageFormat::ClaudeStream, &stream).usage();
+        assert_eq!(
+            u.map(|u| (u.input_tokens, u.output_tokens, u.cached_tokens)),
+            Some((200, 8, 40)),
+            "each message once, its output as far as it got"
+        );
+        let result = "{\"type\":\"result\",\"usage\":{\"input_tokens\":5,\"output_tokens\":6}}\n";
+        let u = Report::of(
+            UsageFormat::ClaudeStream,
+            &format!("{stream}{result}{}", start("m3")),
+        )
+        .usage();
+        assert_eq!(
+            u.map(|u| (u.input_tokens, u.output_tokens)),
+            Some((5, 6)),
+            "the result's total"
         );
     }
 
@@ -291,7 +374,7 @@ mod tests {
         process::Lines::overlong(&mut r);
         assert!(r.failure().expect("failure").contains("could not be read"));
         let long = format!("a\nb\u{1b}[2J{}", "x".repeat(1000));
-        let c = clip(&long);
+        let c = one_line(&long);
         assert!(c.starts_with("a b\\u{1b}[2Jx"), "{c}");
         assert_eq!(c.chars().count(), FAILURE_CHARS + 1);
     }

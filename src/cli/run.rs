@@ -392,7 +392,12 @@ pub(super) fn live_status(ws: &Workspace, run: &str) -> Option<crate::swarm::liv
 
 /// `status` and the plain `watch`: the tasks (with each running worker's silence while its
 /// conductor reports it, `live`), what failed printed, the claims held and the waves.
-fn render(s: &RunState, now: i64, live: Option<&crate::swarm::live::Status>) -> String {
+fn render(
+    s: &RunState,
+    config: &crate::config::Config,
+    now: i64,
+    live: Option<&crate::swarm::live::Status>,
+) -> String {
     let mut t = format!(
         "run {} ({}) on {}\n\n",
         s.run,
@@ -442,8 +447,7 @@ fn render(s: &RunState, now: i64, live: Option<&crate::swarm::live::Status>) -> 
             k, state, v.attempt, elapsed, silent, v.nudges, v.restarts, last
         ));
     }
-    t.push_str(&spent_lines(s));
-    t.push_str(&kept_lines(s));
+    t.push_str(&[spent_lines(s), budget_lines(config, s), kept_lines(s)].concat());
     let failed: Vec<_> = s
         .tasks
         .iter()
@@ -490,7 +494,12 @@ pub fn status(dir: &Path, args: StatusArgs) -> anyhow::Result<ExitCode> {
         )?;
         json(&v)?;
     } else {
-        out(&super::printable(&render(&s, super::now()?, live.as_ref())))?;
+        out(&super::printable(&render(
+            &s,
+            &ws.config,
+            super::now()?,
+            live.as_ref(),
+        )))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -519,7 +528,7 @@ pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
         let live = live_status(&ws, &run);
         // The one escape sequence here is ours: clear the screen, then the status, printable.
         super::out_raw("\x1b[2J\x1b[H")?;
-        out(&render(&s, super::now()?, live.as_ref()))?;
+        out(&render(&s, &ws.config, super::now()?, live.as_ref()))?;
         if s.finished {
             return Ok(ExitCode::SUCCESS);
         }
@@ -803,6 +812,23 @@ fn spent_lines(s: &crate::swarm::events::RunState) -> String {
                 v.spent.input_tokens,
                 v.spent.output_tokens,
                 v.spent.cached_tokens
+            )
+        })
+        .collect()
+}
+
+/// Each tokens and cost ceiling of `[budget]` beside what the run has used of it.
+fn budget_lines(config: &crate::config::Config, s: &RunState) -> String {
+    crate::swarm::runtime::budget::standing(config, s)
+        .into_iter()
+        .map(|b| {
+            format!(
+                "budget: {} {}: {} of {}{}\n",
+                b.scope,
+                b.measure,
+                b.used,
+                b.limit,
+                if b.reached { " (reached)" } else { "" }
             )
         })
         .collect()

@@ -382,6 +382,8 @@ pub struct TaskView {
     pub worked_ms: u64,
     /// Where the output of its last attempt's worker is kept, relative to the run's directory.
     pub log: Option<String>,
+    /// The role its latest attempt ran as (logs from before roles were recorded: none).
+    pub role: Option<String>,
 }
 
 impl TaskView {
@@ -396,6 +398,7 @@ impl TaskView {
             last_failure: None,
             last_output: Vec::new(),
             log: None,
+            role: None,
             nudges: 0,
             restarts: 0,
             prompt_bytes: Vec::new(),
@@ -519,11 +522,15 @@ impl RunState {
                 attempt,
                 claims,
                 prompt_bytes,
+                role,
                 ..
             } => {
                 self.held.insert(task.clone(), claims.clone());
                 self.task(task, |v| {
-                    v.attempt_started(*attempt, claims, *prompt_bytes, at)
+                    v.attempt_started(*attempt, claims, *prompt_bytes, at);
+                    if role.is_some() {
+                        v.role = role.clone();
+                    }
                 });
             }
             RunEvent::Nudged { task, .. } => self.task(task, |v| v.nudges += 1),

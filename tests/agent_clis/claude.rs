@@ -67,3 +67,43 @@ fn claude_code_s_spend_is_counted_when_its_output_outgrows_max_output() {
     });
     assert!(truncated, "the output outgrew max_output");
 }
+
+/// Killed at the attempt timeout while the model is still answering, Claude Code never prints
+/// its `result`; what its stream showed of each model message is its spend, so the run's
+/// token ceiling stops the next attempt.
+#[test]
+fn claude_code_killed_mid_answer_has_its_spend_counted_against_the_budget() {
+    require_landlock!();
+    let bin = require_cli!("claude");
+    let fake = anthropic::start(Script::writes(FILE, CONTENT).thinking(Duration::from_secs(30)));
+    let s = swarm(
+        "claude",
+        &fake.origin,
+        &fake,
+        KEY_VAR,
+        "attempt_timeout = \"8s\"\nfailure_budget = 2\n\n[budget.run]\ntokens = 100",
+    );
+    let out = run(&s, &bin, KEY_VAR, KEY);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    let events = s.events("r1");
+    let spent: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Spent { attempt, usage, .. } => Some((*attempt, *usage)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spent.len(), 1, "{spent:?}\n{stdout}");
+    let (attempt, usage) = spent[0];
+    assert_eq!(attempt, 1);
+    assert!(
+        usage.input_tokens >= crate::support::model::USAGE.input
+            && usage.cached_tokens >= crate::support::model::USAGE.cached,
+        "{usage:?}"
+    );
+    assert!(
+        stdout.contains("not started: the run's tokens budget (100) is spent"),
+        "{stdout}"
+    );
+}

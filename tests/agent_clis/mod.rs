@@ -288,3 +288,47 @@ fn a_report_line_longer_than_the_kept_output_still_counts() {
         }
     }
 }
+
+/// A failure a CLI reports is redacted whole before it is clipped to one line: a key the clip
+/// would cut (here at character 400) leaves no part of itself in the records.
+#[test]
+fn a_key_in_a_reported_failure_is_redacted_before_the_failure_is_clipped() {
+    crate::support::skip::require_landlock!();
+    let server =
+        Server::start(|_, _| crate::support::model::Reply::Json(200, serde_json::json!({})));
+    let key = "sk-ant-fake-0123456789abcdefghijklmnopqrstuvwxyz";
+    let s = swarm(
+        "claude",
+        &server.origin,
+        &server,
+        "ANTHROPIC_API_KEY",
+        "failure_budget = 1",
+    );
+    let bin = s.env.tmp.path().join("fake-claude-key");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let pad = "x".repeat(380);
+    let script = format!(
+        "#!/bin/sh\ncat >/dev/null\nprintf '{{\"type\":\"result\",\"is_error\":true,\"result\":\"{pad}%s tail\"}}\\n' \"$ANTHROPIC_API_KEY\"\n"
+    );
+    std::fs::write(bin.join("claude"), script).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let out = run(&s, &bin, "ANTHROPIC_API_KEY", key);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("reported a failure: xxx"), "{stdout}");
+    let events = std::fs::read_to_string(run_dir(&s).join("events.jsonl")).expect("events");
+    let status = s.run(&["status", "r1"]).stdout;
+    for (what, text) in [
+        ("stdout", stdout.to_string()),
+        ("events.jsonl", events),
+        ("status", status),
+        ("the kept log", attempt_log(&s)),
+    ] {
+        assert!(
+            !text.contains(&key[..12]),
+            "{what} holds part of the key:\n{text}"
+        );
+    }
+}

@@ -227,7 +227,7 @@ fn no_attempt_starts_once_the_runs_token_budget_is_spent() {
     let config = s.env.read("atelier.toml");
     s.env.write(
         "atelier.toml",
-        &format!("{config}\n[budget.run]\ntokens = 1000\n"),
+        &format!("{config}\n[budget.run]\ntokens = 1000\n\n[budget.roles.writer]\ntokens = 5000\n"),
     );
     s.env.git(&["commit", "-q", "-am", "A token budget"]);
     let t = |id: &str, deps: &[&str]| {
@@ -257,7 +257,7 @@ fn no_attempt_starts_once_the_runs_token_budget_is_spent() {
     assert!(
         status
             .stdout
-            .contains("spent: w:A: 1290 tokens (input 1034, output 56, cached 200)"),
+            .contains("spent: w:A: 1290 tokens (input 1034, output 56, cached 200)\nbudget: run tokens: 1290 of 1000 (reached)\nbudget: role writer tokens: 1290 of 5000\n"),
         "{}",
         status.stdout
     );

@@ -398,7 +398,8 @@ async fn command_worker(
         // Every agent CLI exits 0 when its model call failed: what it said is the reason.
         let c = client?;
         let said = report.as_ref()?.failure()?;
-        let said = redact_passed(&said, &pass);
+        // Redacted whole, then clipped: a key the clip cut would no longer match.
+        let said = agent::report::one_line(&redact_passed(&said, &pass));
         Some(AttemptResult::Failed {
             reason: format!("the {} CLI exited 0 but reported a failure: {said}", c.name),
             digest: [format!("[worker] {} failed: {said}", c.name)]

@@ -189,6 +189,77 @@ impl Budgets {
     }
 }
 
+/// One ceiling of `[budget]` beside what a run has used of it, for people (`status`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standing {
+    /// `run`, `role NAME` or `task KEY`.
+    pub scope: String,
+    pub measure: &'static str,
+    pub limit: String,
+    pub used: String,
+    pub reached: bool,
+}
+
+/// Each tokens and cost ceiling of `config`'s `[budget]` beside what the run recorded in
+/// `state` has used of it: the run's, each role's, and the task ceiling for each task that
+/// spent anything (a task's role is the one its latest attempt ran as). Wall ceilings are the
+/// conductor's to measure and are left out.
+pub fn standing(config: &Config, state: &RunState) -> Vec<Standing> {
+    let b = &config.budget;
+    let price = |role: Option<&String>| {
+        role.and_then(|r| config.roles.get(r))
+            .and_then(|c| c.model.as_ref())
+            .and_then(|m| config.prices.get(m))
+            .copied()
+    };
+    let cost = |v: &crate::swarm::events::TaskView| {
+        price(v.role.as_ref()).map_or(0.0, |p| {
+            let m = 1_000_000.0;
+            let u = &v.spent;
+            u.input_tokens as f64 * p.input.0 / m
+                + u.output_tokens as f64 * p.output.0 / m
+                + u.cached_tokens as f64 * p.cached.unwrap_or(p.input).0 / m
+        })
+    };
+    let mut out = Vec::new();
+    let mut add = |scope: String, caps: &Caps, views: &[&crate::swarm::events::TaskView]| {
+        if let Some(limit) = caps.tokens {
+            let used: u64 = views.iter().map(|v| v.spent.total()).sum();
+            out.push(Standing {
+                scope: scope.clone(),
+                measure: "tokens",
+                limit: limit.to_string(),
+                used: used.to_string(),
+                reached: used >= limit,
+            });
+        }
+        if let Some(limit) = caps.cost {
+            let used: f64 = views.iter().map(|v| cost(v)).sum();
+            out.push(Standing {
+                scope,
+                measure: "cost",
+                limit: format!("{:.2}", limit.0),
+                used: format!("{used:.4}"),
+                reached: used >= limit.0,
+            });
+        }
+    };
+    let all: Vec<_> = state.tasks.values().collect();
+    add("run".into(), &b.run, &all);
+    for (role, caps) in &b.roles {
+        let of: Vec<_> = all
+            .iter()
+            .copied()
+            .filter(|v| v.role.as_ref() == Some(role))
+            .collect();
+        add(format!("role {role}"), caps, &of);
+    }
+    for (key, v) in state.tasks.iter().filter(|(_, v)| v.spent.total() > 0) {
+        add(format!("task {key}"), &b.task, &[v]);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@
 //! proposal, the lessons every prompt carries) and the workflow's `Workspace`.
 
 mod attempt;
-mod budget;
+pub mod budget;
 mod cleanup;
 mod control;
 mod integrate;
@@ -276,6 +276,8 @@ struct Conductor<'a> {
     run_spent: Option<budget::Reached>,
     /// The attempts in flight a role's or a task's ceiling ended, by task.
     ended: BTreeMap<String, budget::Reached>,
+    /// The role and task ceilings (scope and measure) reached while attempts ran.
+    scopes_reached: BTreeSet<String>,
     /// One conductor per run: a second `run --resume` of the same run waits for the first.
     /// Declared last, so it is released after the attempts are dropped.
     _lock: Lock,
@@ -550,6 +552,7 @@ impl<'a> Conductor<'a> {
             opened: process::Stopwatch::start(),
             run_spent: None,
             ended: BTreeMap::new(),
+            scopes_reached: BTreeSet::new(),
             _lock: lock,
         })
     }
@@ -792,13 +795,20 @@ impl<'a> Conductor<'a> {
             let Some(r) = self.budgets.scoped_reached(&self.state, &self.tasks, task) else {
                 continue;
             };
-            if self.board.end(&key) {
+            // Recorded once per scope and measure, whether or not a worker was left to end (an
+            // attempt past its worker, running its checks, finishes).
+            let first = self
+                .scopes_reached
+                .insert(format!("{} {}", r.scope, r.measure));
+            if first {
                 self.emit(RunEvent::BudgetReached {
                     scope: r.scope.clone(),
                     measure: r.measure.into(),
                     limit: r.limit.clone(),
                     used: r.used.clone(),
                 })?;
+            }
+            if self.board.end(&key) {
                 self.ended.insert(key, r);
             }
         }
