@@ -667,12 +667,13 @@ fn render_runs(runs: &[stats::RunInfo]) -> String {
             None => "settings not recorded (an older log)".into(),
         };
         t.push_str(&format!(
-            "  {:<5} {:<11} {} task(s), {} attempt(s), at most {} at once; {settings}\n",
+            "  {:<5} {:<11} {} task(s), {} attempt(s), at most {} at once{}; {settings}\n",
             r.run,
             if r.finished { "finished" } else { "unfinished" },
             r.tasks,
             r.attempts,
-            r.peak_parallel
+            r.peak_parallel,
+            tokens(&r.spent)
         ));
     }
     t
@@ -709,6 +710,12 @@ fn render_role(role: &str, r: &stats::RoleStats) -> String {
     }
     t.push_str(&format!("  attempt time: {}\n", dist_ms(&r.attempt_ms)));
     t.push_str(&format!("  worker time: {}\n", dist_ms(&r.worker_ms)));
+    if r.spent.total() > 0 {
+        t.push_str(&format!(
+            "  {}\n",
+            tokens(&r.spent).trim_start_matches(", ")
+        ));
+    }
     let si = &r.silences;
     t.push_str(&format!(
         "  silences ended by output: {}\n    of which in attempts that passed: {}\n  ended by a restart: {}\n  ended by the worker's exit: {}\n  ended by the attempt timeout: {}\n",
@@ -798,6 +805,20 @@ fn kept_lines(s: &crate::swarm::events::RunState) -> String {
             ))
         })
         .collect()
+}
+
+/// `, spent N tokens (input …, output …, cached …)`, or nothing when none were reported.
+fn tokens(u: &crate::agent::clients::Usage) -> String {
+    if u.total() == 0 {
+        return String::new();
+    }
+    format!(
+        ", spent {} tokens (input {}, output {}, cached {})",
+        u.total(),
+        u.input_tokens,
+        u.output_tokens,
+        u.cached_tokens
+    )
 }
 
 /// What the workers reported spending, a line per task that reported any.

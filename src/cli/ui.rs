@@ -420,6 +420,7 @@ fn run(ws: &Workspace, id: &str) -> anyhow::Result<Option<Value>> {
         "attempts": bars,
         "contract_validator": contract,
         "gantt": gantt_svg(&bars, contract.as_ref()),
+        "budget": crate::swarm::runtime::budget::standing(&ws.config, &st),
     })))
 }
 

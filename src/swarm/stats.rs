@@ -23,6 +23,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::events::{self, QuietEnd, Record, RunEvent};
+use crate::agent::clients::Usage;
 
 /// A run's log as `stats` reads it.
 #[derive(Debug, Clone)]
@@ -115,6 +116,8 @@ pub struct RoleStats {
     pub nudges: usize,
     pub restarts: usize,
     pub prompt_bytes: Dist,
+    /// The tokens its workers reported (`spent`), over all its attempts.
+    pub spent: Usage,
 }
 
 /// One gauntlet step (or contract checks, together as `checks`) across attempts.
@@ -146,6 +149,8 @@ pub struct RunInfo {
     pub settings: Option<RunSettings>,
     /// The most attempts in flight at once.
     pub peak_parallel: usize,
+    /// The tokens its workers reported (`spent`).
+    pub spent: Usage,
 }
 
 /// Everything `atelier stats` reports.
@@ -171,6 +176,7 @@ struct Attempt {
     quiet: Vec<(u64, QuietEnd, bool)>,
     nudges: usize,
     restarts: usize,
+    spent: Usage,
 }
 
 /// The step name `stats` groups by: contract checks (`check 1`, `check 2`, ...) are one group.
@@ -239,6 +245,11 @@ pub fn compute(runs: &[RunLog]) -> Stats {
             attempts: finished_attempts,
             settings: scan.settings,
             peak_parallel: scan.peak,
+            spent: state
+                .tasks
+                .values()
+                .map(|t| t.spent)
+                .fold(Usage::default(), |a, b| a + b),
         });
         for ((task, number), a) in scan.attempts {
             add_attempt(&mut stats.roles, &mut acc, (&run.id, task, number), a);
@@ -299,6 +310,15 @@ fn scan(run: &RunLog, steps: &mut StepAcc) -> RunScan {
             }
             RunEvent::ClaimsReleased { task, .. } => {
                 s.held.remove(task);
+            }
+            RunEvent::Spent {
+                task,
+                attempt,
+                usage,
+                ..
+            } => {
+                let a = s.attempt(task, *attempt);
+                a.spent = a.spent + *usage;
             }
             RunEvent::Nudged { task, attempt, .. } => s.attempt(task, *attempt).nudges += 1,
             RunEvent::Restarted { task, attempt, .. } => s.attempt(task, *attempt).restarts += 1,
@@ -368,6 +388,7 @@ fn add_attempt(
         rs.backends.insert(b.clone());
     }
     rs.attempts += 1;
+    rs.spent = rs.spent + a.spent;
     rs.nudges += a.nudges;
     rs.restarts += a.restarts;
     if !passed {

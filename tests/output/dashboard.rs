@@ -126,7 +126,7 @@ impl Drop for Ui {
     }
 }
 
-fn serve(env: &Env) -> Ui {
+pub(crate) fn serve(env: &Env) -> Ui {
     serve_with(env, &["--listen", "127.0.0.1:0"])
 }
 
@@ -325,7 +325,7 @@ fn the_run_pages_show_validators_in_the_gantt_chart_and_plot_the_silences() {
     );
     // A task that succeeded shows its last step, not the failure an earlier attempt had.
     assert!(
-        run.contains("<td>0</td><td>check 1: passed</td></tr>"),
+        run.contains("<td>0</td><td class=\"spent\"></td><td>check 1: passed</td></tr>"),
         "{run}"
     );
     let (_, body) = raw(

@@ -3,7 +3,7 @@
 //! name or diff cannot hide or inject there.
 
 mod cockpit;
-mod dashboard;
+pub(crate) mod dashboard;
 mod dashboard_writes;
 mod escapes;
 mod live;

@@ -261,6 +261,33 @@ fn no_attempt_starts_once_the_runs_token_budget_is_spent() {
         "{}",
         status.stdout
     );
+    // The dashboard's run page: the task's tokens, and each ceiling beside what was used.
+    let ui = crate::output::dashboard::serve(&s.env);
+    let (_, page) = crate::output::dashboard::raw(
+        &ui.base,
+        &format!(
+            "GET /runs/r1 HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            ui.base.trim_start_matches("http://")
+        ),
+    );
+    assert!(
+        page.contains("<td class=\"spent\">1290</td>")
+            && page.contains(
+                "<tr><td>run</td><td>tokens</td><td>1290</td><td>1000 (reached)</td></tr>"
+            )
+            && page
+                .contains("<tr><td>role writer</td><td>tokens</td><td>1290</td><td>5000</td></tr>"),
+        "{page}"
+    );
+    drop(ui);
+    // `stats` too: the run's spend and its role's.
+    let stats = s.run(&["stats"]).stdout;
+    let spent = "spent 1290 tokens (input 1034, output 56, cached 200)";
+    assert!(
+        stats.contains(&format!("at most 1 at once, {spent};"))
+            && stats.contains(&format!("\n  {spent}\n")),
+        "{stats}"
+    );
     let events =
         std::fs::read_to_string(s.env.repo.join(".atelier/runs/r1/events.jsonl")).expect("events");
     assert!(

@@ -189,8 +189,9 @@ impl Budgets {
     }
 }
 
-/// One ceiling of `[budget]` beside what a run has used of it, for people (`status`).
-#[derive(Debug, Clone, PartialEq)]
+/// One ceiling of `[budget]` beside what a run has used of it, for people (`status`, the
+/// dashboard's run page).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Standing {
     /// `run`, `role NAME` or `task KEY`.
     pub scope: String,
