@@ -128,8 +128,13 @@ fn header_lines(
     } else {
         "running"
     };
+    let spent: u64 = s.tasks.values().map(|t| t.spent.total()).sum();
+    let spent = match spent {
+        0 => String::new(),
+        n => format!(" — spent {n} tokens"),
+    };
     let header = format!(
-        "run {} on {} — {status} — {} done, {} running, {} failed, {} blocked, {} skipped, {} pending — waves: {}",
+        "run {} on {} — {status} — {} done, {} running, {} failed, {} blocked, {} skipped, {} pending{spent} — waves: {}",
         s.run,
         s.branch,
         count(TaskState::Succeeded),
@@ -167,7 +172,7 @@ fn header_lines(
 
 /// Task `k`'s row: its state, role, wave, attempt, elapsed time (to `now`, seconds), its
 /// worker's silence while the conductor reports it (`live`, read at the milliseconds given),
-/// nudges, restarts, claims and last step.
+/// nudges, restarts, the tokens its workers reported, claims and last step.
 fn task_row<'a>(
     s: &RunState,
     k: &str,
@@ -214,6 +219,10 @@ fn task_row<'a>(
         silent,
         v.nudges.to_string(),
         v.restarts.to_string(),
+        match v.spent.total() {
+            0 => "-".to_string(),
+            n => n.to_string(),
+        },
         p(&claims),
         p(&last),
     ])
@@ -234,6 +243,7 @@ fn task_table(rows: Vec<Row<'_>>) -> Table<'_> {
             Constraint::Length(7),
             Constraint::Length(6),
             Constraint::Length(8),
+            Constraint::Length(8),
             Constraint::Length(18),
             Constraint::Min(20),
         ],
@@ -241,7 +251,7 @@ fn task_table(rows: Vec<Row<'_>>) -> Table<'_> {
     .header(
         Row::new(vec![
             "TASK", "STATE", "ROLE", "WAVE", "ATTEMPT", "ELAPSED", "SILENT", "NUDGES", "RESTARTS",
-            "CLAIMS", "LAST",
+            "TOKENS", "CLAIMS", "LAST",
         ])
         .style(Style::default().add_modifier(Modifier::BOLD)),
     )

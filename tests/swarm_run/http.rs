@@ -219,7 +219,9 @@ fn an_http_role_cannot_send_the_forge_token_to_a_model_endpoint() {
 }
 
 /// `[budget.run] tokens`: the endpoint reports 1,290 tokens for the first task, over the
-/// run's 1,000: the second task never starts, and the run says which budget ended it.
+/// run's 1,000: the second task never starts, and the run says which budget ended it. What was
+/// spent is shown against each ceiling in `status` and the dashboard, and in `stats` and the
+/// cockpit.
 #[test]
 fn no_attempt_starts_once_the_runs_token_budget_is_spent() {
     let llm = FakeLlm::start(200, "hello from the model\n", 2);
@@ -280,6 +282,41 @@ fn no_attempt_starts_once_the_runs_token_budget_is_spent() {
         "{page}"
     );
     drop(ui);
+    // The cockpit: the task's tokens and the run's.
+    let mut cockpit = crate::support::swarm::cockpit(&s, 200);
+    let mut keys = cockpit.stdin.take().expect("stdin");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::io::Write::write_all(&mut keys, b"q").expect("q");
+    drop(keys);
+    let screen = cockpit
+        .wait_with_output()
+        .expect("the cockpit quits")
+        .stdout;
+    // Cursor moves stand between the words a terminal draws: read them as spaces.
+    let mut words = String::new();
+    let mut chars = String::from_utf8_lossy(&screen)
+        .into_owned()
+        .into_bytes()
+        .into_iter();
+    while let Some(b) = chars.next() {
+        if b == 0x1b {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            words.push(' ');
+        } else {
+            words.push(b as char);
+        }
+    }
+    let words = words.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("RESTARTS TOKENS CLAIMS")
+            && words.contains("w:A succeeded writer 1 1 0s - 0 0 1290")
+            && words.contains("spent 1290 tokens"),
+        "{words}"
+    );
     // `stats` too: the run's spend and its role's.
     let stats = s.run(&["stats"]).stdout;
     let spent = "spent 1290 tokens (input 1034, output 56, cached 200)";
