@@ -135,6 +135,14 @@ impl Board {
         }
     }
 
+    /// Ends every worker on the board.
+    pub fn end_all(&self) {
+        let board = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, end) in board.values() {
+            end.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// Ends `task`'s worker if one is on the board; whether one was.
     pub fn end(&self, task: &str) -> bool {
         let board = self.0.lock().unwrap_or_else(|e| e.into_inner());

@@ -105,3 +105,54 @@ fn a_roles_budget_ends_its_other_running_attempt() {
         "{events}"
     );
 }
+
+/// An `http` worker's request is ended too: once its role's tokens are spent (the first task's
+/// reply reports 1,490), the other task's request, which would take half a minute, is
+/// abandoned and the task fails naming the budget.
+#[test]
+fn a_roles_budget_abandons_its_other_http_request() {
+    use crate::support::model::{Reply, Server};
+    let server = Server::start(|req, _| {
+        let reply = serde_json::json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+            "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": "hello\n" } }],
+            "usage": { "prompt_tokens": 1434, "completion_tokens": 56, "total_tokens": 1490, "prompt_tokens_details": { "cached_tokens": 200 } }
+        });
+        if req.body.contains("# Task p:B: Task B") {
+            Reply::JsonAfter(std::time::Duration::from_secs(30), 200, reply)
+        } else {
+            Reply::Json(200, reply)
+        }
+    });
+    let s = Swarm::configured(
+        "failure_budget = 1",
+        &format!(
+            "\n[roles.writer]\nbackend = \"http\"\nbase_url = \"{}/v1\"\nmodel = \"m\"\n\n[budget.roles.writer]\ntokens = 1000\n",
+            server.origin
+        ),
+    );
+    let t = |id: &str| {
+        task(
+            id,
+            &[&format!("docs/{id}.md")],
+            &[],
+            &format!("test -s docs/{id}.md"),
+        )
+        .replace("implementer", "writer")
+    };
+    let p = s.plan("p.toml", &plan("p", &[t("A"), t("B")]));
+    let started = std::time::Instant::now();
+    let v = s.run(&["run", &p, "--json"]).json();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "the slow request was abandoned, not waited for"
+    );
+    assert_eq!(v["succeeded"], serde_json::json!(["p:A"]), "{v:#}");
+    let why = v["failed"]["p:B"].as_str().expect("B failed");
+    assert!(
+        why.starts_with(
+            "failed 1 attempt(s); last: ended: role writer's tokens budget (1000) is spent: 1490 used"
+        ),
+        "{why}"
+    );
+}

@@ -261,17 +261,32 @@ async fn http_worker(
     let started = process::Stopwatch::start();
     // The reply becomes the file: ask for its contents only, and take them out of a fence.
     let system = agent::http::file_instructions(&target);
-    let reply = tokio::task::spawn_blocking(move || {
-        agent::http::ask(
+    // On the board while the request is out, so that a budget can end it: the request is
+    // abandoned then (its reply, if one comes, is dropped).
+    let on_board = job.board.enter(&job.task.key, job.attempt);
+    // A thread of its own, not the runtime's blocking pool: an abandoned request must not hold
+    // up the conductor's exit (the runtime waits for its blocking tasks).
+    let (send, mut request) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(agent::http::ask(
             &url,
             &model,
             key.as_deref(),
             Some(&system),
             &prompt,
             timeout,
-        )
-    })
-    .await;
+        ));
+    });
+    let reply = loop {
+        tokio::select! {
+            r = &mut request => break r,
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+        if on_board.end.load(std::sync::atomic::Ordering::Relaxed) {
+            return fail("the request was abandoned by the conductor: a budget was reached".into());
+        }
+    };
+    drop(on_board);
     let reply = match reply {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => return fail(e),

@@ -777,6 +777,8 @@ impl<'a> Conductor<'a> {
             used: r.used.clone(),
         })?;
         self.run_spent = Some(r);
+        // Programs are killed; an `http` worker's request is abandoned.
+        self.board.end_all();
         process::kill_all();
         Ok(())
     }

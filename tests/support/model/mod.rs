@@ -113,6 +113,8 @@ impl Request {
 /// How a fake answers one request.
 pub enum Reply {
     Json(u16, serde_json::Value),
+    /// The same, sent after a pause (a model taking its time over a whole answer).
+    JsonAfter(Duration, u16, serde_json::Value),
     /// Server-sent events: each with its `event:` name (if any), its data, and the pause
     /// before it is sent.
     Events(Vec<Event>),
@@ -266,6 +268,10 @@ fn read_request(reader: &mut impl BufRead) -> Option<Request> {
 
 fn write_reply(out: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
     match reply {
+        Reply::JsonAfter(pause, status, value) => {
+            std::thread::sleep(pause);
+            write_reply(out, Reply::Json(status, value))
+        }
         Reply::Json(status, value) => {
             let body = value.to_string();
             write!(
