@@ -193,14 +193,15 @@ pub struct Spawn {
     /// What the program may touch (`contain`); `None` runs it uncontained. A contained program
     /// also gets a private temporary directory (TMPDIR, TMP, TEMP), removed when it ends.
     pub sandbox: Option<super::contain::Sandbox>,
-    /// Fed every line of stdout as it arrives, however much of it `max_output` keeps.
+    /// Fed every line of stdout and of stderr (each stream split apart) as it arrives, however
+    /// much of them `max_output` keeps.
     pub lines: Option<LineTap>,
 }
 
 /// The longest stdout line handed to a [`Lines`] reader; a longer one goes by unread.
 pub const LINE_MAX: usize = 8 << 20;
 
-/// Reads a program's stdout line by line as it arrives (`Spawn::lines`).
+/// Reads a program's stdout and stderr line by line as they arrive (`Spawn::lines`).
 pub trait Lines: Send {
     /// One line without its newline (the last one also when it has none).
     fn line(&mut self, line: &[u8]);
@@ -746,7 +747,7 @@ pub async fn run(spawn: &Spawn, mut on_nudge: impl FnMut(Duration)) -> std::io::
         cap.clone(),
         spawn.max_output,
         false,
-        None,
+        spawn.lines.clone(),
     ));
     if let Some(mut stdin) = child.stdin.take() {
         let input = spawn.stdin.clone();

@@ -1,4 +1,5 @@
-//! What an agent CLI reported on its standard output, read line by line as the lines arrive:
+//! What an agent CLI reported on its standard output (and, for codex, its log on stderr), read
+//! line by line as the lines arrive:
 //! the tokens it spent and the failure it reported though it exited 0. It is fed every line
 //! the program printed (`process::Lines`), not the part of the output that `max_output` keeps,
 //! so a report line in the middle of a long run, or one longer than the kept output, still
@@ -68,7 +69,12 @@ pub struct Report {
     messages: std::collections::BTreeMap<String, Usage>,
     current: Option<String>,
     result: bool,
+    /// Codex: the usage of the responses its log showed since its last `turn.completed`.
+    pending: Usage,
 }
+
+/// What precedes the event's JSON in codex's log line of a server-sent event.
+const SSE_EVENT: &str = "codex_api::sse::responses: SSE event: ";
 
 impl Report {
     pub fn new(format: UsageFormat) -> Report {
@@ -82,6 +88,7 @@ impl Report {
             messages: Default::default(),
             current: None,
             result: false,
+            pending: Usage::default(),
         }
     }
 
@@ -124,10 +131,33 @@ impl Report {
                 }
             }
             UsageFormat::CodexJson => {
+                // Its log of each server-sent event (stderr, the preset's RUST_LOG): the
+                // endpoint's own usage for each response, before the turn's total arrives.
+                if let Some(at) = line.find(SSE_EVENT) {
+                    let v = json(&line[at + SSE_EVENT.len()..]);
+                    if let Some(u) = v
+                        .as_ref()
+                        .filter(|v| kind(v) == Some("response.completed"))
+                        .and_then(|v| v["response"].get("usage"))
+                    {
+                        let cached = u["input_tokens_details"]["cached_tokens"]
+                            .as_u64()
+                            .unwrap_or(0);
+                        self.pending = self.pending
+                            + Usage {
+                                input_tokens: count(u, "input_tokens").saturating_sub(cached),
+                                output_tokens: count(u, "output_tokens"),
+                                cached_tokens: cached,
+                            };
+                    }
+                    return;
+                }
                 let Some(v) = json(line) else { return };
                 match kind(&v) {
                     Some("turn.completed") => {
                         self.failed = None;
+                        // The turn's total holds the responses logged so far.
+                        self.pending = Usage::default();
                         if let Some(u) = v.get("usage") {
                             let cached = count(u, "cached_input_tokens");
                             self.add(Usage {
@@ -181,9 +211,13 @@ impl Report {
         self.usage = Some(self.usage.map_or(u, |s| s + u));
     }
 
-    /// What it reported spending.
+    /// What it reported spending (for codex, with the responses of a turn that never
+    /// completed).
     pub fn usage(&self) -> Option<Usage> {
-        self.usage
+        if self.pending.total() == 0 {
+            return self.usage;
+        }
+        Some(self.usage.unwrap_or_default() + self.pending)
     }
 
     /// What it reported as a failure though it exited 0, as it wrote it (redact, then
@@ -365,6 +399,31 @@ mod tests {
             u.map(|u| (u.input_tokens, u.output_tokens)),
             Some((5, 6)),
             "the result's total"
+        );
+    }
+
+    #[test]
+    fn codex_s_logged_responses_count_until_their_turn_s_total_arrives() {
+        let sse = "2026-12-03T09:37:39Z TRACE codex_api::sse::responses: SSE event: {\"type\": \"response.completed\", \"response\": {\"usage\": {\"input_tokens\": 30, \"input_tokens_details\": {\"cached_tokens\": 10}, \"output_tokens\": 5}}}\n";
+        let turn = "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":60,\"cached_input_tokens\":20,\"output_tokens\":10}}\n";
+        let triple = |text: &str| {
+            Report::of(UsageFormat::CodexJson, text)
+                .usage()
+                .map(|u| (u.input_tokens, u.output_tokens, u.cached_tokens))
+        };
+        assert_eq!(
+            triple(sse),
+            Some((20, 5, 10)),
+            "a turn killed before its total"
+        );
+        assert_eq!(
+            triple(&format!("{sse}{sse}{turn}")),
+            Some((40, 10, 20)),
+            "the total, not the total and its responses"
+        );
+        assert_eq!(
+            triple(&format!("{sse}{sse}{turn}{sse}")),
+            Some((60, 15, 30))
         );
     }
 

@@ -64,3 +64,45 @@ fn codex_answering_slowly_is_not_restarted_for_silence() {
         .collect();
     assert!(restarts.is_empty(), "{restarts:?}");
 }
+
+/// Killed at the attempt timeout in the middle of a turn, codex never prints `turn.completed`;
+/// its log of each response the endpoint completed is its spend, so the run's token ceiling
+/// stops the next attempt.
+#[test]
+fn codex_killed_mid_turn_has_its_spend_counted_against_the_budget() {
+    require_landlock!();
+    let bin = require_cli!("codex");
+    let fake = responses::start(Script::writes(FILE, CONTENT).thinking(Duration::from_secs(30)));
+    let base = format!("{}/v1", fake.origin);
+    let s = swarm(
+        "codex",
+        &base,
+        &fake,
+        KEY_VAR,
+        "attempt_timeout = \"8s\"\nfailure_budget = 2\n\n[budget.run]\ntokens = 100",
+    );
+    let out = run(&s, &bin, KEY_VAR, KEY);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    let spent: Vec<_> = s
+        .events("r1")
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::Spent { attempt, usage, .. } => Some((attempt, usage)),
+            _ => None,
+        })
+        .collect();
+    let u = crate::support::model::USAGE;
+    assert_eq!(
+        spent
+            .iter()
+            .map(|(a, u)| (*a, u.input_tokens, u.output_tokens, u.cached_tokens))
+            .collect::<Vec<_>>(),
+        [(1, u.input, u.output, u.cached)],
+        "the one response that completed\n{stdout}"
+    );
+    assert!(
+        stdout.contains("not started: the run's tokens budget (100) is spent"),
+        "{stdout}"
+    );
+}
