@@ -92,6 +92,12 @@ pub const CLIENTS: &[Client] = &[
             "--json",
             "--dangerously-bypass-approvals-and-sandbox",
             "--skip-git-repo-check",
+            // No analytics, and no sync of its plugin list from GitHub at start: the model
+            // endpoint is its only traffic.
+            "-c",
+            "analytics.enabled=false",
+            "-c",
+            "features.plugins=false",
             "-",
         ],
         state_env: Some("CODEX_HOME"),
