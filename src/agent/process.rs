@@ -201,12 +201,20 @@ pub struct Spawn {
 /// The longest stdout line handed to a [`Lines`] reader; a longer one goes by unread.
 pub const LINE_MAX: usize = 8 << 20;
 
-/// Reads a program's stdout and stderr line by line as they arrive (`Spawn::lines`).
+/// Which of a program's streams a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Reads a program's stdout and stderr line by line as they arrive (`Spawn::lines`); the two
+/// streams are read apart, so their lines are in order within each, not between them.
 pub trait Lines: Send {
     /// One line without its newline (the last one also when it has none).
-    fn line(&mut self, line: &[u8]);
+    fn line(&mut self, from: Stream, line: &[u8]);
     /// A line longer than [`LINE_MAX`] went by unread.
-    fn overlong(&mut self);
+    fn overlong(&mut self, from: Stream);
 }
 
 /// A shared [`Lines`] reader: the caller keeps a clone and reads it once the program ended.
@@ -219,9 +227,9 @@ impl std::fmt::Debug for LineTap {
     }
 }
 
-/// Splits stdout into lines for a [`LineTap`].
-#[derive(Default)]
+/// Splits one stream into lines for a [`LineTap`].
 struct Splitter {
+    from: Stream,
     line: Vec<u8>,
     overlong: bool,
 }
@@ -254,9 +262,9 @@ impl Splitter {
             .lock()
             .expect("the line reader's lock is never poisoned");
         if self.overlong {
-            reader.overlong();
+            reader.overlong(self.from);
         } else {
-            reader.line(&self.line);
+            reader.line(self.from, &self.line);
         }
         self.line.clear();
         self.overlong = false;
@@ -396,7 +404,15 @@ async fn pump(
     is_stdout: bool,
     lines: Option<LineTap>,
 ) {
-    let mut split = Splitter::default();
+    let mut split = Splitter {
+        from: if is_stdout {
+            Stream::Stdout
+        } else {
+            Stream::Stderr
+        },
+        line: Vec::new(),
+        overlong: false,
+    };
     let mut buf = [0u8; 8192];
     loop {
         match from.read(&mut buf).await {

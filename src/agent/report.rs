@@ -35,17 +35,21 @@ pub struct Usage {
 impl std::ops::Add for Usage {
     type Output = Usage;
     fn add(self, other: Usage) -> Usage {
+        // Saturating: figures a worker prints can be as large as it likes, and a sum that
+        // wrapped would lower the spend recorded.
         Usage {
-            input_tokens: self.input_tokens + other.input_tokens,
-            output_tokens: self.output_tokens + other.output_tokens,
-            cached_tokens: self.cached_tokens + other.cached_tokens,
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cached_tokens: self.cached_tokens.saturating_add(other.cached_tokens),
         }
     }
 }
 
 impl Usage {
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.cached_tokens
+        self.input_tokens
+            .saturating_add(self.output_tokens)
+            .saturating_add(self.cached_tokens)
     }
 }
 
@@ -69,8 +73,8 @@ pub struct Report {
     messages: std::collections::BTreeMap<String, Usage>,
     current: Option<String>,
     result: bool,
-    /// Codex: the usage of the responses its log showed since its last `turn.completed`.
-    pending: Usage,
+    /// Codex: the usage of every response its log showed.
+    responses: Usage,
 }
 
 /// What precedes the event's JSON in codex's log line of a server-sent event.
@@ -88,7 +92,7 @@ impl Report {
             messages: Default::default(),
             current: None,
             result: false,
-            pending: Usage::default(),
+            responses: Usage::default(),
         }
     }
 
@@ -131,33 +135,10 @@ impl Report {
                 }
             }
             UsageFormat::CodexJson => {
-                // Its log of each server-sent event (stderr, the preset's RUST_LOG): the
-                // endpoint's own usage for each response, before the turn's total arrives.
-                if let Some(at) = line.find(SSE_EVENT) {
-                    let v = json(&line[at + SSE_EVENT.len()..]);
-                    if let Some(u) = v
-                        .as_ref()
-                        .filter(|v| kind(v) == Some("response.completed"))
-                        .and_then(|v| v["response"].get("usage"))
-                    {
-                        let cached = u["input_tokens_details"]["cached_tokens"]
-                            .as_u64()
-                            .unwrap_or(0);
-                        self.pending = self.pending
-                            + Usage {
-                                input_tokens: count(u, "input_tokens").saturating_sub(cached),
-                                output_tokens: count(u, "output_tokens"),
-                                cached_tokens: cached,
-                            };
-                    }
-                    return;
-                }
                 let Some(v) = json(line) else { return };
                 match kind(&v) {
                     Some("turn.completed") => {
                         self.failed = None;
-                        // The turn's total holds the responses logged so far.
-                        self.pending = Usage::default();
                         if let Some(u) = v.get("usage") {
                             let cached = count(u, "cached_input_tokens");
                             self.add(Usage {
@@ -179,6 +160,34 @@ impl Report {
                     self.add(aider_tokens(rest));
                 }
             }
+        }
+    }
+
+    /// A line of what the CLI logged on stderr: for codex, its trace of each server-sent
+    /// event (the preset's `RUST_LOG`), whose `response.completed` carries the endpoint's own
+    /// usage for each response; the other CLIs report nothing there.
+    pub fn feed_log(&mut self, line: &str) {
+        if self.format != UsageFormat::CodexJson {
+            return;
+        }
+        let Some(at) = line.find(SSE_EVENT) else {
+            return;
+        };
+        let v = json(&line[at + SSE_EVENT.len()..]);
+        if let Some(u) = v
+            .as_ref()
+            .filter(|v| kind(v) == Some("response.completed"))
+            .and_then(|v| v["response"].get("usage"))
+        {
+            let cached = u["input_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0);
+            self.responses = self.responses
+                + Usage {
+                    input_tokens: count(u, "input_tokens").saturating_sub(cached),
+                    output_tokens: count(u, "output_tokens"),
+                    cached_tokens: cached,
+                };
         }
     }
 
@@ -211,13 +220,21 @@ impl Report {
         self.usage = Some(self.usage.map_or(u, |s| s + u));
     }
 
-    /// What it reported spending (for codex, with the responses of a turn that never
-    /// completed).
+    /// What it reported spending. For codex, each figure is the larger of its turns' totals
+    /// and the sum of the responses its log showed: equal once every turn completed, the
+    /// responses' when one was killed before its total, whatever order the two streams' lines
+    /// were read in.
     pub fn usage(&self) -> Option<Usage> {
-        if self.pending.total() == 0 {
+        if self.responses.total() == 0 {
             return self.usage;
         }
-        Some(self.usage.unwrap_or_default() + self.pending)
+        let t = self.usage.unwrap_or_default();
+        let r = self.responses;
+        Some(Usage {
+            input_tokens: t.input_tokens.max(r.input_tokens),
+            output_tokens: t.output_tokens.max(r.output_tokens),
+            cached_tokens: t.cached_tokens.max(r.cached_tokens),
+        })
     }
 
     /// What it reported as a failure though it exited 0, as it wrote it (redact, then
@@ -247,11 +264,18 @@ impl Report {
 }
 
 impl process::Lines for Report {
-    fn line(&mut self, line: &[u8]) {
-        self.feed(&String::from_utf8_lossy(line));
+    fn line(&mut self, from: process::Stream, line: &[u8]) {
+        match from {
+            process::Stream::Stdout => self.feed(&String::from_utf8_lossy(line)),
+            process::Stream::Stderr => self.feed_log(&String::from_utf8_lossy(line)),
+        }
     }
-    fn overlong(&mut self) {
-        self.overlong += 1;
+    /// Only stdout carries the report: a long stderr line (codex's log of a large tool call)
+    /// hides nothing it could hold.
+    fn overlong(&mut self, from: process::Stream) {
+        if from == process::Stream::Stdout {
+            self.overlong += 1;
+        }
     }
 }
 
@@ -406,31 +430,57 @@ mod tests {
     fn codex_s_logged_responses_count_until_their_turn_s_total_arrives() {
         let sse = "2026-12-03T09:37:39Z TRACE codex_api::sse::responses: SSE event: {\"type\": \"response.completed\", \"response\": {\"usage\": {\"input_tokens\": 30, \"input_tokens_details\": {\"cached_tokens\": 10}, \"output_tokens\": 5}}}\n";
         let turn = "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":60,\"cached_input_tokens\":20,\"output_tokens\":10}}\n";
-        let triple = |text: &str| {
-            Report::of(UsageFormat::CodexJson, text)
-                .usage()
+        // (stdout lines, stderr lines), each stream in its order, read in either order.
+        let triple = |out: &str, log: &str, log_first: bool| {
+            let mut r = Report::new(UsageFormat::CodexJson);
+            let feed_out = |r: &mut Report| out.lines().for_each(|l| r.feed(l));
+            let feed_log = |r: &mut Report| log.lines().for_each(|l| r.feed_log(l));
+            if log_first {
+                feed_log(&mut r);
+                feed_out(&mut r);
+            } else {
+                feed_out(&mut r);
+                feed_log(&mut r);
+            }
+            r.usage()
                 .map(|u| (u.input_tokens, u.output_tokens, u.cached_tokens))
         };
         assert_eq!(
-            triple(sse),
+            triple("", sse, true),
             Some((20, 5, 10)),
             "a turn killed before its total"
         );
+        for log_first in [true, false] {
+            assert_eq!(
+                triple(turn, &format!("{sse}{sse}"), log_first),
+                Some((40, 10, 20)),
+                "the total, not the total and its responses"
+            );
+        }
         assert_eq!(
-            triple(&format!("{sse}{sse}{turn}")),
-            Some((40, 10, 20)),
-            "the total, not the total and its responses"
+            triple(turn, &format!("{sse}{sse}{sse}"), false),
+            Some((60, 15, 30)),
+            "a response of a later turn killed before its total"
         );
+        // The marker on stdout is no log line: it is not counted.
+        assert_eq!(triple(sse, "", true), None);
+        let huge = "Tokens: 18446744073709551615 sent, 18446744073709551615 received.\nTokens: 5 sent, 5 received.\n";
+        let u = Report::of(UsageFormat::AiderSummary, huge)
+            .usage()
+            .expect("usage");
         assert_eq!(
-            triple(&format!("{sse}{sse}{turn}{sse}")),
-            Some((60, 15, 30))
+            u.total(),
+            u64::MAX,
+            "a sum that would wrap stays at its ceiling"
         );
     }
 
     #[test]
     fn a_line_too_long_to_read_is_a_failure_and_a_failure_text_is_one_clipped_line() {
         let mut r = Report::new(UsageFormat::ClaudeStream);
-        process::Lines::overlong(&mut r);
+        process::Lines::overlong(&mut r, process::Stream::Stderr);
+        assert_eq!(r.failure(), None, "a long stderr line holds no report");
+        process::Lines::overlong(&mut r, process::Stream::Stdout);
         assert!(r.failure().expect("failure").contains("could not be read"));
         let long = format!("a\nb\u{1b}[2J{}", "x".repeat(1000));
         let c = one_line(&long);

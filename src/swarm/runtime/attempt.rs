@@ -286,6 +286,12 @@ async fn http_worker(
             return fail("the request was abandoned by the conductor: a budget was reached".into());
         }
     };
+    // A reply that came as the budget was reached is not used either.
+    if on_board.end.load(std::sync::atomic::Ordering::Relaxed) {
+        return fail(
+            "the reply came after the conductor ended the attempt: a budget was reached".into(),
+        );
+    }
     drop(on_board);
     let reply = match reply {
         Ok(Ok(r)) => r,
