@@ -239,25 +239,11 @@ impl Client {
     }
 
     /// The CLI's final answer in what it printed (what agent reviewers and planners read):
-    /// the `result` of Claude Code's stream, the last agent message of codex's events, or all
-    /// of aider's output.
+    /// [`Report::answer`], or all of its output when it has none (aider).
     pub fn answer(&self, stdout: &str) -> String {
-        let found = match self.usage {
-            UsageFormat::ClaudeStream => json_lines(stdout)
-                .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("result"))
-                .filter_map(|v| v.get("result").and_then(|r| r.as_str()).map(String::from))
-                .last(),
-            UsageFormat::CodexJson => json_lines(stdout)
-                .filter(|v| v.get("type").and_then(|t| t.as_str()) == Some("item.completed"))
-                .filter_map(|v| {
-                    let item = v.get("item")?;
-                    (item.get("type")?.as_str()? == "agent_message")
-                        .then(|| item.get("text")?.as_str().map(String::from))?
-                })
-                .last(),
-            UsageFormat::AiderSummary => None,
-        };
-        found.unwrap_or_else(|| stdout.to_string())
+        Report::of(self.usage, stdout)
+            .answer()
+            .unwrap_or_else(|| stdout.to_string())
     }
 
     /// What the CLI reported as a failure though it exited 0, as each of them does when its
@@ -353,13 +339,6 @@ pub fn port(url: &str) -> Option<u16> {
         "http" => Some(80),
         _ => None,
     }
-}
-
-fn json_lines(stdout: &str) -> impl Iterator<Item = serde_json::Value> + '_ {
-    stdout
-        .lines()
-        .filter(|l| l.trim_start().starts_with('{'))
-        .filter_map(|l| serde_json::from_str(l).ok())
 }
 
 /// What a CLI installed at `program` needs to read besides the program file: the npm package

@@ -75,6 +75,8 @@ pub struct Report {
     result: bool,
     /// Codex: the usage of every response its log showed.
     responses: Usage,
+    /// Its final answer: Claude Code's last `result`, codex's last `agent_message`.
+    answer: Option<String>,
 }
 
 /// What precedes the event's JSON in codex's log line of a server-sent event.
@@ -93,6 +95,7 @@ impl Report {
             current: None,
             result: false,
             responses: Usage::default(),
+            answer: None,
         }
     }
 
@@ -120,6 +123,9 @@ impl Report {
                         }
                         self.failed = (v.get("is_error").and_then(Value::as_bool) == Some(true))
                             .then(|| text(&v, &["result", "subtype"]));
+                        if let Some(a) = v.get("result").and_then(Value::as_str) {
+                            self.answer = Some(a.to_string());
+                        }
                     }
                     Some("stream_event") if !self.result => self.message_event(&v["event"]),
                     Some("assistant") if !self.result => {
@@ -146,6 +152,11 @@ impl Report {
                                 output_tokens: count(u, "output_tokens"),
                                 cached_tokens: cached,
                             });
+                        }
+                    }
+                    Some("item.completed") if v["item"]["type"] == "agent_message" => {
+                        if let Some(a) = v["item"]["text"].as_str() {
+                            self.answer = Some(a.to_string());
                         }
                     }
                     Some("error" | "turn.failed") => {
@@ -218,6 +229,13 @@ impl Report {
 
     fn add(&mut self, u: Usage) {
         self.usage = Some(self.usage.map_or(u, |s| s + u));
+    }
+
+    /// Its final answer (what agent reviewers and planners read), read whole however long
+    /// its line: Claude Code's last `result`, codex's last `agent_message`; `None` for aider,
+    /// whose answer is all it printed.
+    pub fn answer(&self) -> Option<String> {
+        self.answer.clone()
     }
 
     /// What it reported spending. For codex, each figure is the larger of its turns' totals

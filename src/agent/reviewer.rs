@@ -372,8 +372,15 @@ fn ask_command(
         .map_err(|e| format!("creating a temporary directory: {e}"))?;
     let root = dir.path().join("checkout");
     export_tree(repo_root, head, &root)?;
+    // A preset's answer is read from every line it prints, not from the kept output: a final
+    // answer longer than the output kept still reaches the reviewer's verdict.
+    let report = command
+        .client
+        .map(|c| std::sync::Arc::new(std::sync::Mutex::new(c.report())));
     let mut spawn = process::Spawn {
-        lines: None,
+        lines: report
+            .clone()
+            .map(|r| process::LineTap(r as std::sync::Arc<std::sync::Mutex<dyn process::Lines>>)),
         program: program.clone(),
         args: args.to_vec(),
         cwd: root,
@@ -409,9 +416,9 @@ fn ask_command(
         ));
     }
     match out.code {
-        Some(0) => Ok(command
-            .client
-            .map_or(out.stdout.clone(), |c| c.answer(&out.stdout))),
+        Some(0) => Ok(report
+            .and_then(|r| r.lock().ok()?.answer())
+            .unwrap_or_else(|| out.stdout.clone())),
         Some(code) => Err(format!("exited with code {code}{}", excerpt(&out.output))),
         None => Err(format!("was killed by a signal{}", excerpt(&out.output))),
     }

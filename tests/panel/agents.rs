@@ -409,3 +409,48 @@ fn a_reviewer_an_agent_s_change_silences_blocks_it() {
     let rv = env.atelier(&["review", &person, "--json"]).code(1).json();
     assert_eq!(rv["verdict"], "revise", "{rv:#}");
 }
+
+/// An agent reviewer on a preset reads the CLI's final answer from every line it printed: a
+/// Claude Code `result` longer than the output kept (here 600 KB of thinking before its
+/// verdict) still gives its verdict, not a failed reviewer.
+#[test]
+fn a_presets_final_answer_longer_than_the_kept_output_reaches_the_verdict() {
+    let dir = tempfile::tempdir().expect("temp");
+    let claude = dir.path().join("claude");
+    std::fs::write(
+        &claude,
+        "#!/bin/sh\ncat >/dev/null\npad=$(head -c 600000 /dev/zero | tr '\\0' x)\nprintf '{\"type\":\"result\",\"is_error\":false,\"result\":\"Thinking %s\\\\n```json\\\\n{\\\\\"verdict\\\\\": \\\\\"block\\\\\", \\\\\"findings\\\\\": [{\\\\\"severity\\\\\": \\\\\"blocking\\\\\", \\\\\"category\\\\\": \\\\\"gaming\\\\\", \\\\\"file\\\\\": \\\\\"src/lib.rs\\\\\", \\\\\"line\\\\\": 2, \\\\\"message\\\\\": \\\\\"hard-coded\\\\\", \\\\\"hint\\\\\": \\\\\"compute it\\\\\"}]}\\\\n```\"}\\n' \"$pad\"\n",
+    )
+    .expect("write");
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let env = with_agent_reviewer("backend = \"claude\"\nnetwork = \"none\"", "");
+    let id = env.propose_code();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = env
+        .command(crate::support::bin())
+        .arg("-C")
+        .arg(&env.repo)
+        .args(["review", &id, "--json"])
+        .env("PATH", path)
+        .output()
+        .expect("review");
+    let rv: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(rv["verdict"], "block", "{rv:#}");
+    let f = &rv["findings"][0];
+    assert_eq!(
+        (f["reviewer"].as_str(), f["category"].as_str()),
+        (Some("adversary"), Some("gaming")),
+        "{rv:#}"
+    );
+}
