@@ -210,11 +210,11 @@ pub fn ask(
             argv,
             pass_env,
             set_env,
-            client,
+            client: _,
         } => {
             let command = (argv.as_slice(), pass_env.as_slice(), set_env.as_slice());
-            let answer = run_command(ws, role, worktree, command, prompt, timeout, now)?;
-            Ok(client.map_or(answer.clone(), |c| c.answer(&answer)))
+            // A preset's final answer, or all a program printed.
+            run_command(ws, role, worktree, command, prompt, timeout, now)
         }
         agent::Backend::Http {
             base_url,
@@ -318,6 +318,11 @@ fn run_command(
         .map(|c| c.prepare(&mut spawn))
         .transpose()
         .context("creating the CLI's state directory")?;
+    // A preset's final answer is read from every line it prints, however long.
+    let report = client.map(|c| std::sync::Arc::new(std::sync::Mutex::new(c.report())));
+    spawn.lines = report
+        .clone()
+        .map(|r| process::LineTap(r as std::sync::Arc<std::sync::Mutex<dyn process::Lines>>));
     let ran = rt
         .block_on(process::run_or_interrupted(&spawn, &mut stop))
         .with_context(|| format!("starting the {role} `{}`", argv[0]));
@@ -349,7 +354,9 @@ fn run_command(
             lines[lines.len().saturating_sub(10)..].join("\n")
         )));
     }
-    Ok(o.stdout)
+    Ok(report
+        .and_then(|r| r.lock().ok()?.answer())
+        .unwrap_or(o.stdout))
 }
 
 #[cfg(test)]
