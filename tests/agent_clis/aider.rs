@@ -4,9 +4,8 @@
 use std::time::Duration;
 
 use atelier::agent::clients::Usage;
-use atelier::swarm::events::RunEvent;
 
-use super::{assert_ran, run, swarm, Spend, CONTENT, FILE};
+use super::{assert_not_restarted, assert_ran, run, swarm, Spend, CONTENT, FILE, SLOW};
 use crate::support::clis::require_cli;
 use crate::support::model::{chat, Script, Server};
 use crate::support::skip::require_landlock;
@@ -106,11 +105,7 @@ fn aider_answering_slowly_is_not_restarted_for_silence() {
     require_landlock!();
     let bin = require_cli!("aider");
     let fake = chat::start(Script::writes(FILE, CONTENT).thinking(Duration::from_secs(15)));
-    let s = aider_swarm(
-        &fake,
-        "openai/fake-model",
-        "nudge_after = \"4s\"\nrestart_after = \"8s\"",
-    );
+    let s = aider_swarm(&fake, "openai/fake-model", SLOW);
     let out = run(&s, &bin, KEY_VAR, KEY);
     assert_ran(
         &s,
@@ -121,10 +116,5 @@ fn aider_answering_slowly_is_not_restarted_for_silence() {
         KEY,
         Spend::Printed(aider_tokens),
     );
-    let restarts: Vec<_> = s
-        .events("r1")
-        .into_iter()
-        .filter(|e| matches!(e, RunEvent::Restarted { .. }))
-        .collect();
-    assert!(restarts.is_empty(), "{restarts:?}");
+    assert_not_restarted(&s);
 }

@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use atelier::swarm::events::RunEvent;
 
-use super::{assert_ran, run, swarm, Spend, CONTENT, FILE};
+use super::{
+    assert_not_restarted, assert_ran, killed_attempt_s_spend, run, swarm, Spend, CONTENT, FILE,
+    KILLED, SLOW,
+};
 use crate::support::clis::require_cli;
 use crate::support::model::{anthropic, Script};
 use crate::support::skip::require_landlock;
@@ -29,21 +32,10 @@ fn claude_code_answering_slowly_is_not_restarted_for_silence() {
     require_landlock!();
     let bin = require_cli!("claude");
     let fake = anthropic::start(Script::writes(FILE, CONTENT).thinking(Duration::from_secs(15)));
-    let s = swarm(
-        "claude",
-        &fake.origin,
-        &fake,
-        KEY_VAR,
-        "nudge_after = \"4s\"\nrestart_after = \"8s\"",
-    );
+    let s = swarm("claude", &fake.origin, &fake, KEY_VAR, SLOW);
     let out = run(&s, &bin, KEY_VAR, KEY);
     assert_ran(&s, &out, "claude", &fake, "x-api-key", KEY, Spend::Reported);
-    let restarts: Vec<_> = s
-        .events("r1")
-        .into_iter()
-        .filter(|e| matches!(e, RunEvent::Restarted { .. }))
-        .collect();
-    assert!(restarts.is_empty(), "{restarts:?}");
+    assert_not_restarted(&s);
 }
 
 /// Its stream outgrows a small `max_output`: the final `result` line, with the spend and the
@@ -76,34 +68,12 @@ fn claude_code_killed_mid_answer_has_its_spend_counted_against_the_budget() {
     require_landlock!();
     let bin = require_cli!("claude");
     let fake = anthropic::start(Script::writes(FILE, CONTENT).thinking(Duration::from_secs(30)));
-    let s = swarm(
-        "claude",
-        &fake.origin,
-        &fake,
-        KEY_VAR,
-        "attempt_timeout = \"8s\"\nfailure_budget = 2\n\n[budget.run]\ntokens = 100",
-    );
+    let s = swarm("claude", &fake.origin, &fake, KEY_VAR, KILLED);
     let out = run(&s, &bin, KEY_VAR, KEY);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{stdout}");
-    let events = s.events("r1");
-    let spent: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            RunEvent::Spent { attempt, usage, .. } => Some((*attempt, *usage)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(spent.len(), 1, "{spent:?}\n{stdout}");
-    let (attempt, usage) = spent[0];
-    assert_eq!(attempt, 1);
+    let usage = killed_attempt_s_spend(&s, &out);
     assert!(
         usage.input_tokens >= crate::support::model::USAGE.input
             && usage.cached_tokens >= crate::support::model::USAGE.cached,
         "{usage:?}"
-    );
-    assert!(
-        stdout.contains("not started: the run's tokens budget (100) is spent"),
-        "{stdout}"
     );
 }

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use atelier::swarm::events::RunEvent;
-
-use super::{assert_ran, run, swarm, Spend, CONTENT, FILE};
+use super::{
+    assert_not_restarted, assert_ran, killed_attempt_s_spend, run, swarm, Spend, CONTENT, FILE,
+    KILLED, SLOW,
+};
 use crate::support::clis::require_cli;
 use crate::support::model::{responses, Script};
 use crate::support::skip::require_landlock;
@@ -40,13 +41,7 @@ fn codex_answering_slowly_is_not_restarted_for_silence() {
     let bin = require_cli!("codex");
     let fake = responses::start(Script::writes(FILE, CONTENT).thinking(Duration::from_secs(15)));
     let base = format!("{}/v1", fake.origin);
-    let s = swarm(
-        "codex",
-        &base,
-        &fake,
-        KEY_VAR,
-        "nudge_after = \"4s\"\nrestart_after = \"8s\"",
-    );
+    let s = swarm("codex", &base, &fake, KEY_VAR, SLOW);
     let out = run(&s, &bin, KEY_VAR, KEY);
     assert_ran(
         &s,
@@ -57,12 +52,7 @@ fn codex_answering_slowly_is_not_restarted_for_silence() {
         KEY,
         Spend::Reported,
     );
-    let restarts: Vec<_> = s
-        .events("r1")
-        .into_iter()
-        .filter(|e| matches!(e, RunEvent::Restarted { .. }))
-        .collect();
-    assert!(restarts.is_empty(), "{restarts:?}");
+    assert_not_restarted(&s);
 }
 
 /// Killed at the attempt timeout in the middle of a turn, codex never prints `turn.completed`;
@@ -74,35 +64,13 @@ fn codex_killed_mid_turn_has_its_spend_counted_against_the_budget() {
     let bin = require_cli!("codex");
     let fake = responses::start(Script::writes(FILE, CONTENT).thinking(Duration::from_secs(30)));
     let base = format!("{}/v1", fake.origin);
-    let s = swarm(
-        "codex",
-        &base,
-        &fake,
-        KEY_VAR,
-        "attempt_timeout = \"8s\"\nfailure_budget = 2\n\n[budget.run]\ntokens = 100",
-    );
+    let s = swarm("codex", &base, &fake, KEY_VAR, KILLED);
     let out = run(&s, &bin, KEY_VAR, KEY);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{stdout}");
-    let spent: Vec<_> = s
-        .events("r1")
-        .into_iter()
-        .filter_map(|e| match e {
-            RunEvent::Spent { attempt, usage, .. } => Some((attempt, usage)),
-            _ => None,
-        })
-        .collect();
+    let usage = killed_attempt_s_spend(&s, &out);
     let u = crate::support::model::USAGE;
     assert_eq!(
-        spent
-            .iter()
-            .map(|(a, u)| (*a, u.input_tokens, u.output_tokens, u.cached_tokens))
-            .collect::<Vec<_>>(),
-        [(1, u.input, u.output, u.cached)],
-        "the one response that completed\n{stdout}"
-    );
-    assert!(
-        stdout.contains("not started: the run's tokens budget (100) is spent"),
-        "{stdout}"
+        (usage.input_tokens, usage.output_tokens, usage.cached_tokens),
+        (u.input, u.output, u.cached),
+        "the one response that completed"
     );
 }

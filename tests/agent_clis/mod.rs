@@ -168,6 +168,49 @@ pub(crate) enum Spend {
     Printed(fn(&atelier::agent::clients::Usage) -> String),
 }
 
+/// `[conductor]` settings under which a 15-second answer would be killed as silent.
+pub(crate) const SLOW: &str = "nudge_after = \"4s\"\nrestart_after = \"8s\"";
+
+/// Settings under which an attempt is killed at 8 s and the run's token ceiling (100) is
+/// reached by anything it spent.
+pub(crate) const KILLED: &str =
+    "attempt_timeout = \"8s\"\nfailure_budget = 2\n\n[budget.run]\ntokens = 100";
+
+/// No attempt of the run was restarted for silence.
+pub(crate) fn assert_not_restarted(s: &Swarm) {
+    let restarts: Vec<_> = s
+        .events("r1")
+        .into_iter()
+        .filter(|e| matches!(e, RunEvent::Restarted { .. }))
+        .collect();
+    assert!(restarts.is_empty(), "{restarts:?}");
+}
+
+/// Under [`KILLED`]: the run failed, its first attempt (killed) recorded the only spend, and
+/// the run's ceiling kept the second from starting. That spend.
+pub(crate) fn killed_attempt_s_spend(
+    s: &Swarm,
+    out: &std::process::Output,
+) -> atelier::agent::clients::Usage {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    let spent: Vec<_> = s
+        .events("r1")
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::Spent { attempt, usage, .. } => Some((attempt, usage)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spent.len(), 1, "{spent:?}\n{stdout}");
+    assert_eq!(spent[0].0, 1, "the killed attempt's");
+    assert!(
+        stdout.contains("not started: the run's tokens budget (100) is spent"),
+        "{stdout}"
+    );
+    spent[0].1
+}
+
 pub(crate) fn run_dir(s: &Swarm) -> PathBuf {
     s.env.repo.join(".atelier/runs/r1")
 }

@@ -411,7 +411,7 @@ fn a_reviewer_an_agent_s_change_silences_blocks_it() {
 }
 
 /// An agent reviewer on a preset reads the CLI's final answer from every line it printed: a
-/// Claude Code `result` longer than the output kept (here 600 KB of thinking before its
+/// Claude Code `result` longer than the output kept (here 1.2 MB of thinking before its
 /// verdict) still gives its verdict, not a failed reviewer.
 #[test]
 fn a_presets_final_answer_longer_than_the_kept_output_reaches_the_verdict() {
@@ -419,7 +419,7 @@ fn a_presets_final_answer_longer_than_the_kept_output_reaches_the_verdict() {
     let claude = dir.path().join("claude");
     std::fs::write(
         &claude,
-        "#!/bin/sh\ncat >/dev/null\npad=$(head -c 600000 /dev/zero | tr '\\0' x)\nprintf '{\"type\":\"result\",\"is_error\":false,\"result\":\"Thinking %s\\\\n```json\\\\n{\\\\\"verdict\\\\\": \\\\\"block\\\\\", \\\\\"findings\\\\\": [{\\\\\"severity\\\\\": \\\\\"blocking\\\\\", \\\\\"category\\\\\": \\\\\"gaming\\\\\", \\\\\"file\\\\\": \\\\\"src/lib.rs\\\\\", \\\\\"line\\\\\": 2, \\\\\"message\\\\\": \\\\\"hard-coded\\\\\", \\\\\"hint\\\\\": \\\\\"compute it\\\\\"}]}\\\\n```\"}\\n' \"$pad\"\n",
+        "#!/bin/sh\ncat >/dev/null\npad=$(head -c 1200000 /dev/zero | tr '\\0' x)\nprintf '{\"type\":\"result\",\"is_error\":false,\"result\":\"Thinking %s\\\\n```json\\\\n{\\\\\"verdict\\\\\": \\\\\"block\\\\\", \\\\\"findings\\\\\": [{\\\\\"severity\\\\\": \\\\\"blocking\\\\\", \\\\\"category\\\\\": \\\\\"gaming\\\\\", \\\\\"file\\\\\": \\\\\"src/lib.rs\\\\\", \\\\\"line\\\\\": 2, \\\\\"message\\\\\": \\\\\"hard-coded\\\\\", \\\\\"hint\\\\\": \\\\\"compute it\\\\\"}]}\\\\n```\"}\\n' \"$pad\"\n",
     )
     .expect("write");
     std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755))

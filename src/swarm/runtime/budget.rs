@@ -31,6 +31,18 @@ pub(super) struct Reached {
     pub(super) used: String,
 }
 
+impl Reached {
+    /// The `budget-reached` event that records it.
+    pub(super) fn event(&self) -> crate::swarm::events::RunEvent {
+        crate::swarm::events::RunEvent::BudgetReached {
+            scope: self.scope.clone(),
+            measure: self.measure.into(),
+            limit: self.limit.clone(),
+            used: self.used.clone(),
+        }
+    }
+}
+
 impl std::fmt::Display for Reached {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let whose = match self.scope.as_str() {

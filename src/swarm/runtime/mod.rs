@@ -743,12 +743,7 @@ impl<'a> Conductor<'a> {
         for task in ready {
             let wall = self.opened.elapsed();
             if let Some(r) = self.budgets.reached(&self.state, &self.tasks, &task, wall) {
-                self.emit(RunEvent::BudgetReached {
-                    scope: r.scope.clone(),
-                    measure: r.measure.into(),
-                    limit: r.limit.clone(),
-                    used: r.used.clone(),
-                })?;
+                self.emit(r.event())?;
                 self.emit(RunEvent::TaskFailed {
                     task: task.key.clone(),
                     reason: format!("not started: {r}"),
@@ -770,12 +765,7 @@ impl<'a> Conductor<'a> {
         let Some(r) = self.budgets.run_reached(&self.state, &self.tasks, wall) else {
             return Ok(());
         };
-        self.emit(RunEvent::BudgetReached {
-            scope: r.scope.clone(),
-            measure: r.measure.into(),
-            limit: r.limit.clone(),
-            used: r.used.clone(),
-        })?;
+        self.emit(r.event())?;
         self.run_spent = Some(r);
         // Programs are killed; an `http` worker's request is abandoned.
         self.board.end_all();
@@ -803,12 +793,7 @@ impl<'a> Conductor<'a> {
                 .scopes_reached
                 .insert(format!("{} {}", r.scope, r.measure));
             if first {
-                self.emit(RunEvent::BudgetReached {
-                    scope: r.scope.clone(),
-                    measure: r.measure.into(),
-                    limit: r.limit.clone(),
-                    used: r.used.clone(),
-                })?;
+                self.emit(r.event())?;
             }
             if self.board.end(&key) {
                 self.ended.insert(key, r);

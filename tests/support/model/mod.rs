@@ -307,6 +307,20 @@ fn write_reply(out: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
     }
 }
 
+/// The OpenAI APIs' answer to a request they have no route for.
+pub fn openai_not_found(req: &Request) -> Reply {
+    Reply::Json(
+        404,
+        serde_json::json!({
+            "error": {
+                "message": format!("no {} {}", req.method, req.path),
+                "type": "invalid_request_error",
+                "code": "not_found",
+            },
+        }),
+    )
+}
+
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",

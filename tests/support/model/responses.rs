@@ -26,16 +26,7 @@ fn respond(script: &Script, req: &Request) -> Reply {
     match (req.method.as_str(), path) {
         ("POST", "/v1/responses") => Reply::Events(events(turn(script, &req.json()))),
         ("GET", "/v1/models") => Reply::Json(200, json!({ "object": "list", "data": [] })),
-        _ => Reply::Json(
-            404,
-            json!({
-                "error": {
-                    "message": format!("no {} {}", req.method, req.path),
-                    "type": "invalid_request_error",
-                    "code": "not_found",
-                },
-            }),
-        ),
+        _ => super::openai_not_found(req),
     }
 }
 
