@@ -35,7 +35,8 @@ fn workers_never_see_forge_tokens_or_keys() {
                 "TMP",
                 "TEMP",
                 "GIT_CONFIG_GLOBAL",
-                "FAKE_AGENT_DIR"
+                "FAKE_AGENT_DIR",
+                "PYTHONDONTWRITEBYTECODE"
             ]
             .contains(n)
                 || n.starts_with("ATELIER_"),
@@ -163,7 +164,7 @@ fn a_process_left_behind_that_writes_later_fails_the_attempt() {
             v["failed"]["p:T"]
                 .as_str()
                 .expect("reason")
-                .contains("changed after the worker exited"),
+                .contains("wrote src/t.rs in the worktree after the worker exited"),
             "{v:#}"
         );
     }

@@ -3,6 +3,7 @@
 //! run leaves.
 
 mod budgets;
+mod checks_that_write;
 mod control;
 mod failures;
 mod http;

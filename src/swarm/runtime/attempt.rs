@@ -81,12 +81,15 @@ pub(super) struct AttemptJob {
 }
 
 impl AttemptJob {
-    /// What every program of the attempt is told: the task, the attempt and the run.
+    /// What every program of the attempt is told: the task, the attempt and the run; and
+    /// Python not to leave `__pycache__/` in the worktree, where it would be a change (a role's
+    /// `set_env` may say otherwise).
     fn env(&self) -> Vec<(String, String)> {
         vec![
             ("ATELIER_TASK_ID".to_string(), self.task.key.clone()),
             ("ATELIER_ATTEMPT".to_string(), self.attempt.to_string()),
             ("ATELIER_RUN_ID".to_string(), self.run.clone()),
+            ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
         ]
     }
 }
@@ -614,16 +617,61 @@ async fn run_attempt(
     if let Some(failed) = gauntlet(&job, limits, &tx).await {
         return failed;
     }
-    // What passed must be what is committed: a process the worker left behind, or a check that
-    // writes tracked files, would otherwise slip unchecked content in.
+    // What passed must be what is committed: a check that writes files, or a process the
+    // worker left behind (only where it runs uncontained), would otherwise slip unchecked
+    // content in. Files the repository ignores are no change.
     match snapshot(&job).await {
         Ok((after, _, _)) if after == tree => AttemptResult::Passed { tree },
-        Ok(_) => AttemptResult::Failed {
-            reason: "the worktree changed after the worker exited (a process it left running, or a check that writes files)".into(),
-            digest: vec!["[worktree] files changed after the worker exited; do not leave processes running".into()],
+        Ok((after, _, _)) => written_by_checks(&job, tree, after, limits),
+        Err(e) => AttemptResult::Failed {
+            reason: format!("reading the worktree: {e}"),
+            digest: Vec::new(),
         },
-        Err(e) => AttemptResult::Failed { reason: format!("reading the worktree: {e}"), digest: Vec::new() },
     }
+}
+
+/// The failure of an attempt whose worktree changed while its gauntlet steps and contract
+/// checks ran, naming what changed. The worker had exited, so it is not told it did this.
+fn written_by_checks(job: &AttemptJob, tree: Oid, after: Oid, limits: &Limits) -> AttemptResult {
+    let paths = git2::Repository::open(&job.common)
+        .and_then(|repo| {
+            let (old, new) = (repo.find_tree(tree)?, repo.find_tree(after)?);
+            git::changed_paths(&repo, &old, &new).map_err(|e| git2::Error::from_str(&e.to_string()))
+        })
+        .map(|p| shown_paths(&p))
+        .unwrap_or_else(|e| format!("(which ones could not be read: {e})"));
+    let steps: Vec<&str> = limits.steps.iter().map(|(n, _, _)| n.as_str()).collect();
+    let ran = match (steps.is_empty(), job.task.contract.checks.len()) {
+        (true, n) => format!("the task's {n} contract check(s)"),
+        (false, 0) => format!("the gauntlet ({})", steps.join(", ")),
+        (false, n) => format!(
+            "the gauntlet ({}) and the task's {n} contract check(s)",
+            steps.join(", ")
+        ),
+    };
+    // Uncontained, a process the worker left running outlives it and may be the writer.
+    let or_left = if limits.sandboxes.is_none() {
+        " (or a process the worker left running did)"
+    } else {
+        ""
+    };
+    AttemptResult::Failed {
+        reason: format!(
+            "{ran} wrote {paths} in the worktree after the worker exited{or_left}; a check must leave the worktree as it found it: have it write elsewhere ($TMPDIR), or have the repository ignore those files (.gitignore)"
+        ),
+        digest: vec![format!(
+            "[checks] after your work, {ran} wrote {paths}; the attempt failed for that, not for your change, unless your code writes them when it runs"
+        )],
+    }
+}
+
+/// Up to eight paths, then how many more.
+fn shown_paths(paths: &[String]) -> String {
+    let mut shown = paths.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
+    if paths.len() > 8 {
+        shown.push_str(&format!(" and {} more", paths.len() - 8));
+    }
+    shown
 }
 
 /// The tree of the attempt's worktree as its files are now, the paths changed since the
