@@ -240,6 +240,13 @@ pub fn since_tree(repo: &Repository, base: Oid, head: Oid) -> Result<Tree<'_>, G
     }
 }
 
+/// Makes `repo` keep every object it writes from now on in memory, never in `.git`: for what
+/// only shows (the dashboard), which computes merge trees but must write nothing.
+pub fn writes_in_memory(repo: &Repository) -> Result<(), GitError> {
+    repo.odb()?.add_new_mempack_backend(1000)?;
+    Ok(())
+}
+
 /// Paths that differ between two trees (both sides of renames, mode changes included), found by
 /// descending only into subtrees whose ids differ.
 pub fn changed_paths(

@@ -194,7 +194,8 @@ fn respond(root: &Path, path: &str) -> (u16, &'static str, String) {
         None => (false, path),
     };
     let result = (|| -> anyhow::Result<Option<(&'static str, Value)>> {
-        let ws = Workspace::open(root)?;
+        // A GET any web page can make writes nothing: not even the merge trees it computes.
+        let ws = Workspace::open_to_show(root)?;
         let parts: Vec<&str> = rest.trim_matches('/').split('/').collect();
         Ok(match parts.as_slice() {
             [""] | ["proposals"] => Some(("proposals", proposals(&ws)?)),

@@ -127,6 +127,14 @@ impl Workspace {
         })
     }
 
+    /// [`Workspace::open`] for showing only: the objects its evaluations compute (a merge's
+    /// tree) stay in memory, so showing a proposal writes nothing to the repository.
+    pub fn open_to_show(dir: &Path) -> Result<Workspace> {
+        let ws = Workspace::open(dir)?;
+        git::writes_in_memory(&ws.repo)?;
+        Ok(ws)
+    }
+
     /// What the forge works on: this clone and its records.
     pub fn site(&self) -> Site<'_> {
         Site {

@@ -115,6 +115,11 @@ fn browsing_every_dashboard_route_writes_no_file_and_no_witness_memory() {
         "Fix the answer",
     );
     env.approve(&id, "alice").ok();
+    // Another change merged since moves the base, so the open proposal's merge with it is a
+    // tree no command has written yet: the page that shows it computes it in memory.
+    let other = env.propose(&[("README.md", "# demo, documented\n")], "Document");
+    env.approve(&other, "alice").ok();
+    env.atelier(&["merge", &other]).ok();
     // The state the gate's own appends left (the default state directory, under HOME), and
     // everything else in the repository and HOME: unchanged by browsing.
     let before = snapshot(env.tmp.path());
