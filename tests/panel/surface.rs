@@ -738,3 +738,55 @@ fn the_assertion_vocabulary_redefined_in_other_spellings_is_blocked() {
     let missed = each_blocked(&env, &cases);
     assert!(missed.is_empty(), "{missed:#?}");
 }
+
+/// Proposes, as an agent, the move of `from` to `to` (`git mv`), and returns the panel's verdict.
+fn agent_moves(env: &Env, from: &str, to: &str) -> Value {
+    env.git(&["mv", from, to]);
+    let diff = env.git(&["diff", "--cached", "-M", "--binary"]);
+    env.git(&["reset", "-q", "--hard", "HEAD"]);
+    let patch = env
+        .tmp
+        .path()
+        .join(format!("move-{}.patch", to.replace('/', "-")));
+    std::fs::write(&patch, diff).expect("write patch");
+    let title = format!("Move {from} to {to}");
+    let id = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            patch.to_str().expect("utf8"),
+            "--title",
+            &title,
+            "--agent",
+            "claude-code",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    env.atelier(&["review", &id, "--json"]).json()
+}
+
+/// Python's and JavaScript's runners collect tests by folder and file name, so a test file an
+/// agent moves to another folder, or renames to a name they do not collect, may never run
+/// again, whatever the reviewers' own notion of the test tree: blocked. A rename to another
+/// collected name in the same folder is approved.
+#[test]
+fn an_agent_moving_a_test_file_where_its_runner_does_not_collect_it_is_blocked() {
+    let env = with_tests();
+    for (from, to) in [
+        ("tests/test_answer.py", "test_answer.py"),
+        ("tests/test_answer.py", "tests/answer_checks.py"),
+        ("web/answer.test.js", "web/answer_checks.js"),
+        ("web/answer.test.js", "answer.test.js"),
+    ] {
+        let v = agent_moves(&env, from, to);
+        assert_eq!(v["verdict"], "block", "{from} -> {to}: {v:#}");
+        assert!(
+            found(&v).contains(&(from.to_string(), "tests-tamper".to_string())),
+            "{from} -> {to}: {v:#}"
+        );
+    }
+    let v = agent_moves(&env, "tests/test_answer.py", "tests/test_the_answer.py");
+    assert_eq!(v["verdict"], "approve", "{v:#}");
+}

@@ -128,6 +128,47 @@ pub(crate) fn is_test_path(path: &str) -> bool {
         || name.contains(".spec.")
 }
 
+/// Whether the test runners collect a test file moved from `from` to `to` as they collected it
+/// at `from`. Python's and JavaScript's runners find tests by folder and by file name
+/// (`unittest discover -s tests`, `test_*.py`, `*.test.js`, `test/`), so an agent's test file
+/// must keep its folder, and a name they collect if its old one was; Rust's run what the `mod`
+/// lines and `tests/` wire, which are judged on their own.
+fn collected_alike(lang: Lang, from: &str, to: &str) -> bool {
+    let folder = |p: &str| p.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+    match lang {
+        Lang::Rust => true,
+        Lang::Python | Lang::Js => {
+            folder(from) == folder(to) && (!collected_name(lang, from) || collected_name(lang, to))
+        }
+    }
+}
+
+/// Whether a Python or JavaScript runner's default collection takes `path` by its name (or, for
+/// node's and mocha's `test/` folder, by where it is).
+fn collected_name(lang: Lang, path: &str) -> bool {
+    let name = file_name(path);
+    match lang {
+        Lang::Python => {
+            (name.starts_with("test") && name.ends_with(".py")) || name.ends_with("_test.py")
+        }
+        Lang::Js => {
+            let stem = name.split('.').next().unwrap_or(name);
+            name.contains(".test.")
+                || name.contains(".spec.")
+                || stem == "test"
+                || stem.starts_with("test-")
+                || stem.ends_with("-test")
+                || stem.ends_with("_test")
+                || path
+                    .split('/')
+                    .rev()
+                    .skip(1)
+                    .any(|c| c == "test" || c == "__tests__")
+        }
+        Lang::Rust => true,
+    }
+}
+
 fn is_ci_path(path: &str) -> bool {
     path.starts_with(".ci/")
         || (path.starts_with(".github/workflows/")
@@ -246,7 +287,7 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
             continue;
         };
         if f.removed() {
-            removed_file(f, lang, change.files, &moved, &mut push);
+            removed_file(f, lang, change, &moved, &mut push);
             continue;
         }
         let base = f.base.as_deref().unwrap_or("");
@@ -266,7 +307,14 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
             }
             continue;
         }
-        removed_tests(f, lang, base, head, &moved, &mut push);
+        removed_tests(
+            f,
+            (lang, change.agent_origin),
+            base,
+            head,
+            &moved,
+            &mut push,
+        );
         changed_assertions(f, lang, base, head, &moved, &mut push);
         let pairs = bodies::pair(lang, base, head);
         let mut existing = base_tests.clone();
@@ -392,31 +440,39 @@ fn orphaned_modules(f: &FileChange, files: &[FileChange], push: &mut Push) {
 
 type Push<'p> = dyn FnMut(&str, Option<u32>, String) + 'p;
 
-/// A test file removed (or moved out of the test tree).
-fn removed_file(f: &FileChange, lang: Lang, files: &[FileChange], moved: &Moves, push: &mut Push) {
+/// A test file removed (or moved out of the test tree, or, by an agent, to where its runner
+/// does not collect it).
+fn removed_file(f: &FileChange, lang: Lang, change: &ChangeView, moved: &Moves, push: &mut Push) {
     let base = f.base.as_deref().unwrap_or("");
     let tests = tests_in(lang, base);
     let test_path = is_test_path(&f.path);
     if !(test_path || base.contains(CFG_TEST) || !tests.is_empty()) {
         return;
     }
-    // A test may live anywhere that runs tests; one under the test tree must stay in it.
-    let fits = |dest: &str| is_test_path(dest) || !test_path;
-    let twin = files
+    // A test may live anywhere that runs tests; one under the test tree must stay in it, and an
+    // agent's must stay where its runner collects it.
+    let alike = |dest: &str| !change.agent_origin || collected_alike(lang, &f.path, dest);
+    let fits = |dest: &str| (is_test_path(dest) || !test_path) && alike(dest);
+    let twin = change
+        .files
         .iter()
         .find(|g| g.added() && g.head.as_deref() == Some(base));
     if let Some(twin) = twin {
         if fits(&twin.path) {
             return;
         }
-        push(
-            &f.path,
-            None,
+        let message = if is_test_path(&twin.path) || !test_path {
+            format!(
+                "test file {} moved to {}, a folder or a name its test runner does not collect as it collected the old one, where its tests may no longer run",
+                f.path, twin.path
+            )
+        } else {
             format!(
                 "test file {} moved out of the test tree to {}, where its tests no longer run",
                 f.path, twin.path
-            ),
-        );
+            )
+        };
+        push(&f.path, None, message);
         return;
     }
     let all_moved = !tests.is_empty()
@@ -444,7 +500,7 @@ fn removed_file(f: &FileChange, lang: Lang, files: &[FileChange], moved: &Moves,
 /// Fewer tests at head than at base.
 fn removed_tests(
     f: &FileChange,
-    lang: Lang,
+    (lang, agent): (Lang, bool),
     base: &str,
     head: &str,
     moved: &Moves,
@@ -461,11 +517,10 @@ fn removed_tests(
     for (line, name) in &before {
         if let Some(at) = left.iter().position(|n| n == name) {
             left.swap_remove(at);
-        } else if moved
-            .tests
-            .get(name)
-            .is_some_and(|d| d.iter().any(|p| *p != f.path))
-        {
+        } else if moved.tests.get(name).is_some_and(|d| {
+            d.iter()
+                .any(|p| *p != f.path && (!agent || collected_alike(lang, &f.path, p)))
+        }) {
             moved_out += 1;
         } else {
             missing.push((*line, name));
@@ -1390,6 +1445,51 @@ mod tests {
                     fc("tests/command_line.rs", None, Some("#[test]\nfn runs() {\n    assert!(true);\n}\n")),
                 ],
                 0,
+                "",
+            ),
+            (
+                "python test file moved out of the folder its runner discovers",
+                vec![
+                    fc("tests/test_calc.py", Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n"), None),
+                    fc("test_calc.py", None, Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n")),
+                ],
+                1,
+                "a folder or a name its test runner does not collect",
+            ),
+            (
+                "python test file renamed to a name the runners do not collect",
+                vec![
+                    fc("tests/test_calc.py", Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n"), None),
+                    fc("tests/calc_checks.py", None, Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n")),
+                ],
+                1,
+                "a folder or a name its test runner does not collect",
+            ),
+            (
+                "python test file renamed to another collected name",
+                vec![
+                    fc("tests/test_calc.py", Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n"), None),
+                    fc("tests/test_arithmetic.py", None, Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n")),
+                ],
+                0,
+                "",
+            ),
+            (
+                "javascript test file moved out of test/",
+                vec![
+                    fc("test/calc.js", Some("const test = require('node:test');\ntest('adds', () => { assert.equal(add(2, 3), 5); });\n"), None),
+                    fc("lib/calc_checks.js", None, Some("const test = require('node:test');\ntest('adds', () => { assert.equal(add(2, 3), 5); });\n")),
+                ],
+                1,
+                "",
+            ),
+            (
+                "python test moved into a file of another folder",
+                vec![
+                    fc("tests/test_a.py", Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_subs(self):\n        self.assertEqual(sub(5, 3), 2)\n"), Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n")),
+                    fc("tests/slow/test_b.py", None, Some("import unittest\n\nclass TestSub(unittest.TestCase):\n    def test_subs(self):\n        self.assertEqual(sub(5, 3), 2)\n")),
+                ],
+                1,
                 "",
             ),
             (
