@@ -2,9 +2,11 @@
 //! when a change is to Atelier's own code rather than to its configuration.
 //!
 //! Trust decides how each is built. A revision the operator names, or the protected branch's
-//! base, is **trusted**: built uncontained (`cargo build --release --locked`) in a worktree, into
-//! `.atelier/bench/target` — a target directory only trusted builds write, shared between them —
-//! and kept as `.atelier/bench/trusted/<commit>/atelier` for reuse (a directory of its own: builds an older atelier made in the shared target are not reused). A proposal's head is
+//! base, is **trusted**: built uncontained (`cargo build --release --locked`) in a worktree, into a
+//! target directory only trusted builds write, shared between them, and kept as
+//! `trusted/<commit>/atelier` for reuse — all in the operator's cache directory, outside the
+//! clone ([`trusted_home`]), since whoever writes the clone's files must not choose what runs
+//! uncontained. A proposal's head is
 //! **untrusted** (a proposer or an agent wrote it, and building runs its build scripts): it is
 //! built like a gauntlet step — contained, with the gauntlet's grants, in a discarded worktree,
 //! into `[swarm] shared_target_dir` (which contained workers write already) or else a fresh
@@ -110,7 +112,7 @@ pub fn trusted(
             "{what} {rev}: its Cargo.toml is not atelier's package; another build of atelier is built from atelier's own repository (compare configurations with --baseline-config)"
         )));
     }
-    let bench_dir = ws.atelier_dir().join("bench");
+    let bench_dir = trusted_home(&ws.root)?;
     let binary = bench_dir.join("trusted").join(&sha).join("atelier");
     if binary.is_file() {
         say(&format!(
@@ -126,7 +128,6 @@ pub fn trusted(
     let name = format!("bench-{}-{}", &sha[..12], std::process::id());
     let tree = bench_dir.join(&name);
     let branch = format!("atelier/bench/{name}");
-    std::fs::create_dir_all(&bench_dir)?;
     crate::git::add_worktree(repo, &name, &tree, &branch, commit.id())?;
     let cargo = cargo();
     say(&format!(
@@ -167,6 +168,40 @@ pub fn trusted(
     }
     result?;
     Ok((binary, label))
+}
+
+/// Where the trusted builds of the clone at `root` are made and kept:
+/// `$XDG_CACHE_HOME/atelier/bench/<clone>/` (default `~/.cache/atelier/bench/<clone>/`, `<clone>`
+/// named as the gate key's directory is), created 0700. Never under the clone: whoever can
+/// write its files (`.atelier/` included) could otherwise plant the binary atelier runs
+/// uncontained, or edit the worktree or the target directory a trusted build reads.
+fn trusted_home(root: &std::path::Path) -> Result<PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })
+        .ok_or_else(|| {
+            Error::input(
+                "neither XDG_CACHE_HOME nor HOME is set, so trusted builds have nowhere outside the repository to go: set HOME",
+            )
+        })?;
+    let gate = crate::workflow::gatekey::directory_in(&cache, root);
+    let dir = cache
+        .join("atelier")
+        .join("bench")
+        .join(gate.file_name().expect("a clone's directory has a name"));
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    Ok(dir)
 }
 
 /// Copies `from`, which an untrusted build wrote, to a new executable file `to`: only a

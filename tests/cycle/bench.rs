@@ -101,6 +101,29 @@ fn bench_replay_against_another_build_of_atelier() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     }
+    // Whoever can write the clone's files plants the binary an older version reused from
+    // `.atelier/bench/trusted/<commit>/`, to be run uncontained as the operator: it never runs.
+    let head = s.env.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let planted = s.env.tmp.path().join("planted-ran");
+    let trap = format!(
+        "#!/bin/sh
+touch '{}'
+exit 1
+",
+        planted.display()
+    );
+    for dir in [
+        format!(".atelier/bench/trusted/{head}"),
+        ".atelier/bench/target/release".to_string(),
+    ] {
+        s.env.write(&format!("{dir}/atelier"), &trap);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            s.env.repo.join(&dir).join("atelier"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod");
+    }
     for _ in 0..2 {
         let out = s
             .command(&[
@@ -132,7 +155,25 @@ fn bench_replay_against_another_build_of_atelier() {
     }
     let log = std::fs::read_to_string(s.env.tmp.path().join("cargo.log")).expect("built");
     assert_eq!(log.lines().count(), 1, "built once, then reused: {log}");
-    assert!(log.contains(".atelier/bench/bench-"), "{log}");
+    assert!(
+        !planted.exists(),
+        "a binary planted under .atelier/bench ran"
+    );
+    // Built and kept in the operator's cache directory, outside the clone, 0700.
+    let cache = s.env.home.join(".cache/atelier/bench");
+    assert!(
+        log.contains(&format!("built in {}/", cache.display())) && log.contains("/bench-"),
+        "{log}"
+    );
+    let kept: Vec<_> = std::fs::read_dir(&cache).expect("the cache").collect();
+    assert_eq!(kept.len(), 1, "one clone's directory");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = kept[0].as_ref().expect("entry").path();
+        let mode = std::fs::metadata(&dir).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
+        assert!(dir.join(format!("trusted/{head}/atelier")).is_file());
+    }
     let worktrees = s.env.git(&["worktree", "list"]);
     assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
     assert!(!s

@@ -124,11 +124,11 @@ fn a_change_to_atelier_s_own_code_is_measured_by_two_builds() {
         "{}",
         r.stderr
     );
-    // Two builds: the base (trusted, in a worktree under .atelier/bench) and the change
+    // Two builds: the base (trusted, in a worktree in the operator's cache) and the change
     // (contained, in a discarded worktree); nothing left behind.
     let log = std::fs::read_to_string(s.fake.join("cargo.log")).expect("built");
     assert_eq!(log.lines().count(), 2, "{log}");
-    assert!(log.contains(".atelier/bench/bench-"), "{log}");
+    assert!(log.contains("/.cache/atelier/bench/"), "{log}");
     assert!(log.contains(".atelier/proposers/build-"), "{log}");
     assert_eq!(s.env.git(&["worktree", "list"]).lines().count(), 1);
     // The record people read says which builds ran it.
@@ -431,7 +431,7 @@ fn a_gitattributes_change_alters_the_build_and_is_measured_as_code() {
     );
 }
 
-/// The trusted build of the base runs in `.atelier/bench/bench-<sha12>` on branch
+/// The trusted build of the base runs in `~/.cache/atelier/bench/<clone>/bench-<sha12>` on branch
 /// `atelier/bench/bench-<sha12>` and removes both only when `trusted` returns. A cycle killed
 /// during that build (SIGKILL, OOM, a closed terminal: a real release build takes minutes)
 /// leaves both behind, nothing prunes them, and every later cycle against that base fails at
@@ -448,7 +448,7 @@ fn a_cycle_killed_during_the_base_s_build_does_not_block_the_next_one() {
         script.replacen(
             "#!/bin/sh\n",
             &format!(
-                "#!/bin/sh\ncase \"$(pwd)\" in */.atelier/bench/*) if [ -f '{m}' ]; then echo $$ > '{st}'; sleep 60; fi ;; esac\n",
+                "#!/bin/sh\ncase \"$(pwd)\" in */.cache/atelier/bench/*) if [ -f '{m}' ]; then echo $$ > '{st}'; sleep 60; fi ;; esac\n",
                 m = mark.display(),
                 st = started.display()
             ),
