@@ -228,6 +228,17 @@ pub fn merge_tree(
     Ok(Ok(index.write_tree_to(repo)?))
 }
 
+/// How many merge bases `a` and `b` have (0 when they share no history). More than one is a
+/// criss-cross: merging uses a virtual base made of all of them, while a diff from any one of
+/// them (GitHub's, `git diff a...b`) can show a different change from the one that lands.
+pub fn merge_bases(repo: &Repository, a: Oid, b: Oid) -> Result<usize, GitError> {
+    match repo.merge_bases(a, b) {
+        Ok(bases) => Ok(bases.len()),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// What `head` changed is judged against, when it does not merge into `base` cleanly: the tree
 /// of their merge base, or the empty tree when they have no history in common.
 pub fn since_tree(repo: &Repository, base: Oid, head: Oid) -> Result<Tree<'_>, GitError> {

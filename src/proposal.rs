@@ -90,19 +90,31 @@ fn mode_note(
     }
 }
 
-/// The change a proposal makes: head against the merge base with the protected branch.
+/// The change a proposal makes, as it would land: the protected branch's tip against the tree of
+/// merging the head into it (the tree the gate judges and a token binds), so a head with two
+/// merge bases (a criss-cross) cannot show one change and land another. A merged proposal shows
+/// what its merge commit changed; a head that does not merge cleanly (which the gate refuses),
+/// what it changed since its merge base.
 pub fn view(ws: &Workspace, id: &str) -> Result<View> {
     let pull = ws.pull(id)?;
     let repo = &ws.repo;
     let head = git::branch_tip(repo, &pull.head_branch)?;
     let tip = git::branch_tip(repo, &pull.base_branch)?;
-    let base = match pull.merge_commit.as_deref().map(Oid::from_str) {
-        // A merged proposal: show what it changed relative to the base it merged onto.
-        Some(Ok(m)) => repo.find_commit(m)?.parent_id(0)?,
-        _ => repo.merge_base(tip, head)?,
+    let (base, lands) = match pull.merge_commit.as_deref().map(Oid::from_str) {
+        Some(Ok(m)) => {
+            let merge = repo.find_commit(m)?;
+            (merge.parent_id(0)?, merge.tree_id())
+        }
+        _ => match git::merge_tree(repo, tip, head)? {
+            Ok(tree) => (tip, tree),
+            Err(_) => (
+                repo.merge_base(tip, head)?,
+                repo.find_commit(head)?.tree_id(),
+            ),
+        },
     };
     let old = repo.find_commit(base)?.tree()?;
-    let new = repo.find_commit(head)?.tree()?;
+    let new = repo.find_tree(lands)?;
     let mut files = Vec::new();
     for path in git::changed_paths(repo, &old, &new)? {
         let before = blob_text(repo, &old, &path)?;

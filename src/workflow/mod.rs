@@ -720,7 +720,15 @@ pub fn evaluate_at(
 ) -> Result<Evaluation> {
     let repo = &ws.repo;
     let base_tree = repo.find_commit(base)?.tree()?;
-    let merge = git::merge_tree(repo, base, head)?;
+    let mut merge = git::merge_tree(repo, base, head)?;
+    // A head with several merge bases lands a change no diff from one of them shows (what
+    // GitHub's pull request shows people): it does not merge unambiguously.
+    let bases = git::merge_bases(repo, base, head)?;
+    if merge.is_ok() && bases > 1 {
+        merge = Err(format!(
+            "the head has {bases} merge bases with the base (a criss-cross): the change a diff from one of them shows is not the one merging lands; merge the base into the head (or rebase it) so that they have one"
+        ));
+    }
     let (entries, new_policy) = match &merge {
         Ok(t) => {
             let tree = repo.find_tree(*t)?;

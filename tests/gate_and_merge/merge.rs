@@ -448,3 +448,83 @@ fn a_working_tree_moved_by_core_worktree_is_refused() {
     let run = env.atelier(&["audit", "verify"]).code(1);
     assert!(run.stderr.contains("E_WORKTREE_MOVED"), "{}", run.stderr);
 }
+
+/// A head can be made to have two merge bases with the protected branch (a criss-cross: its
+/// parents are two merged proposals' heads). The change it lands is then judged against the
+/// merge of both, while a diff from one of them can hide a revert. `show` prints what would
+/// land — the protected branch against the tree `git merge-tree` computes — so the revert of
+/// an earlier fix is in what the approver reads.
+#[test]
+fn show_prints_what_lands_even_for_a_head_with_two_merge_bases() {
+    let env = Env::new();
+    let first = env.propose(&[("f1.txt", "one\n")], "Add f1");
+    let fix = env.propose(&[("README.md", "# demo\nSECURITY FIX\n")], "Security fix");
+    for id in [&first, &fix] {
+        env.approve(id, "alice").ok();
+        env.atelier(&["merge", id]).ok();
+    }
+    let note = env.propose(&[("notes.txt", "a note\n")], "Add a note");
+    // Whoever can push the proposal's branch replaces its head: parents, the two merged heads;
+    // tree, the note's with README.md as the first proposal had it.
+    let repo = Repository::open(&env.repo).expect("open");
+    let tip = |b: &str| repo.refname_to_id(&format!("refs/heads/{b}")).expect(b);
+    let (h1, h2, h3) = (
+        tip("atelier/proposals/1"),
+        tip("atelier/proposals/2"),
+        tip("atelier/proposals/3"),
+    );
+    let readme = repo
+        .find_commit(h1)
+        .expect("h1")
+        .tree()
+        .expect("tree")
+        .get_name("README.md")
+        .expect("README.md")
+        .id();
+    let mut tree = repo
+        .treebuilder(Some(
+            &repo.find_commit(h3).expect("h3").tree().expect("tree"),
+        ))
+        .expect("builder");
+    tree.insert("README.md", readme, 0o100644).expect("insert");
+    let tree = repo.find_tree(tree.write().expect("write")).expect("tree");
+    let sig = git2::Signature::now("Mallory", "mallory@example.org").expect("sig");
+    let parents = [
+        &repo.find_commit(h1).expect("h1"),
+        &repo.find_commit(h2).expect("h2"),
+    ];
+    let crossed = repo
+        .commit(None, &sig, &sig, "Add a note", &tree, &parents)
+        .expect("commit");
+    force_ref(&env, "refs/heads/atelier/proposals/3", &crossed.to_string());
+    let bases = env.git(&["merge-base", "--all", "main", "atelier/proposals/3"]);
+    assert_eq!(bases.lines().count(), 2, "a criss-cross: {bases}");
+    // What git lands: the fix reverted.
+    let lands = env.git(&["merge-tree", "--write-tree", "main", "atelier/proposals/3"]);
+    let reverted = env.git(&["diff", "--name-only", "main", lands.trim()]);
+    assert!(reverted.lines().any(|l| l == "README.md"), "{reverted}");
+    // What the approver reads says so.
+    let shown = env.atelier(&["show", &note]).ok().stdout;
+    assert!(
+        shown.contains("README.md") && shown.contains("-SECURITY FIX"),
+        "{shown}"
+    );
+    // And what GitHub would show (a diff from one merge base) is not, so the gate refuses the
+    // head until it has one merge base, whoever approves it.
+    let refused = env.approve(&note, "alice");
+    assert!(
+        refused.code != 0
+            && refused.stderr.contains("E_MERGE_CONFLICT")
+            && refused.stderr.contains("2 merge bases"),
+        "{refused:?}"
+    );
+    let (code, v) = env.gate(&note);
+    assert_eq!(code, 1, "{v:#}");
+    assert!(
+        unmet(&v).contains(&"E_MERGE_CONFLICT".to_string())
+            && v.to_string().contains("2 merge bases"),
+        "{v:#}"
+    );
+    env.atelier(&["merge", &note]).code(1);
+    assert!(env.read("README.md").contains("SECURITY FIX"));
+}
