@@ -523,6 +523,32 @@ impl Bpf {
         ] {
             self.jump(Self::JEQ, nr as u32, To::L("deny"), To::Next);
         }
+        // Calls that act on another process of the same user, which Landlock's scopes do not
+        // cover: only the caller itself (pid 0) may be named. Another's resource limits would let
+        // a worker have the kernel kill the conductor (an `RLIMIT_FSIZE` of 0 is a SIGXFSZ at its
+        // next write) or starve it of files; priorities and CPUs would slow it.
+        for nr in [
+            libc::SYS_prlimit64,
+            libc::SYS_sched_setaffinity,
+            libc::SYS_sched_setscheduler,
+            libc::SYS_sched_setparam,
+            libc::SYS_sched_setattr,
+        ] {
+            self.jump(Self::JEQ, nr as u32, To::L("self only"), To::Next);
+        }
+        // `which`, `who`: the calling process only (PRIO_PROCESS is 0; IOPRIO_WHO_PROCESS is 1).
+        self.jump(
+            Self::JEQ,
+            libc::SYS_setpriority as u32,
+            To::L("prio"),
+            To::Next,
+        )
+        .jump(
+            Self::JEQ,
+            libc::SYS_ioprio_set as u32,
+            To::L("ioprio"),
+            To::Next,
+        );
         let mut refused = mount_calls();
         if metadata == Metadata::Refused {
             refused.extend(metadata_calls());
@@ -610,6 +636,18 @@ impl Bpf {
                     To::L("allow"),
                 );
         }
+        b.label("self only")
+            .op(Self::LD, Self::arg(0))
+            .jump(Self::JEQ, 0, To::L("allow"), To::L("deny"))
+            .label("prio")
+            .op(Self::LD, Self::arg(0))
+            .jump(Self::JEQ, 0, To::L("who"), To::L("deny"))
+            .label("ioprio")
+            .op(Self::LD, Self::arg(0))
+            .jump(Self::JEQ, 1, To::L("who"), To::L("deny"))
+            .label("who")
+            .op(Self::LD, Self::arg(1))
+            .jump(Self::JEQ, 0, To::L("allow"), To::L("deny"));
         b.label("clone").op(Self::LD, Self::arg(0)).jump(
             Self::JSET,
             namespaces,

@@ -122,3 +122,27 @@ fn a_descriptor_the_conductor_inherited_does_not_reach_the_worker() {
         "denied\n"
     );
 }
+
+/// Landlock's scopes cover signals, not the other calls that act on a process of the same user:
+/// a worker that sets the conductor's file-size limit to 0 has the kernel kill it (SIGXFSZ) at
+/// its next write, and then nothing cleans up after the worker. Only the worker's own limits,
+/// priority and CPUs may be set; a build's `ulimit` still works.
+#[test]
+fn a_worker_cannot_set_the_conductor_s_limits_priority_or_cpus() {
+    require_landlock!();
+    let s = Swarm::new("");
+    for attempt in [
+        "prlimit --pid $PPID --fsize=0:0",
+        "prlimit --pid $PPID --nofile=1:1",
+        "renice -n 19 -p $PPID",
+        "ionice -c 3 -p $PPID",
+        "taskset -p 1 $PPID",
+    ] {
+        denied(&s, attempt);
+    }
+    assert_eq!(
+        crate::containment::run_attack(&s, "ulimit -n 256 && ulimit -f 100000 && nice -n 5 true"),
+        "ESCAPED\n",
+        "the worker's own limits"
+    );
+}
