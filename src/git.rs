@@ -860,8 +860,18 @@ pub fn git_cli(root: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
     static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     // One at a time in this process: concurrent fetches into the same ref fail on git's locks.
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // The clone's hooks and file monitor are programs whoever can write `.git/` chose: the
+    // gate's fetches and pushes run neither, nor a transport that runs a command by its URL.
     let out = std::process::Command::new("git")
         .current_dir(root)
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "protocol.ext.allow=never",
+        ])
         .args(args)
         .stdin(std::process::Stdio::null())
         .output()

@@ -412,3 +412,48 @@ fn on_github_close_after_a_lost_merge_answer_does_not_turn_the_merge_into_an_ala
         "close: {close:?}\nmerge: {merge:?}\naudit: {verify:?}"
     );
 }
+
+/// Whoever can write the gate clone's `.git/` plants hooks and a file monitor, to run as the
+/// operator the next time the gate fetches or pushes: the gate's own git runs none of them
+/// while approving and merging.
+#[test]
+fn the_gate_s_fetches_and_pushes_run_no_hook_or_monitor_of_the_clone() {
+    let hub = Hub::new();
+    // (Planted once the proposal is made: the test's own `git diff` and `git reset` would run
+    // them. Approving and merging fetch the pull request and push the ledger.)
+    let n = hub.submitted();
+    let ran = hub.env.tmp.path().join("planted-ran");
+    let hooks = hub.env.repo.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).expect("hooks");
+    for hook in [
+        "pre-push",
+        "reference-transaction",
+        "post-checkout",
+        "post-merge",
+        "pre-auto-gc",
+        "fsmonitor-watchman",
+    ] {
+        let path = hooks.join(hook);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho {hook} >> '{}'\n", ran.display()),
+        )
+        .expect("hook");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    hub.env.git(&[
+        "config",
+        "core.fsmonitor",
+        &format!("echo fsmonitor >> '{}'; false", ran.display()),
+    ]);
+    hub.approve(n, "alice", &[]).ok();
+    hub.approve(n, "bob", &[]).ok();
+    hub.run(BOT, &["merge", "--pr", &n.to_string()]).ok();
+    assert_eq!(hub.emu.pull(n)["merged"], true);
+    assert!(
+        !ran.exists(),
+        "ran: {}",
+        std::fs::read_to_string(&ran).unwrap_or_default()
+    );
+}
