@@ -205,12 +205,18 @@ pub fn digest_files(
     Ok(out)
 }
 
-/// The tree of merging `head` into `base`, or a description of the conflicts.
+/// The tree of merging `head` into `base`, or a description of the conflicts. The merge is
+/// made on the repository's objects alone: a `merge=union` (or `binary`) attribute kept in the
+/// clone (`.git/info/attributes`, an uncommitted `.gitattributes` in the checkout, the clone's
+/// `core.attributesFile`) would otherwise change what lands for everyone, unseen by the
+/// approvers, GitHub and audit, which merge the same commits without it.
 pub fn merge_tree(
     repo: &Repository,
     base: Oid,
     head: Oid,
 ) -> Result<Result<Oid, String>, GitError> {
+    let objects = Repository::from_odb(repo.odb()?)?;
+    let repo = &objects;
     let base_c = repo.find_commit(base)?;
     let head_c = repo.find_commit(head)?;
     let mut index = repo.merge_commits(&base_c, &head_c, None)?;

@@ -528,3 +528,44 @@ fn show_prints_what_lands_even_for_a_head_with_two_merge_bases() {
     env.atelier(&["merge", &note]).code(1);
     assert!(env.read("README.md").contains("SECURITY FIX"));
 }
+
+/// A merge attribute kept only in the gate clone (`.git/info/attributes`, an uncommitted
+/// `.gitattributes` in the checkout) would make the gate union-merge two edits of one line that
+/// conflict for everyone else: the gate merges the commits as a clean clone does.
+#[test]
+fn merge_attributes_kept_only_in_the_clone_do_not_change_the_gate_s_merge() {
+    let env = Env::new();
+    let first = env.propose(&[("README.md", "# demo\nlimit = 10\n")], "Limit 10");
+    let second = env.propose(&[("README.md", "# demo\nlimit = 99\n")], "Limit 99");
+    env.approve(&first, "alice").ok();
+    env.atelier(&["merge", &first]).ok();
+    std::fs::create_dir_all(env.repo.join(".git/info")).expect("info");
+    std::fs::write(env.repo.join(".git/info/attributes"), "* merge=union\n").expect("attributes");
+    std::fs::write(env.repo.join(".gitattributes"), "* merge=union\n").expect("attributes");
+    let (code, v) = env.gate(&second);
+    assert_eq!(code, 1, "{v:#}");
+    assert!(unmet(&v).contains(&"E_MERGE_CONFLICT".to_string()), "{v:#}");
+    // A clean clone's git says the same.
+    let clean = env.tmp.path().join("clean");
+    env.git(&[
+        "clone",
+        "-q",
+        "--no-local",
+        env.repo.to_str().expect("utf8"),
+        clean.to_str().expect("utf8"),
+    ]);
+    let out = std::process::Command::new("git")
+        .current_dir(&clean)
+        .args([
+            "merge-tree",
+            "--write-tree",
+            "origin/main",
+            "origin/atelier/proposals/2",
+        ])
+        .output()
+        .expect("git merge-tree");
+    assert_eq!(out.status.code(), Some(1), "git sees a conflict too");
+    env.atelier(&["merge", &second]).code(1);
+    assert!(env.read("README.md").contains("limit = 10\n"));
+    assert!(!env.read("README.md").contains("limit = 99"));
+}
