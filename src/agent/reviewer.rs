@@ -7,9 +7,12 @@
 //! the files into a temporary directory: no `.git`, no index, no refs), with the prompt on stdin
 //! and a scrubbed environment (`process::scrubbed_env`: forge tokens and keys never reach it),
 //! and the copy is deleted afterwards: what a reviewer writes there is discarded, and the
-//! repository is only read. Reviewers are not sandboxed, like workers: a program that writes to
-//! an absolute path elsewhere is not stopped. An `http` reviewer gets the prompt only, with the
-//! key read by this process from the variable its role names.
+//! repository is only read. The copy leaves out the files that configure the programs a
+//! reviewer runs (`governance::handoff`: agent-CLI settings, MCP servers, `.env`…): a proposal
+//! does not set up the CLI that reviews it. Where the caller gives a sandbox (the panel does,
+//! where Landlock is available), the reviewer is contained like a worker, with its copy as the
+//! one place it writes. An `http` reviewer gets the prompt only, with the key read by this
+//! process from the variable its role names.
 //!
 //! A reviewer's output must be the JSON answer `governance::review::answer` reads. Malformed
 //! output is asked for once more, with the reason; then, like a time-out, a failure to start or
@@ -491,7 +494,11 @@ fn export_tree(repo_root: &Path, head: Oid, into: &Path) -> Result<(), String> {
         .and_then(|c| c.tree())
         .map_err(|e| format!("reading the head {head}: {e}"))?;
     std::fs::create_dir(into).map_err(|e| format!("creating {}: {e}", into.display()))?;
-    write_tree(&repo, &tree, into, 0)
+    // What would configure the reviewing CLI (`.claude/settings.json` hooks, `.mcp.json`
+    // servers, aider's `.env` and `.aider.conf.yml`, an editor's tasks) is left out: a proposal
+    // must not set up the program that reviews it. The diff it is given still shows them.
+    let leave_out = |path: &str| crate::governance::handoff::handed_off(path).is_some();
+    write_tree(&repo, &tree, into, 0, "", &leave_out)
 }
 
 /// Writes the files of the tree `tree` (a commit's, or a merge tree) into `into`, a new
@@ -503,10 +510,19 @@ pub(crate) fn export_tree_id(repo_root: &Path, tree: Oid, into: &Path) -> Result
         .find_tree(tree)
         .map_err(|e| format!("reading the tree {tree}: {e}"))?;
     std::fs::create_dir(into).map_err(|e| format!("creating {}: {e}", into.display()))?;
-    write_tree(&repo, &tree, into, 0)
+    write_tree(&repo, &tree, into, 0, "", &|_| false)
 }
 
-fn write_tree(repo: &Repository, tree: &Tree<'_>, dir: &Path, depth: usize) -> Result<(), String> {
+/// `prefix` is the tree's path in the head's tree (`""` at its root); an entry whose path
+/// `leave_out` names is not written.
+fn write_tree(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    dir: &Path,
+    depth: usize,
+    prefix: &str,
+    leave_out: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
     if depth > 256 {
@@ -526,13 +542,17 @@ fn write_tree(repo: &Repository, tree: &Tree<'_>, dir: &Path, depth: usize) -> R
                 String::from_utf8_lossy(name)
             ));
         }
+        let at = format!("{prefix}{}", String::from_utf8_lossy(name));
+        if leave_out(&at) {
+            continue;
+        }
         let path = dir.join(std::ffi::OsStr::from_bytes(name));
         let fail = |e: &dyn std::fmt::Display| format!("writing {}: {e}", path.display());
         match entry.kind() {
             Some(ObjectType::Tree) => {
                 std::fs::create_dir(&path).map_err(|e| fail(&e))?;
                 let sub = repo.find_tree(entry.id()).map_err(|e| fail(&e))?;
-                write_tree(repo, &sub, &path, depth + 1)?;
+                write_tree(repo, &sub, &path, depth + 1, &format!("{at}/"), leave_out)?;
             }
             Some(ObjectType::Blob) => {
                 let blob = repo.find_blob(entry.id()).map_err(|e| fail(&e))?;

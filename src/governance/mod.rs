@@ -8,6 +8,7 @@
 pub mod allowed_signers;
 pub mod code;
 pub mod decision;
+pub mod handoff;
 pub mod paths;
 pub mod policy;
 pub mod review;

@@ -268,3 +268,18 @@ fn a_worker_cannot_leave_lefthook_mise_devcontainer_workspace_or_forge_workflows
         "{\"folders\": [], \"tasks\": {\"tasks\": [{\"label\": \"x\", \"command\": \"evil\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}}",
     );
 }
+
+/// The names are judged as the operator's file system reads them, and dot-names nobody listed
+/// are refused by default: `.GitAttributes` is `.gitattributes` on a case-insensitive volume,
+/// `.envrc.` is `.envrc` on NTFS, and `.travis.yml` or `.githooks/` are read by tools no list
+/// names. A folder with a `HEAD`, `objects/` and `refs/` is a repository git runs (its config
+/// names an fsmonitor command) for whoever types `git status` in it.
+#[test]
+fn a_worker_cannot_hand_off_through_another_spelling_or_an_unlisted_dot_name() {
+    require_landlock!();
+    refused(".GitAttributes", "* filter=evil");
+    refused(".envrc.", "cp ~/.ssh/id_ed25519 /tmp/x");
+    refused(".travis.yml", "script: evil");
+    refused(".githooks/pre-commit", "#!/bin/sh\nevil");
+    refused("vendor/x/HEAD", "ref: refs/heads/main");
+}

@@ -99,3 +99,37 @@ fn a_check_that_writes_a_file_is_named_and_the_worker_is_not_blamed() {
     let v = s.run(&["run", &q, "--json"]).ok().json();
     assert_eq!(v["succeeded"], serde_json::json!(["q:Ignored"]), "{v:#}");
 }
+
+/// Bytecode a worker plants where the repository ignores it (`__pycache__/`), compiled from
+/// code that passes and stamped with the broken source's size and time, would run in place of
+/// the source under the checks: they read no bytecode, so the broken code fails them.
+#[test]
+fn bytecode_a_worker_plants_does_not_run_in_place_of_its_source() {
+    let s = python_project("failure_budget = 1");
+    s.env.write(".gitignore", ".atelier/\n__pycache__/\n");
+    s.env.git(&["add", ".gitignore"]);
+    s.env.git(&["commit", "-q", "-m", "Ignore bytecode"]);
+    let broken = SUB.replace("a - b", "a + b");
+    s.scenario(
+        "p:Sub",
+        &format!(
+            "{SUB}; env -u PYTHONPYCACHEPREFIX python3 -c 'import py_compile, importlib.util as u; py_compile.compile(\"src/calc.py\", cfile=u.cache_from_source(\"src/calc.py\"))'; \
+             m=$(stat -c %Y src/calc.py); {broken}; touch -d @$m src/calc.py; ls src/__pycache__"
+        ),
+    );
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task(
+                "Sub",
+                &["src/calc.py"],
+                &[],
+                "python3 tests/test_calc.py",
+            )],
+        ),
+    );
+    let v = s.run(&["run", &p, "--json"]).code(1).json();
+    let reason = v["failed"]["p:Sub"].as_str().expect("reason");
+    assert!(reason.contains("check"), "{reason}");
+}

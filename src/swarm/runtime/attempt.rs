@@ -20,6 +20,7 @@ use super::limits::{millis, Limits};
 use super::{run_dir, Conductor, Flight, WORKER_TEMPLATE};
 use crate::agent::{self, process};
 use crate::git;
+pub(super) use crate::governance::handoff::handed_off;
 use crate::swarm::events::RunEvent;
 use crate::swarm::live::Board;
 use crate::swarm::memory;
@@ -123,72 +124,6 @@ pub(super) fn claimed(task: &Task, path: &str) -> bool {
 /// → `docs/ci`), or reach outside the tree. Ordinary work adds none; the operator adds links.
 pub(super) const LINK: &str =
     "is a symbolic link: a checkout makes its target appear under its name, so workers may not add or change links";
-
-/// Why a worker may not write `path`, if it may not: the file configures a program that runs
-/// outside containment when someone merely opens, checks out, diffs or pushes the tree (git,
-/// git-lfs, direnv, mise, hook managers, agent CLIs, editors, CI), so what a worker wrote there
-/// would run with the operator's rights. Every component is checked, the last one included, so
-/// the name is refused whatever it is (a file, a directory, or a link to files that live
-/// elsewhere). Instructions (`AGENTS.md`, `CLAUDE.md`) are text the panel reviews like code,
-/// not a program's configuration: allowed.
-pub(super) fn handed_off(path: &str) -> Option<&'static str> {
-    let parts: Vec<&str> = path.split('/').collect();
-    parts
-        .iter()
-        .enumerate()
-        .find_map(|(i, name)| handed_off_name(name, parts.get(i + 1).copied()))
-}
-
-/// Why a path component `name` (followed by `next`, if any) is another program's
-/// configuration, if it is.
-fn handed_off_name(name: &str, next: Option<&str>) -> Option<&'static str> {
-    let bare = name.strip_prefix('.').unwrap_or(name);
-    let ci_dir = matches!(next, Some("workflows") | Some("actions"));
-    match name {
-        ".gitattributes" => {
-            Some("names the filter, diff and merge drivers git runs on checkout, diff and merge")
-        }
-        ".gitmodules" => Some("names submodule commands (`update = !…`) and the URLs git fetches"),
-        ".lfsconfig" => Some("tells git-lfs where to send the operator's credentials"),
-        ".envrc" => Some("is a shell script direnv runs on entering the directory"),
-        ".mcp.json" => Some("names the MCP servers (commands) agent CLIs start"),
-        ".pre-commit-config.yaml" => Some("names the hooks pre-commit runs on every commit"),
-        ".gitlab-ci.yml" => Some("is a CI pipeline, run with the forge's secrets"),
-        ".git" => Some("is a `.git`, a repository git would use"),
-        ".claude" | ".codex" | ".cursor" | ".gemini" => {
-            Some("configures an agent CLI, whose settings name commands (hooks) it runs")
-        }
-        ".vscode" | ".idea" | ".devcontainer" | ".devcontainer.json" => {
-            Some("configures an editor, whose tasks and containers run commands")
-        }
-        ".husky" => Some("holds git hooks husky installs"),
-        ".circleci" => Some("is a CI pipeline, run with the forge's secrets"),
-        ".github" | ".gitea" | ".forgejo" if ci_dir => {
-            Some("is a CI workflow, run with the forge's secrets")
-        }
-        ".mise" => Some("configures mise, whose hooks and tasks run commands"),
-        "mise" if next.is_some_and(|n| n.ends_with(".toml") || n == "conf.d") => {
-            Some("configures mise, whose hooks and tasks run commands")
-        }
-        _ if bare.starts_with("mise.") && bare.ends_with(".toml") => {
-            Some("configures mise, whose `[hooks]` run commands on entering the directory")
-        }
-        _ if bare.starts_with("lefthook")
-            && [".yml", ".yaml", ".toml", ".json", ".jsonc"]
-                .iter()
-                .any(|e| bare.ends_with(e)) =>
-        {
-            Some("names the git hooks lefthook installs and runs")
-        }
-        _ if name.ends_with(".code-workspace") => {
-            Some("is an editor workspace, whose tasks and settings run commands")
-        }
-        _ if name.starts_with(".aider.conf") || name.starts_with(".aider.model") => {
-            Some("configures aider, whose settings name commands it runs")
-        }
-        _ => None,
-    }
-}
 
 /// The failure of an attempt that wrote a file another program would run outside containment
 /// (`handed_off`), or added or changed a symbolic link (`LINK`), naming each.
@@ -718,6 +653,14 @@ async fn gauntlet(
     tx: &mpsc::UnboundedSender<RunEvent>,
 ) -> Option<AttemptResult> {
     let mut env = job.env();
+    // The checks read no Python bytecode: a `.pyc` a worker left in an ignored `__pycache__/`,
+    // compiled from other code with the source's size and time, would run in place of the
+    // source. Python looks for bytecode under this prefix only, and nothing can exist there.
+    // (The worker itself keeps reading its tools' bytecode: an agent CLI starts at its speed.)
+    env.push((
+        "PYTHONPYCACHEPREFIX".into(),
+        "/dev/null/atelier-reads-no-bytecode".into(),
+    ));
     if let Some(dir) = &limits.target_dir {
         env.push(("CARGO_TARGET_DIR".into(), dir.display().to_string()));
     }
@@ -1006,66 +949,6 @@ mod tests {
             digest,
             ["[claims] wrote Cargo.toml, src/b.rs outside the task's files; change only src/a.rs"]
         );
-    }
-
-    #[test]
-    fn files_other_programs_run_are_handed_off_and_ordinary_work_is_not() {
-        for p in [
-            ".gitattributes",
-            "src/.gitattributes",
-            ".gitmodules",
-            ".lfsconfig",
-            ".envrc",
-            "web/.envrc",
-            ".mcp.json",
-            ".claude/settings.json",
-            ".codex/config.toml",
-            ".aider.conf.yml",
-            ".vscode/tasks.json",
-            ".github/workflows/ci.yml",
-            ".github/actions/x/action.yml",
-            ".gitlab-ci.yml",
-            "src/sub/.git/config",
-            // The names themselves, whatever they are (a link to files elsewhere included).
-            ".vscode",
-            ".claude",
-            "web/.devcontainer",
-            ".github/workflows",
-            "lefthook.yml",
-            ".lefthook.yaml",
-            ".devcontainer.json",
-            ".gitea/workflows/ci.yml",
-            ".forgejo/workflows/ci.yml",
-            "mise.toml",
-            ".mise.toml",
-            "mise.local.toml",
-            ".config/mise/config.toml",
-            "atelier.code-workspace",
-        ] {
-            assert!(handed_off(p).is_some(), "{p}");
-        }
-        for p in [
-            "src/lib.rs",
-            "tests/new_test.rs",
-            "Cargo.toml",
-            "Cargo.lock",
-            "README.md",
-            "AGENTS.md",
-            "CLAUDE.md",
-            "docs/github.md",
-            ".github/ISSUE_TEMPLATE/bug.md",
-            ".github/CODEOWNERS",
-            ".gitignore",
-            "src/workflows/mod.rs",
-            "src/claude.rs",
-            ".github",
-            ".gitea/ISSUE_TEMPLATE/bug.md",
-            "src/mise.rs",
-            "docs/lefthook.md",
-            "docs/workspace.md",
-        ] {
-            assert_eq!(handed_off(p), None, "{p}");
-        }
     }
 
     #[test]
