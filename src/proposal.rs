@@ -132,7 +132,10 @@ pub fn view(ws: &Workspace, id: &str) -> Result<View> {
                 TextDiff::from_lines(&b, &a)
                     .unified_diff()
                     .context_radius(3)
-                    .header(&format!("a/{path}"), &format!("b/{path}"))
+                    .header(
+                        &crate::text::quoted_path(&format!("a/{path}")),
+                        &crate::text::quoted_path(&format!("b/{path}")),
+                    )
                     .to_string()
             }
         };

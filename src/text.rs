@@ -61,9 +61,45 @@ pub fn printable(text: &str) -> String {
     shown
 }
 
+/// A path as a line of text may show it: as it is when every character is visible, else quoted
+/// the way git quotes one (`"a\nb"`: C escapes for control characters, `\"` and `\\`, and
+/// `\u{…}` for a character [`hides`] names), so that a file name holding a newline cannot add
+/// lines of its own to a listing or a diff's header.
+pub fn quoted_path(path: &str) -> String {
+    if !path.chars().any(|c| c.is_control() || hides(c) || c == '"') {
+        return path.to_string();
+    }
+    let mut out = String::from("\"");
+    for c in path.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() || hides(c) => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::hides;
+
+    #[test]
+    fn a_path_with_a_newline_or_a_hidden_character_is_quoted() {
+        use super::quoted_path;
+        assert_eq!(quoted_path("src/a.rs"), "src/a.rs");
+        assert_eq!(
+            quoted_path("a\n+++ b/src/gate.rs"),
+            "\"a\\n+++ b/src/gate.rs\""
+        );
+        assert_eq!(quoted_path("x\u{202e}y"), "\"x\\u{202e}y\"");
+        assert_eq!(quoted_path("say \"hi\""), "\"say \\\"hi\\\"\"");
+    }
 
     #[test]
     fn bidi_controls_and_invisible_characters_hide_letters_and_emoji_do_not() {

@@ -71,7 +71,11 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
     }
     t.push_str(&format!("{} file(s) changed:\n", v.files.len()));
     for f in &v.files {
-        t.push_str(&format!("  {:<9} {}\n", f.status, f.path));
+        t.push_str(&format!(
+            "  {:<9} {}\n",
+            f.status,
+            crate::text::quoted_path(&f.path)
+        ));
         if let Some(m) = &f.mode {
             t.push_str(&format!("            {m}\n"));
         }

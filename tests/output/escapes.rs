@@ -226,3 +226,23 @@ fn json_output_escapes_what_a_terminal_would_act_on() {
         "{v:#}"
     );
 }
+
+/// A file name holding a newline would add lines of its own to what `show` prints (a forged
+/// `+++ b/src/lib.rs` header, a forged entry in the file list): it is shown quoted, as git
+/// quotes it, on one line.
+#[test]
+fn a_file_name_with_a_newline_cannot_forge_lines_in_show() {
+    let env = Env::new();
+    let name = "notes\n  modified  README.md";
+    let id = env.propose(&[(name, "harmless\n")], "Add notes");
+    let shown = env.atelier(&["show", &id]).ok().stdout;
+    assert!(
+        !shown.lines().any(|l| l.trim() == "modified  README.md"),
+        "a forged line: {shown}"
+    );
+    assert!(
+        shown.contains("added     \"notes\\n  modified  README.md\"")
+            && shown.contains("+++ \"b/notes\\n  modified  README.md\""),
+        "{shown}"
+    );
+}
