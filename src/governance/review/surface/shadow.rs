@@ -2,7 +2,9 @@
 //! an import loads, so what runs, without touching the file a reader sees. Python: a module
 //! and a package of the same name in one folder (`X.py`, `X/__init__.py`, an extension module
 //! `X.*.so`), or a module named like the test runner or its plugins, which the working
-//! directory on `sys.path` puts before the installed one. JavaScript: `require('./X')` and
+//! directory on `sys.path` puts before the installed one, or like a standard library module
+//! (`signal.py`, which `unittest` imports) in a folder that is on `sys.path` rather than in a
+//! package. JavaScript: `require('./X')` and
 //! `import './X'` try `X`, then `X.js`, `X.json`…, then `X/index.js`: a new one among those
 //! beside an existing one.
 
@@ -56,6 +58,14 @@ fn python(path: &str, exists: &dyn Fn(&str) -> bool) -> Option<String> {
     if RUNNER_MODULES.contains(&name) {
         return Some(format!(
             "a new module named like the test runner's own `{name}`, which Python imports in its place (the working directory comes first on its path)"
+        ));
+    }
+    // A folder that is not a package is a `sys.path` entry when Python runs there (the
+    // working directory, the test folders pytest inserts), so its `signal.py` is `signal`.
+    let package = !dir.is_empty() && exists(&format!("{dir}/__init__.py"));
+    if !package && super::stdlib::STDLIB_MODULES.binary_search(&name).is_ok() {
+        return Some(format!(
+            "a new module named like the standard library's `{name}`, which Python imports in its place from a folder on its path, for the test runner too"
         ));
     }
     let at = |p: String| {
@@ -124,6 +134,11 @@ mod tests {
             ("web/helpers.cjs", true),
             ("web/helpers.mjs", true),
             ("web/lib/util.ts", true),
+            ("signal.py", true),
+            ("tests/traceback.py", true),
+            ("difflib/__init__.py", true),
+            ("src/app/signal.py", false),
+            ("src/app/types.py", false),
             // New names shadow nothing.
             ("tests/helpers_more.py", false),
             ("tests/util/__init__.py", false),

@@ -42,6 +42,16 @@ const EXIT_LIKE: &[&str] = &[
     "ExitProcess",
     "TerminateProcess",
     "syscall",
+    // Replacing the process image ends the test process as surely as an exit.
+    "execv",
+    "execve",
+    "execvp",
+    "execvpe",
+    "execl",
+    "execlp",
+    "execle",
+    "fexecve",
+    "execveat",
 ];
 
 /// Symbols that run at start-up or exit when exported under their name.
@@ -126,7 +136,11 @@ pub(super) fn findings(f: &FileChange, lang: Lang, head: &str, added: &[(u32, &s
         let at = line as usize - 1;
         let what = escape(lang, text, place).or_else(|| {
             (lang == Lang::Rust)
-                .then(|| load_time(&lines, at).or_else(|| silenced(&lines, at)))
+                .then(|| {
+                    load_time(&lines, at)
+                        .or_else(|| silenced(&lines, at))
+                        .or_else(|| hiding_macro(&lines, at))
+                })
                 .flatten()
         });
         if let Some(what) = what {
@@ -240,6 +254,29 @@ fn rust_escape(code: &str, t: &str, place: Place) -> Option<String> {
         if let Some(n) = reaches_rust_exit(t).or_else(|| reaches_rust_exit(code)) {
             return Some(format!("names `{n}`, which ends the test process"));
         }
+        // `Command::new("true").exec()` (`CommandExt`): the test process becomes another.
+        if t.contains(".exec()") || t.contains("CommandExt") {
+            return Some(
+                "replaces the process with `CommandExt::exec`, which ends the test process"
+                    .to_string(),
+            );
+        }
+        // Inline assembly can make any system call, an exit among them.
+        let asm = [
+            "asm!",
+            "global_asm!",
+            "naked_asm!",
+            "#[naked]",
+            "unsafe(naked)",
+        ];
+        if let Some(a) = asm.iter().find(|a| {
+            t.match_indices(**a)
+                .any(|(i, _)| !t[..i].ends_with(|c: char| is_ident(c)))
+        }) {
+            return Some(format!(
+                "uses `{a}`, inline assembly that can make any system call, an exit among them"
+            ));
+        }
     }
     let block = ["extern\"\"{", "extern{"]
         .iter()
@@ -261,8 +298,14 @@ fn python_escape(code: &str, t: &str, place: Place) -> Option<String> {
             "signal.raise_signal",
             "signal.pthread_kill",
             "pytest.exit",
+            // `os.execv(...)` and kin: the test process becomes another program.
+            "os.exec",
+            "posix.exec",
         ] {
-            if t.contains(p) {
+            let named = t
+                .match_indices(p)
+                .any(|(i, _)| p.starts_with('.') || !t[..i].ends_with(is_ident));
+            if named {
                 return Some(format!(
                     "names `{}`, which ends the test process",
                     p.trim_end_matches('(')
@@ -295,6 +338,22 @@ fn python_escape(code: &str, t: &str, place: Place) -> Option<String> {
         }
         if t.contains("raiseSystemExit") || t.contains("raiseKeyboardInterrupt") {
             return Some("raises `SystemExit`, which ends the test run".to_string());
+        }
+        // `vars(os)['_exit']`, `getattr(os, name)`, `attrgetter('_exit')(os)`: the process
+        // modules' functions reached by a name no line spells as a call.
+        let reflected = ["os", "sys", "posix", "signal"].iter().find(|m| {
+            t.contains(&format!("vars({m})"))
+                || t.contains(&format!("{m}.__dict__"))
+                || t.contains(&format!("getattr({m},"))
+                || t.contains(&format!("__getattribute__({m},"))
+        });
+        if let Some(m) = reflected {
+            return Some(format!(
+                "reaches `{m}`'s functions by reflection, an exit among them"
+            ));
+        }
+        if t.contains("attrgetter(") || t.contains("methodcaller(") {
+            return Some("calls a function by a name held in data (`operator.attrgetter`), an exit among them".to_string());
         }
     }
     if place != Place::Test {
@@ -350,12 +409,19 @@ fn js_escape(t: &str, place: Place) -> Option<String> {
             }
         }
     }
+    // `const { exit } = process;`, `const p = process;`, `Reflect.get(process, …)`: the
+    // process under another name, in a helper the tests import as much as in a test.
+    let renamed = t.contains("}=process")
+        || t.contains("=process;")
+        || t.ends_with("=process")
+        || t.contains("=process,")
+        || t.contains("(process)")
+        || t.contains("(process,");
+    if exits && renamed {
+        return Some("takes `process` apart, renames it or hands it on".to_string());
+    }
     if place != Place::Test {
         return None;
-    }
-    // `const { exit } = process;`, `const p = process;`: the process under another name.
-    if t.contains("}=process") || t.ends_with("=process;") || t.ends_with("=process") {
-        return Some("takes `process` apart or renames it in test code".to_string());
     }
     for obj in ["process", "globalThis", "global", "window", "self"] {
         for (i, _) in t.match_indices(&format!("{obj}[")) {
@@ -384,6 +450,58 @@ fn js_escape(t: &str, place: Place) -> Option<String> {
         return Some("runs computed code in test code".to_string());
     }
     None
+}
+
+/// Whether a Rust line (`lines[at]`) opens a `macro_rules!` whose expansion can hide the items
+/// it is given: one that writes an attribute other than `#[test]` (`#[cfg(any())]`,
+/// `#[ignore]`, `#[allow(…)]`) or expands to nothing, so that `m! { #[test] fn t() {…} }`
+/// compiles the test out or drops it while its text stays. The words.
+pub(super) fn hiding_macro(lines: &[&str], at: usize) -> Option<String> {
+    let line = code_of(Lang::Rust, lines.get(at)?);
+    let t: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+    let (_, after) = t.split_once("macro_rules!")?;
+    let name = after.trim_start_matches("r#");
+    let name: String = name.chars().take_while(|c| is_ident(*c)).collect();
+    // One named like an assertion is the vocabulary's finding.
+    if super::vocabulary::RUST_MACROS.contains(&name.as_str()) {
+        return None;
+    }
+    // The definition, to its closing brace (or a bounded window of it).
+    let mut depth = 0i32;
+    let mut body = String::new();
+    for l in lines.iter().skip(at).take(60) {
+        let c = code_of(Lang::Rust, l);
+        for ch in c.chars().filter(|c| !c.is_whitespace()) {
+            match ch {
+                '{' | '(' | '[' => depth += 1,
+                '}' | ')' | ']' => depth -= 1,
+                _ => {}
+            }
+            body.push(ch);
+        }
+        if depth <= 0 && body.contains('{') {
+            break;
+        }
+    }
+    let writes = [
+        "#[cfg",
+        "#[ignore",
+        "#[allow",
+        "#[expect",
+        "#![",
+        "#[should_panic",
+    ]
+    .iter()
+    .find(|a| body.contains(**a));
+    if let Some(a) = writes {
+        return Some(format!(
+            "a local macro writes `{a}…]` on what it is given: wrapped around tests, it compiles them out or silences them"
+        ));
+    }
+    ["=>{}", "=>()", "=>[]"]
+        .iter()
+        .any(|e| body.contains(e))
+        .then(|| "a local macro expands to nothing: wrapped around tests, it drops them while their text stays".to_string())
 }
 
 /// Whether a Rust line (`lines[at]`) makes code run at load time; the words.
@@ -570,7 +688,42 @@ mod tests {
                 Test,
                 false,
             ),
-            (Lang::Python, "getattr(os, name)(0)", Code, false),
+            (Lang::Python, "getattr(os, name)(0)", Code, true),
+            (Lang::Python, "vars(os)['_ex' 'it'](0)", Code, true),
+            (Lang::Python, "os.__dict__[name](0)", Test, true),
+            (Lang::Python, "operator.attrgetter(name)(os)(0)", Code, true),
+            (Lang::Python, "os.execv('/bin/true', ['true'])", Code, true),
+            (Lang::Python, "rows = self.repos.exec_query(q)", Code, false),
+            (Lang::Python, "value = getattr(config, name)", Code, false),
+            (Lang::Rust, "    Command::new(\"true\").exec();", Test, true),
+            (
+                Lang::Rust,
+                "use std::os::unix::process::CommandExt;",
+                Code,
+                true,
+            ),
+            (
+                Lang::Rust,
+                "    unsafe { core::arch::asm!(\"syscall\", in(\"rax\") 231, in(\"rdi\") 0) };",
+                Code,
+                true,
+            ),
+            (
+                Lang::Rust,
+                "    unsafe { libc::execv(p, argv) };",
+                Code,
+                true,
+            ),
+            (
+                Lang::Rust,
+                "    let plan = executor.exec_plan();",
+                Code,
+                false,
+            ),
+            (Lang::Rust, "    let x = basm!(1);", Code, false),
+            (Lang::Js, "const p = process; p.exit(0);", Code, true),
+            (Lang::Js, "Reflect.get(process, name)(0);", Code, true),
+            (Lang::Js, "const env = process.env;", Code, false),
             (Lang::Js, "process.reallyExit(0);", Test, true),
             (
                 Lang::Js,
@@ -614,6 +767,27 @@ mod tests {
             let got = escape(*lang, line, *place);
             if got.is_some() != *want {
                 failures.push(format!("{lang:?} {place:?} {line}: {got:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn local_macros_that_can_hide_what_they_are_given() {
+        // (definition, whether it can hide the tests it wraps)
+        let cases: &[(&str, bool)] = &[
+            ("macro_rules! t {\n    ($($i:item)*) => { $( #[cfg(any())] $i )* };\n}", true),
+            ("macro_rules! quiet {\n    ($($i:item)*) => {\n        $( #[ignore] $i )*\n    };\n}", true),
+            ("macro_rules! gone {\n    ($($t:tt)*) => {};\n}", true),
+            ("macro_rules! case {\n    ($name:ident, $v:expr) => {\n        #[test]\n        fn $name() { assert!($v); }\n    };\n}", false),
+            ("macro_rules! square {\n    ($x:expr) => { $x * $x };\n}", false),
+        ];
+        let mut failures = Vec::new();
+        for (def, want) in cases {
+            let lines: Vec<&str> = def.lines().collect();
+            let got = hiding_macro(&lines, 0);
+            if got.is_some() != *want {
+                failures.push(format!("{def}: {got:?}"));
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));

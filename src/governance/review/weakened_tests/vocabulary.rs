@@ -8,7 +8,7 @@ use super::bodies::code_of;
 use super::{is_ident, Lang};
 
 /// Rust's assertion and failure macros (a local macro of one of these names shadows it).
-const RUST_MACROS: &[&str] = &[
+pub(super) const RUST_MACROS: &[&str] = &[
     "assert",
     "assert_eq",
     "assert_ne",
@@ -357,6 +357,26 @@ fn js(line: &str, t: &str, head: &[&str], at: usize) -> Option<String> {
             }
         }
     }
+    // `Object.assign(assert, { equal() {} })`: the assertion object's own methods replaced.
+    for call in [
+        "Object.assign(",
+        "Object.defineProperty(",
+        "Object.defineProperties(",
+        "Object.setPrototypeOf(",
+        "Reflect.set(",
+        "Reflect.defineProperty(",
+    ] {
+        for (i, _) in t.match_indices(call) {
+            let first = t[i + call.len()..].trim_start();
+            let name = ident(first);
+            let whole = first[name.len()..].trim_start().starts_with([',', '.']);
+            if whole && JS_NAMES.contains(&name.as_str()) {
+                return Some(format!(
+                    "`{call}{name}, …)` replaces the methods of `{name}`"
+                ));
+            }
+        }
+    }
     if t.contains("Object.defineProperty(") || t.contains("Reflect.set(") {
         let raw = line.trim();
         if let Some(n) = raw
@@ -517,6 +537,19 @@ mod tests {
                 "Object.defineProperty(global, 'expect', { value: noop });",
                 true,
             ),
+            (
+                Lang::Js,
+                "Object.assign(assert, { strictEqual() {}, deepEqual() {} });",
+                true,
+            ),
+            (
+                Lang::Js,
+                "Object.defineProperty(assert.strict, 'equal', { value: () => {} });",
+                true,
+            ),
+            (Lang::Js, "Object.setPrototypeOf(expect, noop);", true),
+            (Lang::Js, "Object.assign(options, defaults);", false),
+            (Lang::Js, "Object.assign(tests, more);", false),
             (Lang::Js, "const assert = require('node:assert');", false),
             (
                 Lang::Js,

@@ -1,0 +1,132 @@
+//! Credentials no prefix announces, told by their shape: a credential's name given an unquoted
+//! value (`.env`, YAML, ini: `STRIPE_SECRET=…`, `api_key: …`) or a value with separators
+//! (`SG.….…`), a URL that carries a password (`postgres://app:…@db`), a JSON Web Token, and
+//! HTTP Basic credentials. Each is blocking: none is how code reads a credential at run time.
+
+use super::{camel_to_snake, credential_name, random_looking};
+
+/// What a line holds that is a credential by its shape, and the credential itself (for the
+/// preview of its first characters).
+pub(super) fn find(line: &str) -> Option<(&'static str, &str)> {
+    url_password(line)
+        .map(|p| ("a URL that carries a password", p))
+        .or_else(|| jwt(line).map(|t| ("a JSON Web Token", t)))
+        .or_else(|| basic(line).map(|b| ("HTTP Basic credentials", b)))
+        .or_else(|| {
+            named_value(line).map(|v| ("a credential's name given a random-looking value", v))
+        })
+}
+
+/// Values that stand for a credential rather than being one.
+fn placeholder(v: &str) -> bool {
+    let l = v.to_ascii_lowercase();
+    let words = [
+        "password", "passwd", "pass", "secret", "changeme", "example", "user", "token",
+    ];
+    v.is_empty()
+        || v.starts_with(['$', '<', '{', '%', '*'])
+        || words.contains(&l.as_str())
+        || l.starts_with("xxx")
+        || l.starts_with("your")
+}
+
+/// The password of a `scheme://user:password@host` URL on the line.
+fn url_password(line: &str) -> Option<&str> {
+    for (at, _) in line.match_indices("://") {
+        let rest = &line[at + 3..];
+        let end = rest
+            .find(|c: char| {
+                c == '/' || c == '?' || c == '#' || c.is_whitespace() || "\"'`".contains(c)
+            })
+            .unwrap_or(rest.len());
+        let authority = &rest[..end];
+        let Some((userinfo, _)) = authority.rsplit_once('@') else {
+            continue;
+        };
+        if let Some((_, password)) = userinfo.split_once(':') {
+            if password.len() >= 4 && !placeholder(password) {
+                return Some(password);
+            }
+        }
+    }
+    None
+}
+
+fn b64url(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// A JSON Web Token: `eyJ` (a JSON object's start, in base64) and three base64url parts.
+fn jwt(line: &str) -> Option<&str> {
+    for (at, _) in line.match_indices("eyJ") {
+        if line[..at].ends_with(b64url) {
+            continue;
+        }
+        let len = line[at..]
+            .find(|c: char| !(b64url(c) || c == '.'))
+            .unwrap_or(line.len() - at);
+        let token = &line[at..at + len];
+        let parts: Vec<&str> = token.split('.').collect();
+        if parts.len() == 3 && parts[0].len() >= 10 && parts[1].len() >= 10 && parts[2].len() >= 16
+        {
+            return Some(token);
+        }
+    }
+    None
+}
+
+/// `Basic <base64 of user:password>`.
+fn basic(line: &str) -> Option<&str> {
+    use base64::Engine;
+    for (at, _) in line.match_indices("Basic ") {
+        let rest = &line[at + 6..];
+        let len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "+/=".contains(c)))
+            .unwrap_or(rest.len());
+        let encoded = &rest[..len];
+        let decoded = base64::engine::general_purpose::STANDARD.decode(encoded);
+        let pair = decoded.ok().and_then(|d| String::from_utf8(d).ok());
+        if encoded.len() >= 8
+            && pair.is_some_and(|p| p.split_once(':').is_some_and(|(_, pw)| !pw.is_empty()))
+        {
+            return Some(encoded);
+        }
+    }
+    None
+}
+
+/// A credential's name given a value, quoted or not, that is random-looking whole or in one of
+/// its parts (`SG.<22>.<43>`, `id:secret`): `.env`'s `NAME=value`, YAML's `name: value`.
+fn named_value(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    let t = t
+        .strip_prefix("export ")
+        .unwrap_or(t)
+        .trim_start_matches("- ");
+    let sep = t.find(['=', ':'])?;
+    let name = t[..sep].trim().trim_matches(['"', '\'']);
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return None;
+    }
+    let last = name.rsplit('.').next().unwrap_or(name).replace('-', "_");
+    if !credential_name(&camel_to_snake(&last)) {
+        return None;
+    }
+    let value = t[sep + 1..].trim_start_matches(['=', ' ', '\t']);
+    let value = value.split(" #").next().unwrap_or(value).trim();
+    let value = value
+        .trim_end_matches([',', ';'])
+        .trim_matches(['"', '\'', '`']);
+    if placeholder(value) || value.contains(char::is_whitespace) {
+        return None;
+    }
+    let random = random_looking(value, 16)
+        || value
+            .split(['.', ':', '@', '/'])
+            .any(|piece| random_looking(piece, 16));
+    random.then_some(value)
+}
