@@ -18,9 +18,31 @@ pub fn handed_off(path: &str) -> Option<&'static str> {
     let parts: Vec<String> = path.split('/').map(normalised).collect();
     let last = parts.len() - 1;
     parts.iter().enumerate().find_map(|(i, name)| {
-        let next = parts.get(i + 1).map(String::as_str);
-        handed_off_name(name, next, i == last)
+        let rest: Vec<&str> = parts[i + 1..].iter().map(String::as_str).collect();
+        handed_off_name(name, &rest, i == last)
     })
+}
+
+/// Whether a path under a forge's folder (`.github/`…, given as the components after it) is
+/// text the forge shows rather than configuration it or its agents act on: the issue,
+/// discussion and pull-request templates, and Markdown directly in the folder.
+fn forge_text(rest: &[&str]) -> bool {
+    match rest {
+        [] => true,
+        [one] => one.ends_with(".md"),
+        [dir, ..] => matches!(
+            *dir,
+            "issue_template" | "discussion_template" | "pull_request_template"
+        ),
+    }
+}
+
+/// Whether a name is an NTFS short name (`GITHUB~1`, `GITATT~1`): Windows resolves one to a
+/// long name it does not spell, so it may stand for any of the names here.
+fn short_name(name: &str) -> bool {
+    let stem = name.split('.').next().unwrap_or(name);
+    stem.rsplit_once('~')
+        .is_some_and(|(_, n)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// A path component as a case-insensitive file system sees it, and without what NTFS and HFS+
@@ -55,13 +77,28 @@ const DATA_DOT_NAMES: &[&str] = &[
     ".nvmrc",
     ".node-version",
     ".ruby-version",
+    ".env.example",
+    ".env.sample",
+    ".mailmap",
+    ".rustfmt.toml",
+    ".clippy.toml",
+    ".terraform.lock.hcl",
+    // Folders of data: changesets' notes, sqlx's recorded queries.
+    ".changeset",
+    ".sqlx",
 ];
 
 /// Why a normalised path component `name` (followed by `next`, if any; `file` when it is the
 /// last) is another program's configuration, if it is.
-fn handed_off_name(name: &str, next: Option<&str>, file: bool) -> Option<&'static str> {
+fn handed_off_name(name: &str, rest: &[&str], file: bool) -> Option<&'static str> {
     let bare = name.strip_prefix('.').unwrap_or(name);
+    let next = rest.first().copied();
     let ci_dir = matches!(next, Some("workflows") | Some("actions"));
+    if short_name(name) {
+        return Some(
+            "is an NTFS short name, which Windows resolves to a long name it does not spell",
+        );
+    }
     match name {
         ".gitattributes" => {
             Some("names the filter, diff and merge drivers git runs on checkout, diff and merge")
@@ -74,9 +111,22 @@ fn handed_off_name(name: &str, next: Option<&str>, file: bool) -> Option<&'stati
         ".pre-commit-config.yaml" => Some("names the hooks pre-commit runs on every commit"),
         ".gitlab-ci.yml" | ".travis.yml" | ".cirrus.yml" | ".drone.yml" | ".circleci"
         | ".buildkite" | ".semaphore" | ".woodpecker" | ".woodpecker.yml" | "jenkinsfile"
-        | "azure-pipelines.yml" | "appveyor.yml" | "bitbucket-pipelines.yml" => {
+        | "azure-pipelines.yml" | "azure-pipelines.yaml" | "appveyor.yml" | "appveyor.yaml"
+        | "bitbucket-pipelines.yml" | "cloudbuild.yaml" | "cloudbuild.yml" | "netlify.toml"
+        | "vercel.json" | "codemagic.yaml" => {
+            Some("is a CI or deploy pipeline, run with the forge's secrets")
+        }
+        _ if name.starts_with("jenkinsfile") => {
             Some("is a CI pipeline, run with the forge's secrets")
         }
+        "rust-toolchain" | "rust-toolchain.toml" => Some(
+            "picks the toolchain (a `path` names the programs) every cargo in the tree runs, an editor's on open included",
+        ),
+        "flake.nix" | "flake.lock" | "shell.nix" | "devenv.nix" | "devenv.yaml" | "devenv.lock"
+        | "devbox.json" => Some(
+            "defines the shell direnv and nix enter in the directory, whose hooks run commands",
+        ),
+        "crush.json" => Some("configures an agent CLI, whose settings name commands it runs"),
         ".git" => Some("is a `.git`, a repository git would use"),
         "head" if file => Some(
             "is a `HEAD`: beside `objects/` and `refs/` it makes its folder a repository git uses, config and all",
@@ -91,8 +141,12 @@ fn handed_off_name(name: &str, next: Option<&str>, file: bool) -> Option<&'stati
         ".github" | ".gitea" | ".forgejo" if ci_dir => {
             Some("is a CI workflow, run with the forge's secrets")
         }
-        // Issue templates, CODEOWNERS and the like: text the forge shows, reviewed like code.
-        ".github" | ".gitea" | ".forgejo" => None,
+        // Templates and Markdown: text the forge shows, reviewed like code. The rest (Copilot's
+        // hooks, dependabot's registries, CODEOWNERS) the forge and its agents act on.
+        ".github" | ".gitea" | ".forgejo" if forge_text(rest) => None,
+        ".github" | ".gitea" | ".forgejo" => Some(
+            "is forge configuration (agent hooks, dependabot registries, CODEOWNERS) the forge and its agents act on; workers may write only its templates and Markdown",
+        ),
         ".mise" => Some("configures mise, whose hooks and tasks run commands"),
         "mise" if next.is_some_and(|n| n.ends_with(".toml") || n == "conf.d") => {
             Some("configures mise, whose hooks and tasks run commands")
@@ -181,6 +235,17 @@ mod tests {
             "opencode.json",
             // A HEAD makes its folder a repository git uses (with objects/ and refs/ beside it).
             "vendor/x/HEAD",
+            ".github/hooks/session.json",
+            ".github/dependabot.yml",
+            ".github/CODEOWNERS",
+            ".github/copilot-instructions/x.json",
+            "rust-toolchain.toml",
+            "flake.nix",
+            "devbox.json",
+            "Jenkinsfile.release",
+            "netlify.toml",
+            "GITHUB~1/workflows/ci.yml",
+            "GITATT~1",
         ] {
             assert!(handed_off(p).is_some(), "{p}");
         }
@@ -194,7 +259,7 @@ mod tests {
             "CLAUDE.md",
             "docs/github.md",
             ".github/ISSUE_TEMPLATE/bug.md",
-            ".github/CODEOWNERS",
+            ".github/pull_request_template.md",
             ".gitignore",
             "src/workflows/mod.rs",
             "src/claude.rs",
@@ -209,6 +274,12 @@ mod tests {
             "src/.gitkeep",
             "src/head/mod.rs",
             "docs/env.md",
+            ".env.example",
+            ".changeset/brave-cats.md",
+            ".sqlx/query-1a2b.json",
+            ".mailmap",
+            "docs/tilde~notes.md",
+            "src/backup~.rs",
         ] {
             assert_eq!(handed_off(p), None, "{p}");
         }

@@ -282,4 +282,10 @@ fn a_worker_cannot_hand_off_through_another_spelling_or_an_unlisted_dot_name() {
     refused(".travis.yml", "script: evil");
     refused(".githooks/pre-commit", "#!/bin/sh\nevil");
     refused("vendor/x/HEAD", "ref: refs/heads/main");
+    refused(
+        ".github/hooks/session.json",
+        "{\"hooks\": {\"sessionStart\": [{\"type\": \"command\", \"bash\": \"evil\"}]}}",
+    );
+    refused("GITHUB~1/workflows/ci.yml", "on: push");
+    refused("rust-toolchain.toml", "[toolchain]\npath = \"/tmp/evil\"");
 }

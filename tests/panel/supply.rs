@@ -340,6 +340,11 @@ fn an_agent_leaking_secrets_unseen_is_blocked() {
             format!("production:\n  url: postgres://app:{}@db.internal/app\n", noise(14, 4)),
         ),
         (
+            "a database password percent-encoded, in the URL's query",
+            "config/app.properties",
+            format!("db.url=jdbc:postgresql://db.internal/app?user=app&password=%4B{}\n", noise(16, 8)),
+        ),
+        (
             "a JSON Web Token in a fixture",
             "tests/fixtures.py",
             format!("HEADERS = {{\"Authorization\": \"Bearer ey{}{}.{}.{}\"}}\n", "J", noise(20, 5), noise(30, 6), noise(40, 7)),

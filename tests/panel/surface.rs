@@ -159,6 +159,15 @@ fn test_modules_compiled_out_by_a_cfg_the_test_run_need_not_have_are_blocked() {
             "tests-tamper",
         ),
         (
+            "existing tests inside a macro that expands to something else",
+            vec![(
+                "tests/answer.rs",
+                format!("macro_rules! suite {{\n    ($($i:item)*) => {{ const _: () = (); }};\n}}\n\nsuite! {{\n{IT}}}\n"),
+            )],
+            "tests/answer.rs",
+            "tests-tamper",
+        ),
+        (
             "a local macro that drops what it wraps",
             vec![(
                 "tests/answer.rs",
@@ -371,8 +380,11 @@ fn an_agent_may_not_weaken_a_plan_s_contract_checks() {
     };
     commit(
         &env,
-        &[("plans/p.toml", &plan("T", "\"cargo test\""))],
-        "A plan",
+        &[
+            ("plans/p.toml", &plan("T", "\"cargo test\"")),
+            ("ops/nightly.toml", &plan("N", "\"cargo test --release\"")),
+        ],
+        "Two plans",
     );
     let t = "judge-tamper";
     let cases: Vec<Attack> = vec![
@@ -392,6 +404,24 @@ fn an_agent_may_not_weaken_a_plan_s_contract_checks() {
             "the task renamed with a check of its own",
             vec![("plans/p.toml", plan("T2", "\"true\""))],
             "plans/p.toml",
+            t,
+        ),
+        (
+            "a task's claims widened to the tests",
+            vec![(
+                "plans/p.toml",
+                plan("T", "\"cargo test\"").replace(
+                    "files = [\"src/lib.rs\"]",
+                    "files = [\"src/lib.rs\", \"tests/**\"]",
+                ),
+            )],
+            "plans/p.toml",
+            t,
+        ),
+        (
+            "a plan outside plans/",
+            vec![("ops/nightly.toml", plan("N", "\"true\""))],
+            "ops/nightly.toml",
             t,
         ),
     ];
@@ -650,6 +680,18 @@ fn what_a_step_really_runs_judges_and_a_module_cannot_be_shadowed() {
             "judge-tamper",
         ),
         (
+            "a standard library module in a test package unittest discovers from",
+            vec![
+                ("tests/__init__.py", "# the tests\n".to_string()),
+                (
+                    "tests/json.py",
+                    "def dumps(x):\n    return '1'\n".to_string(),
+                ),
+            ],
+            "tests/json.py",
+            "judge-tamper",
+        ),
+        (
             "a standard library module in the test folder pytest puts on the path",
             vec![("tests/traceback.py", "raise SystemExit(0)\n".to_string())],
             "tests/traceback.py",
@@ -793,6 +835,15 @@ fn an_agent_s_code_that_ends_the_test_process_or_runs_before_main_is_blocked() {
             t,
         ),
         (
+            "process handed on in an object, from a helper",
+            vec![
+                ("web/quit.js", "const o = { p: process };\no.p.exit(0);\n".to_string()),
+                ("web/answer.test.js", format!("require('./quit');\n{JS}")),
+            ],
+            "web/quit.js",
+            t,
+        ),
+        (
             "process renamed in a helper the tests import",
             vec![
                 ("web/quit.js", "const p = process;\np.exit(0);\n".to_string()),
@@ -893,6 +944,9 @@ fn an_agent_moving_a_test_file_where_its_runner_does_not_collect_it_is_blocked()
         ("tests/test_answer.py", "tests/answer_checks.py"),
         ("web/answer.test.js", "web/answer_checks.js"),
         ("web/answer.test.js", "answer.test.js"),
+        // Collected by one runner of the language, not by the other.
+        ("tests/test_answer.py", "tests/answer_test.py"),
+        ("web/answer.test.js", "web/answer.spec.js"),
     ] {
         let v = agent_moves(&env, from, to);
         assert_eq!(v["verdict"], "block", "{from} -> {to}: {v:#}");

@@ -730,11 +730,11 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
                     &f.path,
                     None,
                     format!(
-                        "an agent's change drops or rewrites the contract check(s) `{}` of {}, which decide whether the swarm's attempts pass",
-                        dropped.join("`, `"),
-                        f.path
+                        "an agent's change takes from the contracts of {}: {}; the checks decide whether the swarm's attempts pass, and the claims what its workers may write",
+                        f.path,
+                        dropped.join(", ")
                     ),
-                    "an agent may add checks to a plan; weakening one is a person's proposal",
+                    "an agent may add tasks and checks to a plan; dropping or rewriting a check, or widening a task's claims, is a person's proposal",
                 );
             }
         } else if let Some(keys) =

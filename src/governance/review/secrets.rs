@@ -713,8 +713,13 @@ pub fn check(reviewer: &str, change: &ChangeView) -> Vec<Finding> {
                 });
                 let shaped = found.is_none().then(|| shapes::find(line)).flatten();
                 if let Some((what, secret)) = shaped {
+                    // Documentation shows example tokens (jwt.io's, RFC 7617's): asked about.
                     push(
-                        Severity::Blocking,
+                        if prose {
+                            Severity::Major
+                        } else {
+                            Severity::Blocking
+                        },
                         *n,
                         format!("{what} ({}) at line {n}", preview(secret)),
                         remove,
@@ -1084,6 +1089,21 @@ mod tests {
             },
             case("a JSON Web Token", "tests/fixtures.py", None, &format!("AUTH_HEADER = 'Bearer ey{}{}.{}.{}'\n", "J", noise(&alnum(), 20, 38), noise(&alnum(), 30, 35), noise(&alnum(), 40, 36)), &[B], "JSON Web Token"),
             case("HTTP Basic credentials", "tools/x.py", None, &format!("headers = {{'Authorization': 'Basic {}'}}\n", b64(format!("deploy:{}", noise(&alnum(), 12, 37)).as_bytes())), &[B], "Basic"),
+            Case {
+                secret: noise(&alnum(), 14, 40),
+                ..case("a URL password percent-encoded", ".env", None, &format!("DATABASE_URL=postgres://app:%4B{}@db.internal/app\n", noise(&alnum(), 14, 40)), &[B], "password")
+            },
+            Case {
+                secret: noise(&alnum(), 20, 41),
+                ..case("a password in a URL's query", "config/app.properties", None, &format!("spring.datasource.url=jdbc:postgresql://db/app?user=app&password={}\n", noise(&alnum(), 20, 41)), &[B], "password")
+            },
+            case("HTTP Basic credentials, scheme in lower case", "tools/y.py", None, &format!("h = {{'Authorization': 'basic {}'}}\n", b64(format!("deploy:{}", noise(&alnum(), 12, 42)).as_bytes())), &[B], "Basic"),
+            Case {
+                secret: noise(&alnum(), 24, 43),
+                ..case("a YAML value after a tag", "config/app.yml", None, &format!("  api_key: !!str {}\n", noise(&alnum(), 24, 43)), &[B], "credential's name")
+            },
+            case("a JSON Web Token in the documentation", "docs/auth.md", None, &format!("Send `Authorization: Bearer ey{}{}.{}.{}`.\n", "J", noise(&alnum(), 20, 44), noise(&alnum(), 30, 45), noise(&alnum(), 40, 46)), &[M], "JSON Web Token"),
+            case("a test database on the machine", "tests/conftest.py", None, "DB = 'postgres://test:test1234@localhost:5432/app'\n", &[], ""),
             case("a URL whose password is a variable", ".env", None, "DATABASE_URL=postgres://app:${DB_PASSWORD}@db/app\n", &[], ""),
             case("a placeholder password in YAML", "config/app.yml", None, "  password: changeme\n", &[], ""),
             case("a token's lifetime", "config/app.ini", None, "token_ttl = 3600\n", &[], ""),

@@ -183,31 +183,71 @@ const KEYED: &[Keyed] = &[
     },
 ];
 
-/// The contract checks of a plan under `plans/` at base that its text at head no longer runs
-/// (changed, removed, or gone with a renamed task), in order: each decides whether a swarm
-/// attempt passes, so an agent may add checks but not take one away. `None` for a path that is
-/// not a plan.
+/// A plan task's contract checks and claims.
+type Contract = (Vec<String>, Vec<String>);
+
+/// What an agent's change takes away from a plan's contracts (a plan is any TOML file with a
+/// `[plan]` table and `[[task]]`s, wherever it lives: `atelier run` takes any path): each check
+/// a task ran at base that the same task (by id) no longer runs, changed, removed, or gone with
+/// the task or its renaming; and each path a task's claims gain (what its workers may write
+/// next, the files that judge them among them). Each contract check decides whether a swarm
+/// attempt passes, so an agent may add checks, not take one away. `None` when neither side is
+/// a plan.
 pub fn plan_checks_dropped(
     path: &str,
     base: Option<&str>,
     head: Option<&str>,
 ) -> Option<Vec<String>> {
-    if !(path.starts_with("plans/") && path.ends_with(".toml")) {
+    if !path.ends_with(".toml") {
         return None;
     }
-    let checks = |text: Option<&str>| -> Vec<String> {
-        commands(None, &[(path.to_string(), text.unwrap_or("").to_string())])
-            .into_iter()
-            .map(|(_, c, _)| c)
-            .collect()
+    let tasks = |text: Option<&str>| -> Option<BTreeMap<String, Contract>> {
+        let t = text?.parse::<toml::Table>().ok()?;
+        t.get("plan")?.as_table()?;
+        let strings = |v: Option<&toml::Value>| -> Vec<String> {
+            v.and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.as_str().map(str::to_string))
+                .collect()
+        };
+        let list = t.get("task").and_then(|v| v.as_array());
+        Some(
+            list.into_iter()
+                .flatten()
+                .map(|task| {
+                    let id = task.get("id").and_then(|v| v.as_str()).unwrap_or("?");
+                    let checks = strings(task.get("contract").and_then(|c| c.get("checks")));
+                    (id.to_string(), (checks, strings(task.get("files"))))
+                })
+                .collect(),
+        )
     };
-    let now = checks(head);
-    Some(
-        checks(base)
-            .into_iter()
-            .filter(|c| !now.contains(c))
-            .collect(),
-    )
+    let was = tasks(base);
+    let now = tasks(head);
+    if was.is_none() && now.is_none() {
+        // Neither side is a plan; a plan's path whose head no longer parses still drops all.
+        let plan_path = path.starts_with("plans/") && base.is_some();
+        if !plan_path {
+            return None;
+        }
+    }
+    let was = was.unwrap_or_default();
+    let now = now.unwrap_or_default();
+    let mut out = Vec::new();
+    for (id, (checks, files)) in &was {
+        let (kept, claims) = now
+            .get(id)
+            .map(|(c, f)| (c.as_slice(), f.as_slice()))
+            .unwrap_or((&[], &[]));
+        for c in checks.iter().filter(|c| !kept.contains(c)) {
+            out.push(format!("task {id}'s check `{c}`"));
+        }
+        for f in claims.iter().filter(|f| !files.contains(f)) {
+            out.push(format!("task {id}'s new claim `{f}`"));
+        }
+    }
+    Some(out)
 }
 
 /// Whether `path` is a file [`keyed_changes`] reads key by key (whole-file rules leave it alone).
@@ -596,7 +636,15 @@ pub fn derive(commands: &[(String, String, Reach)], lookup: Lookup) -> Vec<Judge
             }
             let judges = match item.reach {
                 Reach::Step => role != Role::Named,
-                Reach::Check => role == Role::Run,
+                // A recipe (`make check`'s Makefile, a justfile, a Taskfile) is what the check
+                // runs, not configuration beside it.
+                Reach::Check => {
+                    role == Role::Run
+                        || is_recipe(&path)
+                        || path.ends_with("Taskfile.yml")
+                        || path.ends_with("Taskfile.yaml")
+                        || path.ends_with("Makefile.toml")
+                }
             };
             if !judges || is_keyed(&path) {
                 continue;
@@ -1445,23 +1493,68 @@ mod tests {
 
     #[test]
     fn a_plan_may_gain_checks_but_not_lose_one() {
-        let plan = |id: &str, checks: &str| {
-            format!("[plan]\nid = \"p\"\ntitle = \"P\"\n\n[[task]]\nid = \"{id}\"\ntitle = \"T\"\nrole = \"coder\"\ngoal = \"g\"\n[task.contract]\nchecks = [{checks}]\n")
+        let plan = |tasks: &[(&str, &str, &str)]| {
+            let mut t = "[plan]\nid = \"p\"\ntitle = \"P\"\n".to_string();
+            for (id, checks, files) in tasks {
+                t.push_str(&format!("\n[[task]]\nid = \"{id}\"\ntitle = \"T\"\nrole = \"coder\"\ngoal = \"g\"\nfiles = [{files}]\n[task.contract]\nchecks = [{checks}]\n"));
+            }
+            t
         };
-        let base = plan("T", "\"cargo test\", \"sh ci.sh\"");
-        // (head, the checks dropped)
+        let both = "\"cargo test -q retry\"";
+        let base = plan(&[
+            ("A", &format!("{both}, \"sh ci.sh\""), "\"src/a.rs\""),
+            ("B", both, "\"src/b.rs\""),
+        ]);
+        // (head, what it takes away)
         let cases: Vec<(String, Vec<&str>)> = vec![
             (
-                plan("T", "\"cargo test\", \"sh ci.sh\", \"cargo clippy\""),
+                plan(&[
+                    (
+                        "A",
+                        &format!("{both}, \"sh ci.sh\", \"cargo clippy\""),
+                        "\"src/a.rs\"",
+                    ),
+                    ("B", both, "\"src/b.rs\""),
+                    ("C", "\"true\"", "\"src/c.rs\""),
+                ]),
                 vec![],
             ),
-            (plan("T", "\"cargo test\""), vec!["sh ci.sh"]),
             (
-                plan("T", "\"cargo test || true\", \"sh ci.sh\""),
-                vec!["cargo test"],
+                plan(&[
+                    ("A", "\"sh ci.sh\"", "\"src/a.rs\""),
+                    ("B", both, "\"src/b.rs\""),
+                ]),
+                vec!["task A's check `cargo test -q retry`"],
             ),
-            (plan("T2", "\"true\""), vec!["cargo test", "sh ci.sh"]),
-            ("not toml [".to_string(), vec!["cargo test", "sh ci.sh"]),
+            (
+                plan(&[
+                    (
+                        "A",
+                        &format!("{both}, \"sh ci.sh\""),
+                        "\"src/a.rs\", \"tests/**\"",
+                    ),
+                    ("B", both, "\"src/b.rs\""),
+                ]),
+                vec!["task A's new claim `tests/**`"],
+            ),
+            (
+                plan(&[
+                    ("A2", &format!("{both}, \"sh ci.sh\""), "\"src/a.rs\""),
+                    ("B", both, "\"src/b.rs\""),
+                ]),
+                vec![
+                    "task A's check `cargo test -q retry`",
+                    "task A's check `sh ci.sh`",
+                ],
+            ),
+            (
+                "not toml [".to_string(),
+                vec![
+                    "task A's check `cargo test -q retry`",
+                    "task A's check `sh ci.sh`",
+                    "task B's check `cargo test -q retry`",
+                ],
+            ),
         ];
         for (head, want) in cases {
             let got =
@@ -1469,9 +1562,26 @@ mod tests {
             assert_eq!(got, want, "{head}");
         }
         assert_eq!(
+            plan_checks_dropped(
+                "ops/q.toml",
+                Some(&base),
+                Some("[plan]\nid = \"p\"\ntitle = \"P\"\n")
+            )
+            .map(|v| v.len()),
+            Some(3)
+        );
+        assert_eq!(
             plan_checks_dropped("plans/p.toml", None, Some(&base)),
             Some(vec![])
         );
-        assert_eq!(plan_checks_dropped("docs/p.toml", Some(&base), None), None);
+        assert_eq!(
+            plan_checks_dropped(
+                "Cargo.toml",
+                Some("[package]\n"),
+                Some("[package]\nname = \"x\"\n")
+            ),
+            None
+        );
+        assert_eq!(plan_checks_dropped("docs/p.md", Some(&base), None), None);
     }
 }

@@ -16,6 +16,7 @@ use std::time::Duration;
 use git2::Oid;
 use tokio::sync::mpsc;
 
+use super::checks;
 use super::limits::{millis, Limits};
 use super::{run_dir, Conductor, Flight, WORKER_TEMPLATE};
 use crate::agent::{self, process};
@@ -26,9 +27,6 @@ use crate::swarm::live::Board;
 use crate::swarm::memory;
 use crate::swarm::plan::{compile_glob, Task};
 use crate::workflow::error::Result;
-
-/// How long one contract check may run.
-const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A task key as it appears in worktree and branch names: ASCII letters and digits, `-` for
 /// anything else.
@@ -549,17 +547,39 @@ async fn run_attempt(
     if let Some(failed) = outside_claims(&job.task, &changed) {
         return failed;
     }
-    if let Some(failed) = gauntlet(&job, limits, &tx).await {
-        return failed;
+    // The steps and checks judge the tree the worker left, on a clean checkout of it: what the
+    // worktree holds besides (ignored files, bytecode, a build of other code, back-dated
+    // files a build tool takes for fresh) is not theirs to read.
+    let checking = checks::Job {
+        task: &job.task,
+        attempt: job.attempt,
+        common: &job.common,
+        worktree: &job.worktree,
+        run_dir: &job.run_dir,
+        env: job.env(),
+    };
+    let checkout = match checks::Checkout::new(&checking, tree) {
+        Ok(c) => c,
+        Err(e) => {
+            return AttemptResult::Failed {
+                reason: format!("checking out the worker's tree for the checks: {e}"),
+                digest: vec![format!("[worktree] {e}")],
+            }
+        }
+    };
+    if let Some(checks::Failed { reason, digest }) =
+        checks::gauntlet(&checking, checkout.path(), limits, &tx).await
+    {
+        return AttemptResult::Failed { reason, digest };
     }
     // What passed must be what is committed: a check that writes files, or a process the
     // worker left behind (only where it runs uncontained), would otherwise slip unchecked
     // content in. Files the repository ignores are no change.
-    match snapshot(&job).await {
+    match snapshot_of(&job, checkout.path()).await {
         Ok((after, _, _)) if after == tree => AttemptResult::Passed { tree },
         Ok((after, _, _)) => written_by_checks(&job, tree, after, limits),
         Err(e) => AttemptResult::Failed {
-            reason: format!("reading the worktree: {e}"),
+            reason: format!("reading the checks' checkout: {e}"),
             digest: Vec::new(),
         },
     }
@@ -592,7 +612,7 @@ fn written_by_checks(job: &AttemptJob, tree: Oid, after: Oid, limits: &Limits) -
     };
     AttemptResult::Failed {
         reason: format!(
-            "{ran} wrote {paths} in the worktree after the worker exited{or_left}; a check must leave the worktree as it found it: have it write elsewhere ($TMPDIR), or have the repository ignore those files (.gitignore)"
+            "{ran} wrote {paths} in the checkout of the worker's tree they ran in{or_left}; a check must leave the tree as it found it: have it write elsewhere ($TMPDIR), or have the repository ignore those files (.gitignore)"
         ),
         digest: vec![format!(
             "[checks] after your work, {ran} wrote {paths}; the attempt failed for that, not for your change, unless your code writes them when it runs"
@@ -614,7 +634,15 @@ fn shown_paths(paths: &[String]) -> String {
 async fn snapshot(
     job: &AttemptJob,
 ) -> std::result::Result<(Oid, Vec<String>, Vec<String>), String> {
-    let (common, root, at) = (job.common.clone(), job.worktree.clone(), job.at);
+    snapshot_of(job, &job.worktree).await
+}
+
+/// [`snapshot`] of the files under `root` (the worktree, or the checks' checkout).
+async fn snapshot_of(
+    job: &AttemptJob,
+    root: &Path,
+) -> std::result::Result<(Oid, Vec<String>, Vec<String>), String> {
+    let (common, root, at) = (job.common.clone(), root.to_path_buf(), job.at);
     let taken = move || {
         let (tree, changed) = git::snapshot(&common, &root, at)?;
         let repo = git2::Repository::open(&common)?;
@@ -643,89 +671,6 @@ fn outside_claims(task: &Task, changed: &[String]) -> Option<AttemptResult> {
             task.files.join(", ")
         )],
     })
-}
-
-/// Runs the gauntlet's steps, then the task's contract checks, in the worktree, each contained
-/// by the gauntlet's grants; the first that does not pass fails the attempt.
-async fn gauntlet(
-    job: &AttemptJob,
-    limits: &Limits,
-    tx: &mpsc::UnboundedSender<RunEvent>,
-) -> Option<AttemptResult> {
-    let mut env = job.env();
-    // The checks read no Python bytecode: a `.pyc` a worker left in an ignored `__pycache__/`,
-    // compiled from other code with the source's size and time, would run in place of the
-    // source. Python looks for bytecode under this prefix only, and nothing can exist there.
-    // (The worker itself keeps reading its tools' bytecode: an agent CLI starts at its speed.)
-    env.push((
-        "PYTHONPYCACHEPREFIX".into(),
-        "/dev/null/atelier-reads-no-bytecode".into(),
-    ));
-    if let Some(dir) = &limits.target_dir {
-        env.push(("CARGO_TARGET_DIR".into(), dir.display().to_string()));
-    }
-    let checks = job
-        .task
-        .contract
-        .checks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("check {}", i + 1), c.clone(), CHECK_TIMEOUT));
-    for (name, run, timeout) in limits.steps.iter().cloned().chain(checks) {
-        let step = process::Spawn {
-            lines: None,
-            program: "sh".into(),
-            args: vec!["-c".into(), run.clone()],
-            cwd: job.worktree.clone(),
-            env: process::scrubbed_env(&[], &env),
-            stdin: Vec::new(),
-            timeout,
-            silence: None,
-            max_output: limits.max_output,
-            sandbox: limits.step_sandbox(&job.worktree, &job.common),
-        };
-        let o = match process::run(&step, |_| {}).await {
-            Ok(o) => o,
-            Err(e) => {
-                return Some(AttemptResult::Failed {
-                    reason: format!("step {name} could not start: {e}"),
-                    digest: Vec::new(),
-                })
-            }
-        };
-        let _ = tx.send(RunEvent::StepFinished {
-            task: job.task.key.clone(),
-            attempt: job.attempt,
-            step: name.clone(),
-            passed: o.success(),
-            secs: o.elapsed.as_secs(),
-            ms: Some(millis(o.elapsed)),
-        });
-        if !o.success() {
-            return Some(step_failure(&name, &run, timeout, &o));
-        }
-    }
-    None
-}
-
-/// The failure of a gauntlet step or check that did not pass: how it ended, then its output's
-/// digest.
-fn step_failure(name: &str, run: &str, timeout: Duration, o: &process::Outcome) -> AttemptResult {
-    let why = if o.timed_out {
-        format!("timed out after {}s", timeout.as_secs())
-    } else {
-        format!(
-            "exited with {}",
-            o.code.map_or("a signal".into(), |c| c.to_string())
-        )
-    };
-    let mut digest = memory::digest(name, &o.output);
-    digest.insert(0, format!("[{name}] `{run}` {why}"));
-    digest.truncate(memory::MAX_BLOCKS);
-    AttemptResult::Failed {
-        reason: format!("step {name} (`{run}`) {why}"),
-        digest,
-    }
 }
 
 /// Files of the task's claims and reads that exist in the worktree, for the prompt's context.
@@ -1064,32 +1009,5 @@ mod tests {
             "",
         ));
         assert_eq!(reason, "the worker exited with 3");
-    }
-
-    #[test]
-    fn a_failed_step_says_how_it_ended_first() {
-        let o = process::Outcome {
-            code: Some(101),
-            output: "error[E0308]: mismatched types\n --> src/a.rs:1:1\n".into(),
-            ..Default::default()
-        };
-        let AttemptResult::Failed { reason, digest } =
-            step_failure("build", "cargo build", Duration::from_secs(300), &o)
-        else {
-            panic!("a failed step fails the attempt");
-        };
-        assert_eq!(reason, "step build (`cargo build`) exited with 101");
-        assert_eq!(digest[0], "[build] `cargo build` exited with 101");
-        assert!(digest.len() <= memory::MAX_BLOCKS);
-        let late = process::Outcome {
-            timed_out: true,
-            ..Default::default()
-        };
-        let AttemptResult::Failed { reason, .. } =
-            step_failure("check 1", "sleep 9", Duration::from_secs(2), &late)
-        else {
-            panic!("a timed-out step fails the attempt");
-        };
-        assert_eq!(reason, "step check 1 (`sleep 9`) timed out after 2s");
     }
 }

@@ -22,6 +22,7 @@
 
 mod attempt;
 pub mod budget;
+mod checks;
 mod cleanup;
 mod control;
 mod integrate;

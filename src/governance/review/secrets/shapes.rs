@@ -17,17 +17,56 @@ pub(super) fn find(line: &str) -> Option<(&'static str, &str)> {
         })
 }
 
-/// Values that stand for a credential rather than being one.
+/// Values that stand for a credential rather than being one: a whole reference (`${DB_PASS}`,
+/// `$DB_PASS`, `<password>`, `{{ pass }}`, `%(pass)s`, `%PASS%`), a mask (`****`, `xxxx`), or a
+/// word that says so. A value that merely starts with `$` or `%` may be a password.
 fn placeholder(v: &str) -> bool {
     let l = v.to_ascii_lowercase();
     let words = [
         "password", "passwd", "pass", "secret", "changeme", "example", "user", "token",
     ];
+    let ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let wrapped = |open: &str, close: &str| {
+        v.starts_with(open) && v.ends_with(close) && v.len() > open.len() + close.len()
+    };
     v.is_empty()
-        || v.starts_with(['$', '<', '{', '%', '*'])
+        || v.strip_prefix('$').is_some_and(ident)
+        || wrapped("${", "}")
+        || (v.starts_with('{') && v.ends_with('}'))
+        || wrapped("<", ">")
+        || wrapped("{{", "}}")
+        || wrapped("%(", ")s")
+        || (wrapped("%", "%") && ident(&v[1..v.len() - 1]))
+        || v.chars().all(|c| matches!(c, '*' | 'x' | 'X' | '.'))
         || words.contains(&l.as_str())
         || l.starts_with("xxx")
         || l.starts_with("your")
+}
+
+/// `%XX` escapes decoded (a URL's userinfo is percent-encoded), as far as they are valid.
+fn percent_decoded(v: &str) -> String {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Hosts on the machine itself, where a test's database listens with a throwaway password.
+fn local_host(host: &str) -> bool {
+    let h = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    matches!(h, "localhost" | "127.0.0.1" | "[::1]" | "0.0.0.0" | "::1")
 }
 
 /// The password of a `scheme://user:password@host` URL on the line.
@@ -40,11 +79,35 @@ fn url_password(line: &str) -> Option<&str> {
             })
             .unwrap_or(rest.len());
         let authority = &rest[..end];
-        let Some((userinfo, _)) = authority.rsplit_once('@') else {
-            continue;
+        let query = rest[end..].split(['?', '&']).skip(1).find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            let v = v.split(['&', '#', '"', '\'', ' ', '\\']).next().unwrap_or(v);
+            matches!(
+                k.to_ascii_lowercase().as_str(),
+                "password"
+                    | "pwd"
+                    | "pass"
+                    | "passwd"
+                    | "token"
+                    | "secret"
+                    | "apikey"
+                    | "api_key"
+                    | "access_token"
+            )
+            .then_some(v)
+        });
+        let (host, userinfo) = match authority.rsplit_once('@') {
+            Some((userinfo, host)) => (host, Some(userinfo)),
+            None => (authority, None),
         };
-        if let Some((_, password)) = userinfo.split_once(':') {
-            if password.len() >= 4 && !placeholder(password) {
+        let password = userinfo
+            .and_then(|u| u.split_once(':'))
+            .map(|(_, p)| p)
+            .or(query);
+        if let Some(password) = password {
+            let plain = percent_decoded(password);
+            let weighty = !local_host(host) || random_looking(&plain, 12);
+            if plain.len() >= 4 && !placeholder(&plain) && weighty {
                 return Some(password);
             }
         }
@@ -78,7 +141,8 @@ fn jwt(line: &str) -> Option<&str> {
 /// `Basic <base64 of user:password>`.
 fn basic(line: &str) -> Option<&str> {
     use base64::Engine;
-    for (at, _) in line.match_indices("Basic ") {
+    let lower = line.to_ascii_lowercase();
+    for (at, _) in lower.match_indices("basic ") {
         let rest = &line[at + 6..];
         let len = rest
             .find(|c: char| !(c.is_ascii_alphanumeric() || "+/=".contains(c)))
@@ -118,6 +182,15 @@ fn named_value(line: &str) -> Option<&str> {
     }
     let value = t[sep + 1..].trim_start_matches(['=', ' ', '\t']);
     let value = value.split(" #").next().unwrap_or(value).trim();
+    // YAML's tags and anchors before a value (`!!str …`, `&key …`) are not part of it.
+    let mut value = value;
+    while let Some(rest) = value
+        .strip_prefix('!')
+        .or_else(|| value.strip_prefix('&'))
+        .and_then(|r| r.split_once(' ').map(|(_, v)| v.trim_start()))
+    {
+        value = rest;
+    }
     let value = value
         .trim_end_matches([',', ';'])
         .trim_matches(['"', '\'', '`']);

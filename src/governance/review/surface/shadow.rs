@@ -22,6 +22,15 @@ pub const RUNNER_MODULES: &[&str] = &[
     "pytest_cov",
     "xdist",
     "iniconfig",
+    // What pytest imports on start: its dependencies and the plugins it loads by entry point.
+    "packaging",
+    "py",
+    "typing_extensions",
+    "exceptiongroup",
+    "tomli",
+    "pygments",
+    "colorama",
+    "anyio",
 ];
 
 /// The extensions a JavaScript resolver (Node's, a bundler's, a TypeScript runner's) tries.
@@ -61,9 +70,14 @@ fn python(path: &str, exists: &dyn Fn(&str) -> bool) -> Option<String> {
         ));
     }
     // A folder that is not a package is a `sys.path` entry when Python runs there (the
-    // working directory, the test folders pytest inserts), so its `signal.py` is `signal`.
+    // working directory, the test folders pytest inserts), so its `signal.py` is `signal`; and
+    // a test folder is one whatever it holds (`unittest discover -s tests` puts it first, and
+    // so does running a script in it).
     let package = !dir.is_empty() && exists(&format!("{dir}/__init__.py"));
-    if !package && super::stdlib::STDLIB_MODULES.binary_search(&name).is_ok() {
+    let test_folder = dir.split('/').any(|c| c == "tests" || c == "test");
+    let stdlib = super::stdlib::STDLIB_MODULES.binary_search(&name).is_ok()
+        || super::stdlib::NEWER.contains(&name);
+    if (!package || test_folder) && stdlib {
         return Some(format!(
             "a new module named like the standard library's `{name}`, which Python imports in its place from a folder on its path, for the test runner too"
         ));
@@ -139,6 +153,9 @@ mod tests {
             ("difflib/__init__.py", true),
             ("src/app/signal.py", false),
             ("src/app/types.py", false),
+            ("tests/json.py", true),
+            ("_colorize.py", true),
+            ("packaging.py", true),
             // New names shadow nothing.
             ("tests/helpers_more.py", false),
             ("tests/util/__init__.py", false),

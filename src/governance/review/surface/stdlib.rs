@@ -311,3 +311,25 @@ pub const STDLIB_MODULES: &[&str] = &[
     "zlib",
     "zoneinfo",
 ];
+
+/// Modules later versions added (3.12 to 3.14), which a runner on those versions imports.
+pub const NEWER: &[&str] = &[
+    "_colorize",
+    "annotationlib",
+    "compression",
+    "_pyrepl",
+    "_pydatetime",
+    "_pylong",
+    "_suggestions",
+    "_opcode_metadata",
+    "_interpreters",
+    "_interpqueues",
+    "_interpchannels",
+    "_zstd",
+    "_ios_support",
+    "_android_support",
+    "_apple_support",
+    "_wmi",
+    "_sysconfig",
+    "_types",
+];

@@ -536,6 +536,27 @@ pub(super) enum Block {
     Loop,
 }
 
+/// Whether a Rust block opener is a macro's invocation (`suite! {`, `m::wrap! {`), not a
+/// definition (`macro_rules! m {`).
+fn macro_invocation(raw: &str) -> bool {
+    let code = code_of(Lang::Rust, raw);
+    let t: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some(bang) = t
+        .find("!{")
+        .or_else(|| t.find("!("))
+        .or_else(|| t.find("!["))
+    else {
+        return false;
+    };
+    let before = &t[..bang];
+    let name: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    !name.is_empty() && !before.ends_with("macro_rules")
+}
+
 pub(super) fn block(lang: Lang, raw: &str) -> Block {
     let code = code_of(lang, raw);
     let t = code.trim();
@@ -861,7 +882,10 @@ pub(super) fn enclosed_tests(
                     return disabled;
                 }
             }
-            block(lang, &opener_raw(lang, &h_lines, *o)) != Block::Plain
+            let raw = opener_raw(lang, &h_lines, *o);
+            // A macro around existing tests can expand to anything: nothing, the tests under
+            // `#[cfg(any())]`, the tests inside a function (`suite! { #[test] fn … }`).
+            (lang == Lang::Rust && macro_invocation(&raw)) || block(lang, &raw) != Block::Plain
         });
         if let Some(o) = new {
             out.push((

@@ -232,7 +232,7 @@ pub(super) fn escape(lang: Lang, line: &str, place: Place) -> Option<String> {
     match lang {
         Lang::Rust => rust_escape(&code, &t, place),
         Lang::Python => python_escape(&code, &t, place),
-        Lang::Js => js_escape(&t, place),
+        Lang::Js => js_escape(line, &t, place),
     }
 }
 
@@ -255,7 +255,14 @@ fn rust_escape(code: &str, t: &str, place: Place) -> Option<String> {
             return Some(format!("names `{n}`, which ends the test process"));
         }
         // `Command::new("true").exec()` (`CommandExt`): the test process becomes another.
-        if t.contains(".exec()") || t.contains("CommandExt") {
+        let path_exec = t
+            .match_indices("::exec")
+            .any(|(i, _)| !t[i + 7..].starts_with(|c: char| is_ident(c)));
+        if t.contains(".exec()")
+            || t.contains("CommandExt")
+            || t.contains("unix::prelude")
+            || path_exec
+        {
             return Some(
                 "replaces the process with `CommandExt::exec`, which ends the test process"
                     .to_string(),
@@ -390,7 +397,97 @@ fn python_escape(code: &str, t: &str, place: Place) -> Option<String> {
     None
 }
 
-fn js_escape(t: &str, place: Place) -> Option<String> {
+/// Members of Node's `process` that read or report and never end it: `process` used any other
+/// way in an agent's code (another member, handed on, renamed, taken apart) may reach an exit.
+const PROCESS_READS: &[&str] = &[
+    "env",
+    "argv",
+    "argv0",
+    "execArgv",
+    "execPath",
+    "cwd",
+    "platform",
+    "arch",
+    "version",
+    "versions",
+    "release",
+    "pid",
+    "ppid",
+    "title",
+    "hrtime",
+    "uptime",
+    "memoryUsage",
+    "cpuUsage",
+    "resourceUsage",
+    "nextTick",
+    "stdout",
+    "stderr",
+    "stdin",
+    "on",
+    "once",
+    "off",
+    "emitWarning",
+    "exitCode",
+    "features",
+    "config",
+    "umask",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
+];
+
+/// The first use of Node's `process` in `t` (white space removed) other than reading one of
+/// [`PROCESS_READS`] or a literal key: its words.
+fn process_used(t: &str) -> Option<String> {
+    for (i, _) in t.match_indices("process") {
+        let before = &t[..i];
+        let after = &t[i + "process".len()..];
+        if after.starts_with(|c: char| is_ident(c) || c == '$') {
+            continue;
+        }
+        if before.ends_with(|c: char| is_ident(c) || c == '$') {
+            continue;
+        }
+        // `x.process` is another object's, unless `x` is the global object.
+        if before.ends_with('.') {
+            let global = ["globalThis.", "global.", "window.", "self."]
+                .iter()
+                .any(|g| {
+                    before.ends_with(g)
+                        && !before[..before.len() - g.len()]
+                            .ends_with(|c: char| is_ident(c) || c == '.')
+                });
+            if !global {
+                continue;
+            }
+        }
+        let member = after
+            .strip_prefix("?.")
+            .or_else(|| after.strip_prefix('.'))
+            .map(|m| {
+                m.chars()
+                    .take_while(|c| is_ident(*c) || *c == '$')
+                    .collect::<String>()
+            });
+        match member {
+            Some(m) if PROCESS_READS.contains(&m.as_str()) => continue,
+            Some(m) => {
+                return Some(format!(
+                    "uses `process.{m}`, which may end the test process"
+                ))
+            }
+            None if after.starts_with("['']") || after.starts_with("[\"\"]") => continue,
+            None if after.starts_with('[') => {
+                return Some("`process[…]` with a computed key".to_string())
+            }
+            None => return Some("takes `process` apart, renames it or hands it on".to_string()),
+        }
+    }
+    None
+}
+
+fn js_escape(line: &str, t: &str, place: Place) -> Option<String> {
     let exits = place != Place::Entry;
     if exits {
         for p in [
@@ -409,16 +506,26 @@ fn js_escape(t: &str, place: Place) -> Option<String> {
             }
         }
     }
-    // `const { exit } = process;`, `const p = process;`, `Reflect.get(process, …)`: the
-    // process under another name, in a helper the tests import as much as in a test.
-    let renamed = t.contains("}=process")
-        || t.contains("=process;")
-        || t.ends_with("=process")
-        || t.contains("=process,")
-        || t.contains("(process)")
-        || t.contains("(process,");
-    if exits && renamed {
-        return Some("takes `process` apart, renames it or hands it on".to_string());
+    // `const { exit } = process;`, `{ p: process }`, `globalThis.process?.exit`,
+    // `Reflect.get(process, …)`: the process under another name or by another member, in a
+    // helper the tests import as much as in a test; and the module itself imported.
+    if exits {
+        if let Some(what) = process_used(t) {
+            return Some(what);
+        }
+        let module = [
+            "'process'",
+            "\"process\"",
+            "'node:process'",
+            "\"node:process\"",
+        ]
+        .iter()
+        .any(|m| line.contains(m));
+        if module && (line.contains("require") || line.contains("import")) {
+            return Some(
+                "imports the `process` module, whose exit ends the test process".to_string(),
+            );
+        }
     }
     if place != Place::Test {
         return None;
@@ -702,6 +809,14 @@ mod tests {
                 Code,
                 true,
             ),
+            (Lang::Rust, "use std::os::unix::prelude::*;", Code, true),
+            (
+                Lang::Rust,
+                "    let run: fn(&mut Command) -> std::io::Error = Command::exec;",
+                Test,
+                true,
+            ),
+            (Lang::Rust, "    let rows = db::execute(q);", Code, false),
             (
                 Lang::Rust,
                 "    unsafe { core::arch::asm!(\"syscall\", in(\"rax\") 231, in(\"rdi\") 0) };",
@@ -724,6 +839,35 @@ mod tests {
             (Lang::Js, "const p = process; p.exit(0);", Code, true),
             (Lang::Js, "Reflect.get(process, name)(0);", Code, true),
             (Lang::Js, "const env = process.env;", Code, false),
+            (
+                Lang::Js,
+                "const o = { p: process }; o.p.exit(0);",
+                Code,
+                true,
+            ),
+            (Lang::Js, "globalThis.process.exit(0);", Code, true),
+            (Lang::Js, "[process][0].exit(0);", Code, true),
+            (Lang::Js, "process?.exit(0);", Code, true),
+            (
+                Lang::Js,
+                "const { exit } = require('node:process');",
+                Code,
+                true,
+            ),
+            (
+                Lang::Js,
+                "if (process.platform === 'win32') { sep = '\\\\'; }",
+                Code,
+                false,
+            ),
+            (
+                Lang::Js,
+                "if (typeof process !== 'undefined') {}",
+                Code,
+                false,
+            ),
+            (Lang::Js, "const job = queue.process(item);", Code, false),
+            (Lang::Js, "function processRows(rows) {}", Code, false),
             (Lang::Js, "process.reallyExit(0);", Test, true),
             (
                 Lang::Js,

@@ -143,9 +143,67 @@ fn collected_alike(lang: Lang, from: &str, to: &str) -> bool {
             Lang::Rust => !cargo_test_target(from) || cargo_test_target(to),
             Lang::Python | Lang::Js => {
                 folder(from) == folder(to)
-                    && (!collected_name(lang, from) || collected_name(lang, to))
+                    && runners(lang)
+                        .iter()
+                        .all(|collects| !collects(from) || collects(to))
             }
         }
+}
+
+/// The default collection of each runner of `lang` (which files it takes as test files): a
+/// test file an agent moves must stay collected by every runner that collected it, since the
+/// repository may use any of them.
+fn runners(lang: Lang) -> Vec<fn(&str) -> bool> {
+    match lang {
+        Lang::Python => vec![unittest_collects, pytest_collects],
+        Lang::Js => vec![node_collects, jest_collects],
+        Lang::Rust => Vec::new(),
+    }
+}
+
+/// `python -m unittest discover`'s default pattern, `test*.py`.
+fn unittest_collects(path: &str) -> bool {
+    let name = file_name(path);
+    name.starts_with("test") && name.ends_with(".py")
+}
+
+/// pytest's default `python_files`, `test_*.py` and `*_test.py`.
+fn pytest_collects(path: &str) -> bool {
+    let name = file_name(path);
+    (name.starts_with("test_") && name.ends_with(".py")) || name.ends_with("_test.py")
+}
+
+/// `node --test`'s default patterns: `*.test.{js,cjs,mjs}`, `*-test.*`, `*_test.*`, `test-*.*`,
+/// `test.*`, and any file under a `test/` folder.
+fn node_collects(path: &str) -> bool {
+    let name = file_name(path);
+    let Some((stem, ext)) = name.rsplit_once('.') else {
+        return false;
+    };
+    if !["js", "cjs", "mjs"].contains(&ext) {
+        return false;
+    }
+    stem.ends_with(".test")
+        || stem.ends_with("-test")
+        || stem.ends_with("_test")
+        || stem.starts_with("test-")
+        || stem == "test"
+        || path.split('/').rev().skip(1).any(|c| c == "test")
+}
+
+/// Jest's default `testMatch`: `*.test.*` and `*.spec.*` of JavaScript and TypeScript, and any
+/// such file under `__tests__/`.
+fn jest_collects(path: &str) -> bool {
+    let name = file_name(path);
+    let Some((stem, ext)) = name.rsplit_once('.') else {
+        return false;
+    };
+    if !["js", "jsx", "ts", "tsx", "mjs", "cjs"].contains(&ext) {
+        return false;
+    }
+    stem.ends_with(".test")
+        || stem.ends_with(".spec")
+        || path.split('/').rev().skip(1).any(|c| c == "__tests__")
 }
 
 /// Whether `lang`'s test runners read a file named like `path` at all (its extension).
@@ -166,32 +224,6 @@ fn cargo_test_target(path: &str) -> bool {
     match rest.split_once('/') {
         None => rest.ends_with(".rs"),
         Some((_, inner)) => inner == "main.rs",
-    }
-}
-
-/// Whether a Python or JavaScript runner's default collection takes `path` by its name (or, for
-/// node's and mocha's `test/` folder, by where it is).
-fn collected_name(lang: Lang, path: &str) -> bool {
-    let name = file_name(path);
-    match lang {
-        Lang::Python => {
-            (name.starts_with("test") && name.ends_with(".py")) || name.ends_with("_test.py")
-        }
-        Lang::Js => {
-            let stem = name.split('.').next().unwrap_or(name);
-            name.contains(".test.")
-                || name.contains(".spec.")
-                || stem == "test"
-                || stem.starts_with("test-")
-                || stem.ends_with("-test")
-                || stem.ends_with("_test")
-                || path
-                    .split('/')
-                    .rev()
-                    .skip(1)
-                    .any(|c| c == "test" || c == "__tests__")
-        }
-        Lang::Rust => true,
     }
 }
 
@@ -1422,6 +1454,12 @@ mod tests {
                 "xfail",
             ),
             (
+                "existing rust tests wrapped in a local macro",
+                one("tests/it.rs", "#[test]\nfn holds() {\n    assert!(f());\n}\n", "macro_rules! suite {\n    ($($i:item)*) => { const _: () = (); };\n}\n\nsuite! {\n#[test]\nfn holds() {\n    assert!(f());\n}\n}\n"),
+                1,
+                "suite!",
+            ),
+            (
                 "python decorator of the change's own on an existing test",
                 one("tests/test_x.py", "def test_a():\n    assert f()\n", "def fast(fn):\n    return lambda *a, **k: None\n\n@fast\ndef test_a():\n    assert f()\n"),
                 1,
@@ -1574,6 +1612,24 @@ mod tests {
                     fc("tests/cli/main.rs", None, Some("#[test]\nfn runs() {\n    assert!(true);\n}\n")),
                 ],
                 0,
+                "",
+            ),
+            (
+                "python test file renamed to a name only pytest collects",
+                vec![
+                    fc("tests/test_calc.py", Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n"), None),
+                    fc("tests/calc_test.py", None, Some("import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n")),
+                ],
+                1,
+                "",
+            ),
+            (
+                "javascript test file renamed to a name node --test does not collect",
+                vec![
+                    fc("test_calc/calc.test.js", Some("const test = require('node:test');\ntest('adds', () => { assert.equal(add(2, 3), 5); });\n"), None),
+                    fc("test_calc/calc.spec.js", None, Some("const test = require('node:test');\ntest('adds', () => { assert.equal(add(2, 3), 5); });\n")),
+                ],
+                1,
                 "",
             ),
             (
