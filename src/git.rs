@@ -234,6 +234,57 @@ pub fn merge_tree(
     Ok(Ok(index.write_tree_to(repo)?))
 }
 
+/// The newest commit on `from`'s first-parent history (`from` included) that `ledgered` names,
+/// if one is within the last 10 000: the last commit the gate vouches for.
+pub fn last_ledgered(
+    repo: &Repository,
+    from: Oid,
+    ledgered: &dyn Fn(&str) -> bool,
+) -> Result<Option<Oid>, GitError> {
+    let mut at = repo.find_commit(from)?;
+    for _ in 0..10_000 {
+        if ledgered(&at.id().to_string()) {
+            return Ok(Some(at.id()));
+        }
+        match at.parent(0) {
+            Ok(p) => at = p,
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// The policy a change on `base` is judged by, and the policy files commits outside the gate
+/// changed: when commits the gate did not merge (pushed straight to the branch) changed the
+/// policy since the last commit it vouches for (`ledgered`), that commit's policy files, and the
+/// paths that differ, which the change then counts as its own (a constitutional change, judged
+/// by the policy before them). Otherwise `base`'s own, and none.
+pub fn judging_policy(
+    repo: &Repository,
+    base: Oid,
+    ledgered: &dyn Fn(&str) -> bool,
+) -> Result<(PolicyFiles, Vec<String>), GitError> {
+    let base_files = policy_files(repo, &repo.find_commit(base)?.tree()?)?;
+    let Some(trusted) = last_ledgered(repo, base, ledgered)?.filter(|t| *t != base) else {
+        return Ok((base_files, Vec::new()));
+    };
+    let trusted_files = policy_files(repo, &repo.find_commit(trusted)?.tree()?)?;
+    let mut bypassed = Vec::new();
+    if trusted_files.governance != base_files.governance {
+        bypassed.push(GOVERNANCE_PATH.to_string());
+    }
+    if trusted_files.allowed_signers != base_files.allowed_signers {
+        bypassed.push(ALLOWED_SIGNERS_PATH.to_string());
+    }
+    if trusted_files.gate_key != base_files.gate_key {
+        bypassed.push(GATE_KEY_PATH.to_string());
+    }
+    if bypassed.is_empty() {
+        return Ok((base_files, bypassed));
+    }
+    Ok((trusted_files, bypassed))
+}
+
 /// How many merge bases `a` and `b` have (0 when they share no history). More than one is a
 /// criss-cross: merging uses a virtual base made of all of them, while a diff from any one of
 /// them (GitHub's, `git diff a...b`) can show a different change from the one that lands.

@@ -162,6 +162,16 @@ impl LedgerView {
         })
     }
 
+    /// The commits the gate vouches for on the protected branch: where it was adopted, and
+    /// each merge it recorded.
+    pub fn ledgered(&self, sha: &str) -> bool {
+        self.events.iter().any(|e| match e {
+            Event::Merged(m) => m.commit == sha,
+            Event::Adopted { commit, .. } => commit == sha,
+            _ => false,
+        })
+    }
+
     /// The next pull request number no `proposal-opened` entry has used.
     pub fn next_opened_number(&self) -> u64 {
         self.events

@@ -1051,6 +1051,69 @@ pub fn decide(input: &GateInput<'_>) -> Decision {
     }
 }
 
+/// [`decide`], and, when commits outside the gate (pushed straight to the branch) changed the
+/// policy files `bypassed` since the last commit the ledger vouches for, whose policy is
+/// `vouched`: the change must also meet that policy, counting those files as changes of its
+/// own (a constitutional change). A signer such a commit added counts for nothing there, and a
+/// veto or a revocation it removed still holds; a revocation it added holds under the base
+/// policy. A vouched policy that does not parse is passed over: a broken policy can only be
+/// repaired outside the gate, which audit reports.
+pub fn decide_vouched(
+    input: &GateInput<'_>,
+    vouched: &Result<Policy, PolicyError>,
+    bypassed: &[String],
+) -> Decision {
+    let mut d = decide(input);
+    // A base policy that does not parse halts every merge on its own.
+    if bypassed.is_empty() || vouched.is_err() || input.base_policy.is_err() {
+        return d;
+    }
+    let mut change = input.change.clone();
+    for p in bypassed {
+        if !change.changed_paths.contains(p) {
+            change.changed_paths.push(p.clone());
+        }
+    }
+    let before = GateInput {
+        change: &change,
+        base_policy: vouched,
+        ..input.clone()
+    };
+    let b = decide(&before);
+    // A token that counts only under the policy those commits wrote does not count.
+    for (t, under) in d.tokens.iter_mut().zip(&b.tokens) {
+        if t.counted && !under.counted {
+            *t = TokenReport {
+                detail: format!(
+                    "{} (under the policy before the commits outside the gate)",
+                    under.detail
+                ),
+                ..under.clone()
+            };
+        }
+    }
+    // Approvers count under both policies; a veto under either holds.
+    d.approvers.retain(|a| b.approvers.contains(a));
+    for v in &b.vetoes {
+        if !d.vetoes.contains(v) {
+            d.vetoes.push(v.clone());
+        }
+    }
+    d.vetoes.sort();
+    for r in b.requirements.into_iter().filter(|r| !r.met) {
+        d.requirements.push(Requirement {
+            summary: format!(
+                "under the policy before the commits outside the gate that changed {}: {}",
+                bypassed.join(", "),
+                r.summary
+            ),
+            ..r
+        });
+    }
+    d.allowed = d.allowed && b.allowed;
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

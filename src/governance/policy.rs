@@ -232,7 +232,7 @@ pub struct Policy {
 }
 
 /// The raw bytes of the three policy files at one commit (`None` = absent).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PolicyFiles {
     pub governance: Option<Vec<u8>>,
     pub allowed_signers: Option<Vec<u8>>,

@@ -744,6 +744,11 @@ pub fn evaluate_at(
             }),
         ),
     };
+    // Commits pushed straight to the branch that changed the policy do not change who judges:
+    // the change is judged by the policy of the last commit the gate vouches for, and counts
+    // the policy files they changed as its own (a constitutional change).
+    let (vouched_files, bypassed) = git::judging_policy(repo, base, &|sha| view.ledgered(sha))?;
+    let vouched = Policy::load(&vouched_files);
     let base_policy = Policy::load(&git::policy_files(repo, &base_tree)?);
     let digest = policy_digest(&git::digest_files(repo, &base_tree)?);
     let tokens = tokens_for(view, &pull);
@@ -786,16 +791,20 @@ pub fn evaluate_at(
             },
         },
     };
-    let decision = decision::decide(&GateInput {
-        change: &change,
-        base_policy: &base_policy,
-        new_policy: &new_policy,
-        tokens: &tokens,
-        ledger_roots: &ledger_roots,
-        panel: &panel,
-        evidence: &evidence,
-        now,
-    });
+    let decision = decision::decide_vouched(
+        &GateInput {
+            change: &change,
+            base_policy: &base_policy,
+            new_policy: &new_policy,
+            tokens: &tokens,
+            ledger_roots: &ledger_roots,
+            panel: &panel,
+            evidence: &evidence,
+            now,
+        },
+        &vouched,
+        &bypassed,
+    );
     Ok(Evaluation {
         pull,
         change,

@@ -569,3 +569,66 @@ fn merge_attributes_kept_only_in_the_clone_do_not_change_the_gate_s_merge() {
     assert!(env.read("README.md").contains("limit = 10\n"));
     assert!(!env.read("README.md").contains("limit = 99"));
 }
+
+/// Someone who can push to the protected branch but holds no listed key adds a signer of their
+/// own with a commit straight to the branch, then approves their own proposal with it: the gate
+/// judges by the policy of the last commit it vouches for, and counts the planted signer as a
+/// constitutional change of the proposal's, so neither that token nor a single approval merges
+/// it. The constitution quorum, told what the proposal carries, still can.
+#[test]
+fn a_signer_pushed_straight_to_the_branch_cannot_approve() {
+    let env = Env::new();
+    let first = env.propose_code();
+    env.approve(&first, "alice").ok();
+    env.atelier(&["merge", &first]).ok();
+    let line = env.keygen("mallory");
+    let signers = env.read("policies/allowed_signers") + &line + "\n";
+    env.write("policies/allowed_signers", &signers);
+    env.git(&[
+        "-c",
+        "user.name=Mallory",
+        "-c",
+        "user.email=mallory@example.org",
+        "commit",
+        "-q",
+        "-am",
+        "Add a reviewer",
+    ]);
+    let id = env.propose(&[("README.md", "# demo\n\nmallory was here\n")], "Readme");
+    let refused = env.approve(&id, "mallory").code(1);
+    assert!(
+        refused.stderr.contains("E_UNKNOWN_SIGNER"),
+        "{}",
+        refused.stderr
+    );
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 1, "{v:#}");
+    let unmet = unmet(&v);
+    assert!(
+        unmet.contains(&"E_CONSTITUTION_QUORUM".to_string()),
+        "{v:#}"
+    );
+    assert!(
+        v.to_string()
+            .contains("base policy rule `constitution` (touches policies/allowed_signers)"),
+        "{v:#}"
+    );
+    env.atelier(&["merge", &id]).code(1);
+    assert!(!env.read("README.md").contains("mallory"));
+    // A single listed approver is not the constitution's quorum either; both are.
+    env.approve(&id, "alice").ok();
+    assert_eq!(env.gate(&id).0, 1);
+    env.approve(&id, "bob").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!(code, 0, "{v:#}");
+    env.atelier(&["merge", &id]).ok();
+    // The audit replays the merge as the gate judged it.
+    let audit = env.atelier(&["audit", "verify", "--json"]).json();
+    let codes: Vec<&str> = audit["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["E_UNLEDGERED_COMMIT"], "{audit:#}");
+}

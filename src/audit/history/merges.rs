@@ -90,6 +90,12 @@ pub(super) struct MergeCheck {
     pub(super) change: Change,
     pub(super) base_policy: PolicyResult,
     pub(super) new_policy: PolicyResult,
+    /// The policy of the last commit the ledger vouches for before the base, and the policy
+    /// files commits outside the gate changed since (none in the usual case).
+    pub(super) vouched: (
+        std::result::Result<Policy, crate::governance::policy::PolicyError>,
+        Vec<String>,
+    ),
     pub(super) tokens: Vec<RawToken>,
     pub(super) panel: crate::governance::review::PanelInput,
     pub(super) evidence: crate::governance::decision::Evidence,
@@ -258,6 +264,11 @@ pub(super) fn examine_merge(
             .map(|(_, r)| r.clone())
     });
     let entries = git::changed_entries(repo, &base_tree, &tree)?;
+    // As the gate judges it: by the policy of the last commit the ledger vouches for, when
+    // commits pushed straight to the branch changed the policy before this merge's base.
+    let ledgered =
+        |sha: &str| index.merged.contains_key(sha) || index.adopted.as_deref() == Some(sha);
+    let (judging, bypassed) = git::judging_policy(repo, base_oid, &ledgered)?;
     let defs = cache.panel(repo, &base_tree)?;
     let files = crate::panel::files_of(repo, &entries)?;
     let panel = crate::panel::weigh(
@@ -282,6 +293,7 @@ pub(super) fn examine_merge(
             proposer: facts.and_then(|f| f.proposer.clone()),
         },
         base_policy: cache.policy(repo, &base_tree)?,
+        vouched: (Policy::load(&judging), bypassed),
         new_policy: cache.policy(repo, &tree)?,
         tokens,
         panel,
@@ -315,16 +327,20 @@ pub(super) fn check_merge(m: &MergeCheck, roots: &[Hash]) -> (Option<Finding>, u
             }
         }
     }
-    let d = decision::decide(&GateInput {
-        change: &m.change,
-        base_policy: &m.base_policy,
-        new_policy: &m.new_policy,
-        tokens: &m.tokens,
-        ledger_roots: &ledger_roots,
-        panel: &m.panel,
-        evidence: &m.evidence,
-        now: m.now,
-    });
+    let d = decision::decide_vouched(
+        &GateInput {
+            change: &m.change,
+            base_policy: &m.base_policy,
+            new_policy: &m.new_policy,
+            tokens: &m.tokens,
+            ledger_roots: &ledger_roots,
+            panel: &m.panel,
+            evidence: &m.evidence,
+            now: m.now,
+        },
+        &m.vouched.0,
+        &m.vouched.1,
+    );
     let sigs = d.tokens.iter().filter(|t| t.fingerprint.is_some()).count();
     // A listed signer's token that saw a longer or different ledger is a witness of a rollback.
     if let Some(r) = d.unmet().find(|r| r.code == Code::LedgerRollback) {
