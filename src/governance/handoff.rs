@@ -29,7 +29,7 @@ pub fn handed_off(path: &str) -> Option<&'static str> {
 fn forge_text(rest: &[&str]) -> bool {
     match rest {
         [] => true,
-        [one] => one.ends_with(".md"),
+        [one] => one.ends_with(".md") || *one == "funding.yml",
         [dir, ..] => matches!(
             *dir,
             "issue_template" | "discussion_template" | "pull_request_template"
@@ -51,7 +51,19 @@ fn short_name(name: &str) -> bool {
 /// `.GitAttributes`, `.envrc.` and `.git\u{200c}modules` are the files they spell there.
 fn normalised(name: &str) -> String {
     let kept: String = name.chars().filter(|c| !ignorable(*c)).collect();
-    kept.trim_end_matches(['.', ' ']).to_lowercase()
+    // What case folding (APFS, ext4's casefold) and NTFS's upcasing make of letters outside
+    // ASCII that `to_lowercase` leaves alone: `ruſt-toolchain.toml` is `rust-toolchain.toml`.
+    let folded: String = kept
+        .chars()
+        .map(|c| match c {
+            'ſ' => 's',
+            'ı' => 'i',
+            '\u{212A}' => 'k',
+            '\u{212B}' => 'å',
+            c => c,
+        })
+        .collect();
+    folded.trim_end_matches(['.', ' ']).to_lowercase()
 }
 
 /// Unicode's default-ignorable code points: an HFS+ volume drops them from a file name.
@@ -83,9 +95,20 @@ const DATA_DOT_NAMES: &[&str] = &[
     ".rustfmt.toml",
     ".clippy.toml",
     ".terraform.lock.hcl",
-    // Folders of data: changesets' notes, sqlx's recorded queries.
+    ".nojekyll",
+    ".htaccess",
+    ".clang-format",
+    ".clang-tidy",
+    ".flake8",
+    ".prettierrc.json",
+    ".prettierrc.yaml",
+    ".prettierrc.yml",
+    ".markdownlint.json",
+    ".yamllint",
+    // Folders of data: changesets' notes, sqlx's recorded queries, a site's well-known files.
     ".changeset",
     ".sqlx",
+    ".well-known",
 ];
 
 /// Why a normalised path component `name` (followed by `next`, if any; `file` when it is the
@@ -113,17 +136,30 @@ fn handed_off_name(name: &str, rest: &[&str], file: bool) -> Option<&'static str
         | ".buildkite" | ".semaphore" | ".woodpecker" | ".woodpecker.yml" | "jenkinsfile"
         | "azure-pipelines.yml" | "azure-pipelines.yaml" | "appveyor.yml" | "appveyor.yaml"
         | "bitbucket-pipelines.yml" | "cloudbuild.yaml" | "cloudbuild.yml" | "netlify.toml"
-        | "vercel.json" | "codemagic.yaml" => {
+        | "vercel.json" | "codemagic.yaml" | "buildkite.yml" | "buildkite.yaml" | "buildspec.yml"
+        | "buildspec.yaml" | "amplify.yml" | "appspec.yml" | "appspec.yaml" | "bitrise.yml"
+        | "codeship-steps.yml" | "wercker.yml" | "now.json" | "render.yaml" | "railway.toml"
+        | "railway.json" | "fly.toml" | "procfile" | "app.json" | "firebase.json" | "earthfile"
+        | "skaffold.yaml" | "dagger.json" | "devfile.yaml" => {
             Some("is a CI or deploy pipeline, run with the forge's secrets")
         }
+        "codeowners" => Some("names who must approve on the forge (read from the root, docs/ and .github/)"),
+        "renovate.json" | "renovate.json5" | ".renovaterc" | ".renovaterc.json" => {
+            Some("configures Renovate, whose registries and post-upgrade tasks run with the forge's secrets")
+        }
+        "rusty-hook.toml" | "simple-git-hooks.json" | "simple-git-hooks.js" | "captainhook.json"
+        | ".simple-git-hooks.json" => Some("names the git hooks a hook manager installs"),
+        "gradle-wrapper.properties" | "maven-wrapper.properties" => Some(
+            "names the build tool distribution the wrapper downloads and runs, an IDE's on open included",
+        ),
         _ if name.starts_with("jenkinsfile") => {
             Some("is a CI pipeline, run with the forge's secrets")
         }
         "rust-toolchain" | "rust-toolchain.toml" => Some(
             "picks the toolchain (a `path` names the programs) every cargo in the tree runs, an editor's on open included",
         ),
-        "flake.nix" | "flake.lock" | "shell.nix" | "devenv.nix" | "devenv.yaml" | "devenv.lock"
-        | "devbox.json" => Some(
+        "flake.nix" | "flake.lock" | "shell.nix" | "default.nix" | "devenv.nix" | "devenv.yaml"
+        | "devenv.lock" | "devbox.json" | "pixi.toml" => Some(
             "defines the shell direnv and nix enter in the directory, whose hooks run commands",
         ),
         "crush.json" => Some("configures an agent CLI, whose settings name commands it runs"),
@@ -246,6 +282,18 @@ mod tests {
             "netlify.toml",
             "GITHUB~1/workflows/ci.yml",
             "GITATT~1",
+            "CODEOWNERS",
+            "docs/CODEOWNERS",
+            "renovate.json",
+            "buildkite.yml",
+            "fly.toml",
+            "Procfile",
+            "default.nix",
+            "pixi.toml",
+            "rusty-hook.toml",
+            "gradle/wrapper/gradle-wrapper.properties",
+            "ruſt-toolchain.toml",
+            "flake.nıx",
         ] {
             assert!(handed_off(p).is_some(), "{p}");
         }
@@ -260,6 +308,9 @@ mod tests {
             "docs/github.md",
             ".github/ISSUE_TEMPLATE/bug.md",
             ".github/pull_request_template.md",
+            ".github/FUNDING.yml",
+            "site/.well-known/security.txt",
+            ".clang-format",
             ".gitignore",
             "src/workflows/mod.rs",
             "src/claude.rs",

@@ -155,7 +155,7 @@ fn the_checks_see_the_worker_s_tree_and_nothing_it_left_beside_it() {
                 "Sub",
                 &["src/calc.py"],
                 &[],
-                "test ! -e build/bin/runner && test -f src/calc.py && python3 tests/test_calc.py",
+                "test ! -e build/bin/runner && git ls-files --error-unmatch src/calc.py && git diff --exit-code && python3 tests/test_calc.py",
             )],
         ),
     );

@@ -687,6 +687,43 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
         ));
     };
     for f in change.files {
+        let mut found = false;
+        {
+            let mut counted = |file: &str, line: Option<u32>, message: String, hint: &str| {
+                found = true;
+                push(file, line, message, hint);
+            };
+            judge_tamper_file(f, &judges, &globs, &why, &judged, &mut counted);
+        }
+        // What another program runs outside any sandbox (an agent CLI's hooks, `.envrc`, a
+        // hook manager's config): the rule swarm workers are held to holds for an agent's patch.
+        if !found && f.head.is_some() {
+            if let Some(what) = crate::governance::handoff::handed_off(&f.path) {
+                push(
+                    &f.path,
+                    None,
+                    format!(
+                        "an agent's change writes {}, which {what}: it would run outside any sandbox, with the rights of whoever opens, enters, checks out or pushes the tree",
+                        f.path
+                    ),
+                    "leave files other programs run to a person's proposal",
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The judge-tamper findings of one file `f` of an agent's change.
+fn judge_tamper_file<'j>(
+    f: &FileChange,
+    judges: &globset::GlobSet,
+    globs: &[String],
+    why: &dyn Fn(&str) -> Option<&'j surface::Judged>,
+    judged: &dyn Fn(&str) -> bool,
+    push: &mut JudgePush,
+) {
+    {
         if f.path == "atelier.toml" {
             let touched = judging_sections_changed(f.base.as_deref(), f.head.as_deref());
             if !touched.is_empty() {
@@ -701,7 +738,7 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
                 );
             }
         } else if judges.is_match(&f.path)
-            || crate::governance::paths::stands_for(&judges, &globs, &f.path)
+            || crate::governance::paths::stands_for(judges, globs, &f.path)
         {
             push(
                 &f.path,
@@ -754,10 +791,9 @@ pub fn judge_tamper(reviewer: &str, change: &ChangeView, more: &[String]) -> Vec
             }
         }
         if f.path.ends_with(".rs") {
-            wiring_findings(f, &judged, &mut push);
+            wiring_findings(f, judged, push);
         }
     }
-    out
 }
 
 /// Records a judge-tamper finding: file, line, message, hint.

@@ -554,8 +554,8 @@ async fn run_attempt(
         task: &job.task,
         attempt: job.attempt,
         common: &job.common,
+        at: job.at,
         worktree: &job.worktree,
-        run_dir: &job.run_dir,
         env: job.env(),
     };
     let checkout = match checks::Checkout::new(&checking, tree) {
@@ -568,7 +568,7 @@ async fn run_attempt(
         }
     };
     if let Some(checks::Failed { reason, digest }) =
-        checks::gauntlet(&checking, checkout.path(), limits, &tx).await
+        checks::gauntlet(&checking, &checkout, limits, &tx).await
     {
         return AttemptResult::Failed { reason, digest };
     }

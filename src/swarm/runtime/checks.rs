@@ -2,8 +2,12 @@
 //! worker left, never in its worktree: what a worktree holds besides its tree (ignored files, a
 //! `.pyc` or a `node_modules/.bin` of other code, a build in `target/` of a test the worker then
 //! restored and back-dated so the build tool takes it for fresh) is not the checks' to read.
-//! The checkout is a plain export of the tree (no `.git`), fresh files with fresh times, next
-//! to the worktree and out of the worker's reach; it is removed when the attempt ends.
+//! The checkout is an export of the tree, fresh files with fresh times, next to the worktree
+//! and out of the worker's reach, made a repository of its own whose `HEAD` and index are that
+//! tree (its objects borrowed from the repository's), so that `git diff --exit-code` or `git
+//! ls-files` in a check see the worker's tree, never the operator's clone above it. Cargo builds
+//! there in a cache of the attempt's own (or `[swarm] shared_target_dir`, which workers write
+//! too: the operator's trade of trust for speed). All of it is removed when the attempt ends.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,12 +25,11 @@ use crate::swarm::plan::Task;
 pub(super) struct Job<'a> {
     pub(super) task: &'a Task,
     pub(super) attempt: u32,
-    /// The repository's common directory.
+    /// The repository's common directory, and the commit the attempt started from.
     pub(super) common: &'a Path,
+    pub(super) at: Oid,
     /// The attempt's worktree (the checkout is made beside it).
     pub(super) worktree: &'a Path,
-    /// The run's directory (the checks' own build cache is kept there).
-    pub(super) run_dir: &'a Path,
     /// What every program of the attempt is told.
     pub(super) env: Vec<(String, String)>,
 }
@@ -65,6 +68,8 @@ impl Checkout {
             .map_err(|e| format!("creating a directory in {}: {e}", parent.display()))?;
         let path = dir.path().join("tree");
         crate::agent::reviewer::export_tree_id(job.common, tree, &path)?;
+        repository_of(job, tree, &path)
+            .map_err(|e| format!("making the checkout {} a repository: {e}", path.display()))?;
         Ok(Checkout {
             dir: Some(dir),
             path,
@@ -73,6 +78,11 @@ impl Checkout {
 
     pub(super) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The attempt's own build cache, beside the checkout (removed with it).
+    fn cache(&self) -> PathBuf {
+        self.path.with_file_name("target")
     }
 }
 
@@ -86,12 +96,43 @@ impl Drop for Checkout {
 
 /// Runs the gauntlet's steps, then the task's contract checks, in the checkout `root`, each
 /// contained by the gauntlet's grants; the first that does not pass fails the attempt.
+/// Makes the checkout at `path` a repository whose `HEAD` is a commit of `tree` (its parent the
+/// attempt's start) and whose index is that tree; its objects are the repository's, through
+/// `objects/info/alternates`.
+fn repository_of(job: &Job, tree: Oid, path: &Path) -> Result<(), git2::Error> {
+    let main = git2::Repository::open(job.common)?;
+    let sig = git2::Signature::new("atelier", "atelier@localhost", &git2::Time::new(0, 0))?;
+    let parent = main.find_commit(job.at)?;
+    let commit = main.commit(
+        None,
+        &sig,
+        &sig,
+        "the tree the checks judge",
+        &main.find_tree(tree)?,
+        &[&parent],
+    )?;
+    git2::Repository::init(path)?;
+    let objects = main.commondir().join("objects");
+    std::fs::write(
+        path.join(".git/objects/info/alternates"),
+        format!("{}\n", objects.display()),
+    )
+    .map_err(|e| git2::Error::from_str(&e.to_string()))?;
+    let repo = git2::Repository::open(path)?;
+    repo.set_head_detached(commit)?;
+    let mut index = repo.index()?;
+    index.read_tree(&repo.find_tree(tree)?)?;
+    index.write()?;
+    Ok(())
+}
+
 pub(super) async fn gauntlet(
     job: &Job<'_>,
-    root: &Path,
+    checkout: &Checkout,
     limits: &Limits,
     tx: &mpsc::UnboundedSender<RunEvent>,
 ) -> Option<Failed> {
+    let root = checkout.path();
     let mut env = job.env.clone();
     // The checks read no Python bytecode: a `.pyc` a worker left in an ignored `__pycache__/`,
     // compiled from other code with the source's size and time, would run in place of the
@@ -101,12 +142,13 @@ pub(super) async fn gauntlet(
         "PYTHONPYCACHEPREFIX".into(),
         "/dev/null/atelier-reads-no-bytecode".into(),
     ));
-    // Cargo builds where only checks write: the shared cache, else the run's own for checks
-    // (the worktree's `target/` is the worker's, and a build there may be of other code).
+    // Cargo builds where only this attempt's checks write: the shared cache if the operator
+    // chose one, else the checkout's own (the worktree's `target/` is the worker's, and a build
+    // there, or one an earlier attempt's code left, may be of other code).
     let cache = limits
         .target_dir
         .clone()
-        .unwrap_or_else(|| job.run_dir.join("check-target"));
+        .unwrap_or_else(|| checkout.cache());
     if let Err(e) = std::fs::create_dir_all(&cache) {
         return Some(Failed {
             reason: format!("creating the checks' build cache {}: {e}", cache.display()),

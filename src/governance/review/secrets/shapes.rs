@@ -81,7 +81,10 @@ fn url_password(line: &str) -> Option<&str> {
         let authority = &rest[..end];
         let query = rest[end..].split(['?', '&']).skip(1).find_map(|kv| {
             let (k, v) = kv.split_once('=')?;
-            let v = v.split(['&', '#', '"', '\'', ' ', '\\']).next().unwrap_or(v);
+            let v = v
+                .split(['&', '#', '"', '\'', ' ', '\\'])
+                .next()
+                .unwrap_or(v);
             matches!(
                 k.to_ascii_lowercase().as_str(),
                 "password"

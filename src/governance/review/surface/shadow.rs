@@ -64,7 +64,8 @@ fn python_module(path: &str) -> Option<(&str, &str)> {
 
 fn python(path: &str, exists: &dyn Fn(&str) -> bool) -> Option<String> {
     let (dir, name) = python_module(path)?;
-    if RUNNER_MODULES.contains(&name) {
+    // `pytest_*` modules are what pytest loads as plugins (`pytest_mock`, `pytest_cov`…).
+    if RUNNER_MODULES.contains(&name) || name.starts_with("pytest_") {
         return Some(format!(
             "a new module named like the test runner's own `{name}`, which Python imports in its place (the working directory comes first on its path)"
         ));
@@ -156,6 +157,7 @@ mod tests {
             ("tests/json.py", true),
             ("_colorize.py", true),
             ("packaging.py", true),
+            ("pytest_mock.py", true),
             // New names shadow nothing.
             ("tests/helpers_more.py", false),
             ("tests/util/__init__.py", false),

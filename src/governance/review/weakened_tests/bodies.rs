@@ -536,6 +536,16 @@ pub(super) enum Block {
     Loop,
 }
 
+/// Whether a Rust block opener is an item's initialiser or a bare block (`const _: () = {`,
+/// `static S: () = {`, `{`): a test declared in one is an inner item, which the harness never
+/// runs.
+fn item_block(raw: &str) -> bool {
+    let code = code_of(Lang::Rust, raw);
+    let t = code.trim();
+    let w = words(t);
+    t == "{" || w.first().is_some_and(|f| f == "const" || f == "static") || t.ends_with("= {")
+}
+
 /// Whether a Rust block opener is a macro's invocation (`suite! {`, `m::wrap! {`), not a
 /// definition (`macro_rules! m {`).
 fn macro_invocation(raw: &str) -> bool {
@@ -885,7 +895,8 @@ pub(super) fn enclosed_tests(
             let raw = opener_raw(lang, &h_lines, *o);
             // A macro around existing tests can expand to anything: nothing, the tests under
             // `#[cfg(any())]`, the tests inside a function (`suite! { #[test] fn … }`).
-            (lang == Lang::Rust && macro_invocation(&raw)) || block(lang, &raw) != Block::Plain
+            (lang == Lang::Rust && (macro_invocation(&raw) || item_block(&raw)))
+                || block(lang, &raw) != Block::Plain
         });
         if let Some(o) = new {
             out.push((

@@ -140,6 +140,7 @@ pub(super) fn findings(f: &FileChange, lang: Lang, head: &str, added: &[(u32, &s
                     load_time(&lines, at)
                         .or_else(|| silenced(&lines, at))
                         .or_else(|| hiding_macro(&lines, at))
+                        .or_else(|| wrapping_call(&lines, at))
                 })
                 .flatten()
         });
@@ -254,6 +255,13 @@ fn rust_escape(code: &str, t: &str, place: Place) -> Option<String> {
         if let Some(n) = reaches_rust_exit(t).or_else(|| reaches_rust_exit(code)) {
             return Some(format!("names `{n}`, which ends the test process"));
         }
+        // `use …::process as host;` then `host::exit`: the module under another name.
+        if t.starts_with("use") && (t.contains("::processas") || t.contains("process::{selfas")) {
+            return Some(
+                "renames the `process` module of std, whose exit then goes by another name"
+                    .to_string(),
+            );
+        }
         // `Command::new("true").exec()` (`CommandExt`): the test process becomes another.
         let path_exec = t
             .match_indices("::exec")
@@ -332,7 +340,10 @@ fn python_escape(code: &str, t: &str, place: Place) -> Option<String> {
             matches!(
                 w.as_str(),
                 "_exit" | "exit" | "abort" | "kill" | "killpg" | "raise_signal" | "pthread_kill"
-            )
+            ) || w.starts_with("exec")
+                || w.starts_with("spawn")
+                || w.starts_with("posix_spawn")
+                || w.starts_with("fork")
         });
         if from && names_exit {
             return Some("imports an exit by name, which ends the test process".to_string());
@@ -358,6 +369,29 @@ fn python_escape(code: &str, t: &str, place: Place) -> Option<String> {
             return Some(format!(
                 "reaches `{m}`'s functions by reflection, an exit among them"
             ));
+        }
+        // `import os as system`, `host = os`, `sys.modules["os"]`: the process modules under
+        // another name, whose exits no line then spells.
+        let aliased = ["os", "posix", "sys", "signal", "_thread"]
+            .iter()
+            .find(|m| {
+                code.trim_start().starts_with(&format!("import {m} as"))
+                    || words(code)
+                        .windows(4)
+                        .any(|w| w[0] == "import" && w[1] == **m && w[2] == "as")
+                    || t.ends_with(&format!("={m}"))
+                    || t.contains(&format!("={m};"))
+                    || t.contains(&format!("={m},"))
+            });
+        if let Some(m) = aliased {
+            return Some(format!(
+                "renames the `{m}` module, whose exits then go by another name"
+            ));
+        }
+        if t.contains("sys.modules[") {
+            return Some(
+                "reaches a module through `sys.modules`, an exit among its functions".to_string(),
+            );
         }
         if t.contains("attrgetter(") || t.contains("methodcaller(") {
             return Some("calls a function by a name held in data (`operator.attrgetter`), an exit among them".to_string());
@@ -481,10 +515,24 @@ fn process_used(t: &str) -> Option<String> {
             None if after.starts_with('[') => {
                 return Some("`process[…]` with a computed key".to_string())
             }
+            // `const { env, argv } = process;`: only reading members is taken.
+            None if before.ends_with("}=") && destructures_reads(before) => continue,
             None => return Some("takes `process` apart, renames it or hands it on".to_string()),
         }
     }
     None
+}
+
+/// Whether the `{ … }=` that `before` ends with takes only [`PROCESS_READS`] members.
+fn destructures_reads(before: &str) -> bool {
+    let body = &before[..before.len() - 2];
+    let Some(open) = body.rfind('{') else {
+        return false;
+    };
+    body[open + 1..].split(',').all(|part| {
+        let name = part.split(':').next().unwrap_or(part).trim();
+        PROCESS_READS.contains(&name)
+    })
 }
 
 fn js_escape(line: &str, t: &str, place: Place) -> Option<String> {
@@ -512,6 +560,24 @@ fn js_escape(line: &str, t: &str, place: Place) -> Option<String> {
     if exits {
         if let Some(what) = process_used(t) {
             return Some(what);
+        }
+        // The global object under another name (`const host = globalThis`), and an exit
+        // called on what a computed member gave (`host[name].exit(0)`).
+        let global_alias = ["globalThis", "global", "window", "self"].iter().find(|g| {
+            [";", ",", ")", "}"]
+                .iter()
+                .any(|end| t.contains(&format!("={g}{end}")))
+                || t.ends_with(&format!("={g}"))
+        });
+        if let Some(g) = global_alias {
+            return Some(format!(
+                "renames the global object `{g}`, through which `process` goes by any name"
+            ));
+        }
+        if t.contains(".reallyExit(") || t.contains("].exit(") || t.contains("].reallyExit(") {
+            return Some(
+                "calls an exit on a computed receiver, which may be `process`".to_string(),
+            );
         }
         let module = [
             "'process'",
@@ -609,6 +675,46 @@ pub(super) fn hiding_macro(lines: &[&str], at: usize) -> Option<String> {
         .iter()
         .any(|e| body.contains(e))
         .then(|| "a local macro expands to nothing: wrapped around tests, it drops them while their text stays".to_string())
+}
+
+/// Whether a Rust line (`lines[at]`) opens a macro call in parentheses or brackets that holds
+/// a `#[test]` (`suite!(` … `);`): the macro may re-emit the tests without their attribute, or
+/// not at all. The words.
+pub(super) fn wrapping_call(lines: &[&str], at: usize) -> Option<String> {
+    let code = code_of(Lang::Rust, lines.get(at)?);
+    let t: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let open = t.find("!(").or_else(|| t.find("!["))?;
+    let name: String = t[..open]
+        .chars()
+        .rev()
+        .take_while(|c| is_ident(*c) || *c == ':')
+        .collect::<String>()
+        .chars()
+        .rev()
+        .collect();
+    if name.is_empty() || name.ends_with("macro_rules") {
+        return None;
+    }
+    let mut depth = 0i32;
+    for l in lines.iter().skip(at).take(400) {
+        let c = code_of(Lang::Rust, l);
+        if depth > 0 && c.contains("#[test]") {
+            return Some(format!(
+                "a call of the macro `{name}!` holds a `#[test]`: the macro may drop the test or its attribute"
+            ));
+        }
+        for ch in c.chars() {
+            match ch {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        if depth <= 0 {
+            return None;
+        }
+    }
+    None
 }
 
 /// Whether a Rust line (`lines[at]`) makes code run at load time; the words.
@@ -839,6 +945,16 @@ mod tests {
             (Lang::Js, "const p = process; p.exit(0);", Code, true),
             (Lang::Js, "Reflect.get(process, name)(0);", Code, true),
             (Lang::Js, "const env = process.env;", Code, false),
+            (Lang::Js, "const host = globalThis;", Code, true),
+            (Lang::Js, "const { env, argv } = process;", Code, false),
+            (Lang::Js, "const { exit } = process;", Code, true),
+            (Lang::Js, "host[runner].exit(0);", Test, true),
+            (Lang::Js, "controller.abort();", Test, false),
+            (Lang::Python, "import os as system", Code, true),
+            (Lang::Python, "from os import execv as settle", Code, true),
+            (Lang::Python, "mod = sys.modules['os']", Code, true),
+            (Lang::Python, "import os.path as osp", Code, false),
+            (Lang::Rust, "use std::process as host;", Test, true),
             (
                 Lang::Js,
                 "const o = { p: process }; o.p.exit(0);",
@@ -914,6 +1030,21 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn a_macro_call_around_a_test_can_drop_it() {
+        let held = [
+            "    suite!(",
+            "    #[test]",
+            "    fn answers() {",
+            "        assert_eq!(answer(), 41);",
+            "    }",
+            "    );",
+        ];
+        assert!(wrapping_call(&held, 0).is_some());
+        let vec = ["    let v = vec![", "        1,", "    ];", "    #[test]"];
+        assert!(wrapping_call(&vec, 0).is_none());
     }
 
     #[test]

@@ -1454,6 +1454,12 @@ mod tests {
                 "xfail",
             ),
             (
+                "an existing rust test moved into a const block",
+                one("tests/it.rs", "#[test]\nfn holds() {\n    assert!(f());\n}\n", "const _: () = {\n#[test]\nfn holds() {\n    assert!(f());\n}\n};\n"),
+                1,
+                "const _",
+            ),
+            (
                 "existing rust tests wrapped in a local macro",
                 one("tests/it.rs", "#[test]\nfn holds() {\n    assert!(f());\n}\n", "macro_rules! suite {\n    ($($i:item)*) => { const _: () = (); };\n}\n\nsuite! {\n#[test]\nfn holds() {\n    assert!(f());\n}\n}\n"),
                 1,
