@@ -132,6 +132,11 @@ fn told(done: &workflow::Approval, opts: &ApproveOptions) -> anyhow::Result<Exit
     for w in &done.warnings {
         super::note!("warning: {w}");
     }
+    if let Some(why) = &done.unrecorded {
+        super::note!("error: {why}");
+        out(&done.tokens)?;
+        return Ok(ExitCode::from(1));
+    }
     if done.recorded {
         super::note!("recorded on proposal {}", done.proposal);
         if !done.tokens.is_empty() {

@@ -52,6 +52,10 @@ pub struct Approval {
     pub never: Vec<String>,
     /// Things the approver should know (e.g. the gate will not count the token).
     pub warnings: Vec<String>,
+    /// Why the token was neither recorded nor posted, when only another machine can record it
+    /// (the local forge, on an account without the gate key): the command prints the token to
+    /// hand over and exits 1.
+    pub unrecorded: Option<String>,
 }
 
 /// The payload for an evaluated change: what the gate would check a token against now.
@@ -152,6 +156,7 @@ pub fn approve(
                 recorded: false,
                 warnings: Vec::new(),
                 never: Vec::new(),
+                unrecorded: None,
             })
         }
         Sign::Signed { payload, signature } => token_comment(RawToken { payload, signature }),
@@ -189,9 +194,18 @@ pub fn approve(
     }
     let mut posted = None;
     let mut recorded = false;
-    if post {
-        // Where the post is completed by a ledger append, a gate key that may not sign would
-        // leave the comment without its record: refuse before posting anything.
+    let mut unrecorded = None;
+    // Where a post is completed by a ledger append, only the gate key's holder records it: on
+    // an account without the key, the token is handed over instead.
+    let keyless = ws.forge.records_on_post() && !ws.gate_key_path().is_ok_and(|p| p.exists());
+    if post && keyless && ws.gate_key().is_err() {
+        unrecorded = Some(format!(
+            "this account holds no gate key (whoever adopted the repository keeps it), so the token was not recorded: save it (this command's output) to a file and give it to the key's holder, who records it with `atelier approve {} --token FILE`",
+            eval.pull.proposal
+        ));
+    } else if post {
+        // A gate key that may not sign would leave the comment without its record: refuse
+        // before posting anything.
         if ws.forge.records_on_post() {
             ws.check_gate_key()?;
         }
@@ -225,5 +239,6 @@ pub fn approve(
         recorded,
         warnings,
         never,
+        unrecorded,
     })
 }

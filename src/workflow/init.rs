@@ -175,6 +175,18 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
     }
     let key_path = super::gatekey::location(&root, &config)?;
     report.gate_key_path = key_path.clone();
+    // An adopted repository's gate key is its adopter's: a new one here would not be the key
+    // in force, and every command that records would then refuse.
+    let pub_path = root.join(GATE_KEY_PATH);
+    if !key_path.exists()
+        && pub_path.exists()
+        && super::gatekey::legacy_key(&repo, &root, &config)?.is_none()
+    {
+        return Err(crate::workflow::Error::Input(format!(
+            "this repository is adopted: {} names its gate key, which whoever adopted it keeps on their machine, so no new key was written; you need none to read it: `atelier show`, `review` and `gate` work here, and `approve --payload`/`--signature` records your token for the key's holder to count",
+            pub_path.display()
+        )));
+    }
     let key = if key_path.exists() {
         report
             .kept
@@ -193,7 +205,6 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         key
     };
     let public = public_line(&key, "atelier-gate")?;
-    let pub_path = root.join(GATE_KEY_PATH);
     match std::fs::read_to_string(&pub_path) {
         Ok(existing) if existing.trim() == public.trim() => report.kept.push(GATE_KEY_PATH.into()),
         Ok(_) => return Err(crate::workflow::Error::Input(format!(
