@@ -345,6 +345,16 @@ fn an_agent_leaking_secrets_unseen_is_blocked() {
             format!("db.url=jdbc:postgresql://db.internal/app?user=app&password=%4B{}\n", noise(16, 8)),
         ),
         (
+            "a Slack webhook URL",
+            "tools/notify.py",
+            format!("URL = 'https://hooks.slack.com/services/T{}/B{}/{}'\n", noise(8, 9).to_uppercase(), noise(8, 10).to_uppercase(), noise(24, 11)),
+        ),
+        (
+            "a password given to curl",
+            "scripts/upload.sh",
+            format!("#!/bin/sh\ncurl -u deploy:{} https://example.org/upload\n", noise(16, 12)),
+        ),
+        (
             "a JSON Web Token in a fixture",
             "tests/fixtures.py",
             format!("HEADERS = {{\"Authorization\": \"Bearer ey{}{}.{}.{}\"}}\n", "J", noise(20, 5), noise(30, 6), noise(40, 7)),

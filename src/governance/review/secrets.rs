@@ -1104,6 +1104,20 @@ mod tests {
             },
             case("a JSON Web Token in the documentation", "docs/auth.md", None, &format!("Send `Authorization: Bearer ey{}{}.{}.{}`.\n", "J", noise(&alnum(), 20, 44), noise(&alnum(), 30, 45), noise(&alnum(), 40, 46)), &[M], "JSON Web Token"),
             case("a test database on the machine", "tests/conftest.py", None, "DB = 'postgres://test:test1234@localhost:5432/app'\n", &[], ""),
+            Case {
+                secret: noise(&alnum(), 24, 50),
+                ..case("a Slack webhook", "tools/notify.py", None, &format!("URL = 'https://hooks.slack.com/services/T{}/B{}/{}'\n", noise(&upper(), 8, 51), noise(&upper(), 8, 52), noise(&alnum(), 24, 50)), &[B], "webhook")
+            },
+            Case {
+                secret: noise(&alnum(), 40, 53),
+                ..case("an Azure connection string", "config/storage.ini", None, &format!("conn = DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={}==;EndpointSuffix=core.windows.net\n", noise(&alnum(), 40, 53)), &[B], "credential's name")
+            },
+            Case {
+                secret: noise(&alnum(), 16, 54),
+                ..case("curl with a password", "scripts/deploy.sh", None, &format!("curl -u deploy:{} https://example.org/upload\n", noise(&alnum(), 16, 54)), &[B], "-u")
+            },
+            case("a PuTTY key", "keys/deploy.ppk", None, &format!("{}3: ssh-ed25519\nEncryption: none\n", concat!("PuTTY-User-", "Key-File-")), &[B], "PuTTY"),
+            case("curl with a variable", "scripts/deploy.sh", None, "curl -u \"deploy:$DEPLOY_PASSWORD\" https://example.org/upload\n", &[], ""),
             case("a URL whose password is a variable", ".env", None, "DATABASE_URL=postgres://app:${DB_PASSWORD}@db/app\n", &[], ""),
             case("a placeholder password in YAML", "config/app.yml", None, "  password: changeme\n", &[], ""),
             case("a token's lifetime", "config/app.ini", None, "token_ttl = 3600\n", &[], ""),

@@ -12,9 +12,67 @@ pub(super) fn find(line: &str) -> Option<(&'static str, &str)> {
         .map(|p| ("a URL that carries a password", p))
         .or_else(|| jwt(line).map(|t| ("a JSON Web Token", t)))
         .or_else(|| basic(line).map(|b| ("HTTP Basic credentials", b)))
+        .or_else(|| webhook(line).map(|w| ("a webhook URL, whose path is its secret", w)))
+        .or_else(|| putty(line).map(|k| ("a PuTTY private key", k)))
+        .or_else(|| user_flag(line).map(|p| ("a password given to `-u`/`--user`", p)))
         .or_else(|| {
-            named_value(line).map(|v| ("a credential's name given a random-looking value", v))
+            // `Name=value;Name=value` (connection strings) is read a pair at a time.
+            line.split(';')
+                .find_map(named_value)
+                .map(|v| ("a credential's name given a random-looking value", v))
         })
+}
+
+/// A chat service's incoming-webhook URL with its secret path (Slack, Discord, Teams).
+fn webhook(line: &str) -> Option<&str> {
+    for host in [
+        "hooks.slack.com/services/",
+        "discord.com/api/webhooks/",
+        "discordapp.com/api/webhooks/",
+        ".webhook.office.com/webhookb2/",
+    ] {
+        if let Some(at) = line.find(host) {
+            let rest = &line[at + host.len()..];
+            let len = rest
+                .find(|c: char| c.is_whitespace() || "\"'`)".contains(c))
+                .unwrap_or(rest.len());
+            if len >= 20 && !placeholder(&rest[..len]) {
+                return Some(&rest[..len]);
+            }
+        }
+    }
+    None
+}
+
+/// A PuTTY key file's private part.
+fn putty(line: &str) -> Option<&str> {
+    let header = concat!("PuTTY-User-", "Key-File-");
+    let private = concat!("Private-", "Lines:");
+    [header, private]
+        .iter()
+        .find_map(|h| line.trim_start().starts_with(h).then_some(line.trim()))
+        .filter(|_| !line.contains(concat!("Public-", "Lines")))
+}
+
+/// `curl -u user:password`, `--user user:password` with a password written out.
+fn user_flag(line: &str) -> Option<&str> {
+    for flag in [" -u ", " --user ", " --user="] {
+        if let Some(at) = line.find(flag) {
+            let rest = line[at + flag.len()..]
+                .trim_start()
+                .trim_start_matches(['"', '\'']);
+            let word = rest
+                .split(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+                .next()
+                .unwrap_or("");
+            if let Some((_, pw)) = word.split_once(':') {
+                if pw.len() >= 6 && !placeholder(pw) {
+                    return Some(pw);
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Values that stand for a credential rather than being one: a whole reference (`${DB_PASS}`,
