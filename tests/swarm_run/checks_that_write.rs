@@ -19,24 +19,21 @@ fn python_project(conductor: &str) -> Swarm {
     s
 }
 
+/// The plan of one task, `p:Sub`, that writes `src/calc.py` and is checked by `check`.
+fn sub_plan(s: &Swarm, check: &str) -> String {
+    s.plan(
+        "p.toml",
+        &plan("p", &[task("Sub", &["src/calc.py"], &[], check)]),
+    )
+}
+
 const SUB: &str = "printf 'def add(a, b):\\n    return a + b\\n\\ndef sub(a, b):\\n    return a - b\\n' > src/calc.py";
 
 #[test]
 fn a_python_check_leaves_no_bytecode_and_the_first_attempt_passes() {
     let s = python_project("failure_budget = 2");
     s.scenario("p:Sub", &format!("{SUB}; python3 tests/test_calc.py"));
-    let p = s.plan(
-        "p.toml",
-        &plan(
-            "p",
-            &[task(
-                "Sub",
-                &["src/calc.py"],
-                &[],
-                "python3 tests/test_calc.py",
-            )],
-        ),
-    );
+    let p = sub_plan(&s, "python3 tests/test_calc.py");
     let v = s.run(&["run", &p, "--json"]).ok().json();
     assert_eq!(v["succeeded"], serde_json::json!(["p:Sub"]), "{v:#}");
     let status = s.run(&["status", "--json"]).ok().json();
@@ -117,18 +114,7 @@ fn bytecode_a_worker_plants_does_not_run_in_place_of_its_source() {
              m=$(stat -c %Y src/calc.py); {broken}; touch -d @$m src/calc.py; ls src/__pycache__"
         ),
     );
-    let p = s.plan(
-        "p.toml",
-        &plan(
-            "p",
-            &[task(
-                "Sub",
-                &["src/calc.py"],
-                &[],
-                "python3 tests/test_calc.py",
-            )],
-        ),
-    );
+    let p = sub_plan(&s, "python3 tests/test_calc.py");
     let v = s.run(&["run", &p, "--json"]).code(1).json();
     let reason = v["failed"]["p:Sub"].as_str().expect("reason");
     assert!(reason.contains("check"), "{reason}");
@@ -147,18 +133,7 @@ fn the_checks_see_the_worker_s_tree_and_nothing_it_left_beside_it() {
         "p:Sub",
         &format!("{SUB}; mkdir -p build/bin && echo planted > build/bin/runner"),
     );
-    let p = s.plan(
-        "p.toml",
-        &plan(
-            "p",
-            &[task(
-                "Sub",
-                &["src/calc.py"],
-                &[],
-                "test ! -e build/bin/runner && git ls-files --error-unmatch src/calc.py && git diff --exit-code && python3 tests/test_calc.py",
-            )],
-        ),
-    );
+    let p = sub_plan(&s, "test ! -e build/bin/runner && git ls-files --error-unmatch src/calc.py && git diff --exit-code && python3 tests/test_calc.py");
     let v = s.run(&["run", &p, "--json"]).ok().json();
     assert_eq!(v["succeeded"], serde_json::json!(["p:Sub"]), "{v:#}");
 }
