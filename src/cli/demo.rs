@@ -340,7 +340,7 @@ fn project(d: &mut Demo) -> Result<()> {
 
 fn adopt(d: &mut Demo) -> Result<()> {
     let (root, keys) = (&d.root, &d.keys);
-    let init = workflow::init(root, Some("demo/calc".into()), None)?;
+    let init = workflow::init(root, Some("demo/calc".into()), None, &[])?;
     d.n.say(&format!("atelier init wrote {}", init.created.join(", ")))?;
     let alice = workflow::keygen(&keys.join("alice"), Some("alice@demo.invalid".into()))?;
     let bob = workflow::keygen(&keys.join("bob"), Some("bob@demo.invalid".into()))?;
@@ -355,9 +355,18 @@ fn adopt(d: &mut Demo) -> Result<()> {
         .as_ref()
         .expect("the first scene made the repository");
     let adoption = commit_all(repo, "Adopt atelier")?;
+    // What init wrote, as the gate reads it.
+    let read = |rel: &str| std::fs::read(root.join(rel)).map(Some);
+    let policy =
+        crate::governance::policy::Policy::load(&crate::governance::policy::PolicyFiles {
+            governance: read(crate::governance::policy::GOVERNANCE_PATH)?,
+            allowed_signers: read("policies/allowed_signers")?,
+            gate_key: None,
+        })?;
+    let c = &policy.constitution;
     d.n.say(&format!(
-        "approver keys: {} ({}), {} ({})\ncommitted the policy as {adoption}: from here on, every change to main goes through the gate\n(default policy: 1 approval for any change, 2 for the constitution: policies/, reviewers/, GOVERNANCE.md, .ci/, src/governance/, src/audit/)",
-        "alice@demo.invalid", alice.fingerprint, "bob@demo.invalid", bob.fingerprint
+        "approver keys: {} ({}), {} ({})\ncommitted the policy as {adoption}: from here on, every change to main goes through the gate\n(default policy: 1 approval for any change, {} for the constitution: {})",
+        "alice@demo.invalid", alice.fingerprint, "bob@demo.invalid", bob.fingerprint, c.quorum, c.paths.join(", ")
     ))?;
     d.ws = Some(Workspace::open(root)?);
     Ok(())

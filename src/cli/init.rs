@@ -15,10 +15,14 @@ pub struct InitArgs {
     /// The protected branch (default: main).
     #[arg(long)]
     branch: Option<String>,
+    /// Add a glob to the constitution's paths (repeatable): what else should need its double
+    /// quorum, such as the code that enforces your project's own rules.
+    #[arg(long, value_name = "GLOB")]
+    constitution: Vec<String>,
 }
 
 pub fn init(dir: &Path, args: InitArgs) -> anyhow::Result<ExitCode> {
-    let r = crate::workflow::init(dir, args.repository, args.branch)?;
+    let r = crate::workflow::init(dir, args.repository, args.branch, &args.constitution)?;
     let mut text = format!("Atelier initialised in {}\n", r.root.display());
     for c in &r.created {
         text.push_str(&format!("  created  {c}\n"));

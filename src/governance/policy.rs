@@ -431,15 +431,15 @@ impl Policy {
     }
 }
 
-/// The commented default `policies/governance.toml` that `atelier init` writes. Atelier's own
-/// `policies/governance.toml` is this file with a wider constitution (`tests/own_repository.rs`
-/// holds the two to that one difference).
 /// Whether a commit whose files `has` answers for is adopted: it carries the governance policy
 /// and the gate's public key. Pure: the caller reads the tree.
 pub fn adopts<E>(has: &dyn Fn(&str) -> Result<bool, E>) -> Result<bool, E> {
     Ok(has(GOVERNANCE_PATH)? && has(GATE_KEY_PATH)?)
 }
 
+/// The commented default `policies/governance.toml` that `atelier init` writes. Atelier's own
+/// `policies/governance.toml` is this file with a wider constitution (`tests/adopt/own_repository.rs`
+/// holds the two to that one difference).
 pub const DEFAULT_GOVERNANCE_TOML: &str = include_str!("../defaults/policies/governance.toml");
 
 #[cfg(test)]

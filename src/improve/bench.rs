@@ -514,7 +514,12 @@ fn run_one(
         format!("# {}\n", mission.mission.title),
     )?;
     commit_all(&repo, "The mission's repository")?;
-    crate::workflow::init(&root, Some(format!("bench/{}", mission.mission.id)), None)?;
+    crate::workflow::init(
+        &root,
+        Some(format!("bench/{}", mission.mission.id)),
+        None,
+        &[],
+    )?;
     commit_all(&repo, "Adopt atelier")?;
     // The title is a repository's text: quoted as TOML, never spliced.
     let mut plan = format!(

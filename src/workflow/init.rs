@@ -11,7 +11,9 @@ use ssh_key::{LineEnding, PrivateKey};
 use crate::config::{Config, ForgeConfig, GateConfig};
 use crate::fsutil::atomic_write;
 use crate::git;
-use crate::governance::policy::{DEFAULT_GOVERNANCE_TOML, GATE_KEY_PATH};
+use crate::governance::policy::{
+    Policy, PolicyFiles, DEFAULT_GOVERNANCE_TOML, GATE_KEY_PATH, GOVERNANCE_PATH,
+};
 
 /// What `init` did.
 #[derive(Debug, serde::Serialize)]
@@ -51,14 +53,38 @@ fn write_if_missing(root: &Path, rel: &str, bytes: &[u8], report: &mut InitRepor
     Ok(())
 }
 
+/// The default policy with `extra` globs added to the constitution's paths, checked as the
+/// gate will read it.
+fn governance_toml(extra: &[String]) -> Result<String> {
+    let mut text = DEFAULT_GOVERNANCE_TOML.to_string();
+    if !extra.is_empty() {
+        let open = "[constitution]\npaths = [\n";
+        let at = text
+            .find(open)
+            .and_then(|start| text[start..].find("\n]\n").map(|end| start + end + 1))
+            .context("the default policy has no [constitution] paths")?;
+        let mut lines = String::from("    # Added by `atelier init --constitution`.\n");
+        for glob in extra {
+            lines.push_str(&format!("    {},\n", toml::Value::String(glob.clone())));
+        }
+        text.insert_str(at, &lines);
+    }
+    let files = PolicyFiles {
+        governance: Some(text.clone().into_bytes()),
+        allowed_signers: Some(ALLOWED_SIGNERS_TEMPLATE.as_bytes().to_vec()),
+        gate_key: None,
+    };
+    if let Err(e) = Policy::load(&files) {
+        return Err(crate::workflow::Error::Input(format!(
+            "--constitution: {e}; give each glob as the policy's rules take it (`src/rules/**`, `Makefile`)"
+        )));
+    }
+    Ok(text)
+}
+
 /// The default constitution, panel and docs, each only where it is missing.
-fn write_defaults(root: &Path, report: &mut InitReport) -> Result<()> {
-    write_if_missing(
-        root,
-        "policies/governance.toml",
-        DEFAULT_GOVERNANCE_TOML.as_bytes(),
-        report,
-    )?;
+fn write_defaults(root: &Path, governance: &str, report: &mut InitReport) -> Result<()> {
+    write_if_missing(root, GOVERNANCE_PATH, governance.as_bytes(), report)?;
     write_if_missing(
         root,
         "policies/allowed_signers",
@@ -118,12 +144,25 @@ fn ignore_atelier_dir(root: &Path, report: &mut InitReport) -> Result<()> {
 }
 
 /// Adopts Atelier in the repository containing `dir`. Idempotent: existing files are kept.
-pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> Result<InitReport> {
+/// `constitution` globs are added to the default constitution's paths.
+pub fn init(
+    dir: &Path,
+    repository: Option<String>,
+    branch: Option<String>,
+    constitution: &[String],
+) -> Result<InitReport> {
     let repo = git::open(dir)?;
     let root = repo
         .workdir()
         .context("the repository is bare: atelier needs a working tree")?
         .to_path_buf();
+    let governance = governance_toml(constitution)?;
+    if !constitution.is_empty() && root.join(GOVERNANCE_PATH).exists() {
+        return Err(crate::workflow::Error::Input(format!(
+            "--constitution: {} is already there, so init writes no policy; add the globs to its [constitution] paths yourself (once the repository is adopted, that is itself a constitution change)",
+            root.join(GOVERNANCE_PATH).display()
+        )));
+    }
     let mut report = InitReport {
         root: root.clone(),
         created: Vec::new(),
@@ -161,7 +200,7 @@ pub fn init(dir: &Path, repository: Option<String>, branch: Option<String>) -> R
         &mut report,
     )?;
     let config = Config::load(&root)?;
-    write_defaults(&root, &mut report)?;
+    write_defaults(&root, &governance, &mut report)?;
 
     // The gate's key: private outside the repository (moved there from .atelier/ if an older
     // version left it there), public in policies/.

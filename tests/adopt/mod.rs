@@ -3,7 +3,7 @@
 
 mod own_repository;
 
-use crate::support::Env;
+use crate::support::{unmet, Env};
 
 #[test]
 fn init_is_idempotent_and_commits_nothing() {
@@ -313,4 +313,88 @@ fn a_branch_with_a_policy_but_no_gate_key_is_refused_naming_the_key() {
         "the refusal should name the missing gate key, not the policy the branch has: {}",
         r.stderr
     );
+}
+
+/// An adopter's constitution is what Atelier itself reads; none of the adopter's code is in it
+/// unless they say so, so a change to their build files or a module named like one of
+/// Atelier's needs the one approval of the rule for any change.
+#[test]
+fn an_adopter_s_code_needs_one_approval_unless_init_was_told_otherwise() {
+    let env = Env::new();
+    let id = env.propose(
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"calc\"\nversion = \"0.2.0\"\n",
+            ),
+            ("src/git.rs", "pub fn head() -> u32 {\n    1\n}\n"),
+            ("src/forge/mod.rs", "pub fn push() -> u32 {\n    2\n}\n"),
+        ],
+        "Bump the version, add two modules",
+    );
+    env.approve(&id, "alice").ok();
+    let (code, v) = env.gate(&id);
+    assert_eq!((code, unmet(&v)), (0, Vec::<String>::new()), "{v:#}");
+
+    let env = Env::bare_repo();
+    env.atelier(&[
+        "init",
+        "--constitution",
+        "src/rules/**",
+        "--constitution",
+        "Makefile",
+    ])
+    .ok();
+    let policy =
+        atelier::governance::policy::Policy::load(&atelier::governance::policy::PolicyFiles {
+            governance: Some(env.read("policies/governance.toml").into_bytes()),
+            allowed_signers: Some(env.read("policies/allowed_signers").into_bytes()),
+            gate_key: None,
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let constitutional = |path: &str| policy.constitution.matches_exactly(path);
+    for path in [
+        "src/rules/limits.py",
+        "Makefile",
+        "atelier.toml",
+        "policies/allowed_signers",
+    ] {
+        assert!(constitutional(path), "{path}");
+    }
+    for path in ["src/git.rs", "Cargo.toml", "build.rs", "src/calc.py"] {
+        assert!(!constitutional(path), "{path}");
+    }
+    // Told once the policy is there, init says where to add them and writes nothing.
+    let before = env.read("policies/governance.toml");
+    let again = env.atelier(&["init", "--constitution", "docs/**"]).code(2);
+    assert!(
+        again
+            .stderr
+            .contains("policies/governance.toml is already there")
+            && again.stderr.contains("[constitution] paths"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(env.read("policies/governance.toml"), before);
+}
+
+#[test]
+fn a_constitution_glob_that_does_not_parse_is_refused_before_anything_is_written() {
+    let env = Env::bare_repo();
+    let run = env
+        .atelier(&["init", "--constitution", "src/[rules"])
+        .code(2);
+    assert!(
+        run.stderr.contains("--constitution")
+            && run.stderr.contains("glob `src/[rules` does not parse"),
+        "{}",
+        run.stderr
+    );
+    for rel in [
+        "atelier.toml",
+        "policies/governance.toml",
+        "policies/gate_key.pub",
+    ] {
+        assert!(!env.repo.join(rel).exists(), "{rel} was written");
+    }
 }

@@ -1,7 +1,7 @@
-//! A change to the constitution (governance source, the policy itself) needs the constitution
+//! A change to the constitution (the policy itself, code the policy names) needs the constitution
 //! quorum, and cannot lower or meet the quorum it installs by its own changes.
 
-use crate::support::{token_codes, unmet, Env};
+use crate::support::{token_codes, unmet, Env, Setup};
 
 fn governance(env: &Env) -> String {
     env.read("policies/governance.toml")
@@ -24,9 +24,19 @@ fn a_constitution_change_needs_two_approvals() {
     env.atelier(&["audit", "verify"]).ok();
 }
 
+/// Code a project put in its constitution (`init --constitution 'src/governance/**'`) needs its
+/// quorum like the policy does.
 #[test]
-fn governance_source_is_constitutional() {
-    let env = Env::new();
+fn code_the_constitution_names_needs_its_quorum() {
+    let governance = atelier::governance::policy::DEFAULT_GOVERNANCE_TOML.replace(
+        "    \"prompts/**\",\n]",
+        "    \"prompts/**\",\n    \"src/governance/**\",\n]",
+    );
+    assert!(governance.contains("src/governance/**"));
+    let env = Env::with(Setup {
+        governance,
+        ..Setup::default()
+    });
     let id = env.propose(
         &[("src/governance/decision.rs", "// always allow\n")],
         "Simplify the gate",
