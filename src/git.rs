@@ -3,9 +3,9 @@
 //! compare-and-swap that moves a branch). Talking to remotes is the exception: `git_cli` runs the
 //! user's own `git` (their credentials and configuration) for fetch, push and ls-remote.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use git2::{Commit, Diff, ObjectType, Oid, Repository, Tree};
+use git2::{Commit, ObjectType, Oid, Repository, Tree};
 use thiserror::Error;
 
 use crate::errors::{Classify, Kind};
@@ -424,177 +424,229 @@ fn diff_trees(
 pub enum PatchError {
     #[error("{file}: not a patch git can read ({reason}); produce it with `git diff` or `git format-patch`")]
     Unreadable { file: String, reason: String },
-    #[error("{file}: does not apply cleanly to {branch} at {tip}: {reason}; rebase the change onto {branch} and make the patch again")]
+    #[error("{file} does not apply to {branch} at {tip}, as `git apply` judges it: {reason}; rebase the change onto {branch} and make the patch again")]
     DoesNotApply {
         file: String,
         branch: String,
         tip: String,
         reason: String,
     },
+    #[error("{file} is already applied on {branch} at {tip} (its changes are there: `git apply --reverse --check` takes them back); nothing proposed: there is nothing left to change")]
+    AlreadyApplied {
+        file: String,
+        branch: String,
+        tip: String,
+    },
     #[error("{file}: the patch is empty; there is nothing to propose")]
     Empty { file: String },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    #[error("{0}")]
+    Cli(#[from] GitError),
 }
 
 impl Classify for PatchError {
     fn kind(&self) -> Kind {
         match self {
-            PatchError::Git(_) => Kind::Environment,
+            PatchError::Git(_) | PatchError::Cli(_) => Kind::Environment,
             _ => Kind::Input,
         }
     }
 }
 
-/// Applies a unified diff to `base`'s tree, returning the new tree.
+/// How a patch was applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The new tree.
+    pub tree: Oid,
+    /// What `git apply` said about how (a hunk found at an offset, a three-way merge), one
+    /// line each; empty when every hunk applied where the patch put it.
+    pub notes: Vec<String>,
+}
+
+/// Applies a patch to `base`'s tree exactly as `git apply` does, because it is `git apply`, run on
+/// an index of its own (the working tree and the clone's index are not touched): a hunk found a
+/// few lines away applies there, and none applies with less context than it has (no fuzz). When
+/// it does not apply and its `index` lines name blobs the repository holds, a three-way merge
+/// from them (`git apply --3way`); a conflict refuses it. A patch whose changes are already on
+/// the branch is refused as such.
 pub fn apply_patch(
     repo: &Repository,
     base: &Commit<'_>,
     patch: &[u8],
     file: &str,
     branch: &str,
-) -> Result<Oid, PatchError> {
-    // A plain unified diff (`diff -u`, no `diff --git` lines), which `git apply` accepts, is
-    // given the headers libgit2 needs.
-    let headed;
-    let patch = match with_git_headers(patch) {
-        Ok(Some(h)) => {
-            headed = h;
-            &headed[..]
-        }
-        Ok(None) => patch,
-        Err(reason) => {
-            return Err(PatchError::Unreadable {
-                file: file.into(),
-                reason,
-            })
-        }
-    };
-    let diff = Diff::from_buffer(patch).map_err(|e| PatchError::Unreadable {
-        file: file.into(),
-        reason: e.message().to_string(),
+) -> Result<Applied, PatchError> {
+    let root = repo.workdir().unwrap_or(repo.path());
+    let scratch = tempfile::tempdir().map_err(|e| GitError::Cli {
+        args: "apply".into(),
+        stderr: format!("a temporary index: {e}"),
     })?;
-    if diff.deltas().len() == 0 {
+    let base_tree = base.tree()?.id().to_string();
+    let mut n = 0;
+    // `git apply` on a fresh index holding the base tree: whether it applied, its stdout and
+    // stderr, and the index.
+    let mut apply = |args: &[&str]| -> Result<(bool, Vec<u8>, String, PathBuf), PatchError> {
+        n += 1;
+        let index = scratch.path().join(format!("index{n}"));
+        let read_tree = git_apply_cli(root, &index, &["read-tree", &base_tree], b"")?;
+        if !read_tree.0 {
+            return Err(GitError::Cli {
+                args: format!("read-tree {base_tree}"),
+                stderr: read_tree.2,
+            }
+            .into());
+        }
+        let mut full = vec!["apply", "--cached"];
+        full.extend_from_slice(args);
+        full.push("-");
+        let (ok, out, err) = git_apply_cli(root, &index, &full, patch)?;
+        Ok((ok, out, err, index))
+    };
+    // What the patch touches: git's own reading of it.
+    let (read, numstat, why, _) = apply(&["--numstat"])?;
+    if !read {
+        let reason = first_error(&why);
+        if reason.contains("No valid patches") {
+            return Err(PatchError::Empty { file: file.into() });
+        }
+        return Err(PatchError::Unreadable {
+            file: file.into(),
+            reason,
+        });
+    }
+    if numstat.is_empty() {
         return Err(PatchError::Empty { file: file.into() });
     }
-    let base_tree = base.tree()?;
-    let mut index =
-        repo.apply_to_tree(&base_tree, &diff, None)
-            .map_err(|e| PatchError::DoesNotApply {
+    let tip = base.id().to_string();
+    let written = |index: &Path| -> Result<Oid, PatchError> {
+        let (ok, out, why) = git_apply_cli(root, index, &["write-tree"], b"")?;
+        let text = String::from_utf8_lossy(&out);
+        match (ok, Oid::from_str(text.trim())) {
+            (true, Ok(id)) => Ok(id),
+            _ => Err(GitError::Cli {
+                args: "write-tree".into(),
+                stderr: why,
+            }
+            .into()),
+        }
+    };
+    let (ok, _, said, index) = apply(&["--verbose"])?;
+    if ok {
+        let tree = written(&index)?;
+        let notes = said
+            .lines()
+            .filter(|l| l.contains(" succeeded at "))
+            .map(|l| l.trim().to_string())
+            .collect();
+        return Ok(Applied { tree, notes });
+    }
+    let refused = first_error(&said);
+    if apply(&["--reverse", "--check"])?.0 {
+        return Err(PatchError::AlreadyApplied {
+            file: file.into(),
+            branch: branch.into(),
+            tip,
+        });
+    }
+    let names_blobs = String::from_utf8_lossy(patch)
+        .lines()
+        .any(|l| l.starts_with("index ") && l.contains(".."));
+    if names_blobs {
+        let (ok, _, said, index) = apply(&["--3way"])?;
+        if ok {
+            let tree = written(&index)?;
+            if tree == base.tree()?.id() {
+                return Err(PatchError::AlreadyApplied {
+                    file: file.into(),
+                    branch: branch.into(),
+                    tip,
+                });
+            }
+            return Ok(Applied {
+                tree,
+                notes: vec![format!(
+                    "{branch} moved since the patch was made: applied by a three-way merge from the blobs its `index` lines name (`git apply --3way`)"
+                )],
+            });
+        }
+        let conflicts: Vec<&str> = said.lines().filter_map(|l| l.strip_prefix("U ")).collect();
+        if !conflicts.is_empty() {
+            return Err(PatchError::DoesNotApply {
                 file: file.into(),
                 branch: branch.into(),
-                tip: base.id().to_string(),
-                reason: e.message().to_string(),
-            })?;
-    Ok(index.write_tree_to(repo)?)
+                tip,
+                reason: format!(
+                    "{refused}, and a three-way merge from the blobs its `index` lines name conflicts in {}",
+                    conflicts.join(", ")
+                ),
+            });
+        }
+    }
+    Err(PatchError::DoesNotApply {
+        file: file.into(),
+        branch: branch.into(),
+        tip,
+        reason: refused,
+    })
 }
 
-/// A plain unified diff (`--- a/f`, `+++ b/f`, hunks; no `diff --git` line anywhere) with a
-/// `diff --git` header before each file, as `git apply` reads it: one leading path component
-/// stripped (`-p1`), a timestamp after a tab dropped, `/dev/null` (or `diff -N`'s epoch
-/// timestamp) for a new or deleted file.
-/// `None` when the text is not such a diff (a git diff, or something else: libgit2 judges it).
-pub fn with_git_headers(patch: &[u8]) -> Result<Option<Vec<u8>>, String> {
-    let Ok(text) = std::str::from_utf8(patch) else {
-        return Ok(None);
-    };
-    if text.lines().any(|l| l.starts_with("diff --git ")) {
-        return Ok(None);
+/// The `error:` lines git printed, joined; its whole stderr when it printed none.
+fn first_error(stderr: &str) -> String {
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("error: "))
+        .map(str::trim)
+        // The context lines git searched for follow this one; the lines after say which hunk.
+        .filter(|l| *l != "while searching for:")
+        .collect();
+    if errors.is_empty() {
+        stderr.trim().to_string()
+    } else {
+        errors.join("; ")
     }
-    let name = |l: &str, marker: &str| -> Option<String> {
-        let rest = l.strip_prefix(marker)?.trim_end_matches('\n');
-        let mut parts = rest.split('\t');
-        let path = parts.next().unwrap_or(rest).trim_end();
-        // `diff -N` shows a missing side with the epoch as its timestamp (in local time).
-        let epoch = parts
-            .next()
-            .is_some_and(|t| t.starts_with("1970-01-01 ") || t.starts_with("1969-12-31 "));
-        if path == "/dev/null" || epoch {
-            return Some("/dev/null".to_string());
-        }
-        let stripped = path.split_once('/').map_or(path, |(_, p)| p);
-        (!stripped.is_empty()).then(|| stripped.to_string())
-    };
-    // Lines only a git diff has: in a plain diff git apply refuses them, and libgit2, once given
-    // a `diff --git` line, would honour them (a rename, a mode, a binary literal).
-    const GIT_ONLY: &[&str] = &[
-        "similarity index",
-        "dissimilarity index",
-        "rename from",
-        "rename to",
-        "copy from",
-        "copy to",
-        "old mode",
-        "new mode",
-        "new file mode",
-        "deleted file mode",
-        "index ",
-        "GIT binary patch",
-        "literal ",
-        "delta ",
-        "Binary files",
-    ];
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let mut out = String::new();
-    let mut files = 0;
-    let mut in_hunk = false;
-    let mut i = 0;
-    while i < lines.len() {
-        let l = lines[i];
-        let next = lines.get(i + 1).copied().unwrap_or_default();
-        if l.starts_with("--- ") && next.starts_with("+++ ") {
-            let (Some(old), Some(new)) = (name(l, "--- "), name(next, "+++ ")) else {
-                return Ok(None);
-            };
-            if old != "/dev/null" && new != "/dev/null" && old != new {
-                return Err(format!(
-                    "line {}: a plain diff from `{old}` to `{new}` (git apply would patch one of them, not rename): give a `git diff` for a rename",
-                    i + 1
-                ));
-            }
-            let path = if new == "/dev/null" { &old } else { &new };
-            if path == "/dev/null" {
-                return Ok(None);
-            }
-            out.push_str(&format!("diff --git a/{path} b/{path}\n"));
-            if old == "/dev/null" {
-                out.push_str("new file mode 100644\n");
-            } else if new == "/dev/null" {
-                out.push_str("deleted file mode 100644\n");
-            }
-            let side = |n: &str, p: &str| {
-                if n == "/dev/null" {
-                    "/dev/null".to_string()
-                } else {
-                    format!("{p}/{n}")
-                }
-            };
-            out.push_str(&format!(
-                "--- {}\n+++ {}\n",
-                side(&old, "a"),
-                side(&new, "b")
-            ));
-            files += 1;
-            in_hunk = false;
-            i += 2;
-            continue;
-        }
-        if l.starts_with("@@") {
-            in_hunk = true;
-        } else if !in_hunk || !matches!(l.as_bytes().first(), Some(b' ' | b'+' | b'-' | b'\\')) {
-            in_hunk = false;
-            if let Some(h) = GIT_ONLY.iter().find(|h| l.starts_with(**h)) {
-                return Err(format!(
-                    "line {}: `{}` belongs to a git diff, and this is a plain one (no `diff --git` line): git apply refuses it; give the whole `git diff` instead",
-                    i + 1,
-                    h.trim_end()
-                ));
-            }
-        }
-        out.push_str(l);
-        i += 1;
-    }
-    Ok((files > 0).then(|| out.into_bytes()))
+}
+
+/// `git` with `index` as its index and `input` on stdin, configured as the gate runs it (no
+/// hook, no file monitor) and with whitespace taken as the patch has it whatever the clone's
+/// configuration says: whether it succeeded, its stdout and its stderr.
+fn git_apply_cli(
+    root: &Path,
+    index: &Path,
+    args: &[&str],
+    input: &[u8],
+) -> Result<(bool, Vec<u8>, String), GitError> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("git")
+        .current_dir(root)
+        .env("GIT_INDEX_FILE", index)
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "apply.whitespace=nowarn",
+        ])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(GitError::NoGit)?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let input = input.to_vec();
+    // Written on a thread of its own, so a patch larger than a pipe cannot block on git's output.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().map_err(GitError::NoGit)?;
+    let _ = writer.join();
+    Ok((
+        out.status.success(),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
 }
 
 /// A signature for commits Atelier makes: the repository's configured identity, or Atelier's.
@@ -940,54 +992,4 @@ pub fn git_cli(root: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
         });
     }
     Ok(out.stdout)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_git_headers;
-
-    #[test]
-    fn plain_diffs_get_the_headers_git_apply_would_infer() {
-        let cases: &[(&str, Option<&str>)] = &[
-            // A git diff is left to libgit2.
-            ("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n", None),
-            // Not a diff at all.
-            ("hello\n", None),
-            (
-                "--- a/src/f.rs\t2026-01-01 10:00:00\n+++ b/src/f.rs\t2026-01-01 10:01:00\n@@ -1 +1 @@\n-a\n+b\n",
-                Some("diff --git a/src/f.rs b/src/f.rs\n--- a/src/f.rs\n+++ b/src/f.rs\n@@ -1 +1 @@\n-a\n+b\n"),
-            ),
-            (
-                "--- old/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n",
-                Some("diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n"),
-            ),
-            (
-                "--- old/new.txt\t1970-01-01 00:00:00.000000000 +0000\n+++ new/new.txt\t2026-01-01 10:00:00\n@@ -0,0 +1 @@\n+a\n",
-                Some("diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+a\n"),
-            ),
-        ];
-        for (input, want) in cases {
-            let got = with_git_headers(input.as_bytes())
-                .expect("a plain diff")
-                .map(|b| String::from_utf8(b).expect("utf8"));
-            assert_eq!(got.as_deref(), *want, "{input}");
-        }
-        for (input, why) in [
-            (
-                "--- a/f\n+++ b/f\nrename from f\nrename to g\n@@ -1 +1 @@\n-a\n+b\n",
-                "`rename from` belongs to a git diff",
-            ),
-            (
-                "--- a/f\n+++ b/f\nindex 1..2 120000\n@@ -1 +1 @@\n-a\n+b\n",
-                "`index` belongs to a git diff",
-            ),
-            (
-                "--- a/x\n+++ b/x.bak\n@@ -1 +1 @@\n-a\n+b\n",
-                "from `x` to `x.bak`",
-            ),
-        ] {
-            let e = with_git_headers(input.as_bytes()).expect_err(why);
-            assert!(e.contains(why), "{e}");
-        }
-    }
 }

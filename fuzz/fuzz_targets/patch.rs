@@ -50,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
     match (first, again) {
         (Ok(a), Ok(b)) => {
             assert_eq!(a, b, "applying the same patch twice gave two trees");
-            repo.find_tree(a).expect("the tree is in the repository");
+            repo.find_tree(a.tree).expect("the tree is in the repository");
         }
         (Err(_), Err(_)) => {}
         (a, b) => panic!("applying the same patch twice disagreed: {a:?} / {b:?}"),

@@ -82,6 +82,9 @@ pub fn propose(dir: &Path, args: ProposeArgs) -> anyhow::Result<ExitCode> {
         },
         now,
     )?;
+    for how in &p.applied {
+        super::note!("note: {}", crate::text::printable(how));
+    }
     super::note!(
         "proposal {} opened on branch {} (head {}, base {})",
         p.id,
@@ -395,33 +398,7 @@ pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
         "ID", "STATE", "HEAD", "APPROVALS", "TITLE"
     );
     for s in &list {
-        let approvals = match s.required {
-            Some(r) => format!(
-                "{}/{}{}",
-                s.approvals,
-                r,
-                if s.may_merge { " ok" } else { "" }
-            ),
-            None if s.state == "open" => format!("{}", s.approvals),
-            None if !s.approved_by.is_empty() => format!("{}", s.approved_by.len()),
-            None => "-".into(),
-        };
-        text.push_str(&format!(
-            "{:<4} {:<7} {:<12} {:<10} {}{}\n",
-            s.id,
-            s.state,
-            s.head
-                .as_deref()
-                .map(|h| &h[..12.min(h.len())])
-                .unwrap_or("-"),
-            approvals,
-            s.title,
-            if s.approved_by.is_empty() {
-                String::new()
-            } else {
-                format!(" (approved by {})", s.approved_by.join(", "))
-            }
-        ));
+        text.push_str(&proposal_row(s));
     }
     if list.is_empty() {
         let from_ledger = ledger_proposals(&ws)?;
@@ -457,6 +434,40 @@ pub fn proposals(dir: &Path, args: ProposalsArgs) -> anyhow::Result<ExitCode> {
     }
     out(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line of `proposals`: its state, head, approvals against the quorum and who gave them.
+fn proposal_row(s: &workflow::Summary) -> String {
+    let approvals = match s.required {
+        Some(_) if !s.vetoed_by.is_empty() => "vetoed".to_string(),
+        Some(r) => format!(
+            "{}/{}{}",
+            s.approvals,
+            r,
+            if s.may_merge { " ok" } else { "" }
+        ),
+        None if s.state == "open" => format!("{}", s.approvals),
+        None if !s.approved_by.is_empty() => format!("{}", s.approved_by.len()),
+        None => "-".into(),
+    };
+    format!(
+        "{:<4} {:<7} {:<12} {:<10} {}{}\n",
+        s.id,
+        s.state,
+        s.head
+            .as_deref()
+            .map(|h| &h[..12.min(h.len())])
+            .unwrap_or("-"),
+        approvals,
+        s.title,
+        if !s.vetoed_by.is_empty() {
+            format!(" (vetoed by {})", s.vetoed_by.join(", "))
+        } else if s.approved_by.is_empty() {
+            String::new()
+        } else {
+            format!(" (approved by {})", s.approved_by.join(", "))
+        }
+    )
 }
 
 /// `propose --run RUN`: a finished, fully successful run, proposed without running anything.

@@ -15,7 +15,7 @@ pub mod serve;
 pub mod sync;
 
 pub mod gatekey;
-pub use approve::{approve, payload_from, Approval, ApproveOptions, Sign};
+pub use approve::{approve, payload_from, Approval, ApproveOptions, Sign, Standing};
 pub use error::{Error, Result};
 pub use gate::{bound_pull, decision_event, gate, gate_locked, status_for, GateRun};
 pub use init::{init, keygen, InitReport, KeygenReport};
@@ -843,6 +843,8 @@ pub struct Summary {
     pub may_merge: bool,
     /// Who approved a merged proposal: the approvers its merge commit names.
     pub approved_by: Vec<String>,
+    /// Who vetoes an open proposal: eligible principals whose rejection the gate counts.
+    pub vetoed_by: Vec<String>,
 }
 
 /// The approvers a merge commit names (its `Atelier-Approvers` trailer); none when the commit
@@ -883,17 +885,19 @@ pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
             (PullState::Merged, Some(c)) => merge_approvers(&ws.repo, c),
             _ => Vec::new(),
         };
-        let (approvals, required, may_merge) = if pull.state == PullState::Open && head.is_some() {
-            let eval = evaluate(ws, &view, pull, now)?;
-            let required = eval.decision.required_approvals();
-            (
-                eval.decision.approvers.len(),
-                required,
-                eval.decision.allowed,
-            )
-        } else {
-            (0, None, false)
-        };
+        let (approvals, required, may_merge, vetoed_by) =
+            if pull.state == PullState::Open && head.is_some() {
+                let eval = evaluate(ws, &view, pull, now)?;
+                let required = eval.decision.required_approvals();
+                (
+                    eval.decision.approvers.len(),
+                    required,
+                    eval.decision.allowed,
+                    eval.decision.vetoes.clone(),
+                )
+            } else {
+                (0, None, false, Vec::new())
+            };
         let approvals = if merged { approved_by.len() } else { approvals };
         out.push(Summary {
             id,
@@ -904,6 +908,7 @@ pub fn list(ws: &Workspace, now: Timestamp) -> Result<Vec<Summary>> {
             required,
             may_merge,
             approved_by,
+            vetoed_by,
         });
     }
     Ok(out)

@@ -35,6 +35,8 @@ pub struct Proposed {
     pub head: String,
     pub base: String,
     pub record: String,
+    /// What `git apply` said about how the patch applied (offsets, a three-way merge).
+    pub applied: Vec<String>,
 }
 
 /// `fix the retry loop!` → `fix-the-retry-loop`.
@@ -143,13 +145,14 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
         )));
     }
     let base_commit = repo.find_commit(base)?;
-    let patched = git::apply_patch(
+    let applied = git::apply_patch(
         repo,
         &base_commit,
         &patch,
         &opts.patch.display().to_string(),
         &branch,
     )?;
+    let patched = applied.tree;
     refuse_reserved(repo, &base_commit, patched, &opts.patch)?;
     let number = next_number(ws)?;
     let id = number.to_string();
@@ -235,6 +238,7 @@ pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<P
         head: head.to_string(),
         base: base.to_string(),
         record,
+        applied: applied.notes,
     })
 }
 

@@ -2,6 +2,7 @@
 //! them), canonical sequential ids, and a refusal that leaves nothing behind.
 
 mod proposers;
+mod stale_patches;
 
 use crate::support::{bin, Env};
 
@@ -22,7 +23,9 @@ fn a_patch_that_does_not_apply_is_refused_and_nothing_is_created() {
         ])
         .code(2);
     assert!(
-        run.stderr.contains("bad.patch") && run.stderr.contains("does not apply cleanly"),
+        run.stderr.contains("bad.patch")
+            && run.stderr.contains("does not apply to main at")
+            && run.stderr.contains("as `git apply` judges it"),
         "{}",
         run.stderr
     );
@@ -62,10 +65,10 @@ fn propose_creates_branch_record_and_sequential_ids() {
 }
 
 /// Found by the `patch` fuzz target (fuzz/seeds/patch/libgit2-rename-leak.patch): a patch whose
-/// rename headers repeat and disagree is refused cleanly (libgit2 leaks a few bytes parsing it;
-/// the command exits right after), and nothing is created.
+/// rename headers repeat and disagree is read the way `git apply` reads it (the first complete
+/// pair: README.md renamed to READ.m), because `git apply` is what applies it.
 #[test]
-fn a_patch_with_repeated_rename_headers_is_refused_cleanly() {
+fn a_patch_with_repeated_rename_headers_is_read_as_git_apply_reads_it() {
     let env = Env::new();
     let bytes = std::fs::read(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -74,21 +77,21 @@ fn a_patch_with_repeated_rename_headers_is_refused_cleanly() {
     .expect("the fuzz seed");
     let patch = env.tmp.path().join("odd.patch");
     std::fs::write(&patch, bytes).expect("write");
-    let run = env
-        .atelier(&[
-            "propose",
-            "--patch",
-            patch.to_str().expect("utf8"),
-            "--title",
-            "Odd",
-        ])
-        .code(2);
-    assert!(run.stderr.contains("odd.patch"), "{}", run.stderr);
-    assert!(env
-        .atelier(&["proposals"])
-        .ok()
-        .stdout
-        .contains("no proposals"));
+    let theirs = env.git(&["apply", "--numstat", patch.to_str().expect("utf8")]);
+    env.atelier(&[
+        "propose",
+        "--patch",
+        patch.to_str().expect("utf8"),
+        "--title",
+        "Odd",
+    ])
+    .ok();
+    assert_eq!(theirs.trim(), "0\t0\tREAD.m");
+    assert_eq!(
+        env.git(&["diff", "--name-status", "-M", "main", "atelier/proposals/1"])
+            .trim(),
+        "R100\tREADME.md\tREAD.m\nA\tproposals/1-odd/proposal.toml"
+    );
 }
 
 #[test]
