@@ -28,6 +28,9 @@ pub struct View {
     pub title: String,
     pub state: &'static str,
     pub proposer: Option<String>,
+    /// Who wrote the change when it was not the proposer (`agent NAME`), as the ledger records
+    /// it: what the review panel judges by.
+    pub origin: Option<String>,
     pub record: Option<String>,
     pub base: String,
     pub head: String,
@@ -156,14 +159,16 @@ pub fn view(ws: &Workspace, id: &str) -> Result<View> {
         .filter(|e| e.kind() == Some(ObjectType::Blob))
         .and_then(|e| repo.find_blob(e.id()).ok())
         .map(|b| String::from_utf8_lossy(b.content()).into_owned());
-    let evidence =
-        crate::workflow::cycle::status(ws, &ws.view()?, &pull.proposal, &pull.record, head)?;
+    let ledger = ws.view()?;
+    let evidence = crate::workflow::cycle::status(ws, &ledger, &pull.proposal, &pull.record, head)?;
+    let origin = ledger.provenance(&pull.proposal).origin;
     Ok(View {
         evidence,
         id: pull.proposal.clone(),
         title: pull.title.clone(),
         state: pull.state.as_str(),
         proposer: pull.proposer.clone(),
+        origin,
         record,
         base: base.to_string(),
         head: head.to_string(),

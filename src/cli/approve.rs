@@ -139,6 +139,9 @@ fn told(done: &workflow::Approval, opts: &ApproveOptions) -> anyhow::Result<Exit
     }
     if done.recorded {
         super::note!("recorded on proposal {}", done.proposal);
+        if let Some(s) = &done.standing {
+            super::note!("{}", standing(&done.proposal, s));
+        }
         if !done.tokens.is_empty() {
             out(&done.tokens)?;
         }
@@ -164,4 +167,28 @@ fn told(done: &workflow::Approval, opts: &ApproveOptions) -> anyhow::Result<Exit
     }
     out(&done.comment)?;
     Ok(code)
+}
+
+/// Where the proposal now stands, counting the token just recorded as the gate counts it.
+fn standing(id: &str, s: &workflow::Standing) -> String {
+    let who = |names: &[String]| crate::text::printable(&names.join(", "));
+    let count = match s.required {
+        Some(r) => format!("{}/{r} approvals", s.approvers.len()),
+        None => format!("{} approval(s)", s.approvers.len()),
+    };
+    let by = if s.approvers.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", who(&s.approvers))
+    };
+    if !s.vetoes.is_empty() {
+        format!(
+            "proposal {id} now: {count}{by}, vetoed by {}: the gate refuses it while a veto stands",
+            who(&s.vetoes)
+        )
+    } else if s.may_merge {
+        format!("proposal {id} now: {count}{by}; the gate passes: `atelier merge {id}` merges it")
+    } else {
+        format!("proposal {id} now: {count}{by}; `atelier gate {id}` shows what it still needs")
+    }
 }

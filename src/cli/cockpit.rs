@@ -93,12 +93,13 @@ pub(super) fn draw(
         ),
         head,
     );
+    let shown = columns(body.width);
     let rows = s
         .tasks
         .iter()
-        .map(|(k, v)| task_row(s, k, v, roles, now, live.map(|l| (l, now_ms))))
+        .map(|(k, v)| task_row(s, k, v, roles, now, live.map(|l| (l, now_ms)), &shown))
         .collect();
-    f.render_stateful_widget(task_table(rows), body, table);
+    f.render_stateful_widget(task_table(rows, &shown), body, table);
     let lines: Vec<Line<'_>> = tail.iter().map(|l| Line::from(l.as_str())).collect();
     f.render_widget(
         Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title("events")),
@@ -180,6 +181,7 @@ fn task_row<'a>(
     roles: &std::collections::BTreeMap<String, String>,
     now: i64,
     live: Option<(&crate::swarm::live::Status, u64)>,
+    shown: &[usize],
 ) -> Row<'a> {
     let time = |x: &Option<String>| {
         x.as_deref()
@@ -209,7 +211,7 @@ fn task_row<'a>(
     let claims = s.held.get(k).map(|c| c.join(" ")).unwrap_or_default();
     // Task ids, claims and reasons carry what plans and workers wrote: printable only.
     let p = |t: &str| super::printable(t).replace('\n', " ");
-    Row::new(vec![
+    let cells = [
         p(k),
         state_name(v.state).to_string(),
         p(&roles.get(k).cloned().unwrap_or_default()),
@@ -225,38 +227,45 @@ fn task_row<'a>(
         },
         p(&claims),
         p(&last),
-    ])
-    .style(Style::default().fg(colour(v.state)))
+    ];
+    Row::new(shown.iter().map(|&i| cells[i].clone()).collect::<Vec<_>>())
+        .style(Style::default().fg(colour(v.state)))
 }
 
-/// The tasks table around its `rows`: the columns' widths and headings.
-fn task_table(rows: Vec<Row<'_>>) -> Table<'_> {
-    Table::new(
-        rows,
-        [
-            Constraint::Length(18),
-            Constraint::Length(10),
-            Constraint::Length(12),
-            Constraint::Length(4),
-            Constraint::Length(7),
-            Constraint::Length(8),
-            Constraint::Length(7),
-            Constraint::Length(6),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(18),
-            Constraint::Min(20),
-        ],
-    )
-    .header(
-        Row::new(vec![
-            "TASK", "STATE", "ROLE", "WAVE", "ATTEMPT", "ELAPSED", "SILENT", "NUDGES", "RESTARTS",
-            "TOKENS", "CLAIMS", "LAST",
-        ])
-        .style(Style::default().add_modifier(Modifier::BOLD)),
-    )
-    .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-    .block(Block::default().borders(Borders::ALL).title("tasks"))
+/// The tasks table's columns: heading, width, and the narrowest table that shows it. The task,
+/// its state, attempt, elapsed time and last step fit 80 columns whole; the rest join as the
+/// terminal widens.
+const COLUMNS: [(&str, Constraint, u16); 12] = [
+    ("TASK", Constraint::Min(12), 0),
+    ("STATE", Constraint::Length(9), 0),
+    ("ROLE", Constraint::Length(12), 100),
+    ("WAVE", Constraint::Length(4), 120),
+    ("ATTEMPT", Constraint::Length(7), 0),
+    ("ELAPSED", Constraint::Length(7), 0),
+    ("SILENT", Constraint::Length(7), 90),
+    ("NUDGES", Constraint::Length(6), 140),
+    ("RESTARTS", Constraint::Length(8), 140),
+    ("TOKENS", Constraint::Length(8), 110),
+    ("CLAIMS", Constraint::Length(18), 130),
+    ("LAST", Constraint::Min(20), 0),
+];
+
+/// The columns a table `width` cells wide shows, by their index in `COLUMNS`.
+fn columns(width: u16) -> Vec<usize> {
+    (0..COLUMNS.len())
+        .filter(|&i| COLUMNS[i].2 <= width)
+        .collect()
+}
+
+/// The tasks table around its `rows`: the `shown` columns' widths and headings.
+fn task_table<'a>(rows: Vec<Row<'a>>, shown: &[usize]) -> Table<'a> {
+    Table::new(rows, shown.iter().map(|&i| COLUMNS[i].1))
+        .header(
+            Row::new(shown.iter().map(|&i| COLUMNS[i].0).collect::<Vec<_>>())
+                .style(Style::default().add_modifier(Modifier::BOLD)),
+        )
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+        .block(Block::default().borders(Borders::ALL).title("tasks"))
 }
 
 /// What one frame shows of the run, read afresh from its events.
@@ -477,8 +486,8 @@ mod tests {
             .filter_map(|r| crate::cli::runs::describe(&r.event, "r1"))
             .collect();
         let live = live_status();
-        let screen = |now_ms: u64| {
-            let mut terminal = Terminal::new(TestBackend::new(180, 30)).expect("terminal");
+        let screen_at = |width: u16, now_ms: u64| {
+            let mut terminal = Terminal::new(TestBackend::new(width, 30)).expect("terminal");
             let mut table = TableState::default();
             table.select(Some(0));
             terminal
@@ -499,6 +508,7 @@ mod tests {
                 .expect("draw");
             text_of(terminal.backend().buffer())
         };
+        let screen = |now_ms: u64| screen_at(180, now_ms);
         // Written 2 s ago with 10 s of silence: the worker has been silent for 12 s.
         let text = screen(52_000);
         for want in [
@@ -541,6 +551,18 @@ mod tests {
             .expect("p:A's row");
         assert!(!row.contains("10s") && !row.contains(" 15s"), "{row}");
         assert!(stale.contains("conductor: NOT REPORTING"), "{stale}");
+        // 80 columns show each task's name, state, attempt, time and last step whole; the
+        // columns that do not fit wait for a wider terminal instead of cutting the others.
+        let narrow = screen_at(80, 52_000);
+        let row = narrow
+            .lines()
+            .find(|l| l.contains("│p:A "))
+            .expect("p:A's row");
+        assert!(row.contains(" running "), "{narrow}");
+        for want in ["TASK", "STATE", "ATTEMPT", "ELAPSED", "LAST", "pending"] {
+            assert!(narrow.contains(want), "{want} is not on screen:\n{narrow}");
+        }
+        assert!(!narrow.contains("CLAIMS"), "{narrow}");
     }
 
     #[test]

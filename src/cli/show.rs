@@ -47,11 +47,15 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = format!(
-        "proposal {} \"{}\" ({})\nproposed by {}\nhead {}\nagainst {}\n\n",
+        "proposal {} \"{}\" ({})\nproposed by {}{}\nhead {}\nagainst {}\n\n",
         v.id,
         v.title,
         v.state,
         v.proposer.as_deref().unwrap_or("unknown"),
+        v.origin
+            .as_deref()
+            .map(|o| format!(" (written by {o})"))
+            .unwrap_or_default(),
         v.head,
         v.base
     );

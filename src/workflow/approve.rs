@@ -56,6 +56,20 @@ pub struct Approval {
     /// (the local forge, on an account without the gate key): the command prints the token to
     /// hand over and exits 1.
     pub unrecorded: Option<String>,
+    /// Where the proposal stands with this comment counted as the gate counts it.
+    pub standing: Option<Standing>,
+}
+
+/// Where a proposal stands at the gate: who counts, how many it needs, who vetoes.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Standing {
+    pub approvers: Vec<String>,
+    /// The approvals the rules it touches need (`None` when that cannot be said: the policy at
+    /// base does not parse).
+    pub required: Option<u32>,
+    pub vetoes: Vec<String>,
+    /// Whether the gate would merge it now.
+    pub may_merge: bool,
 }
 
 /// The payload for an evaluated change: what the gate would check a token against now.
@@ -157,6 +171,7 @@ pub fn approve(
                 warnings: Vec::new(),
                 never: Vec::new(),
                 unrecorded: None,
+                standing: None,
             })
         }
         Sign::Signed { payload, signature } => token_comment(RawToken { payload, signature }),
@@ -240,5 +255,11 @@ pub fn approve(
         warnings,
         never,
         unrecorded,
+        standing: Some(Standing {
+            approvers: after.decision.approvers.clone(),
+            required: after.decision.required_approvals(),
+            vetoes: after.decision.vetoes.clone(),
+            may_merge: after.decision.allowed,
+        }),
     })
 }

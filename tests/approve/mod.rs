@@ -331,3 +331,35 @@ fn a_deleted_reject_comment_still_vetoes() {
     assert_eq!(code, 1);
     assert_eq!(unmet(&v), ["E_VETOED"], "the ledger still holds the veto");
 }
+
+#[test]
+fn an_approver_and_the_list_see_where_the_proposal_stands() {
+    let env = Env::new();
+    let id = env.propose_code();
+    let approved = env.approve(&id, "alice").ok();
+    assert!(
+        approved.stderr.contains(&format!(
+            "proposal {id} now: 1/1 approvals (alice@example.org); the gate passes: `atelier merge {id}` merges it"
+        )),
+        "{}",
+        approved.stderr
+    );
+    let list = env.atelier(&["proposals"]).ok().stdout;
+    assert!(list.contains("1/1 ok"), "{list}");
+    let vetoed = env.reject(&id, "bob").ok();
+    assert!(
+        vetoed.stderr.contains(&format!(
+            "proposal {id} now: 1/1 approvals (alice@example.org), vetoed by bob@example.org: the gate refuses it while a veto stands"
+        )),
+        "{}",
+        vetoed.stderr
+    );
+    let list = env.atelier(&["proposals"]).ok().stdout;
+    let row = list.lines().find(|l| l.starts_with(&id)).expect("its row");
+    assert!(
+        row.contains(" vetoed ") && row.ends_with("Fix the answer (vetoed by bob@example.org)"),
+        "{list}"
+    );
+    let shown = env.atelier(&["show", &id]).ok().stdout;
+    assert!(shown.contains("proposed by "), "{shown}");
+}
