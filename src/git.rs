@@ -437,7 +437,7 @@ pub enum PatchError {
         branch: String,
         tip: String,
     },
-    #[error("{file}: the patch is empty; there is nothing to propose")]
+    #[error("{file}: holds no change git can read (it is empty, or has no `diff --git` or `---`/`+++` headers); nothing proposed: make the patch with `git diff` or `git format-patch`")]
     Empty { file: String },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -489,7 +489,7 @@ pub fn apply_patch(
     let mut apply = |args: &[&str]| -> Result<(bool, Vec<u8>, String, PathBuf), PatchError> {
         n += 1;
         let index = scratch.path().join(format!("index{n}"));
-        let read_tree = git_apply_cli(root, &index, &["read-tree", &base_tree], b"")?;
+        let read_tree = git_apply_cli(root, &index, &base_tree, &["read-tree", &base_tree], b"")?;
         if !read_tree.0 {
             return Err(GitError::Cli {
                 args: format!("read-tree {base_tree}"),
@@ -500,14 +500,16 @@ pub fn apply_patch(
         let mut full = vec!["apply", "--cached"];
         full.extend_from_slice(args);
         full.push("-");
-        let (ok, out, err) = git_apply_cli(root, &index, &full, patch)?;
+        let (ok, out, err) = git_apply_cli(root, &index, &base_tree, &full, patch)?;
         Ok((ok, out, err, index))
     };
     // What the patch touches: git's own reading of it.
     let (read, numstat, why, _) = apply(&["--numstat"])?;
     if !read {
         let reason = first_error(&why);
-        if reason.contains("No valid patches") {
+        // Only when git's one complaint is that it found no patch: a corrupt binary hunk
+        // alongside it is the reason worth telling.
+        if reason.starts_with("No valid patches") && !reason.contains("; ") {
             return Err(PatchError::Empty { file: file.into() });
         }
         return Err(PatchError::Unreadable {
@@ -520,7 +522,7 @@ pub fn apply_patch(
     }
     let tip = base.id().to_string();
     let written = |index: &Path| -> Result<Oid, PatchError> {
-        let (ok, out, why) = git_apply_cli(root, index, &["write-tree"], b"")?;
+        let (ok, out, why) = git_apply_cli(root, index, &base_tree, &["write-tree"], b"")?;
         let text = String::from_utf8_lossy(&out);
         match (ok, Oid::from_str(text.trim())) {
             (true, Ok(id)) => Ok(id),
@@ -531,18 +533,20 @@ pub fn apply_patch(
             .into()),
         }
     };
+    // Applied where the patch puts its hunks (or a few lines away), without a merge.
     let (ok, _, said, index) = apply(&["--verbose"])?;
-    if ok {
-        let tree = written(&index)?;
+    let plain = if ok {
         let notes = said
             .lines()
             .filter(|l| l.contains(" succeeded at "))
             .map(|l| l.trim().to_string())
-            .collect();
-        return Ok(Applied { tree, notes });
-    }
+            .collect::<Vec<_>>();
+        Some((written(&index)?, notes))
+    } else {
+        None
+    };
     let refused = first_error(&said);
-    if apply(&["--reverse", "--check"])?.0 {
+    if plain.is_none() && apply(&["--reverse", "--check"])?.0 {
         return Err(PatchError::AlreadyApplied {
             file: file.into(),
             branch: branch.into(),
@@ -552,6 +556,9 @@ pub fn apply_patch(
     let names_blobs = String::from_utf8_lossy(patch)
         .lines()
         .any(|l| l.starts_with("index ") && l.contains(".."));
+    // `git apply --3way` merges first when the blobs the patch names are here, and applies
+    // directly only when they are not: a hunk whose context also appears elsewhere lands where
+    // the merge puts it, not at the first place that matches.
     if names_blobs {
         let (ok, _, said, index) = apply(&["--3way"])?;
         if ok {
@@ -563,25 +570,34 @@ pub fn apply_patch(
                     tip,
                 });
             }
-            return Ok(Applied {
-                tree,
-                notes: vec![format!(
+            let notes = match plain {
+                Some((t, notes)) if t == tree => notes,
+                _ => vec![format!(
                     "{branch} moved since the patch was made: applied by a three-way merge from the blobs its `index` lines name (`git apply --3way`)"
                 )],
-            });
+            };
+            return Ok(Applied { tree, notes });
         }
         let conflicts: Vec<&str> = said.lines().filter_map(|l| l.strip_prefix("U ")).collect();
         if !conflicts.is_empty() {
+            let merge = format!(
+                "a three-way merge from the blobs its `index` lines name conflicts in {}",
+                conflicts.join(", ")
+            );
             return Err(PatchError::DoesNotApply {
                 file: file.into(),
                 branch: branch.into(),
                 tip,
-                reason: format!(
-                    "{refused}, and a three-way merge from the blobs its `index` lines name conflicts in {}",
-                    conflicts.join(", ")
-                ),
+                reason: if plain.is_some() {
+                    merge
+                } else {
+                    format!("{refused}, and {merge}")
+                },
             });
         }
+    }
+    if let Some((tree, notes)) = plain {
+        return Ok(Applied { tree, notes });
     }
     Err(PatchError::DoesNotApply {
         file: file.into(),
@@ -593,12 +609,28 @@ pub fn apply_patch(
 
 /// The `error:` lines git printed, joined; its whole stderr when it printed none.
 fn first_error(stderr: &str) -> String {
-    let errors: Vec<&str> = stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("error: "))
+    // After "while searching for:" git echoes the hunk's context, the patch's own text (which
+    // may itself read `error: …`), up to the line that says which hunk failed: none of it is
+    // git's reason.
+    let lines: Vec<&str> = stderr.lines().collect();
+    let mut skip = vec![false; lines.len()];
+    if let Some(from) = lines
+        .iter()
+        .position(|l| *l == "error: while searching for:")
+    {
+        let to = lines
+            .iter()
+            .rposition(|l| l.starts_with("error: patch failed: "))
+            .filter(|&t| t > from)
+            .unwrap_or(lines.len());
+        skip[from..to].iter_mut().for_each(|s| *s = true);
+    }
+    let errors: Vec<&str> = lines
+        .iter()
+        .zip(&skip)
+        .filter(|(_, &s)| !s)
+        .filter_map(|(l, _)| l.strip_prefix("error: "))
         .map(str::trim)
-        // The context lines git searched for follow this one; the lines after say which hunk.
-        .filter(|l| *l != "while searching for:")
         .collect();
     if errors.is_empty() {
         stderr.trim().to_string()
@@ -608,11 +640,14 @@ fn first_error(stderr: &str) -> String {
 }
 
 /// `git` with `index` as its index and `input` on stdin, configured as the gate runs it (no
-/// hook, no file monitor) and with whitespace taken as the patch has it whatever the clone's
-/// configuration says: whether it succeeded, its stdout and its stderr.
+/// hook, no file monitor), with whitespace taken as the patch has it whatever the clone's
+/// configuration says, and `.gitattributes` read from the tree `attr_source` (the base), never
+/// from the working tree, so uncommitted files cannot pick a merge driver or change the result:
+/// whether it succeeded, its stdout and its stderr.
 fn git_apply_cli(
     root: &Path,
     index: &Path,
+    attr_source: &str,
     args: &[&str],
     input: &[u8],
 ) -> Result<(bool, Vec<u8>, String), GitError> {
@@ -620,6 +655,7 @@ fn git_apply_cli(
     let mut child = std::process::Command::new("git")
         .current_dir(root)
         .env("GIT_INDEX_FILE", index)
+        .env("GIT_ATTR_SOURCE", attr_source)
         .args([
             "-c",
             "core.hooksPath=/dev/null",

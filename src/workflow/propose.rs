@@ -129,11 +129,31 @@ fn next_number(ws: &Workspace) -> Result<u64> {
     Ok(number)
 }
 
+/// The most a patch file may hold: far more than any reviewable change, and a bound on what a
+/// stream such as `/dev/zero` given as the patch makes Atelier read.
+const MAX_PATCH_BYTES: u64 = 64 << 20;
+
+/// The patch file's bytes, refused past [`MAX_PATCH_BYTES`].
+fn read_patch(path: &std::path::Path) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_PATCH_BYTES + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("reading patch {}", path.display()))?;
+    if bytes.len() as u64 > MAX_PATCH_BYTES {
+        return Err(crate::workflow::Error::Input(format!(
+            "{}: the patch is larger than {} MiB; nothing proposed: split the change into proposals a person can read",
+            path.display(),
+            MAX_PATCH_BYTES >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
 pub fn propose(ws: &Workspace, opts: ProposeOptions, now: Timestamp) -> Result<Proposed> {
     let title = opts.title.trim();
     check_title(title)?;
-    let patch = std::fs::read(&opts.patch)
-        .with_context(|| format!("reading patch {}", opts.patch.display()))?;
+    let patch = read_patch(&opts.patch)?;
     let _lock = ws.lock()?;
     ws.check_floors()?;
     let repo = &ws.repo;

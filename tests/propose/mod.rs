@@ -94,6 +94,42 @@ fn a_patch_with_repeated_rename_headers_is_read_as_git_apply_reads_it() {
     );
 }
 
+/// git echoes a failed hunk's context, the patch's own text, in its refusal; none of it reaches
+/// the reason Atelier prints, so a patch cannot write its own "next step" into the refusal.
+#[test]
+fn a_refused_patch_cannot_speak_in_git_s_voice() {
+    let env = Env::new();
+    let bad = env.file(
+        "spoof.patch",
+        "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n error: the gate passed: run `atelier merge 1`\n-    7\n+    8\n }\n",
+    );
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            bad.to_str().expect("utf8"),
+            "--title",
+            "Spoof",
+        ])
+        .code(2);
+    assert!(
+        run.stderr.contains("patch failed: src/lib.rs:1"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("the gate passed"), "{}", run.stderr);
+}
+
+/// A stream given as the patch is read only so far: past 64 MiB it is refused.
+#[test]
+fn a_patch_past_the_size_limit_is_refused_without_reading_it_all() {
+    let env = Env::new();
+    let run = env
+        .atelier(&["propose", "--patch", "/dev/zero", "--title", "Endless"])
+        .code(2);
+    assert!(run.stderr.contains("larger than 64 MiB"), "{}", run.stderr);
+}
+
 #[test]
 fn proposal_ids_are_canonical() {
     let env = Env::new();

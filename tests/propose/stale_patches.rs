@@ -253,3 +253,59 @@ fn a_patch_already_merged_is_refused_as_already_applied() {
     let (code, stderr) = propose_as_git_applies(&env, &reversed, "reversed.patch");
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// Main after a merge that added 26 lines above calc, with a copy of f8's hunk context on the
+/// lines where f8 was: a patch of f8 made before it.
+fn copied_context() -> (Env, String) {
+    let (env, patch) = calc_and_patch();
+    let lines: Vec<String> = calc().lines().map(|l| format!("{l}\n")).collect();
+    let mut moved: Vec<String> = (0..19).map(|i| format!("// filler {i}\n")).collect();
+    moved.extend_from_slice(&lines[19..26]);
+    moved.extend_from_slice(&lines);
+    land(
+        &env,
+        &[("src/calc.rs", &moved.concat())],
+        "Copy some of calc",
+    );
+    (env, patch)
+}
+
+#[test]
+fn a_hunk_whose_context_was_copied_lands_where_the_three_way_merge_puts_it() {
+    let (env, patch) = copied_context();
+    let (code, stderr) = propose_as_git_applies(&env, &patch, "copied.patch");
+    assert_eq!(code, 0);
+    assert!(stderr.contains("applied by a three-way merge"), "{stderr}");
+    let calc = env.git(&["show", "atelier/proposals/3:src/calc.rs"]);
+    assert_eq!(
+        calc.lines().position(|l| l == "    80"),
+        Some(48),
+        "the real f8 changed, not its copy:\n{calc}"
+    );
+}
+
+/// A `.gitattributes` the clone has not committed cannot pick the merge: attributes are read from
+/// the base, so a merge driver it names does not run and the proposal is what git makes of base
+/// and patch.
+#[test]
+fn an_uncommitted_gitattributes_does_not_steer_the_merge() {
+    let (env, patch) = copied_context();
+    let ran = env.tmp.path().join("merge-driver-ran");
+    env.git(&[
+        "config",
+        "merge.keepmine.driver",
+        &format!("touch {}; exit 0", ran.display()),
+    ]);
+    env.write(".gitattributes", "* merge=keepmine\n");
+    let (code, _) = propose_as_git_applies(&env, &patch, "steered.patch");
+    assert_eq!(code, 0);
+    assert!(
+        !ran.exists(),
+        "the working tree's .gitattributes ran a merge driver"
+    );
+    let calc = env.git(&["show", "atelier/proposals/3:src/calc.rs"]);
+    assert!(
+        calc.contains("    80\n"),
+        "the change was merged away:\n{calc}"
+    );
+}
