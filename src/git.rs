@@ -477,11 +477,18 @@ pub fn apply_patch(
     file: &str,
     branch: &str,
 ) -> Result<Applied, PatchError> {
-    let root = repo.workdir().unwrap_or(repo.path());
     let scratch = tempfile::tempdir().map_err(|e| GitError::Cli {
         args: "apply".into(),
         stderr: format!("a temporary index: {e}"),
     })?;
+    // git's work tree is an empty folder of its own: `--3way` looks at (and may write) the work
+    // tree's copy of a file the patch creates, and the clone's checkout is the user's.
+    let root = scratch.path().join("worktree");
+    std::fs::create_dir(&root).map_err(|e| GitError::Cli {
+        args: "apply".into(),
+        stderr: format!("an empty work tree: {e}"),
+    })?;
+    let root = (repo.path(), root.as_path());
     let base_tree = base.tree()?.id().to_string();
     let mut n = 0;
     // `git apply` on a fresh index holding the base tree: whether it applied, its stdout and
@@ -506,7 +513,7 @@ pub fn apply_patch(
     // What the patch touches: git's own reading of it.
     let (read, numstat, why, _) = apply(&["--numstat"])?;
     if !read {
-        let reason = first_error(&why);
+        let reason = first_error(&why, patch);
         // Only when git's one complaint is that it found no patch: a corrupt binary hunk
         // alongside it is the reason worth telling.
         if reason.starts_with("No valid patches") && !reason.contains("; ") {
@@ -545,7 +552,7 @@ pub fn apply_patch(
     } else {
         None
     };
-    let refused = first_error(&said);
+    let refused = first_error(&said, patch);
     if plain.is_none() && apply(&["--reverse", "--check"])?.0 {
         return Err(PatchError::AlreadyApplied {
             file: file.into(),
@@ -608,29 +615,22 @@ pub fn apply_patch(
 }
 
 /// The `error:` lines git printed, joined; its whole stderr when it printed none.
-fn first_error(stderr: &str) -> String {
-    // After "while searching for:" git echoes the hunk's context, the patch's own text (which
-    // may itself read `error: …`), up to the line that says which hunk failed: none of it is
-    // git's reason.
-    let lines: Vec<&str> = stderr.lines().collect();
-    let mut skip = vec![false; lines.len()];
-    if let Some(from) = lines
-        .iter()
-        .position(|l| *l == "error: while searching for:")
-    {
-        let to = lines
-            .iter()
-            .rposition(|l| l.starts_with("error: patch failed: "))
-            .filter(|&t| t > from)
-            .unwrap_or(lines.len());
-        skip[from..to].iter_mut().for_each(|s| *s = true);
-    }
-    let errors: Vec<&str> = lines
-        .iter()
-        .zip(&skip)
-        .filter(|(_, &s)| !s)
-        .filter_map(|(l, _)| l.strip_prefix("error: "))
+fn first_error(stderr: &str, patch: &[u8]) -> String {
+    // After "while searching for:" git echoes each failed hunk's context: the patch's own text,
+    // which may itself read `error: …`. A line that is a context or removed line of the patch is
+    // never taken for git's reason (at worst a patch hides a line of git's, never adds one).
+    let text = String::from_utf8_lossy(patch);
+    let echoes: std::collections::HashSet<&str> = text
+        .lines()
+        .filter(|l| l.starts_with(' ') || (l.starts_with('-') && !l.starts_with("---")))
+        .map(|l| &l[1..])
+        .collect();
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !echoes.contains(l))
+        .filter_map(|l| l.strip_prefix("error: "))
         .map(str::trim)
+        .filter(|l| *l != "while searching for:")
         .collect();
     if errors.is_empty() {
         stderr.trim().to_string()
@@ -645,7 +645,7 @@ fn first_error(stderr: &str) -> String {
 /// from the working tree, so uncommitted files cannot pick a merge driver or change the result:
 /// whether it succeeded, its stdout and its stderr.
 fn git_apply_cli(
-    root: &Path,
+    (git_dir, work_tree): (&Path, &Path),
     index: &Path,
     attr_source: &str,
     args: &[&str],
@@ -653,7 +653,9 @@ fn git_apply_cli(
 ) -> Result<(bool, Vec<u8>, String), GitError> {
     use std::io::Write as _;
     let mut child = std::process::Command::new("git")
-        .current_dir(root)
+        .current_dir(work_tree)
+        .env("GIT_DIR", git_dir)
+        .env("GIT_WORK_TREE", work_tree)
         .env("GIT_INDEX_FILE", index)
         .env("GIT_ATTR_SOURCE", attr_source)
         .args([

@@ -469,13 +469,12 @@ mod tests {
             names(&["policies/allowed_signers"]),
             ["constitution", "any change"]
         );
-        assert_eq!(
-            names(&["src/governance/decision.rs"]),
-            ["constitution", "any change"]
-        );
+        // An adopter's code is theirs to name (`atelier init --constitution`).
+        assert_eq!(names(&["src/governance/decision.rs"]), ["any change"]);
+        assert_eq!(names(&["Cargo.toml"]), ["any change"]);
         assert_eq!(names(&["docs/policies/x.md"]), ["any change"]);
         // A file (a symlink, a submodule) where the constitution names a folder stands for it.
-        for link in [".ci", "prompts", ".github", "src/governance", "Policies"] {
+        for link in [".ci", "prompts", ".github", "reviewers", "Policies"] {
             assert_eq!(names(&[link]), ["constitution", "any change"], "{link}");
         }
         assert_eq!(names(&["src/gov"]), ["any change"]);

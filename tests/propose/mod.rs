@@ -120,6 +120,32 @@ fn a_refused_patch_cannot_speak_in_git_s_voice() {
     assert!(!run.stderr.contains("the gate passed"), "{}", run.stderr);
 }
 
+/// Proposing never touches the checkout: a patch that creates a file the base already has, with
+/// the user's uncommitted deletion of it in the working tree, leaves the deletion alone
+/// (`git apply --3way` restores such a file when its work tree is the checkout).
+#[test]
+fn proposing_leaves_the_working_tree_as_the_user_left_it() {
+    let env = Env::new();
+    let lib = env.repo.join("src/lib.rs");
+    std::fs::remove_file(&lib).expect("delete");
+    let create = env.file(
+        "create.patch",
+        "diff --git a/src/lib.rs b/src/lib.rs\nnew file mode 100644\nindex 0000000..587be6b\n--- /dev/null\n+++ b/src/lib.rs\n@@ -0,0 +1 @@\n+x\n",
+    );
+    env.atelier(&[
+        "propose",
+        "--patch",
+        create.to_str().expect("utf8"),
+        "--title",
+        "Create",
+    ]);
+    assert!(!lib.exists(), "propose restored a file the user deleted");
+    assert_eq!(
+        env.git(&["status", "--porcelain", "--", "src"]),
+        " D src/lib.rs\n"
+    );
+}
+
 /// A stream given as the patch is read only so far: past 64 MiB it is refused.
 #[test]
 fn a_patch_past_the_size_limit_is_refused_without_reading_it_all() {
