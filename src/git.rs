@@ -437,6 +437,8 @@ pub enum PatchError {
         branch: String,
         tip: String,
     },
+    #[error("{file} asks git to write where it will not ({reason}): a path inside `.git`, outside the repository or through a symbolic link; nothing proposed: leave that path out of the patch")]
+    Forbidden { file: String, reason: String },
     #[error("{file}: holds no change git can read (it is empty, or has no `diff --git` or `---`/`+++` headers); nothing proposed: make the patch with `git diff` or `git format-patch`")]
     Empty { file: String },
     #[error("git: {0}")]
@@ -553,6 +555,13 @@ pub fn apply_patch(
         None
     };
     let refused = first_error(&said, patch);
+    if let Some(e) = plain
+        .is_none()
+        .then(|| beyond_rebase(file, &refused))
+        .flatten()
+    {
+        return Err(e);
+    }
     if plain.is_none() && apply(&["--reverse", "--check"])?.0 {
         return Err(PatchError::AlreadyApplied {
             file: file.into(),
@@ -612,6 +621,18 @@ pub fn apply_patch(
         tip,
         reason: refused,
     })
+}
+
+/// A refusal of git's that no rebase cures: it will not write the path, or cannot read a hunk.
+fn beyond_rebase(file: &str, refused: &str) -> Option<PatchError> {
+    let (file, reason) = (file.to_string(), refused.to_string());
+    if refused.contains("invalid path") || refused.contains("beyond a symbolic link") {
+        Some(PatchError::Forbidden { file, reason })
+    } else if refused.contains("patch with only garbage") || refused.contains("corrupt patch") {
+        Some(PatchError::Unreadable { file, reason })
+    } else {
+        None
+    }
 }
 
 /// The `error:` lines git printed, joined; its whole stderr when it printed none.

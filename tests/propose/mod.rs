@@ -146,6 +146,54 @@ fn proposing_leaves_the_working_tree_as_the_user_left_it() {
     );
 }
 
+/// A patch that writes into `.git` is refused as git refuses it, with no advice to rebase, and
+/// neither the hook nor a proposal appears; one with headers and no hunk is not a patch.
+#[test]
+fn a_patch_git_will_not_write_or_read_says_so() {
+    let env = Env::new();
+    let hook = env.file(
+        "hook.patch",
+        "diff --git a/.git/hooks/pre-commit b/.git/hooks/pre-commit\nnew file mode 100755\n--- /dev/null\n+++ b/.git/hooks/pre-commit\n@@ -0,0 +1 @@\n+boom\n",
+    );
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            hook.to_str().expect("utf8"),
+            "--title",
+            "Hook",
+        ])
+        .code(2);
+    assert!(
+        run.stderr.contains("invalid path '.git/hooks/pre-commit'")
+            && run.stderr.contains("leave that path out of the patch")
+            && !run.stderr.contains("rebase"),
+        "{}",
+        run.stderr
+    );
+    assert!(!env.repo.join(".git/hooks/pre-commit").exists());
+    let headers = env.file(
+        "headers.patch",
+        "diff --git a/src/lib.rs b/src/lib.rs\nindex 1234567..89abcde 100644\n--- a/src/lib.rs\n+++ b/src/lib.rs\n",
+    );
+    let run = env
+        .atelier(&[
+            "propose",
+            "--patch",
+            headers.to_str().expect("utf8"),
+            "--title",
+            "Nothing",
+        ])
+        .code(2);
+    assert!(
+        run.stderr
+            .contains("not a patch git can read (patch with only garbage"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.git(&["branch", "--list", "atelier/*"]), "");
+}
+
 /// A stream given as the patch is read only so far: past 64 MiB it is refused.
 #[test]
 fn a_patch_past_the_size_limit_is_refused_without_reading_it_all() {
