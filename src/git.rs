@@ -1,7 +1,8 @@
 //! The git edge: everything Atelier reads from or writes to a repository goes through git2 here
-//! (policy files at a commit, merge trees, changed paths, patch application, commits and the
-//! compare-and-swap that moves a branch). Talking to remotes is the exception: `git_cli` runs the
-//! user's own `git` (their credentials and configuration) for fetch, push and ls-remote.
+//! (policy files at a commit, merge trees, changed paths, commits and the compare-and-swap that
+//! moves a branch). Two exceptions run the user's own `git`: `git_cli` talks to remotes (their
+//! credentials and configuration: fetch, push, ls-remote), and `apply_patch` is `git apply`, so
+//! a proposed patch applies exactly as the tool that made it would apply it.
 
 use std::path::{Path, PathBuf};
 
