@@ -362,7 +362,13 @@ fn scale_one(
 ) -> Result<()> {
     let files = vec![("g.toml".to_string(), generated_plan(n, wide))];
     let (parse_t, _) = best(repeat, || Ok(plan::parse("g.toml", &files[0].1)?))?;
-    let (check_t, report) = best(repeat, || Ok(swarm::check(&files, roles)?))?;
+    let (check_t, report) = best(repeat, || {
+        Ok(swarm::check(
+            &files,
+            roles,
+            &swarm::executes::Reach::none(),
+        )?)
+    })?;
     ensure!(report.refusals.is_empty(), "{:?}", report.refusals);
     let plans = [plan::parse("g.toml", &files[0].1)?];
     let (sim_t, steps) = best(repeat, || Ok(schedule::simulate(&plans, p)))?;

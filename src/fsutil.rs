@@ -1,4 +1,5 @@
-//! Durable file writes and the repository-wide lock.
+//! Durable file writes, the repository-wide lock, and where this machine keeps Atelier's own
+//! state (`machine_dir`).
 //!
 //! Every file Atelier records is written to a temporary file in the same directory, fsynced and
 //! renamed over the target, so a crash leaves the old or the new content, never half of one.
@@ -18,6 +19,33 @@ pub enum FsError {
     },
     #[error("{path} is held by another command{waited}: nothing was done; find the command holding it (`fuser {path}`) and let it finish or stop it", waited = waited_for(*.secs))]
     LockHeld { path: String, secs: u64 },
+}
+
+/// Where this process keeps its machine state instead of the XDG directories, once set.
+static MACHINE_ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Keeps this process's machine state (gate keys, audit memory) under `root` rather than the
+/// user's XDG directories: for `atelier demo`, whose repositories live in a directory of their
+/// own and must leave nothing behind when it is deleted. Set once, before anything is read.
+pub fn keep_machine_state_in(root: PathBuf) {
+    let _ = MACHINE_ROOT.set(root);
+}
+
+/// A machine directory: `$VAR` when set and absolute, else `~/<under_home>`
+/// (`XDG_STATE_HOME`, `.local/state`); under [`keep_machine_state_in`]'s root when set.
+pub fn machine_dir(var: &str, under_home: &str) -> Option<PathBuf> {
+    if let Some(root) = MACHINE_ROOT.get() {
+        return Some(root.join(under_home));
+    }
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(under_home))
+        })
 }
 
 /// How long a lock was waited for, as part of a sentence (nothing when it was only tried).

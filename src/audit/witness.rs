@@ -232,14 +232,7 @@ pub fn remember_identity(
 }
 
 fn state_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        })
+    crate::fsutil::machine_dir("XDG_STATE_HOME", ".local/state")
 }
 
 /// Forgets the identity recorded for the clone at `root`: for a command that has just made a

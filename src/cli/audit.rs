@@ -22,6 +22,7 @@ pub enum AuditCommand {
 
 #[derive(Args, Debug)]
 pub struct LogArgs {
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -36,6 +37,7 @@ pub struct ShowArgs {
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
     /// Threads for signature verification (default: all cores).

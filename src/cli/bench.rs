@@ -81,6 +81,7 @@ pub struct ReplayArgs {
     /// Only this mission.
     #[arg(long, value_name = "ID")]
     mission: Option<String>,
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -175,6 +176,7 @@ fn replay(dir: &Path, args: ReplayArgs) -> anyhow::Result<ExitCode> {
         &all,
         &bench::hand_seeds(args.seeds),
         args.mission.as_deref(),
+        &|t| super::note!("{t}"),
     )?;
     if args.json {
         json(&report)?;

@@ -4,7 +4,6 @@
 //! run's `control/` directory like `atelier control`, so the conductor records who asked. It
 //! reads the run's events afresh twice a second; it never writes them.
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
@@ -315,14 +314,15 @@ fn seen(path: &std::path::Path) -> anyhow::Result<Seen> {
     })
 }
 
-/// The cockpit until `q` (or the run ends and a key is pressed).
-pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
+/// The cockpit until `q`, or until the run finishes unless `stay`. True when it closed because
+/// the run finished (the caller then prints the final status, which the closed screen took).
+pub(super) fn run(ws: &Workspace, run: &str, stay: bool) -> anyhow::Result<bool> {
     let path = runtime::run_dir(ws, run).join("events.jsonl");
     let mut terminal = ratatui::init();
     let mut table = TableState::default();
     table.select(Some(0));
     let mut note = String::new();
-    let result = (|| -> anyhow::Result<()> {
+    let result = (|| -> anyhow::Result<bool> {
         let mut critical: Option<Vec<String>> = None;
         loop {
             let seen = seen(&path)?;
@@ -349,6 +349,9 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
                     (live.as_ref(), crate::swarm::live::now_ms()),
                 )
             })?;
+            if seen.state.finished && !stay {
+                return Ok(true);
+            }
             if !event::poll(Duration::from_millis(500))? {
                 continue;
             }
@@ -358,13 +361,12 @@ pub(super) fn run(ws: &Workspace, run: &str) -> anyhow::Result<ExitCode> {
             if key.kind == KeyEventKind::Press
                 && on_key(ws, run, key.code, &seen.state, &mut table, &mut note)?
             {
-                return Ok(());
+                return Ok(false);
             }
         }
     })();
     ratatui::restore();
-    result?;
-    Ok(ExitCode::SUCCESS)
+    result
 }
 
 /// Acts on a key pressed with the run in state `s`: moves the selection, or sends the control

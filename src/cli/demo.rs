@@ -244,6 +244,9 @@ fn codes(report: &VerifyReport) -> String {
 pub fn demo(args: DemoArgs) -> Result<ExitCode> {
     let now = super::now()?;
     let base_dir = demo_dir(args.dir)?;
+    // The demo's gate keys and audit memory stay in its directory: deleting it leaves nothing
+    // of the demo on this machine.
+    crate::fsutil::keep_machine_state_in(base_dir.join("machine"));
     let root = base_dir.join("repo");
     let keys = base_dir.join("keys");
     std::fs::create_dir_all(&root)?;
@@ -276,9 +279,10 @@ pub fn demo(args: DemoArgs) -> Result<ExitCode> {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "atelier".into());
     out(&format!(
-        "\nDone. The demo repository is {root}\nLook around:\n  git -C {root} log --graph --oneline main\n  {exe} -C {root} proposals\n  {exe} -C {root} audit log\n  {exe} -C {root} audit show {fix}\n  {exe} -C {root} audit verify\n  {exe} -C {root} ui          # the dashboard, in a browser\n(keys are in {keys}; the bypassing clone is {clone})\n",
+        "\nDone. The demo repository is {root}\nLook around:\n  git -C {root} log --graph --oneline main\n  {exe} -C {root} proposals\n  {exe} -C {root} audit log\n  {exe} -C {root} audit show {fix}\n  {exe} -C {root} audit verify\n  {exe} -C {root} ui          # the dashboard, in a browser\n(keys are in {keys}; the bypassing clone is {clone}; the demo's gate keys and audit memory are in {machine}, not in your home directory)\n",
         root = d.root.display(),
         keys = d.keys.display(),
+        machine = d.base_dir.join("machine").display(),
         fix = d.fix,
         clone = d.clone_dir.display()
     ))?;

@@ -61,6 +61,9 @@ pub(crate) fn render(eval: &Evaluation) -> String {
                 "         expected: {}\n         found:    {}\n",
                 r.expected, r.found
             ));
+            if let Some(next) = r.code.next_step() {
+                t.push_str(&format!("         next:     {next}\n"));
+            }
         }
     }
     if d.tokens.is_empty() {

@@ -70,6 +70,7 @@ pub enum GateKeyCommand {
 
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
 }

@@ -46,66 +46,66 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run the whole governed loop in a temporary repository, offline, narrated.
+    Demo(demo::DemoArgs),
     /// Adopt Atelier in this git repository (writes config, policy and the gate key; commits nothing).
     Init(init::InitArgs),
     /// Make an OpenSSH ed25519 key pair for an approver and print its allowed_signers line.
     Keygen(init::KeygenArgs),
     /// Propose a change: a patch becomes a proposal branch and a pull request.
     Propose(propose::ProposeArgs),
-    /// List proposals with their state and approvals (`--improvements`: merged cycle proposals with their measured deltas).
-    Proposals(propose::ProposalsArgs),
-    /// One self-improvement proposal end to end: propose, register its metric, benchmark, validate, record the evidence, review, submit; stops at "awaiting approval".
-    Cycle(cycle::CycleArgs),
     /// Show what a proposal changes (its record and a unified diff).
     Show(show::ShowArgs),
-    /// Sign and record an approval (or rejection) token for a proposal.
-    Approve(approve::ApproveArgs),
     /// Run the review panel on a proposal and record its verdict (exit 0 approve, 1 revise or block).
     Review(review::ReviewArgs),
+    /// Sign and record an approval (or rejection) token for a proposal.
+    Approve(approve::ApproveArgs),
     /// Decide whether a proposal may merge now (exit 0) or not (exit 1), explaining every requirement.
     Gate(gate::GateArgs),
     /// Merge a proposal if, and only if, the gate passes at this instant.
     Merge(gate::MergeArgs),
+    /// List proposals with their state and approvals (`--improvements`: merged cycle proposals with their measured deltas).
+    Proposals(propose::ProposalsArgs),
     /// Close a proposal without merging.
     Close(gate::CloseArgs),
-    /// GitHub: push a proposal's branch and open (or update) its pull request.
-    Submit(github::SubmitArgs),
-    /// GitHub: receive webhook deliveries and run the gate on the pull requests they name.
-    Serve(github::ServeArgs),
     /// Read and verify the proposal history.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
-    /// The gate's key: `recover` replaces a lost one (with a proposal the constitution quorum
-    /// must approve).
-    #[command(subcommand, name = "gate-key")]
-    GateKey(init::GateKeyCommand),
     /// Plans of tasks for the swarm: `plan check` validates them and shows their schedule.
     #[command(subcommand)]
     Plan(plan::PlanCommand),
     /// Run plans with agents in worktrees, through the gauntlet (or --resume a crashed run).
     Run(run::RunArgs),
+    /// Watch a run until it finishes: the cockpit on a terminal (its keys: `watch --help`).
+    Watch(run::WatchArgs),
     /// Show a run's tasks: state, attempt, nudges, restarts, claims held, waves.
     Status(run::StatusArgs),
-    /// Show a run's status, refreshed every second until it finishes.
-    Watch(run::WatchArgs),
+    /// Control a running swarm from another terminal: pause, resume, stop, retry TASK, skip TASK.
+    Control(run::ControlArgs),
     /// What the runs measured, per role: the attempt-success curve, silences, step times, wasted
     /// attempts, prompt sizes.
     Stats(run::StatsArgs),
     /// The scrutiny validator on a finished run: every criterion's check on record, no check
     /// edited, the built-in reviewers (exit 0 pass, 1 blocked).
     Validate(run::ValidateArgs),
+    /// Remove the worktrees and attempt branches that finished runs kept for inspection.
+    Clean(run::CleanArgs),
+    /// One self-improvement proposal end to end: propose, register its metric, benchmark, validate, record the evidence, review, submit; stops at "awaiting approval".
+    Cycle(cycle::CycleArgs),
     /// Benchmarks: `bench replay` compares two conductor configurations on the built-in missions.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
-    /// Control a running swarm from another terminal: pause, resume, stop, retry TASK, skip TASK.
-    Control(run::ControlArgs),
-    /// Remove the worktrees and attempt branches that finished runs kept for inspection.
-    Clean(run::CleanArgs),
+    /// GitHub: push a proposal's branch and open (or update) its pull request.
+    Submit(github::SubmitArgs),
+    /// GitHub: receive webhook deliveries and run the gate on the pull requests they name.
+    Serve(github::ServeArgs),
     /// A local, read-only web dashboard: proposals, the ledger and its audit, runs, the
     /// improvement curve (each page also as JSON under /api/).
     Ui(ui::UiArgs),
-    /// Run the whole governed loop in a temporary repository, offline, narrated.
-    Demo(demo::DemoArgs),
+    /// The gate's key: `recover` replaces a lost one (with a proposal the constitution quorum
+    /// must approve).
+    #[command(subcommand, name = "gate-key")]
+    GateKey(init::GateKeyCommand),
     /// Print a shell completion script: `source <(atelier completions bash)`; zsh and fish too.
     Completions(CompletionsArgs),
 }
@@ -404,6 +404,11 @@ pub fn main() -> ExitCode {
             let first = chain.next().map(|r| r.to_string()).unwrap_or_default();
             note!("refused: {first}");
             print_causes(&first, chain);
+            if let Kind::Refused(code) = kind {
+                if let Some(next) = code.next_step() {
+                    note!("next: {next} ({})", code.documented_at());
+                }
+            }
         }
         Kind::Input | Kind::Environment => {
             note!("error: {err}");

@@ -19,6 +19,7 @@ pub struct CheckArgs {
     /// Plan files, validated together (cross-plan dependencies resolve among them).
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -37,7 +38,8 @@ pub fn plan(dir: &Path, cmd: PlanCommand) -> anyhow::Result<ExitCode> {
             std::fs::read_to_string(f).with_context(|| format!("reading plan {}", f.display()))?;
         files.push((f.display().to_string(), text));
     }
-    let r = crate::swarm::check(&files, &roles)?;
+    let reach = crate::swarm::reach(&repo, &config)?;
+    let r = crate::swarm::check(&files, &roles, &reach)?;
     if a.json {
         json(&r)?;
     } else if !r.refusals.is_empty() {

@@ -28,8 +28,11 @@ pub struct ProposeArgs {
     #[arg(long, value_name = "RUN", conflicts_with_all = ["from", "agent", "rationale"])]
     pub(super) run: Option<String>,
     /// Let one of atelier's proposers write the change: `tune` (atelier.toml's [conductor]
-    /// settings from what the runs measured) or `memory` (recurring errors become lessons in
-    /// prompts/lessons.md). Exit 1, proposing nothing, when the data do not support a change.
+    /// settings from what the runs measured), `memory` (recurring errors become lessons in
+    /// prompts/lessons.md), `lint` (the `[proposers.lint]` fix command for --family, run
+    /// contained, then the gauntlet) or `agent` (the `proposer` role plans toward --goal and the
+    /// swarm runs the plan).
+    /// Exit 1, proposing nothing, when the data do not support a change.
     #[arg(long, value_name = "PROPOSER", conflicts_with = "agent")]
     pub(super) from: Option<String>,
     /// With --from agent: what the change should achieve (the `proposer` role plans toward it).

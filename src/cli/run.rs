@@ -29,14 +29,23 @@ pub struct RunArgs {
     /// No progress on stderr while the run works.
     #[arg(long, short)]
     quiet: bool,
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
+    // An edit to what workers may reach is refused, and the refusal is the only word on it: a
+    // warning that the run uses the working tree's settings would contradict it.
+    ws.containment()?;
     if let Some(w) = uncommitted_config(&ws)? {
         super::note!("warning: {w}");
+    }
+    // To a person at a terminal (CI containers run as root by design, and say so themselves).
+    // SAFETY: geteuid(2) cannot fail.
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) && unsafe { libc::geteuid() } == 0 {
+        super::note!("warning: running the swarm as root: a contained worker keeps uid 0 (without capabilities) and reads what root owns outside the excluded secrets; run it as an ordinary user (docs/swarm.md, \"What a worker can and cannot do\")");
     }
     let mut plan_files = Vec::new();
     for p in &args.plans {
@@ -44,6 +53,16 @@ pub fn run(dir: &Path, args: RunArgs) -> anyhow::Result<ExitCode> {
             p.display().to_string(),
             std::fs::read_to_string(p).with_context(|| format!("reading plan {}", p.display()))?,
         ));
+    }
+    if args.resume.is_none() {
+        let pruned = runtime::prune(&ws)?;
+        if !pruned.branches.is_empty() && !args.quiet {
+            super::note!(
+                "removed {} attempt branch(es) of finished runs older than the latest {} (`atelier clean` removes the rest)",
+                pruned.branches.len(),
+                runtime::KEPT_RUNS
+            );
+        }
     }
     let clock = || crate::clock::now().map(|(t, _)| t).unwrap_or(0);
     let live = Live::new(!args.quiet);
@@ -352,6 +371,7 @@ pub fn control(dir: &Path, args: ControlArgs) -> anyhow::Result<ExitCode> {
 pub struct StatusArgs {
     /// The run (default: the latest).
     run: Option<String>,
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -364,6 +384,19 @@ fn latest(ws: &Workspace) -> anyhow::Result<String> {
 
 pub(super) fn load(ws: &Workspace, run: &str) -> anyhow::Result<RunState> {
     let path = runtime::run_dir(ws, run).join("events.jsonl");
+    if !path.exists() {
+        let runs = stats::run_ids(&ws.atelier_dir().join("runs"));
+        let known = match (runs.first(), runs.last()) {
+            (Some(a), Some(b)) if a == b => format!("the only run is {a}"),
+            (Some(a), Some(b)) => format!("the runs here are {a} to {b} ({} in all)", runs.len()),
+            _ => "there are no runs yet: `atelier run PLAN.toml` starts one".to_string(),
+        };
+        return Err(crate::workflow::Error::Input(format!(
+            "no run {run} in {}: {known}; `atelier stats` lists them",
+            ws.atelier_dir().join("runs").display()
+        ))
+        .into());
+    }
     let records = events::read(&path).with_context(|| format!("run {run}"))?;
     Ok(RunState::of_log(&records))
 }
@@ -505,30 +538,59 @@ pub fn status(dir: &Path, args: StatusArgs) -> anyhow::Result<ExitCode> {
 }
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "On a terminal, the cockpit. Keys: up/down select a task; p pause the \
+run; r resume it; s stop it; t retry the selected task; k skip it; q or Esc quit.\n\
+It closes when the run finishes and leaves the final status on the screen, unless --stay. \
+Not on a terminal (piped, in CI), it prints the status each time a task changes state, and \
+the final status, without escape sequences."
+)]
 pub struct WatchArgs {
     /// The run (default: the latest).
     run: Option<String>,
+    /// Keep the cockpit open after the run finishes, until `q`.
+    #[arg(long)]
+    stay: bool,
 }
 
-/// Redraws the status every second until the run finishes.
+/// The cockpit on a terminal; elsewhere, the status each time a task changes state. Both end
+/// when the run finishes (the cockpit only then if not `--stay`).
 pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
     let ws = Workspace::open(dir)?;
     let run = match args.run {
         Some(r) => r,
         None => latest(&ws)?,
     };
-    {
-        use std::io::IsTerminal;
-        if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
-            return super::cockpit::run(&ws, &run);
+    use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
+    if terminal && std::io::stdin().is_terminal() {
+        if super::cockpit::run(&ws, &run, args.stay)? {
+            let s = load(&ws, &run)?;
+            let live = live_status(&ws, &run);
+            out(&render(&s, &ws.config, super::now()?, live.as_ref()))?;
         }
+        return Ok(ExitCode::SUCCESS);
     }
+    let mut shown = None;
     loop {
         let s = load(&ws, &run)?;
         let live = live_status(&ws, &run);
-        // The one escape sequence here is ours: clear the screen, then the status, printable.
-        super::out_raw("\x1b[2J\x1b[H")?;
-        out(&render(&s, &ws.config, super::now()?, live.as_ref()))?;
+        let states: Vec<_> = s
+            .tasks
+            .iter()
+            .map(|(k, t)| (k.clone(), t.state, t.attempt))
+            .collect();
+        if terminal {
+            // The one escape sequence here is ours: clear the screen, then the status.
+            super::out_raw("\x1b[2J\x1b[H")?;
+            out(&render(&s, &ws.config, super::now()?, live.as_ref()))?;
+        } else if shown.as_ref() != Some(&states) {
+            if shown.is_some() {
+                out("\n")?;
+            }
+            out(&render(&s, &ws.config, super::now()?, live.as_ref()))?;
+            shown = Some(states);
+        }
         if s.finished {
             return Ok(ExitCode::SUCCESS);
         }
@@ -548,6 +610,7 @@ pub fn watch(dir: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
 
 #[derive(Args, Debug)]
 pub struct CleanArgs {
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -580,6 +643,7 @@ pub struct StatsArgs {
     /// Only this run and the later ones (a run id, e.g. r4).
     #[arg(long, value_name = "run-id")]
     since: Option<String>,
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -614,7 +678,7 @@ fn dist_ms(d: &stats::Dist) -> String {
         return "none".into();
     }
     format!(
-        "{} (median {}, p90 {}, max {})",
+        "{} measured: median {}, p90 {}, max {}",
         d.count,
         human_ms(d.p50),
         human_ms(d.p90),
@@ -743,6 +807,7 @@ fn render_role(role: &str, r: &stats::RoleStats) -> String {
 pub struct ValidateArgs {
     /// The run (default: the latest).
     run: Option<String>,
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     json: bool,
 }

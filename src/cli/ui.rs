@@ -65,7 +65,14 @@ pub fn ui(dir: &Path, args: UiArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
-            .map_err(|e| workflow::Error::Input(format!("listening on {}: {e}", args.listen)))?;
+            .map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+                    "; another program holds that port: `--listen 127.0.0.1:0` picks a free one (the address is printed)"
+                } else {
+                    ""
+                };
+                workflow::Error::Input(format!("listening on {}: {e}{hint}", args.listen))
+            })?;
         let local = listener.local_addr()?;
         super::out(&format!("listening on http://{local}\n"))?;
         let allowed = Arc::new(Hosts {

@@ -139,6 +139,7 @@ codes! {
     PlanRefused = "E_PLAN_REFUSED",
     ContractRejected = "E_CONTRACT_REJECTED",
     ScrutinyFailed = "E_SCRUTINY_FAILED",
+    CheckInReach = "E_CHECK_IN_REACH",
     RunBranchMoved = "E_RUN_BRANCH_MOVED",
 
     // Containment of workers (`agent::contain`, `swarm::runtime`).
@@ -147,6 +148,31 @@ codes! {
     ContainmentUncommitted = "E_CONTAINMENT_UNCOMMITTED",
     ContainmentSecret = "E_CONTAINMENT_SECRET",
     EndpointBlocked = "E_ENDPOINT_BLOCKED",
+}
+
+/// GOVERNANCE.md, built in: its "Refusal codes" table is the one place each code's next step is
+/// written, and what a command prints after a refusal.
+const GOVERNANCE: &str = include_str!("../../GOVERNANCE.md");
+
+impl Code {
+    /// What to do about this code: the last column of its row in GOVERNANCE.md's "Refusal
+    /// codes" table (every code has one; a test checks it).
+    pub fn next_step(self) -> Option<&'static str> {
+        let prefix = format!("| `{}` |", self.as_str());
+        let row = GOVERNANCE.lines().find(|l| l.starts_with(&prefix))?;
+        let step = row
+            .trim_end()
+            .strip_suffix('|')?
+            .rsplit(" | ")
+            .next()?
+            .trim();
+        (!step.is_empty()).then_some(step)
+    }
+
+    /// Where the code is explained, for a person reading a refusal.
+    pub fn documented_at(self) -> String {
+        format!("GOVERNANCE.md, \"Refusal codes\", {}", self.as_str())
+    }
 }
 
 impl fmt::Display for Code {
@@ -189,6 +215,22 @@ pub trait Coded {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn every_code_has_a_next_step() {
+        let missing: Vec<&str> = Code::ALL
+            .iter()
+            .filter(|c| c.next_step().is_none())
+            .map(|c| c.as_str())
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "no next step in GOVERNANCE.md for {missing:?}"
+        );
+        assert!(Code::Vetoed
+            .next_step()
+            .is_some_and(|s| s.starts_with("talk to whoever rejected")));
+    }
 
     #[test]
     fn every_code_is_unique_and_spelled_from_its_name() {

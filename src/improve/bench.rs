@@ -754,6 +754,7 @@ pub fn replay(
     all: &[Mission],
     seeds: &[u64],
     only: Option<&str>,
+    say: &dyn Fn(&str),
 ) -> Result<Report> {
     replay_sides(
         &Side::Here(baseline.clone()),
@@ -761,16 +762,19 @@ pub fn replay(
         all,
         seeds,
         only,
+        say,
     )
 }
 
-/// [`replay`] between any two sides (another build of atelier on either).
+/// [`replay`] between any two sides (another build of atelier on either); `say` hears of each
+/// mission replayed (one line per seed, mission and side, with the time it took).
 pub fn replay_sides(
     baseline: &Side,
     candidate: &Side,
     all: &[Mission],
     seeds: &[u64],
     only: Option<&str>,
+    say: &dyn Fn(&str),
 ) -> Result<Report> {
     if seeds.is_empty() {
         return Err(crate::workflow::Error::Input(
@@ -805,7 +809,15 @@ pub fn replay_sides(
             };
             for (side, c) in order {
                 let dir = tmp.path().join(format!("{}-{seed}-{side}", m.mission.id));
+                let started = crate::agent::process::Stopwatch::start();
                 let metrics = run_side(&dir, m, c, seed)?;
+                say(&format!(
+                    "replay: seed {}/{}, mission {}, {side}: {:.1} s",
+                    i + 1,
+                    seeds.len(),
+                    m.mission.id,
+                    started.elapsed().as_secs_f64()
+                ));
                 samples.push(Sample {
                     mission: m.mission.id.clone(),
                     seed,

@@ -362,6 +362,7 @@ fn benchmark(
             missions,
             &seeds,
             opts.mission.as_deref(),
+            &|t| host.note(&format!("cycle [benchmark] {t}")),
         )?
     } else if !m.code.is_empty() {
         c.reach(
@@ -396,6 +397,7 @@ fn benchmark(
             missions,
             &seeds,
             opts.mission.as_deref(),
+            &|t| host.note(&format!("cycle [benchmark] {t}")),
         )?
     } else {
         return Ok(None);

@@ -177,7 +177,11 @@ pub fn plan(ws: &Workspace, goal: &str, now: i64) -> Result<Planned> {
     let plan = extract_plan(&reply);
     let roles: BTreeSet<String> = ws.config.roles.keys().cloned().collect();
     Ok(
-        match crate::swarm::check(&[("proposer plan".to_string(), plan.clone())], &roles) {
+        match crate::swarm::check(
+            &[("proposer plan".to_string(), plan.clone())],
+            &roles,
+            &crate::swarm::reach(&ws.repo, &ws.config)?,
+        ) {
             Ok(report) => Planned {
                 plan,
                 refusals: report.refusals,

@@ -16,8 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::Oid;
 use serde::Serialize;
 
+use crate::governance::review::surface::Lookup;
 use crate::governance::review::{critic, Finding, Severity, Verdict};
 use crate::swarm::events::{self, Record, RunEvent};
+use crate::swarm::executes::executed;
 use crate::swarm::plan::Task;
 use crate::workflow::error::{Context, Result};
 use crate::workflow::Workspace;
@@ -60,113 +62,6 @@ fn blocking(category: &str, file: Option<&str>, message: String, hint: &str) -> 
     }
 }
 
-/// File names a build or test runner reads as its recipe.
-const RECIPES: &[&str] = &[
-    "Makefile",
-    "makefile",
-    "GNUmakefile",
-    "justfile",
-    "Justfile",
-    "Rakefile",
-    "package.json",
-    "tox.ini",
-    "noxfile.py",
-    "conftest.py",
-    "pytest.ini",
-    "setup.cfg",
-    "pyproject.toml",
-    "build.rs",
-    "Cargo.toml",
-    "CMakeLists.txt",
-    "meson.build",
-    "Taskfile.yml",
-];
-
-/// Extensions of files a check runs rather than reads.
-const SCRIPTS: &[&str] = &[
-    "sh", "bash", "zsh", "ksh", "fish", "py", "js", "mjs", "cjs", "ts", "rb", "pl", "php", "lua",
-    "mk", "tcl", "awk", "sed",
-];
-
-/// A path as a check names it, normalised: quotes, `./`, `$PWD/`, `//` and `/./` removed.
-fn normalise(word: &str) -> String {
-    let w = word.trim_matches(|c| matches!(c, '"' | '\'' | '{' | '}' | '<' | '>'));
-    let w = ["$PWD/", "${PWD}/", "\"$PWD\"/"]
-        .iter()
-        .fold(w.to_string(), |w, p| {
-            w.strip_prefix(p).map(String::from).unwrap_or(w)
-        });
-    let parts: Vec<&str> = w
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .collect();
-    parts.join("/")
-}
-
-/// The words of a shell command, however quoted or nested (`bash -c 'sh x'` gives `x`).
-fn words(command: &str) -> Vec<String> {
-    command
-        .split(|c: char| {
-            c.is_whitespace()
-                || matches!(
-                    c,
-                    ';' | '|' | '&' | '(' | ')' | '`' | '<' | '>' | '"' | '\'' | '='
-                )
-        })
-        .map(normalise)
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
-/// Whether running `command` may execute `file` (a path in the repository): the command names
-/// it and it is a script or a program's recipe, or the command names a module it is
-/// (`python3 -c 'import verify'` runs `verify.py`), or a runner whose recipe it is.
-pub fn may_execute(command: &str, file: &str) -> bool {
-    let ws = words(command);
-    let name = file.rsplit('/').next().unwrap_or(file);
-    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-    let scripty = SCRIPTS.contains(&ext) || RECIPES.contains(&name) || !name.contains('.');
-    if scripty && ws.iter().any(|w| w == file) {
-        return true;
-    }
-    // A module by name (`import verify`, `-m verify`, `require('verify')`).
-    if let Some(stem) = name
-        .strip_suffix(".py")
-        .or_else(|| name.strip_suffix(".js"))
-    {
-        let module = file
-            .trim_end_matches(".py")
-            .trim_end_matches(".js")
-            .replace('/', ".");
-        if ws.iter().any(|w| w == stem || *w == module) {
-            return true;
-        }
-    }
-    // A runner reads its recipe wherever the command runs it.
-    RECIPES.contains(&name)
-        && ws.iter().any(|w| {
-            matches!(
-                w.rsplit('/').next().unwrap_or(w),
-                "make"
-                    | "gmake"
-                    | "just"
-                    | "rake"
-                    | "npm"
-                    | "yarn"
-                    | "pnpm"
-                    | "npx"
-                    | "tox"
-                    | "nox"
-                    | "pytest"
-                    | "cargo"
-                    | "cmake"
-                    | "meson"
-                    | "ninja"
-                    | "task"
-            ) || w == "pytest"
-        })
-}
-
 /// Judges a run from its records, its tasks and the files it changed that existed at its
 /// base (a file a task adds is its deliverable, and a check running it runs the work; a file
 /// it modifies may be what judges it). The built-in reviewers' findings are added by the caller.
@@ -175,6 +70,7 @@ pub fn judge(
     tasks: &BTreeMap<String, Task>,
     gauntlet: &[(String, String)],
     changed: &BTreeSet<String>,
+    lookup: Lookup,
 ) -> (Vec<Evidence>, Vec<Finding>) {
     let state = events::RunState::of_log(records);
     let mut evidence = Vec::new();
@@ -243,19 +139,20 @@ pub fn judge(
             t.contract
                 .checks
                 .iter()
-                .map(move |c| (format!("task {k}'s check"), c.clone()))
+                .map(move |c| (format!("task {k}'s check"), c.clone(), false))
         })
         .chain(
             gauntlet
                 .iter()
-                .map(|(n, r)| (format!("gauntlet step {n}"), r.clone())),
+                .map(|(n, r)| (format!("gauntlet step {n}"), r.clone(), true)),
         );
-    for (what, command) in commands {
-        for file in changed.iter().filter(|f| may_execute(&command, f)) {
+    for (what, command, step) in commands {
+        let runs = executed(&command, step, lookup);
+        for (file, _) in runs.iter().filter(|(f, _)| changed.contains(f)) {
             findings.push(blocking(
                 "check-edited",
                 Some(file),
-                format!("{what} `{command}` may execute {file}, which the run changed: a check a worker can edit can be made to pass"),
+                format!("{what} `{command}` runs {file}, which the run changed: a check a worker can edit can be made to pass"),
                 "keep what checks run out of the tasks' claims (or change it in a proposal of its own)",
             ));
         }
@@ -334,7 +231,13 @@ pub fn scrutinize(ws: &Workspace, run: &str) -> Result<Scrutiny> {
         .filter(|f| f.base.is_some())
         .map(|f| f.path.clone())
         .collect();
-    let (evidence, mut findings) = judge(&records, &tasks, &gauntlet, &modified);
+    let at_base = |path: &str| {
+        let bytes = crate::git::read_file(repo, &base_tree, path)
+            .ok()
+            .flatten()?;
+        String::from_utf8(bytes).ok()
+    };
+    let (evidence, mut findings) = judge(&records, &tasks, &gauntlet, &modified, &at_base);
     let claims: Vec<String> = tasks
         .values()
         .flat_map(|t| t.files.iter().cloned())
@@ -359,27 +262,4 @@ pub fn scrutinize(ws: &Workspace, run: &str) -> Result<Scrutiny> {
         evidence,
         findings,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn what_a_check_may_execute() {
-        assert!(may_execute("bash -c 'sh tests/check.sh'", "tests/check.sh"));
-        assert!(may_execute(
-            "sh \"$PWD/tests//./check.sh\"",
-            "tests/check.sh"
-        ));
-        assert!(may_execute("./verify && grep -q x a.rs", "verify"));
-        assert!(may_execute("make check", "Makefile"));
-        assert!(may_execute(
-            "python3 -c 'import tools.verify'",
-            "tools/verify.py"
-        ));
-        // Reading a file the task changes is what checks are for.
-        assert!(!may_execute("grep -q ok src/a.rs", "src/a.rs"));
-        assert!(!may_execute("grep -q ok src/a.rs", "tests/check.sh"));
-    }
 }

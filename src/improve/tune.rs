@@ -18,7 +18,8 @@
 //! - `failure_budget` up: tasks still pass at the last attempt allowed (P(pass) ≥ 30 % over at
 //!   least [`MIN_TASKS`] tasks) and some tasks failed: one more attempt would have saved some.
 //! - `attempt_timeout` down: at least [`MIN_PASSED`] passed attempts, the longest under a sixth
-//!   of the timeout. New value: 3 × the longest, in whole minutes.
+//!   of the timeout. New value: 3 × the longest, rounded up to whole minutes, never below
+//!   `restart_after` or one minute (the rationale says which bound decided it).
 //!
 //! `max_parallel` and `nudge_after` are not tuned from telemetry: whether more attempts at once
 //! help is a question for the replay benchmark, and a nudge changes nothing a worker sees.
@@ -172,7 +173,7 @@ pub fn tune(runs: &[RunLog], current: Current) -> Tuning {
     }
     if used.len() < MIN_RUNS {
         t.unchanged.push(format!(
-            "only {} run(s) recorded with the settings in force; tune proposes nothing from fewer than {MIN_RUNS}",
+            "every setting: only {} run(s) recorded with the settings in force, and tune proposes nothing from fewer than {MIN_RUNS}",
             used.len()
         ));
         return t;
@@ -325,8 +326,28 @@ fn attempt_timeout(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
     let timeout_ms = t.current.attempt_timeout.saturating_mul(1000);
     let passed = &s.passed_attempt_ms;
     if passed.count >= MIN_PASSED && passed.max.saturating_mul(6) < timeout_ms {
-        let to = ceil_secs(passed.max.saturating_mul(3)).div_ceil(60) * 60;
-        let to = to.max(t.current.restart_after).max(60);
+        let three = ceil_secs(passed.max.saturating_mul(3)).div_ceil(60) * 60;
+        let to = three.max(t.current.restart_after).max(60);
+        // Exactly how the value was reached: approvers read this as evidence.
+        let derived = if to == three {
+            format!(
+                "{} is 3 × the longest, rounded up to whole minutes",
+                dur(to)
+            )
+        } else if to == t.current.restart_after {
+            format!(
+                "3 × the longest, rounded up to whole minutes, is {}, and the timeout never goes below restart_after = {}, so {}",
+                dur(three),
+                dur(t.current.restart_after),
+                dur(to)
+            )
+        } else {
+            format!(
+                "3 × the longest, rounded up to whole minutes, is {}, and the timeout never goes below 1m, so {}",
+                dur(three),
+                dur(to)
+            )
+        };
         if to < t.current.attempt_timeout {
             t.changes.push(Change {
                 key: "attempt_timeout".into(),
@@ -334,12 +355,11 @@ fn attempt_timeout(t: &mut Tuning, s: &stats::RoleStats, n: usize) {
                 to: dur(to),
                 toml: format!("\"{}\"", dur(to)),
                 why: format!(
-                    "over {n} runs, {} attempts passed, the longest in {} (median {}), under a sixth of attempt_timeout = {}: {} is 3 × the longest, in whole minutes, and stops a stuck attempt sooner",
+                    "over {n} runs, {} attempts passed, the longest in {} (median {}), under a sixth of attempt_timeout = {}: {derived}, which stops a stuck attempt sooner",
                     passed.count,
                     secs_text(passed.max),
                     secs_text(passed.p50),
                     dur(t.current.attempt_timeout),
-                    dur(to)
                 ),
             });
             return;
@@ -688,6 +708,36 @@ mod tests {
             .unchanged
             .iter()
             .any(|u| u.starts_with("failure_budget 3:")));
+    }
+
+    /// The rationale says exactly how the new timeout was reached: 3 × 6.1 s rounds up to 1m,
+    /// and restart_after = 10m is the floor that decided it.
+    #[test]
+    fn a_timeout_held_up_by_restart_after_says_so() {
+        let current = Current {
+            restart_after: 600,
+            attempt_timeout: 7200,
+            ..CURRENT
+        };
+        let runs: Vec<RunLog> = (1..=5)
+            .map(|i| {
+                run(
+                    &format!("r{i}"),
+                    Some(current),
+                    &[ok("a", 6_100), ok("b", 4_000)],
+                )
+            })
+            .collect();
+        let t = tune(&runs, current);
+        let c = change_of(&t, "attempt_timeout");
+        assert_eq!(c.to, "10m");
+        assert!(
+            c.why.contains("3 × the longest, rounded up to whole minutes, is 1m, and the timeout never goes below restart_after = 10m, so 10m")
+                && c.why.contains("the longest in 6.1s"),
+            "{}",
+            c.why
+        );
+        assert!(!c.why.contains("10m is 3 ×"), "{}", c.why);
     }
 
     fn change(key: &str, toml: &str) -> Change {

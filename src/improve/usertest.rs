@@ -85,20 +85,23 @@ fn steered(
     head: git2::Oid,
 ) -> Result<Vec<String>> {
     let repo = &ws.repo;
-    let changed = crate::git::changed_paths(
-        repo,
-        &repo.find_commit(base)?.tree()?,
-        &repo.find_commit(head)?.tree()?,
-    )?;
+    let base_tree = repo.find_commit(base)?.tree()?;
+    let changed = crate::git::changed_paths(repo, &base_tree, &repo.find_commit(head)?.tree()?)?;
+    let at_base = |path: &str| {
+        let bytes = crate::git::read_file(repo, &base_tree, path)
+            .ok()
+            .flatten()?;
+        String::from_utf8(bytes).ok()
+    };
     let mut steered: Vec<String> = u
         .build
         .iter()
         .chain(&u.scenario)
         .flat_map(|c| {
-            changed
-                .iter()
-                .filter(|f| super::scrutiny::may_execute(c, f))
-                .map(move |f| format!("`{f}` (run by `{c}`)"))
+            crate::swarm::executes::executed(c, true, &at_base)
+                .into_iter()
+                .filter(|(f, _)| changed.contains(f))
+                .map(move |(f, _)| format!("`{f}` (run by `{c}`)"))
         })
         .collect();
     let head_tree = repo.find_commit(head)?.tree()?;

@@ -7,6 +7,7 @@
 //! The self-improvement cycle's proposers and validators that use them live in `improve`.
 
 pub mod events;
+pub mod executes;
 pub mod live;
 pub mod memory;
 pub mod paths;
@@ -33,16 +34,19 @@ pub struct CheckReport {
     pub serialised: Vec<Vec<String>>,
 }
 
-/// Parses and validates plan files together (`(file name, text)` pairs).
+/// Parses and validates plan files together (`(file name, text)` pairs), with the files and
+/// gauntlet of the base a run of them would start from (`reach`).
 pub fn check(
     files: &[(String, String)],
     roles: &BTreeSet<String>,
+    reach: &executes::Reach<'_>,
 ) -> Result<CheckReport, plan::PlanFileError> {
     let plans = files
         .iter()
         .map(|(f, t)| plan::parse(f, t))
         .collect::<Result<Vec<_>, _>>()?;
-    let refusals = plan::validate(&plans, roles);
+    let mut refusals = plan::validate(&plans, roles);
+    refusals.extend(executes::in_reach(&plans, reach));
     let (waves, critical_path, serialised) = if refusals.is_empty() {
         let w = schedule::waves(&plans);
         let cp = schedule::critical_path(&plans, &w);
@@ -59,5 +63,42 @@ pub fn check(
         waves,
         critical_path,
         serialised,
+    })
+}
+
+/// The files at `repo`'s `HEAD` (none on an unborn branch), their text, and `config`'s
+/// gauntlet: what [`check`] needs to see which checks a worker could reach.
+pub fn reach<'a>(
+    repo: &'a git2::Repository,
+    config: &crate::config::Config,
+) -> Result<executes::Reach<'a>, crate::git::GitError> {
+    let mut files = Vec::new();
+    let tree = repo.head().and_then(|h| h.peel_to_tree()).ok();
+    if let Some(head) = &tree {
+        head.walk(git2::TreeWalkMode::PreOrder, |prefix, e| {
+            if e.kind() != Some(git2::ObjectType::Tree) {
+                if let Some(name) = e.name() {
+                    files.push(format!("{prefix}{name}"));
+                }
+            }
+            git2::TreeWalkResult::Ok
+        })?;
+    }
+    let gauntlet = config
+        .gauntlet
+        .steps
+        .iter()
+        .map(|s| (s.name.clone(), s.run.clone()))
+        .collect();
+    let lookup = move |path: &str| {
+        let bytes = crate::git::read_file(repo, tree.as_ref()?, path)
+            .ok()
+            .flatten()?;
+        String::from_utf8(bytes).ok()
+    };
+    Ok(executes::Reach {
+        files,
+        gauntlet,
+        lookup: Box::new(lookup),
     })
 }

@@ -82,6 +82,19 @@ pub struct Task {
     pub contract: Contract,
 }
 
+impl Task {
+    /// Whether `path` is among the task's claims: a claimed path, a file under a claimed
+    /// directory, or a match of a claimed glob.
+    pub fn claims(&self, path: &str) -> bool {
+        self.files.iter().any(|f| {
+            let dir = f.trim_end_matches('/');
+            path == dir
+                || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+                || compile_glob(f).map(|m| m.is_match(path)).unwrap_or(false)
+        })
+    }
+}
+
 /// A parsed plan.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {

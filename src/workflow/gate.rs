@@ -182,7 +182,16 @@ pub fn decision_event(eval: &Evaluation) -> Event {
         head: eval.change.head.clone(),
         merge_tree: eval.merge_tree.map(|t| t.to_string()),
         allowed: eval.decision.allowed,
-        unmet: eval.decision.unmet().map(|r| r.code.to_string()).collect(),
+        // Each code once: two rules of a new policy unmet are one `E_NEW_POLICY_QUORUM`.
+        unmet: eval.decision.unmet().map(|r| r.code.to_string()).fold(
+            Vec::new(),
+            |mut codes, c| {
+                if !codes.contains(&c) {
+                    codes.push(c);
+                }
+                codes
+            },
+        ),
         approvers: eval.decision.approvers.clone(),
     }
 }

@@ -19,15 +19,7 @@ use crate::config::Config;
 
 /// The data directory atelier keeps gate keys under, from the environment.
 fn data_home() -> Option<PathBuf> {
-    std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/share"))
-        })
+    crate::fsutil::machine_dir("XDG_DATA_HOME", ".local/share")
 }
 
 /// This clone's gate key directory under `data_home`.

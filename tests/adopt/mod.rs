@@ -125,6 +125,14 @@ fn the_demo_runs_the_whole_loop_and_says_where_it_is() {
             run.stdout
         );
     }
+    // The demo keeps its gate keys and audit memory in its own directory: nothing of it is
+    // left in the home directory when that directory is deleted.
+    assert!(
+        !env.home.join(".local").exists(),
+        "the demo wrote under {}",
+        env.home.join(".local").display()
+    );
+    assert!(dir.join("machine").is_dir());
     let repo = dir.join("repo");
     env.atelier_in(&repo, &["audit", "verify"]).ok();
     let list = env.atelier_in(&repo, &["proposals", "--json"]).ok().json();

@@ -109,6 +109,16 @@ fn a_reject_token_vetoes() {
     assert_eq!(code, 1);
     assert_eq!(unmet(&v), ["E_VETOED"]);
     assert_eq!(v["vetoes"], serde_json::json!(["bob@example.org"]));
+    // What people read says what to do next, from GOVERNANCE.md's table.
+    let text = env.atelier(&["gate", &id]).code(1);
+    assert!(
+        text.stdout.contains("[FAIL] E_VETOED")
+            && text
+                .stdout
+                .contains("next:     talk to whoever rejected (the gate names them)"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]

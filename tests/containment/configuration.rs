@@ -23,6 +23,19 @@ fn an_uncommitted_containment_none_is_refused_before_a_run_exists() {
     );
     assert!(run.stderr.contains("constitution change"), "{}", run.stderr);
     assert!(!repo(&s).join(".atelier/runs/r1").exists());
+    // The refusal is the only word on it: no warning that the run uses the working tree's.
+    assert!(!run.stderr.contains("warning:"), "{}", run.stderr);
+    // The same for an uncommitted edit to what a role may write.
+    s.env.write(
+        "atelier.toml",
+        &config.replace("writable = [", "writable = [\"/tmp\", "),
+    );
+    let run = s.run(&["run", &p]).code(1);
+    assert!(
+        run.stderr.contains("E_CONTAINMENT_UNCOMMITTED") && !run.stderr.contains("warning:"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

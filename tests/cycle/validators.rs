@@ -214,11 +214,10 @@ fn the_user_testing_lists_grant_the_gate_key_that_role_lists_may_not() {
     assert_eq!(listed[0]["state"], "closed", "{listed}");
 }
 
-/// "A change that edits a file the scenario runs fails the validator" is decided by
-/// `may_execute` on the scenario's command line only: a file the named script sources
-/// (`. ./checks.sh`), a module it imports, a makefile it includes is not seen. An agent whose
-/// change breaks what users rely on also rewrites the helper the scenario sources, and the
-/// user-testing validator reports "passed" on a change that breaks the scenario at base.
+/// "A change that edits a file the scenario runs fails the validator" holds past the
+/// scenario's command line: a file the named script sources (`. ./checks.sh`), a module it
+/// imports, a makefile it includes steer it too. An agent whose change breaks what users rely
+/// on and also rewrites the helper the scenario sources gets no "passed".
 #[test]
 fn a_change_to_a_file_the_scenario_sources_steers_the_user_testing_validator() {
     let s = Swarm::configured(

@@ -291,6 +291,21 @@ fn the_dashboard_stays_on_loopback_unless_told() {
     );
 }
 
+/// A port another program holds is named as such, with the way to get a free one.
+#[test]
+fn a_port_in_use_says_how_to_pick_a_free_one() {
+    let env = Env::new();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let r = env.atelier(&["ui", "--listen", &addr]).code(2);
+    assert!(
+        r.stderr.contains(&format!("listening on {addr}"))
+            && r.stderr.contains("`--listen 127.0.0.1:0` picks a free one"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// A run's page draws each attempt's validators (its contract checks, passed or failed) under
 /// its bar and the contract validator's verdict before the first attempt; the runs page plots
 /// the silences (a dot each) with the thresholds. In Chromium, from a real run.

@@ -533,6 +533,74 @@ fn in_an_adopting_repository_missions_and_the_gauntlet_s_scripts_judge() {
     assert!(missed.is_empty(), "{missed:#?}");
 }
 
+/// However a gauntlet step wraps the script it runs (an option's value before it, the script
+/// on standard input, a compound command, inline code that imports it, a module node loads
+/// first), an agent's edit of that script is a judge's.
+#[test]
+fn a_gauntlet_step_s_script_judges_however_the_step_wraps_it() {
+    let env = Env::new();
+    let steps = [
+        ("env", "env -u HOME sh scripts/a.sh"),
+        ("timeout", "timeout -s KILL 60 sh scripts/b.sh"),
+        ("option", "sh -o errexit scripts/c.sh"),
+        ("stdin", "sh < scripts/d.sh"),
+        (
+            "compound",
+            "if sh scripts/e.sh; then exit 0; else exit 1; fi",
+        ),
+        ("group", "{ sh scripts/f.sh; }"),
+        ("inline", "python3 -c 'import tools.verify'"),
+        ("preload", "node -r ./tools/hook.js -e 'process.exit(0)'"),
+    ];
+    let mut config = env.read("atelier.toml");
+    for (name, run) in steps {
+        config.push_str(&format!(
+            "\n[[gauntlet.steps]]\nname = \"{name}\"\nrun = \"{}\"\n",
+            run.replace('\\', "\\\\").replace('"', "\\\"")
+        ));
+    }
+    let mut files: Vec<(String, String)> = vec![("atelier.toml".into(), config)];
+    for f in "abcdef".chars() {
+        files.push((format!("scripts/{f}.sh"), "#!/bin/sh\ncargo test\n".into()));
+    }
+    files.push(("tools/verify.py".into(), "assert 1 + 1 == 2\n".into()));
+    files.push(("tools/hook.js".into(), "require('assert')(true);\n".into()));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    commit(&env, &refs, "A gauntlet of wrapped scripts");
+    let paths: Vec<String> = "abcdef"
+        .chars()
+        .map(|f| format!("scripts/{f}.sh"))
+        .collect();
+    let mut cases: Vec<Attack> = paths
+        .iter()
+        .map(|p| {
+            (
+                "a wrapped step's script",
+                vec![(p.as_str(), "#!/bin/sh\nexit 0\n".to_string())],
+                p.as_str(),
+                "judge-tamper",
+            )
+        })
+        .collect();
+    cases.push((
+        "inline code's only import",
+        vec![("tools/verify.py", "pass\n".to_string())],
+        "tools/verify.py",
+        "judge-tamper",
+    ));
+    cases.push((
+        "a module node loads first",
+        vec![("tools/hook.js", "process.exit(0)\n".to_string())],
+        "tools/hook.js",
+        "judge-tamper",
+    ));
+    let missed = each_blocked(&env, &cases);
+    assert!(missed.is_empty(), "{missed:#?}");
+}
+
 #[test]
 fn in_atelier_s_own_repository_module_wiring_cannot_swap_a_judged_module() {
     let env = Env::new();

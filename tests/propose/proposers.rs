@@ -93,7 +93,7 @@ fn check_edited(check: &str, changed: &[&str]) -> usize {
         .map(|t| (t.key.clone(), t))
         .collect();
     let changed: BTreeSet<String> = changed.iter().map(|s| s.to_string()).collect();
-    let (_, findings) = scrutiny::judge(&[], &tasks, &[], &changed);
+    let (_, findings) = scrutiny::judge(&[], &tasks, &[], &changed, &|_| None);
     findings
         .iter()
         .filter(|f| f.category == "check-edited")
@@ -131,13 +131,14 @@ fn scrutiny_misses_a_changed_check_script_run_through_shell_indirection() {
     );
 }
 
-/// `make check` runs the Makefile's recipe; `python3 -m pytest` runs the changed tests;
-/// `sh tests/check.sh` runs whatever `tests/lib.sh` (sourced by it) says.
+/// `make check` runs the Makefile's recipe; `python3 -m verify` runs `verify.py`; inline code
+/// that only imports `verify` is judged by it. (A test file a runner collects is the
+/// tests-tamper reviewer's: a task may extend it.)
 #[test]
 fn scrutiny_misses_changed_files_a_check_runs_through_a_build_tool_or_module() {
     let cases: [(&str, &[&str]); 3] = [
         ("make check", &["Makefile"]),
-        ("python3 -m pytest tests/test_a.py", &["tests/test_a.py"]),
+        ("python3 -m verify tests/test_a.py", &["verify.py"]),
         (
             "python3 -c 'import verify' && grep -q a src/a.rs",
             &["verify.py"],
@@ -151,10 +152,10 @@ fn scrutiny_misses_changed_files_a_check_runs_through_a_build_tool_or_module() {
     assert!(missed.is_empty(), "not flagged: {missed:#?}");
 }
 
-/// End to end: the worker rewrites its own check script to `exit 0`; the check runs it
-/// through `bash -c`, and the run becomes a proposal.
+/// End to end: a task claims the script its check runs through `bash -c`, so its worker could
+/// rewrite it to `exit 0`: the plan is refused before any worker starts.
 #[test]
-fn a_worker_that_edits_its_check_behind_bash_c_gets_a_proposal() {
+fn a_check_behind_bash_c_that_runs_a_script_its_task_claims_never_starts() {
     let s = Swarm::new("");
     s.env
         .write("tests/check.sh", "grep -q 'pub fn a' src/a.rs\n");
@@ -178,12 +179,16 @@ fn a_worker_that_edits_its_check_behind_bash_c_gets_a_proposal() {
     );
     let r = s.run(&["run", &p, "--propose"]);
     assert!(
-        r.code == 1 && r.stderr.contains("check-edited"),
-        "the worker's rewritten check was proposed (exit {}):\n{}\n{}",
+        r.code == 1
+            && r.stderr.contains("E_CHECK_IN_REACH")
+            && r.stderr
+                .contains("runs tests/check.sh, which task p:A may change"),
+        "a check its worker could rewrite was run (exit {}):\n{}\n{}",
         r.code,
         r.stdout,
         r.stderr
     );
+    assert!(!s.env.repo.join(".atelier/runs").exists(), "a run started");
 }
 
 /// A swarm with a scripted `proposer` (prints proposer-reply.txt) and, optionally, a scripted
@@ -674,7 +679,7 @@ fn the_validator_reads_the_contracts_and_a_plan_it_rejects_never_runs() {
 }
 
 #[test]
-fn the_scrutiny_validator_refuses_a_run_whose_worker_edited_its_own_check() {
+fn a_plan_whose_check_runs_a_script_its_task_claims_never_starts() {
     let s = Swarm::new("");
     s.env
         .write("tests/check.sh", "grep -q 'pub fn a' src/a.rs\n");
@@ -699,17 +704,15 @@ fn the_scrutiny_validator_refuses_a_run_whose_worker_edited_its_own_check() {
     );
     let r = s.run(&["run", &p, "--propose"]).code(1);
     assert!(
-        r.stderr.contains("E_SCRUTINY_FAILED")
-            && r.stderr.contains("check-edited")
+        r.stderr.contains("E_PLAN_REFUSED")
+            && r.stderr.contains("E_CHECK_IN_REACH")
             && r.stderr
-                .contains("may execute tests/check.sh, which the run changed"),
+                .contains("runs tests/check.sh, which task p:A may change"),
         "{}",
         r.stderr
     );
     assert_eq!(proposals(&s), 0);
-    let v = s.run(&["validate", "r1", "--json"]).code(1).json();
-    assert_eq!(v["verdict"], "block");
-    assert!(s.env.repo.join(".atelier/runs/r1/scrutiny.json").exists());
+    assert!(!s.fake.join("prompt-p-A-1.txt").exists(), "a worker ran");
 }
 
 #[test]

@@ -169,10 +169,30 @@ pub(crate) fn wait_for_event(events: &std::path::Path, needle: &str) {
     }
 }
 
-/// `atelier watch` in a pseudo-terminal of `cols` columns (`script`, util-linux): the process,
-/// whose stdin takes keys.
+/// Cursor moves stand between the words a terminal draws: the screen's text with each escape
+/// sequence read as a space, and runs of spaces as one.
+pub(crate) fn screen_words(screen: &[u8]) -> String {
+    let mut words = String::new();
+    let mut bytes = screen.iter().copied();
+    while let Some(b) = bytes.next() {
+        if b == 0x1b {
+            for c in bytes.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            words.push(' ');
+        } else {
+            words.push(b as char);
+        }
+    }
+    words.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `atelier watch --stay` in a pseudo-terminal of `cols` columns (`script`, util-linux): the
+/// process, whose stdin takes keys (it stays open after the run ends, until `q`).
 pub(crate) fn cockpit(s: &Swarm, cols: u16) -> std::process::Child {
-    in_terminal(s, cols, "watch")
+    in_terminal(s, cols, "watch --stay")
 }
 
 /// `atelier ARGS` (shell words) in a pseudo-terminal of `cols` columns (`script`, util-linux),

@@ -207,3 +207,102 @@ fn a_stale_build_the_worker_left_does_not_pass_the_checks() {
         "{reason}"
     );
 }
+
+/// A check with an assertion of its own judges by its own text: the module it imports is the
+/// code under test, as a test file's imports are, so `plan check` passes it and so does the
+/// scrutiny validator after the run.
+#[test]
+fn an_inline_check_that_asserts_on_the_module_the_task_changes_is_proposed() {
+    let s = python_project("failure_budget = 1");
+    s.scenario("p:Sub", SUB);
+    let p = sub_plan(
+        &s,
+        "PYTHONPATH=src python3 -c 'import calc; assert calc.sub(5, 3) == 2'",
+    );
+    let check = s.run(&["plan", "check", &p]).ok();
+    assert!(check.stdout.contains("1 task(s): OK"), "{}", check.stdout);
+    let r = s.run(&["run", &p, "--propose"]).ok();
+    assert!(
+        r.stdout.contains("proposal 1") && !r.stderr.contains("E_SCRUTINY_FAILED"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+}
+
+/// A check that runs a file its task may change (the test script itself, here) is refused by
+/// `plan check` before any worker runs, saying how to write it instead; `run` refuses it the
+/// same way, and no worker is started.
+#[test]
+fn a_check_that_runs_a_file_its_task_may_change_is_refused_before_any_worker() {
+    let s = python_project("failure_budget = 1");
+    s.scenario("p:Sub", SUB);
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task(
+                "Sub",
+                &["src/calc.py", "tests/**"],
+                &[],
+                "python3 tests/test_calc.py",
+            )],
+        ),
+    );
+    let r = s.run(&["plan", "check", &p]).code(1);
+    assert!(
+        r.stdout.contains("E_CHECK_IN_REACH: ")
+            && r.stdout.contains("task Sub, field contract.checks: the check `python3 tests/test_calc.py` runs tests/test_calc.py, which task p:Sub may change")
+            && r.stdout.contains("Assert in the check itself"),
+        "{}",
+        r.stdout
+    );
+    let run = s.run(&["run", &p]).code(1);
+    assert!(
+        run.stderr.contains("E_PLAN_REFUSED") && run.stderr.contains("E_CHECK_IN_REACH"),
+        "{}",
+        run.stderr
+    );
+    // A refusal ends with its next step and where its code is explained.
+    assert!(
+        run.stderr.lines().last()
+            == Some("next: run `atelier plan check` on them and fix what it lists (GOVERNANCE.md, \"Refusal codes\", E_PLAN_REFUSED)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !s.fake.join("prompt-p-Sub-1.txt").exists(),
+        "a worker ran for a refused plan"
+    );
+}
+
+/// A gauntlet step that runs a script a task claims is refused the same way, naming the step.
+#[test]
+fn a_gauntlet_step_that_runs_a_claimed_script_is_refused_before_any_worker() {
+    let s = Swarm::configured(
+        "failure_budget = 1",
+        "\n[[gauntlet.steps]]\nname = \"lint\"\nrun = \"sh scripts/lint.sh\"\n",
+    );
+    s.env.write("scripts/lint.sh", "exit 0\n");
+    s.env.write("src/a.txt", "a\n");
+    s.env.git(&["add", "-A"]);
+    s.env.git(&["commit", "-q", "-m", "A lint script"]);
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task(
+                "Tidy",
+                &["scripts/**", "src/a.txt"],
+                &[],
+                "grep -q a src/a.txt",
+            )],
+        ),
+    );
+    let r = s.run(&["plan", "check", &p]).code(1);
+    assert!(
+        r.stdout.contains("task Tidy, field files: gauntlet step lint (`sh scripts/lint.sh`, atelier.toml) runs or reads scripts/lint.sh, which this task claims"),
+        "{}",
+        r.stdout
+    );
+}

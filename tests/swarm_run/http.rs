@@ -292,25 +292,7 @@ fn no_attempt_starts_once_the_runs_token_budget_is_spent() {
         .wait_with_output()
         .expect("the cockpit quits")
         .stdout;
-    // Cursor moves stand between the words a terminal draws: read them as spaces.
-    let mut words = String::new();
-    let mut chars = String::from_utf8_lossy(&screen)
-        .into_owned()
-        .into_bytes()
-        .into_iter();
-    while let Some(b) = chars.next() {
-        if b == 0x1b {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-            words.push(' ');
-        } else {
-            words.push(b as char);
-        }
-    }
-    let words = words.split_whitespace().collect::<Vec<_>>().join(" ");
+    let words = crate::support::swarm::screen_words(&screen);
     assert!(
         words.contains("RESTARTS TOKENS CLAIMS")
             && words.contains("w:A succeeded writer 1 1 0s - 0 0 1290")

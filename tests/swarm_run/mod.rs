@@ -137,3 +137,66 @@ fn a_finished_run_is_proposed_by_its_id() {
         both.stderr
     );
 }
+
+/// A run that is not there is named with the runs that are, not with a file-system error.
+#[test]
+fn status_of_an_unknown_run_names_the_runs_there_are() {
+    let s = Swarm::new("");
+    s.scenario("p:A", "echo 'pub fn a() {}' > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task("A", &["src/a.rs"], &[], "grep -q 'pub fn a' src/a.rs")],
+        ),
+    );
+    s.run(&["run", &p, "--quiet"]).ok();
+    let r = s.run(&["status", "r99"]).code(2);
+    assert!(
+        r.stderr.contains("no run r99 in") && r.stderr.contains("the only run is r1"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("caused by") && !r.stderr.contains("No such file"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Attempt branches do not pile up: a new run removes those of the finished runs older than
+/// the latest three, and says so; those three stay for inspection.
+#[test]
+fn a_new_run_removes_the_attempt_branches_of_all_but_the_latest_three_runs() {
+    let s = Swarm::new("failure_budget = 1");
+    s.scenario("q:B", "echo half > src/b.rs; exit 3");
+    let q = s.plan(
+        "q.toml",
+        &plan("q", &[task("B", &["src/b.rs"], &[], "test -f src/b.rs")]),
+    );
+    for _ in 0..4 {
+        s.run(&["run", &q, "--quiet"]).code(1);
+    }
+    let branches = |s: &Swarm| s.env.git(&["branch", "--list", "atelier/attempts/*"]);
+    assert!(
+        branches(&s).contains("atelier/attempts/r1/q-B/1"),
+        "{}",
+        branches(&s)
+    );
+    let fifth = s.run(&["run", &q]).code(1);
+    assert!(
+        fifth.stderr.contains(
+            "removed 1 attempt branch(es) of finished runs older than the latest 3 (`atelier clean` removes the rest)"
+        ),
+        "{}",
+        fifth.stderr
+    );
+    let left = branches(&s);
+    assert!(!left.contains("atelier/attempts/r1/"), "{left}");
+    for r in ["r2", "r3", "r4", "r5"] {
+        assert!(
+            left.contains(&format!("atelier/attempts/{r}/q-B/1")),
+            "{r}: {left}"
+        );
+    }
+}

@@ -534,8 +534,8 @@ fn a_run_records_durations_silences_roles_and_settings_and_stats_reads_them() {
     for want in [
         "1 run(s) (r1..r1), 2 finished attempt(s)",
         "role implementer (command): 1 task(s), 1 succeeded, 0 failed; 2 attempt(s), 1 wasted",
-        "silences ended by output: 1 (median 1.",
-        "ended by a restart: 1 (median 3.",
+        "silences ended by output: 1 measured: median 1.",
+        "ended by a restart: 1 measured: median 3.",
         "restart_after 3.0 s",
         "checks: 1 passed, 0 failed",
     ] {
@@ -639,7 +639,7 @@ fn tune_proposes_nothing_from_too_few_runs_and_a_budget_cut_from_enough() {
     let few = s.run(&["propose", "--from", "tune"]).code(1);
     assert!(
         few.stdout
-            .contains("only 4 run(s) recorded with the settings in force; tune proposes nothing from fewer than 5"),
+            .contains("keep every setting: only 4 run(s) recorded with the settings in force, and tune proposes nothing from fewer than 5"),
         "{}",
         few.stdout
     );

@@ -20,9 +20,11 @@ use std::collections::BTreeMap;
 
 mod follow;
 pub mod shadow;
+mod shell;
 mod stdlib;
 
 use follow::{folder, is_recipe, is_script};
+use shell::{is_node, is_shell, program_and_arguments, simple_commands, VALUE_OPTIONS};
 
 /// A path that judges the change because the repository's configuration at base names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -383,85 +385,10 @@ fn ini_sections(t: &str, keys: &[&str]) -> BTreeMap<String, String> {
     out
 }
 
-/// What a command's words are: a shell line split into words (quotes removed) and the
-/// operators between them (`&&`, `||`, `;`, `|`, `&`, redirections, parentheses, backticks).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
-    Word(String),
-    Op(String),
-}
-
-fn lex(line: &str) -> Vec<Tok> {
-    let chars: Vec<char> = line.chars().collect();
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut has_word = false;
-    let mut i = 0;
-    let flush = |word: &mut String, has: &mut bool, out: &mut Vec<Tok>| {
-        if *has {
-            out.push(Tok::Word(std::mem::take(word)));
-            *has = false;
-        }
-    };
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '\'' => {
-                has_word = true;
-                i += 1;
-                while i < chars.len() && chars[i] != '\'' {
-                    word.push(chars[i]);
-                    i += 1;
-                }
-            }
-            '"' => {
-                has_word = true;
-                i += 1;
-                while i < chars.len() && chars[i] != '"' {
-                    if chars[i] == '\\' && i + 1 < chars.len() {
-                        i += 1;
-                    }
-                    word.push(chars[i]);
-                    i += 1;
-                }
-            }
-            '\\' if i + 1 < chars.len() => {
-                has_word = true;
-                word.push(chars[i + 1]);
-                i += 1;
-            }
-            '#' if !has_word => break,
-            c if c.is_whitespace() => flush(&mut word, &mut has_word, &mut out),
-            '&' | '|' | ';' | '(' | ')' | '`' | '<' | '>' => {
-                flush(&mut word, &mut has_word, &mut out);
-                let mut op = c.to_string();
-                if matches!(c, '&' | '|' | '>' | '<') && chars.get(i + 1) == Some(&c) {
-                    op.push(c);
-                    i += 1;
-                }
-                out.push(Tok::Op(op));
-            }
-            _ => {
-                has_word = true;
-                word.push(c);
-            }
-        }
-        i += 1;
-    }
-    flush(&mut word, &mut has_word, &mut out);
-    out
-}
-
 /// Interpreters: the first word after them (and their options) is a file they run.
 const INTERPRETERS: &[&str] = &[
     ".", "source", "sh", "bash", "dash", "zsh", "ksh", "python", "python3", "python2", "node",
     "nodejs", "ruby", "perl", "php", "lua", "ts-node", "tsx", "bun", "deno", "Rscript", "pwsh",
-];
-
-/// Words a command starts with that only run the next word (`env`, `sudo`, `timeout 60`…).
-const WRAPPERS: &[&str] = &[
-    "env", "sudo", "time", "nice", "exec", "command", "nohup", "xvfb-run", "stdbuf", "timeout",
-    "uv", "poetry", "pipenv", "hatch", "pdm",
 ];
 
 /// Extensions of files that are code or configuration (a word with one is a path).
@@ -811,7 +738,7 @@ struct Scan {
 fn scan(shell: &mut Shell, command: &str) -> Scan {
     let mut out = Scan::default();
     for seg in simple_commands(command) {
-        let words = program_and_arguments(&seg);
+        let words = program_and_arguments(&seg.words);
         let Some(program) = words.first() else {
             continue;
         };
@@ -836,21 +763,44 @@ fn scan(shell: &mut Shell, command: &str) -> Scan {
             _ => {}
         }
         let cwd = shell.cwd.clone();
-        // `sh -c '…'`: the inner command.
+        // `sh -c '…'`: the inner command; `python3 -c '…'`, `node -e '…'`: inline code.
         if INTERPRETERS.contains(&prog.as_str()) {
-            if let Some(i) = words.iter().position(|w| w == "-c") {
+            let inline = words
+                .iter()
+                .position(|w| w == "-c" || ((w == "-e" || w == "--eval") && is_node(&prog)));
+            if let Some(i) = inline {
                 if let Some(inner) = words.get(i + 1) {
-                    let inner = scan(
-                        &mut Shell {
-                            cwd,
-                            stack: Vec::new(),
-                        },
-                        inner,
-                    );
-                    out.files.extend(inner.files);
-                    out.scripts.extend(inner.scripts);
+                    if is_shell(&prog) {
+                        let inner = scan(
+                            &mut Shell {
+                                cwd,
+                                stack: Vec::new(),
+                            },
+                            inner,
+                        );
+                        out.files.extend(inner.files);
+                        out.scripts.extend(inner.scripts);
+                    } else {
+                        let at = |w: &str| normalize(&cwd, w);
+                        let mut files: Vec<(String, Role)> = shadow::inline_imports(&prog, inner)
+                            .into_iter()
+                            .filter_map(|p| at(&p).map(|p| (p, Role::Run)))
+                            .collect();
+                        // The options before the code (`node -r ./hook.js -e …`).
+                        arguments(&prog, &words[..i], &at, &mut files);
+                        out.files
+                            .extend(files.into_iter().map(|(p, r)| (p, r, cwd.clone())));
+                    }
                 }
                 continue;
+            }
+            // `sh < check.sh`: a script on standard input runs.
+            if let Some(script) = seg.stdin.as_deref() {
+                if words.iter().skip(1).all(|w| w.starts_with('-')) {
+                    if let Some(p) = normalize(&cwd, script) {
+                        out.files.push((p, Role::Run, cwd.clone()));
+                    }
+                }
             }
         }
         if let Some((dir, script)) = follow::package_script(&prog, words) {
@@ -887,72 +837,6 @@ fn scan(shell: &mut Shell, command: &str) -> Scan {
     out
 }
 
-/// A command line's simple commands (split at `&&`, `||`, `;`, `|`, `&`, parentheses), each
-/// without its redirections (a redirection's target is written or read as data, not run).
-fn simple_commands(command: &str) -> Vec<Vec<String>> {
-    let mut cmd: Vec<String> = Vec::new();
-    let mut skip_next = false;
-    let mut segments: Vec<Vec<String>> = Vec::new();
-    for t in lex(command) {
-        match t {
-            Tok::Word(w) => {
-                if skip_next {
-                    skip_next = false;
-                    continue;
-                }
-                cmd.push(w);
-            }
-            Tok::Op(op) => {
-                if op.starts_with('<') || op.starts_with('>') {
-                    // `2>&1`'s digits are not paths either.
-                    if cmd
-                        .last()
-                        .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()))
-                    {
-                        cmd.pop();
-                    }
-                    skip_next = true;
-                    continue;
-                }
-                if op == "&" && skip_next {
-                    continue;
-                }
-                segments.push(std::mem::take(&mut cmd));
-            }
-        }
-    }
-    segments.push(cmd);
-    segments
-}
-
-/// A simple command from its program on: assignments (`CI=1`) and wrappers (`env`,
-/// `timeout 60`, `poetry run`) skipped.
-fn program_and_arguments(seg: &[String]) -> &[String] {
-    let mut words = seg;
-    while let Some(w) = words.first() {
-        let assignment = w.split_once('=').is_some_and(|(k, _)| {
-            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        });
-        let base = w.rsplit('/').next().unwrap_or(w);
-        if assignment {
-            words = &words[1..];
-        } else if WRAPPERS.contains(&base) {
-            words = &words[1..];
-            while words.first().is_some_and(|w| {
-                w.starts_with('-')
-                    || w.chars()
-                        .all(|c| c.is_ascii_digit() || c == 's' || c == 'm')
-                    || w == "run"
-            }) {
-                words = &words[1..];
-            }
-        } else {
-            break;
-        }
-    }
-    words
-}
-
 /// Options whose value is a configuration file (`--config x.toml`, `-c pytest.ini`).
 fn config_option(flag: &str) -> bool {
     let f = flag.trim_start_matches('-');
@@ -972,7 +856,7 @@ fn arguments(
     at: &dyn Fn(&str) -> Option<String>,
     out: &mut Vec<(String, Role)>,
 ) {
-    let shell = matches!(prog, "sh" | "bash" | "dash" | "zsh" | "ksh");
+    let shell = is_shell(prog);
     // `sh -n x.sh` only checks its syntax.
     let checks_only = shell
         && words
@@ -983,25 +867,38 @@ fn arguments(
     let mut run_next = INTERPRETERS.contains(&prog) && !checks_only;
     let mut module_next = false;
     let mut config_next = false;
+    let mut value_next = false;
+    let mut preload_next = false;
     for w in words.iter().skip(1) {
-        if module_next {
-            module_next = false;
-            // `python -m a.b` imports `a` and `a.b` (their `__init__.py`) before it runs `a/b`.
-            let m = w.replace('.', "/");
-            let mut packages: Vec<String> = m
-                .match_indices('/')
-                .map(|(i, _)| format!("{}/__init__.py", &m[..i]))
-                .collect();
-            packages.extend([
-                format!("{m}.py"),
-                format!("{m}/__init__.py"),
-                format!("{m}/__main__.py"),
-            ]);
-            for p in packages {
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
+        if std::mem::take(&mut preload_next) {
+            for p in shadow::node_module_files(w) {
                 if let Some(p) = at(&p) {
                     out.push((p, Role::Run));
                 }
             }
+            continue;
+        }
+        if module_next {
+            module_next = false;
+            for p in shadow::python_module_files(w) {
+                if let Some(p) = at(&p) {
+                    out.push((p, Role::Run));
+                }
+            }
+            continue;
+        }
+        // `sh -o errexit x.sh`, `python3 -W error x.py`: an option's value, not the script.
+        if run_next && (shell || prog.starts_with("python")) && VALUE_OPTIONS.contains(&w.as_str())
+        {
+            value_next = true;
+            continue;
+        }
+        // `node -r ./hook.js x.js`, `--require`, `--import`: a module loaded first runs.
+        if is_node(prog) && matches!(w.as_str(), "-r" | "--require" | "--import" | "--loader") {
+            preload_next = true;
             continue;
         }
         if run_next && w == "-m" && prog.starts_with("python") {

@@ -106,15 +106,9 @@ pub(super) enum AttemptResult {
     },
 }
 
-/// Whether `path` is among `task`'s claims: a claimed path, a file under a claimed directory,
-/// or a match of a claimed glob.
+/// Whether `path` is among `task`'s claims ([`Task::claims`]).
 pub(super) fn claimed(task: &Task, path: &str) -> bool {
-    task.files.iter().any(|f| {
-        let dir = f.trim_end_matches('/');
-        path == dir
-            || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
-            || compile_glob(f).map(|m| m.is_match(path)).unwrap_or(false)
-    })
+    task.claims(path)
 }
 
 /// Why an attempt may not add or change a symbolic link, whatever it points at: a checkout

@@ -122,6 +122,30 @@ pub fn clean(ws: &Workspace) -> Result<Cleaned> {
     Ok(out)
 }
 
+/// How many finished runs keep their attempt branches when a new run starts.
+pub const KEPT_RUNS: usize = 3;
+
+/// What a new run does first: removes the worktrees and attempt branches of the finished runs
+/// older than the latest [`KEPT_RUNS`] of them, so they do not pile up until `atelier clean`.
+/// Runs that have not finished are left alone, as by `clean`.
+pub fn prune(ws: &Workspace) -> Result<Cleaned> {
+    let mut out = Cleaned {
+        worktrees: Vec::new(),
+        branches: Vec::new(),
+        skipped_runs: Vec::new(),
+    };
+    let runs = crate::swarm::paths::runs_dir(&ws.atelier_dir());
+    let finished_runs: Vec<String> = crate::swarm::stats::run_ids(&runs)
+        .into_iter()
+        .filter(|id| finished(&runs.join(id)))
+        .collect();
+    let older = finished_runs.len().saturating_sub(KEPT_RUNS);
+    for id in &finished_runs[..older] {
+        clean_run(ws, id, &runs.join(id), &mut out)?;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

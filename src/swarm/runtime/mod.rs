@@ -39,7 +39,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-pub use cleanup::{clean, Cleaned};
+pub use cleanup::{clean, prune, Cleaned, KEPT_RUNS};
 pub use control::{ControlRequest, CONTROL_DIR};
 pub use propose::{propose_run, propose_run_as, Authored};
 
@@ -146,8 +146,9 @@ fn interrupted() -> Result<impl std::future::Future<Output = ()>> {
 }
 
 /// Refuses plans that `atelier plan check` would refuse.
-fn refuse_unchecked(plan_files: &[(String, String)], roles: &BTreeSet<String>) -> Result<()> {
-    let report = crate::swarm::check(plan_files, roles)?;
+fn refuse_unchecked(ws: &Workspace, plan_files: &[(String, String)]) -> Result<()> {
+    let reach = crate::swarm::reach(&ws.repo, &ws.config)?;
+    let report = crate::swarm::check(plan_files, &role_names(ws), &reach)?;
     if let Some(first) = report.refusals.first() {
         return Err(crate::workflow::refuse(
             Code::PlanRefused,
@@ -197,7 +198,7 @@ pub fn run_with_progress(
     let validated = match &opts.resume {
         Some(_) => None,
         None => {
-            refuse_unchecked(&opts.plan_files, &role_names(ws))?;
+            refuse_unchecked(ws, &opts.plan_files)?;
             prompts_usable(ws)?;
             let v = crate::improve::validator::validate(
                 ws,
@@ -430,7 +431,7 @@ impl<'a> Conductor<'a> {
         sandboxes: Option<Sandboxes>,
         validated: Option<crate::improve::validator::Validated>,
     ) -> Result<Conductor<'a>> {
-        refuse_unchecked(&opts.plan_files, &role_names(ws))?;
+        refuse_unchecked(ws, &opts.plan_files)?;
         prompts_usable(ws)?;
         let run = new_run(ws, &opts.plan_files)?;
         let lock = Lock::acquire(&run_dir(ws, &run).join("lock"))?;
@@ -503,7 +504,7 @@ impl<'a> Conductor<'a> {
         sandboxes: Option<Sandboxes>,
     ) -> Result<Conductor<'a>> {
         let roles = role_names(ws);
-        refuse_unchecked(plan_files, &roles)?;
+        refuse_unchecked(ws, plan_files)?;
         let plans: Vec<Plan> = plan_files
             .iter()
             .map(|(f, t)| plan::parse(f, t))

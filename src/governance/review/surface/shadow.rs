@@ -7,6 +7,9 @@
 //! package. JavaScript: `require('./X')` and
 //! `import './X'` try `X`, then `X.js`, `X.json`…, then `X/index.js`: a new one among those
 //! beside an existing one.
+//!
+//! Also the files an import or `-m` names (`python_module_files`, `node_module_files`), and
+//! those a check's inline code imports as its judge (`inline_imports`).
 
 /// Top-level modules of the Python test runners and the plugins they load: a module of the
 /// same name in the working directory (or a test's folder) is imported in their place.
@@ -120,6 +123,91 @@ fn javascript(path: &str, exists: &dyn Fn(&str) -> bool) -> Option<String> {
         .map(|other| {
             format!("a new file that `require('./{shown}')` or `import './{shown}'` may load in place of {other}")
         })
+}
+
+/// The files `python -m a.b` (or `import a.b`) runs: `a`'s and `a.b`'s `__init__.py`, then
+/// `a/b.py` or the package's `__init__.py` and `__main__.py`.
+pub fn python_module_files(module: &str) -> Vec<String> {
+    let m = module.replace('.', "/");
+    let mut files: Vec<String> = m
+        .match_indices('/')
+        .map(|(i, _)| format!("{}/__init__.py", &m[..i]))
+        .collect();
+    files.extend([
+        format!("{m}.py"),
+        format!("{m}/__init__.py"),
+        format!("{m}/__main__.py"),
+    ]);
+    files
+}
+
+/// The files a relative `require('./x')` (or `node -r ./x`) may load: `x`, `x.js`…,
+/// `x/index.js`…; a package name (no `./`) is not the repository's file.
+pub fn node_module_files(spec: &str) -> Vec<String> {
+    if !(spec.starts_with("./") || spec.starts_with("../")) {
+        return Vec::new();
+    }
+    let mut files = vec![spec.to_string()];
+    files.extend(JS_EXTS.iter().map(|e| format!("{spec}.{e}")));
+    files.extend(JS_EXTS.iter().map(|e| format!("{spec}/index.{e}")));
+    files
+}
+
+/// The files the inline code of `python3 -c CODE` or `node -e CODE` imports, when that code
+/// asserts nothing itself: its verdict is then the modules'. Code that asserts judges by its
+/// own text, and what it imports is the code under test, as a test file's imports are.
+pub fn inline_imports(prog: &str, code: &str) -> Vec<String> {
+    let words: Vec<&str> = code
+        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-')))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words
+        .iter()
+        .any(|w| *w == "assert" || w.starts_with("assert."))
+    {
+        return Vec::new();
+    }
+    if prog.starts_with("python") {
+        let mut modules = Vec::new();
+        for stmt in code.split(['\n', ';']) {
+            let stmt = stmt.trim();
+            if let Some(rest) = stmt.strip_prefix("import ") {
+                for m in rest.split(',') {
+                    if let Some(name) = m.split_whitespace().next() {
+                        modules.push(name.to_string());
+                    }
+                }
+            } else if let Some(rest) = stmt.strip_prefix("from ") {
+                if let Some(name) = rest.split_whitespace().next() {
+                    modules.push(name.to_string());
+                }
+            }
+        }
+        // `__import__('x')`, `importlib.import_module('x')`.
+        for (i, w) in words.iter().enumerate() {
+            if matches!(
+                *w,
+                "__import__" | "importlib.import_module" | "import_module"
+            ) {
+                if let Some(m) = words.get(i + 1) {
+                    modules.push(m.to_string());
+                }
+            }
+        }
+        modules
+            .iter()
+            .filter(|m| !m.starts_with('.'))
+            .flat_map(|m| python_module_files(m))
+            .collect()
+    } else {
+        words
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| **w == "require" || (**w == "import" && *i + 1 < words.len()))
+            .filter_map(|(i, _)| words.get(i + 1))
+            .flat_map(|spec| node_module_files(spec))
+            .collect()
+    }
 }
 
 #[cfg(test)]

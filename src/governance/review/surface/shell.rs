@@ -1,0 +1,203 @@
+//! Reading a shell command line as the judge surface needs it: its words (quotes removed), its
+//! simple commands (split at `&&`, `||`, `;`, `|`, `&`, parentheses, each with the file its
+//! standard input comes from), and the program each runs past assignments, compound-command
+//! words (`if`, `{`) and wrappers (`env -u X`, `timeout -s KILL 60`, `poetry run`).
+
+/// What a command's words are: a shell line split into words (quotes removed) and the
+/// operators between them (`&&`, `||`, `;`, `|`, `&`, redirections, parentheses, backticks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Tok {
+    Word(String),
+    Op(String),
+}
+
+pub(super) fn lex(line: &str) -> Vec<Tok> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut has_word = false;
+    let mut i = 0;
+    let flush = |word: &mut String, has: &mut bool, out: &mut Vec<Tok>| {
+        if *has {
+            out.push(Tok::Word(std::mem::take(word)));
+            *has = false;
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\'' => {
+                has_word = true;
+                i += 1;
+                while i < chars.len() && chars[i] != '\'' {
+                    word.push(chars[i]);
+                    i += 1;
+                }
+            }
+            '"' => {
+                has_word = true;
+                i += 1;
+                while i < chars.len() && chars[i] != '"' {
+                    if chars[i] == '\\' && i + 1 < chars.len() {
+                        i += 1;
+                    }
+                    word.push(chars[i]);
+                    i += 1;
+                }
+            }
+            '\\' if i + 1 < chars.len() => {
+                has_word = true;
+                word.push(chars[i + 1]);
+                i += 1;
+            }
+            '#' if !has_word => break,
+            c if c.is_whitespace() => flush(&mut word, &mut has_word, &mut out),
+            '&' | '|' | ';' | '(' | ')' | '`' | '<' | '>' => {
+                flush(&mut word, &mut has_word, &mut out);
+                let mut op = c.to_string();
+                if matches!(c, '&' | '|' | '>' | '<') && chars.get(i + 1) == Some(&c) {
+                    op.push(c);
+                    i += 1;
+                }
+                out.push(Tok::Op(op));
+            }
+            _ => {
+                has_word = true;
+                word.push(c);
+            }
+        }
+        i += 1;
+    }
+    flush(&mut word, &mut has_word, &mut out);
+    out
+}
+
+/// Words a command starts with that only run the next word (`env`, `sudo`, `timeout 60`…).
+const WRAPPERS: &[&str] = &[
+    "env", "sudo", "time", "nice", "exec", "command", "nohup", "xvfb-run", "stdbuf", "timeout",
+    "uv", "poetry", "pipenv", "hatch", "pdm",
+];
+
+/// A command line's simple commands (split at `&&`, `||`, `;`, `|`, `&`, parentheses), each
+/// without its redirections (a redirection's target is written or read as data, not run).
+pub(super) fn simple_commands(command: &str) -> Vec<Segment> {
+    let mut cmd: Vec<String> = Vec::new();
+    let mut skip_next = false;
+    let mut stdin_next = false;
+    let mut stdin = None;
+    let mut segments: Vec<Segment> = Vec::new();
+    for t in lex(command) {
+        match t {
+            Tok::Word(w) => {
+                if skip_next {
+                    skip_next = false;
+                    if std::mem::take(&mut stdin_next) {
+                        stdin = Some(w);
+                    }
+                    continue;
+                }
+                cmd.push(w);
+            }
+            Tok::Op(op) => {
+                if op.starts_with('<') || op.starts_with('>') {
+                    // `sh < check.sh` runs what it reads; `<<` is a here-document's word.
+                    stdin_next = op == "<";
+                    // `2>&1`'s digits are not paths either.
+                    if cmd
+                        .last()
+                        .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()))
+                    {
+                        cmd.pop();
+                    }
+                    skip_next = true;
+                    continue;
+                }
+                if op == "&" && skip_next {
+                    continue;
+                }
+                segments.push(Segment {
+                    words: std::mem::take(&mut cmd),
+                    stdin: stdin.take(),
+                });
+            }
+        }
+    }
+    segments.push(Segment { words: cmd, stdin });
+    segments
+}
+
+/// One simple command: its words, and the file its standard input is redirected from.
+pub(super) struct Segment {
+    pub(super) words: Vec<String>,
+    pub(super) stdin: Option<String>,
+}
+
+/// Shell words that open or close a compound command; the command after them is what runs.
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "while", "until", "do", "!", "{", "}", "fi", "done",
+];
+
+/// Options of wrappers (and of shells and interpreters) whose value is the next word
+/// (`env -u HOME`, `timeout -s KILL`, `sh -o errexit`, `python3 -W error`).
+pub(super) const VALUE_OPTIONS: &[&str] = &[
+    "-u",
+    "-C",
+    "-s",
+    "-k",
+    "-n",
+    "-g",
+    "-o",
+    "+o",
+    "-O",
+    "+O",
+    "-W",
+    "-X",
+    "--unset",
+    "--chdir",
+    "--signal",
+    "--kill-after",
+    "--adjustment",
+    "--user",
+    "--group",
+];
+
+/// A simple command from its program on: assignments (`CI=1`) and wrappers (`env`,
+/// `timeout 60`, `poetry run`) skipped.
+pub(super) fn program_and_arguments(seg: &[String]) -> &[String] {
+    let mut words = seg;
+    while let Some(w) = words.first() {
+        let assignment = w.split_once('=').is_some_and(|(k, _)| {
+            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        let base = w.rsplit('/').next().unwrap_or(w);
+        if assignment || RESERVED.contains(&w.as_str()) {
+            words = &words[1..];
+        } else if WRAPPERS.contains(&base) {
+            words = &words[1..];
+            while let Some(w) = words.first().filter(|w| {
+                w.starts_with('-')
+                    || w.chars()
+                        .all(|c| c.is_ascii_digit() || c == 's' || c == 'm')
+                    || *w == "run"
+            }) {
+                words = &words[1..];
+                if VALUE_OPTIONS.contains(&w.as_str()) && !words.is_empty() {
+                    words = &words[1..];
+                }
+            }
+        } else {
+            break;
+        }
+    }
+    words
+}
+
+/// Whether `prog` is a POSIX-like shell.
+pub(super) fn is_shell(prog: &str) -> bool {
+    matches!(prog, "sh" | "bash" | "dash" | "zsh" | "ksh")
+}
+
+/// Whether `prog` runs JavaScript the way node does (`-e`, `-r`).
+pub(super) fn is_node(prog: &str) -> bool {
+    matches!(prog, "node" | "nodejs" | "bun")
+}
