@@ -118,38 +118,7 @@ pub fn view(ws: &Workspace, id: &str) -> Result<View> {
     };
     let old = repo.find_commit(base)?.tree()?;
     let new = repo.find_tree(lands)?;
-    let mut files = Vec::new();
-    for path in git::changed_paths(repo, &old, &new)? {
-        let before = blob_text(repo, &old, &path)?;
-        let after = blob_text(repo, &new, &path)?;
-        let status = match (&before, &after) {
-            (None, Some(_)) => "added",
-            (Some(_), None) => "deleted",
-            _ => "modified",
-        };
-        let diff = match (before, after) {
-            (Some(Err(n)), _) | (_, Some(Err(n))) => format!("binary file ({n} bytes)\n"),
-            (b, a) => {
-                let b = b.and_then(Result::ok).unwrap_or_default();
-                let a = a.and_then(Result::ok).unwrap_or_default();
-                TextDiff::from_lines(&b, &a)
-                    .unified_diff()
-                    .context_radius(3)
-                    .header(
-                        &crate::text::quoted_path(&format!("a/{path}")),
-                        &crate::text::quoted_path(&format!("b/{path}")),
-                    )
-                    .to_string()
-            }
-        };
-        let mode = mode_note(repo, &old, &new, &path);
-        files.push(FileChange {
-            path,
-            status,
-            mode,
-            diff,
-        });
-    }
+    let files = changes(repo, &old, &new)?;
     let record = new
         .get_path(std::path::Path::new(&format!(
             "{}/proposal.toml",
@@ -174,4 +143,49 @@ pub fn view(ws: &Workspace, id: &str) -> Result<View> {
         head: head.to_string(),
         files,
     })
+}
+
+/// Each file that differs between two trees, with its unified diff (as `show` prints it).
+fn changes(repo: &git2::Repository, old: &git2::Tree<'_>, new: &git2::Tree<'_>) -> Result<Vec<FileChange>> {
+    let mut files = Vec::new();
+    for path in git::changed_paths(repo, old, new)? {
+        let before = blob_text(repo, old, &path)?;
+        let after = blob_text(repo, new, &path)?;
+        let status = match (&before, &after) {
+            (None, Some(_)) => "added",
+            (Some(_), None) => "deleted",
+            _ => "modified",
+        };
+        let diff = match (before, after) {
+            (Some(Err(n)), _) | (_, Some(Err(n))) => format!("binary file ({n} bytes)\n"),
+            (b, a) => {
+                let b = b.and_then(Result::ok).unwrap_or_default();
+                let a = a.and_then(Result::ok).unwrap_or_default();
+                TextDiff::from_lines(&b, &a)
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(
+                        &crate::text::quoted_path(&format!("a/{path}")),
+                        &crate::text::quoted_path(&format!("b/{path}")),
+                    )
+                    .to_string()
+            }
+        };
+        let mode = mode_note(repo, old, new, &path);
+        files.push(FileChange {
+            path,
+            status,
+            mode,
+            diff,
+        });
+    }
+    Ok(files)
+}
+
+/// What the merge commit `commit` changed on its first parent: for a clone whose forge does not
+/// hold the proposal but whose history holds its merge (an auditor's).
+pub fn merged_changes(ws: &Workspace, commit: &str) -> Result<Vec<FileChange>> {
+    let merge = ws.repo.find_commit(Oid::from_str(commit)?)?;
+    let old = merge.parent(0)?.tree()?;
+    changes(&ws.repo, &old, &merge.tree()?)
 }

@@ -282,6 +282,14 @@ impl LedgerView {
             .any(|e| matches!(e, Event::Merged(m) if m.proposal == proposal && m.pull == n))
     }
 
+    /// The merge commit the ledger records for `proposal`, if it was merged.
+    pub fn merge_commit(&self, proposal: &str) -> Option<&str> {
+        self.events.iter().find_map(|e| match e {
+            Event::Merged(m) if m.proposal == proposal => Some(m.commit.as_str()),
+            _ => None,
+        })
+    }
+
     /// The last `gate-decision` recorded for `proposal`.
     pub fn last_decision(&self, proposal: &str) -> Option<&Event> {
         self.events

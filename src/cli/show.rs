@@ -32,13 +32,26 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
                 "proposal {} is not in this clone's local forge (it lives in the clone that opened it); the ledger's record of it follows (`atelier audit show {}`)",
                 args.id, args.id
             );
-            return super::audit::show(
+            let code = super::audit::show(
                 &ws,
                 super::audit::ShowArgs {
                     id: args.id.clone(),
                     json: false,
                 },
-            );
+            )?;
+            // Its merge commit is history this clone has: what it changed can be read there.
+            let merged = ws.view()?.merge_commit(&args.id).map(String::from);
+            if let Some(commit) = merged.filter(|c| {
+                git2::Oid::from_str(c).is_ok_and(|o| ws.repo.find_commit(o).is_ok())
+            }) {
+                let files = crate::proposal::merged_changes(&ws, &commit)?;
+                out(&format!(
+                    "\nwhat merge commit {commit} changed on its first parent ({} file(s)):\n",
+                    files.len()
+                ))?;
+                out(&changes_text(&files))?;
+            }
+            return Ok(code);
         }
         Err(e) => return Err(e.into()),
     };
@@ -74,7 +87,15 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
         t.push('\n');
     }
     t.push_str(&format!("{} file(s) changed:\n", v.files.len()));
-    for f in &v.files {
+    t.push_str(&changes_text(&v.files));
+    out(&t)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The list of changed files, then each one's diff.
+fn changes_text(files: &[crate::proposal::FileChange]) -> String {
+    let mut t = String::new();
+    for f in files {
         t.push_str(&format!(
             "  {:<9} {}\n",
             f.status,
@@ -84,10 +105,9 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
             t.push_str(&format!("            {m}\n"));
         }
     }
-    for f in &v.files {
+    for f in files {
         t.push('\n');
         t.push_str(&f.diff);
     }
-    out(&t)?;
-    Ok(ExitCode::SUCCESS)
+    t
 }

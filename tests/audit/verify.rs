@@ -527,6 +527,15 @@ fn an_auditor_s_clone_gets_the_right_advice_and_the_ledger_s_proposals() {
         show.stdout,
         show.stderr
     );
+    // The merge commit is in the clone: what it changed is shown, as the approvers saw it.
+    let show = env.atelier_in(&clone, &["show", "2"]).ok();
+    assert!(
+        show.stdout.contains("what merge commit ")
+            && show.stdout.contains("modified  README.md")
+            && show.stdout.contains("+second"),
+        "{}",
+        show.stdout
+    );
     // HEAD naming a branch that does not exist: what to check out, not `atelier init`.
     git_in(&["symbolic-ref", "HEAD", "refs/heads/master"]);
     std::fs::remove_file(clone.join("atelier.toml")).expect("rm");

@@ -275,6 +275,7 @@ fn a_new_repository_at_the_same_path_starts_a_memory_of_its_own() {
         .stderr
         .split("delete ")
         .nth(1)
+        .and_then(|rest| rest.lines().next())
         .expect("the file to delete")
         .trim()
         .to_string();
