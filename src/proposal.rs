@@ -146,7 +146,11 @@ pub fn view(ws: &Workspace, id: &str) -> Result<View> {
 }
 
 /// Each file that differs between two trees, with its unified diff (as `show` prints it).
-fn changes(repo: &git2::Repository, old: &git2::Tree<'_>, new: &git2::Tree<'_>) -> Result<Vec<FileChange>> {
+fn changes(
+    repo: &git2::Repository,
+    old: &git2::Tree<'_>,
+    new: &git2::Tree<'_>,
+) -> Result<Vec<FileChange>> {
     let mut files = Vec::new();
     for path in git::changed_paths(repo, old, new)? {
         let before = blob_text(repo, old, &path)?;

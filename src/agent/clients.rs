@@ -266,6 +266,36 @@ impl Client {
 /// Why a preset role's CLI could not reach its model endpoint: the port its endpoint URL names
 /// is not one `network` lets it open. `var` reads atelier's environment; only the variables the
 /// role passes (`env`) reach the CLI, so the others do not count.
+/// Why role `role_name`'s program cannot start, if it cannot: a preset's CLI not on `path`
+/// (the PATH its workers get), a `command` whose program is neither there nor a file. Every
+/// attempt would fail to start; `run` says so before the first.
+pub fn missing_program(
+    role_name: &str,
+    role: &crate::config::RoleConfig,
+    path: Option<&str>,
+) -> Option<String> {
+    let (program, fix) = match client(&role.backend) {
+        Some(c) => (
+            c.argv[0].to_string(),
+            "install it (docs/agents.md names each CLI's package) so that it is on the PATH you run `atelier run` with; arguments in the role's `command` are added to the CLI's command line, they do not name the program",
+        ),
+        None => match role.command.as_ref().and_then(|c| c.first()) {
+            Some(p) if role.backend == "command" => (
+                p.clone(),
+                "install it, or name it by its full path as the first word of the role's `command`",
+            ),
+            _ => return None,
+        },
+    };
+    let found = find_program(&program, path).filter(|p| p.is_file());
+    found.is_none().then(|| {
+        format!(
+            "role {role_name}: its program `{program}` is {}, so every attempt would fail to start: {fix}",
+            if program.contains('/') { "not a file" } else { "not on the workers' PATH" }
+        )
+    })
+}
+
 pub fn blocked_endpoint(
     role_name: &str,
     role: &crate::config::RoleConfig,

@@ -114,7 +114,7 @@ fn render_summary(
         t.push_str("  WARNING:   workers ran uncontained (`[swarm] containment = \"none\"` in atelier.toml): they could read the gate key and write the repository\n");
     } else {
         t.push_str(&format!(
-            "  contained: {} (README: what a worker can and cannot do)\n",
+            "  contained: {} (docs/swarm.md: what a worker can and cannot do)\n",
             summary.containment
         ));
     }

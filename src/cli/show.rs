@@ -41,9 +41,9 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
             )?;
             // Its merge commit is history this clone has: what it changed can be read there.
             let merged = ws.view()?.merge_commit(&args.id).map(String::from);
-            if let Some(commit) = merged.filter(|c| {
-                git2::Oid::from_str(c).is_ok_and(|o| ws.repo.find_commit(o).is_ok())
-            }) {
+            if let Some(commit) = merged
+                .filter(|c| git2::Oid::from_str(c).is_ok_and(|o| ws.repo.find_commit(o).is_ok()))
+            {
                 let files = crate::proposal::merged_changes(&ws, &commit)?;
                 out(&format!(
                     "\nwhat merge commit {commit} changed on its first parent ({} file(s)):\n",

@@ -222,7 +222,7 @@ pub fn init(
         && super::gatekey::legacy_key(&repo, &root, &config)?.is_none()
     {
         return Err(crate::workflow::Error::Input(format!(
-            "this repository is adopted: {} names its gate key, which whoever adopted it keeps on their machine, so no new key was written; you need none to read it: `atelier show`, `review` and `gate` work here, and `approve --payload`/`--signature` records your token for the key's holder to count",
+            "this repository is adopted: {} names its gate key, which whoever adopted it keeps on their machine, so no new key was written; you need none to read it: `atelier show`, `review` and `gate` work here, and `approve` prints your signed token for the key's holder to record (`atelier approve ID --token FILE`)",
             pub_path.display()
         )));
     }

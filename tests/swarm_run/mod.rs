@@ -200,3 +200,80 @@ fn a_new_run_removes_the_attempt_branches_of_all_but_the_latest_three_runs() {
         );
     }
 }
+
+/// A role whose program is not there would fail every attempt to start: `run` says so before
+/// the first, naming the role, the program and what to do, and starts no run.
+#[test]
+fn a_role_whose_program_is_missing_is_refused_before_any_attempt() {
+    let s = Swarm::configured(
+        "",
+        "\n[roles.writer]\nbackend = \"command\"\ncommand = [\"/nonexistent/agent\"]\n\n[roles.coder]\nbackend = \"codex\"\n",
+    );
+    let missing = |role: &str| {
+        s.plan(
+            &format!("{role}.toml"),
+            &plan(role, &[task("A", &["src/a.rs"], &[], "grep -q a src/a.rs")])
+                .replace("role = \"implementer\"", &format!("role = \"{role}\"")),
+        )
+    };
+    let p = missing("writer");
+    let r = s.run(&["run", &p]).code(2);
+    assert!(
+        r.stderr
+            .contains("role writer: its program `/nonexistent/agent` is not a file")
+            && r.stderr.contains("name it by its full path")
+            && r.stderr.contains("no run was started"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !s.env.repo.join(".atelier/runs/r1").exists(),
+        "a run started"
+    );
+    // A preset's CLI not on the PATH `run` is started with.
+    let p = missing("coder");
+    let mut c = s.command(&["run", &p]);
+    c.env("PATH", "/usr/bin:/bin");
+    let r = crate::support::Run::from(c.output().expect("run atelier"));
+    assert!(
+        r.code == 2
+            && r.stderr
+                .contains("role coder: its program `codex` is not on the workers' PATH")
+            && r.stderr.contains("docs/agents.md"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A run whose change no longer applies (the branch moved under it) is to be run again: the
+/// refusal says so, not "rebase the patch", which a run does not have.
+#[test]
+fn a_run_whose_base_moved_under_it_is_told_to_run_again() {
+    let s = Swarm::new("failure_budget = 1");
+    s.env.write("src/a.rs", "pub fn old() {}\n");
+    s.env.git(&["add", "src/a.rs"]);
+    s.env.git(&["commit", "-qm", "An old a"]);
+    s.scenario("p:A", "echo 'pub fn a() {}' > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &plan(
+            "p",
+            &[task("A", &["src/a.rs"], &[], "grep -q 'pub fn a' src/a.rs")],
+        ),
+    );
+    s.run(&["run", &p, "--quiet"]).ok();
+    // The same lines change on the branch meanwhile, through the gate.
+    let id = s
+        .env
+        .propose(&[("src/a.rs", "pub fn other() {}\n")], "Another a");
+    s.env.approve(&id, "alice").ok();
+    s.env.atelier(&["merge", &id]).ok();
+    let r = s.run(&["propose", "--run", "r1"]).code(2);
+    assert!(
+        r.stderr.contains("run r1's change does not apply to main")
+            && r.stderr.contains("run its plans again from the new tip")
+            && !r.stderr.contains("make the patch again"),
+        "{}",
+        r.stderr
+    );
+}

@@ -385,7 +385,7 @@ fn could_not_start(worker: &process::Spawn, e: &std::io::Error) -> String {
             ": contained, it may read only the system folders, its worktree and what its role's `readable` lists; add the folder its install lives in (and its interpreter's) to `readable`"
         }
         std::io::ErrorKind::NotFound => {
-            ": install it, or name it by its full path in the role's `command`"
+            ": install it so that it is on the PATH `atelier run` is started with (a preset's `command` only adds arguments), or, for a `command` role, name it by its full path"
         }
         _ => "",
     };

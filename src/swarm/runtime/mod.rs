@@ -164,6 +164,28 @@ fn refuse_unchecked(ws: &Workspace, plan_files: &[(String, String)]) -> Result<(
     Ok(())
 }
 
+/// Refuses a run whose tasks' roles name a program that is not there: every attempt would
+/// fail to start and use up the failure budget saying so.
+fn refuse_missing_programs(ws: &Workspace, plan_files: &[(String, String)]) -> Result<()> {
+    let roles: BTreeSet<String> = plan_files
+        .iter()
+        .filter_map(|(f, t)| plan::parse(f, t).ok())
+        .flat_map(|p| p.tasks.into_iter().map(|t| t.role))
+        .collect();
+    let path = std::env::var("PATH").ok();
+    for r in &roles {
+        let Some(role) = ws.config.roles.get(r) else {
+            continue;
+        };
+        if let Some(why) = crate::agent::clients::missing_program(r, role, path.as_deref()) {
+            return Err(crate::workflow::Error::Input(format!(
+                "{why}; no run was started"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// What `run` is asked to do.
 pub struct RunOptions {
     pub plan_files: Vec<(String, String)>,
@@ -193,6 +215,7 @@ pub fn run_with_progress(
     // Containment is settled before anything exists: a run that cannot be contained never
     // starts, and never leaves a run directory behind.
     let sandboxes = sandboxes(ws, &role_names(ws))?;
+    refuse_missing_programs(ws, &opts.plan_files)?;
     // The contract validator's adversarial read, when a `validator` role is configured: a
     // new run whose contracts it does not approve never starts.
     let validated = match &opts.resume {

@@ -93,6 +93,16 @@ pub fn propose_run_as(
         },
         now,
     )
+    .map_err(|e| match e {
+        // A run's change has no patch of the user's to rebase: the run is what to do again.
+        crate::workflow::Error::Patch(crate::git::PatchError::DoesNotApply {
+            branch, tip, reason, ..
+        }) => crate::workflow::Error::Input(format!(
+            "run {}'s change does not apply to {branch} at {tip}, as `git apply` judges it: {reason}; {branch} moved since the run started: run its plans again from the new tip (`atelier run PLAN.toml --propose`)",
+            summary.run
+        )),
+        e => e,
+    })
 }
 
 /// The scrutiny validator first: its result is kept in the run's `scrutiny.json`, and a run
