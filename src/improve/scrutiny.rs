@@ -147,8 +147,15 @@ pub fn judge(
                 .map(|(n, r)| (format!("gauntlet step {n}"), r.clone(), true)),
         );
     for (what, command, step) in commands {
-        let runs = executed(&command, step, lookup);
-        for (file, _) in runs.iter().filter(|(f, _)| changed.contains(f)) {
+        let reach = crate::swarm::executes::Reach {
+            files: changed.iter().cloned().collect(),
+            ..crate::swarm::executes::Reach::none()
+        };
+        let runs: BTreeSet<String> = executed(&command, step, lookup)
+            .into_iter()
+            .flat_map(|(f, _)| reach.files_for(&f))
+            .collect();
+        for file in &runs {
             findings.push(blocking(
                 "check-edited",
                 Some(file),

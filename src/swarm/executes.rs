@@ -35,6 +35,8 @@ pub type Reader<'a> = Box<dyn Fn(&str) -> Option<String> + 'a>;
 /// reader of their text, and the gauntlet's steps (`(name, command)`).
 pub struct Reach<'a> {
     pub files: Vec<String>,
+    /// The symbolic links among `files`, each with the path it points at in the repository.
+    pub links: Vec<(String, String)>,
     pub gauntlet: Vec<(String, String)>,
     pub lookup: Reader<'a>,
 }
@@ -44,9 +46,43 @@ impl Reach<'_> {
     pub fn none() -> Reach<'static> {
         Reach {
             files: Vec::new(),
+            links: Vec::new(),
             gauntlet: Vec::new(),
             lookup: Box::new(|_| None),
         }
+    }
+
+    /// The files at the base a path the reader found stands for: itself, the files a glob
+    /// (`tests/*.sh`, `tests/{a,b}.sh`) matches, and what a symbolic link on the way points at.
+    pub fn files_for(&self, judged: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut todo = vec![judged.to_string()];
+        while let Some(p) = todo.pop() {
+            if out.contains(&p) || out.len() > 1000 {
+                continue;
+            }
+            for (link, target) in &self.links {
+                if p == *link {
+                    todo.push(target.clone());
+                } else if let Some(rest) = p.strip_prefix(&format!("{link}/")) {
+                    todo.push(format!("{target}/{rest}"));
+                }
+            }
+            if p.contains(['*', '?', '[', '{']) {
+                if let Ok(g) = globset::GlobBuilder::new(&p)
+                    .literal_separator(true)
+                    .build()
+                {
+                    let m = g.compile_matcher();
+                    out.extend(self.files.iter().filter(|f| m.is_match(f)).cloned());
+                }
+            }
+            out.push(p);
+        }
+        out.retain(|f| self.files.contains(f));
+        out.sort();
+        out.dedup();
+        out
     }
 }
 
@@ -66,11 +102,19 @@ pub fn in_reach(plans: &[Plan], reach: &Reach) -> Vec<Refusal> {
             .map(|t| t.key.as_str())
     };
     let lookup: Lookup = &*reach.lookup;
-    let mut refusals = Vec::new();
+    let runs = |command: &str, step: bool| -> Vec<String> {
+        let mut files: Vec<String> = executed(command, step, lookup)
+            .into_iter()
+            .flat_map(|(f, _)| reach.files_for(&f))
+            .collect();
+        files.dedup();
+        files
+    };
+    let mut refusals = judges_claimed(plans, reach);
     for plan in plans {
         for task in &plan.tasks {
             for check in &task.contract.checks {
-                for (file, _) in executed(check, false, lookup) {
+                for file in runs(check, false) {
                     let Some(by) = claimer(&file) else { continue };
                     refusals.push(Refusal {
                         code: Code::CheckInReach,
@@ -88,7 +132,7 @@ pub fn in_reach(plans: &[Plan], reach: &Reach) -> Vec<Refusal> {
         }
     }
     for (step, command) in &reach.gauntlet {
-        for (file, _) in executed(command, true, lookup) {
+        for file in runs(command, true) {
             let Some(by) = claimer(&file) else { continue };
             let plan = plans
                 .iter()
@@ -110,9 +154,180 @@ pub fn in_reach(plans: &[Plan], reach: &Reach) -> Vec<Refusal> {
     refusals
 }
 
+/// Refuses a task that claims a file at the base that judges every change in any repository
+/// (`surface::BUILTIN`: a `conftest.py`, `pytest.ini`, `.cargo/config.toml`, `build.rs`, CI):
+/// the test runners and builds run it whatever the checks say, so its worker could make them
+/// pass, and the scrutiny validator would refuse the run's change to it anyway.
+fn judges_claimed(plans: &[Plan], reach: &Reach) -> Vec<Refusal> {
+    let judges: Vec<globset::GlobMatcher> = surface::BUILTIN
+        .iter()
+        .filter_map(|g| {
+            globset::GlobBuilder::new(g)
+                .literal_separator(true)
+                .build()
+                .ok()
+        })
+        .map(|g| g.compile_matcher())
+        .collect();
+    let mut out = Vec::new();
+    for plan in plans {
+        for task in &plan.tasks {
+            for file in reach.files.iter().filter(|f| task.claims(f)) {
+                if judges.iter().any(|j| j.is_match(file)) {
+                    out.push(Refusal {
+                        code: Code::CheckInReach,
+                        file: plan.file.clone(),
+                        task: Some(task.id.clone()),
+                        field: Some("files".into()),
+                        message: format!(
+                            "the task claims {file}, which the test runners or the build run whatever the checks are: its worker could make them pass. \
+                             Claim the files it should change by name (`tests/test_calc.py`, not `tests/**`), and change {file} in a proposal of its own"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    /// Whether `plan check` refuses `check` for a task claiming `src/**` and `tests/**`, in a
+    /// repository whose scripts run nothing but say they passed.
+    fn refused(check: &str) -> bool {
+        let plan = crate::swarm::plan::parse(
+            "p.toml",
+            &format!(
+                "[plan]\nid = \"p\"\ntitle = \"t\"\n[[task]]\nid = \"A\"\ntitle = \"t\"\nrole = \"r\"\ngoal = \"g\"\nfiles = [\"src/**\", \"tests/**\"]\n[task.contract]\ncriteria = [\"c\"]\nchecks = [{}]\n",
+                toml::Value::String(check.into())
+            ),
+        )
+        .expect("plan");
+        let texts: BTreeMap<&str, &str> = BTreeMap::from([
+            ("tests/check.sh", "exit 0\n"),
+            ("tests/check.js", "process.exit(0)\n"),
+            ("tests/verify.py", "pass\n"),
+            ("tests/x.awk", "BEGIN { exit 0 }\n"),
+            ("src/judge.py", "pass\n"),
+            ("src/calc.py", "def sub(a, b):\n    return a - b\n"),
+            ("ci/wrap.sh", "exec \"$@\"\n"),
+            ("Makefile", "test:\n\tsh tests/check.sh\n"),
+            ("web/Makefile", "lint:\n\ttrue\n"),
+            ("runner", "tests/check.sh"),
+            ("tlink", "tests"),
+        ]);
+        let reach = Reach {
+            files: texts.keys().map(|k| k.to_string()).collect(),
+            links: vec![
+                ("runner".into(), "tests/check.sh".into()),
+                ("tlink".into(), "tests".into()),
+            ],
+            gauntlet: Vec::new(),
+            lookup: Box::new(move |p: &str| texts.get(p).map(|t| t.to_string())),
+        };
+        !in_reach(&[plan], &reach).is_empty()
+    }
+
+    #[test]
+    fn a_check_that_runs_what_its_task_claims_is_refused_however_it_is_written() {
+        let missed: Vec<&str> = [
+            // Options and their values, clustered flags.
+            "bash -ec 'sh tests/check.sh'",
+            "bash -lc 'sh tests/check.sh'",
+            "sh -ceu 'sh tests/check.sh'",
+            "python3 -u tests/verify.py",
+            "python3 -O tests/verify.py",
+            "sh -u tests/check.sh",
+            "bash -euo pipefail tests/check.sh",
+            "sh +x tests/check.sh",
+            // Lines, here-documents, globs, variables, substitutions.
+            "set -e\nsh tests/check.sh",
+            "sh <<EOF\nsh tests/check.sh\nEOF",
+            "sh tests/*.sh",
+            "sh tests/che?k.sh",
+            "sh tests/{check,x}.sh",
+            "for f in tests/*.sh; do sh $f; done",
+            "D=tests; sh $D/check.sh",
+            "sh \"$(pwd)/tests/check.sh\"",
+            "test \"$(sh tests/check.sh)\" = ok",
+            // Programs that run their arguments, or what a pipe feeds them.
+            "eval 'sh tests/check.sh'",
+            "echo tests/check.sh | xargs sh",
+            "find tests -name check.sh -exec sh {} \\;",
+            "cat tests/check.sh | sh",
+            "cat tests/check.sh | bash -s",
+            "setsid sh tests/check.sh",
+            "flock /tmp/l sh tests/check.sh",
+            "chrt 1 sh tests/check.sh",
+            "strace -o /dev/null sh tests/check.sh",
+            "script -qc 'sh tests/check.sh' /dev/null",
+            "su -c 'sh tests/check.sh'",
+            "busybox sh tests/check.sh",
+            "env -S 'sh tests/check.sh'",
+            "sh ci/wrap.sh sh tests/check.sh",
+            "python3.12 tests/verify.py",
+            "pypy3 tests/verify.py",
+            "node -p \"require('./tests/check')\"",
+            "awk -f tests/x.awk",
+            // Inline code whose verdict is a claimed module's.
+            "PYTHONPATH=src python3 -c 'import judge'",
+            "python3 -c 'from tests import verify'",
+            "python3 -c 'import tests.verify  # assert'",
+            "python3 -c 'print(\"assert\"); import tests.verify'",
+            // Links to what is claimed.
+            "sh runner",
+            "sh tlink/check.sh",
+        ]
+        .into_iter()
+        .filter(|c| !refused(c))
+        .collect();
+        assert!(missed.is_empty(), "not refused: {missed:#?}");
+    }
+
+    #[test]
+    fn a_claim_over_what_every_test_run_loads_is_refused() {
+        let plan = |files: &str| {
+            crate::swarm::plan::parse(
+                "p.toml",
+                &format!("[plan]\nid = \"p\"\ntitle = \"t\"\n[[task]]\nid = \"A\"\ntitle = \"t\"\nrole = \"r\"\ngoal = \"g\"\nfiles = [{files}]\n[task.contract]\ncriteria = [\"c\"]\nchecks = [\"python3 -m pytest -q\"]\n"),
+            )
+            .expect("plan")
+        };
+        let reach = Reach {
+            files: vec!["tests/conftest.py".into(), "tests/test_calc.py".into()],
+            ..Reach::none()
+        };
+        let r = in_reach(&[plan("\"tests/**\"")], &reach);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(
+            r[0].message.contains("the task claims tests/conftest.py"),
+            "{}",
+            r[0].message
+        );
+        assert!(in_reach(&[plan("\"tests/test_calc.py\"")], &reach).is_empty());
+    }
+
+    #[test]
+    fn a_check_of_the_work_is_not_refused() {
+        let refused: Vec<&str> = [
+            "cargo test",
+            "python3 -m pytest -q",
+            "grep -q 'def sub' src/calc.py",
+            "sh -n tests/check.sh",
+            "PYTHONPATH=src python3 -c 'import calc; assert calc.sub(5, 3) == 2'",
+            "node -e \"process.exit(require('./src/calc').sub(5,3)===2?0:1)\"",
+            "python3 -c 'import src.calc as c, sys; sys.exit(c.sub(5,3)!=2)'",
+            "make -C web lint",
+        ]
+        .into_iter()
+        .filter(|c| refused(c))
+        .collect();
+        assert!(refused.is_empty(), "refused: {refused:#?}");
+    }
 
     fn runs(command: &str) -> Vec<String> {
         let lookup = |p: &str| (p == "tests/check.sh").then(|| "sh tests/lib.sh\n".to_string());

@@ -73,12 +73,24 @@ pub fn reach<'a>(
     config: &crate::config::Config,
 ) -> Result<executes::Reach<'a>, crate::git::GitError> {
     let mut files = Vec::new();
+    let mut links = Vec::new();
     let tree = repo.head().and_then(|h| h.peel_to_tree()).ok();
     if let Some(head) = &tree {
         head.walk(git2::TreeWalkMode::PreOrder, |prefix, e| {
             if e.kind() != Some(git2::ObjectType::Tree) {
                 if let Some(name) = e.name() {
-                    files.push(format!("{prefix}{name}"));
+                    let path = format!("{prefix}{name}");
+                    if e.filemode() == 0o120000 {
+                        if let Some(target) = repo
+                            .find_blob(e.id())
+                            .ok()
+                            .and_then(|b| String::from_utf8(b.content().to_vec()).ok())
+                            .and_then(|t| link_target(&path, &t))
+                        {
+                            links.push((path.clone(), target));
+                        }
+                    }
+                    files.push(path);
                 }
             }
             git2::TreeWalkResult::Ok
@@ -98,7 +110,28 @@ pub fn reach<'a>(
     };
     Ok(executes::Reach {
         files,
+        links,
         gauntlet,
         lookup: Box::new(lookup),
     })
+}
+
+/// Where the link at `path` with `target` points, as a path in the repository (`None` when it
+/// points outside it or is absolute).
+fn link_target(path: &str, target: &str) -> Option<String> {
+    if target.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = path.split('/').collect();
+    parts.pop();
+    for c in target.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    Some(parts.join("/"))
 }

@@ -18,13 +18,14 @@
 
 use std::collections::BTreeMap;
 
+mod command;
 mod follow;
 pub mod shadow;
 mod shell;
 mod stdlib;
 
+use command::{scan, Shell};
 use follow::{folder, is_recipe, is_script};
-use shell::{is_node, is_shell, program_and_arguments, simple_commands, VALUE_OPTIONS};
 
 /// A path that judges the change because the repository's configuration at base names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -385,57 +386,6 @@ fn ini_sections(t: &str, keys: &[&str]) -> BTreeMap<String, String> {
     out
 }
 
-/// Interpreters: the first word after them (and their options) is a file they run.
-const INTERPRETERS: &[&str] = &[
-    ".", "source", "sh", "bash", "dash", "zsh", "ksh", "python", "python3", "python2", "node",
-    "nodejs", "ruby", "perl", "php", "lua", "ts-node", "tsx", "bun", "deno", "Rscript", "pwsh",
-];
-
-/// Extensions of files that are code or configuration (a word with one is a path).
-const FILE_EXTS: &[&str] = &[
-    "sh", "bash", "zsh", "py", "js", "mjs", "cjs", "ts", "mts", "cts", "rb", "pl", "php", "lua",
-    "mk", "toml", "json", "jsonc", "ini", "cfg", "yml", "yaml", "conf", "txt", "ps1", "r", "R",
-    "nix", "cmake", "gradle", "kts", "xml",
-];
-
-/// The configuration files a program reads wherever it runs, by the program (and, for cargo,
-/// its subcommand).
-fn program_configs(program: &str, sub: Option<&str>) -> &'static [&'static str] {
-    match (program, sub) {
-        ("cargo", Some("clippy")) => &["clippy.toml", ".clippy.toml"],
-        ("cargo", Some("fmt")) => &["rustfmt.toml", ".rustfmt.toml"],
-        ("cargo", Some("deny")) => &["deny.toml"],
-        ("cargo", Some("make")) => &["Makefile.toml"],
-        ("rustfmt", _) => &["rustfmt.toml", ".rustfmt.toml"],
-        ("make" | "gmake", _) => &["Makefile", "makefile", "GNUmakefile"],
-        ("just", _) => &["justfile", "Justfile", ".justfile"],
-        ("rake", _) => &["Rakefile"],
-        ("task", _) => &["Taskfile.yml", "Taskfile.yaml"],
-        ("pre-commit", _) => &[".pre-commit-config.yaml"],
-        ("ruff", _) => &["ruff.toml", ".ruff.toml"],
-        ("flake8", _) => &[".flake8"],
-        ("mypy", _) => &["mypy.ini", ".mypy.ini"],
-        ("eslint", _) => &[
-            ".eslintrc",
-            ".eslintrc.js",
-            ".eslintrc.cjs",
-            ".eslintrc.json",
-            ".eslintrc.yml",
-            "eslint.config.js",
-            "eslint.config.mjs",
-            "eslint.config.cjs",
-        ],
-        ("prettier", _) => &[".prettierrc", ".prettierrc.json", "prettier.config.js"],
-        ("tsc", _) => &["tsconfig.json"],
-        ("cmake", _) => &["CMakeLists.txt"],
-        ("meson", _) => &["meson.build"],
-        ("ninja", _) => &["build.ninja"],
-        ("gradle" | "./gradlew", _) => &["build.gradle", "build.gradle.kts", "settings.gradle"],
-        ("mvn", _) => &["pom.xml"],
-        _ => &[],
-    }
-}
-
 /// What the base's files are, for [`derive`]: a file's text (`None` when no file is there).
 pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -537,6 +487,7 @@ pub fn derive(commands: &[(String, String, Reach)], lookup: Lookup) -> Vec<Judge
             reach: *r,
             depth: 0,
             cwd: String::new(),
+            vars: BTreeMap::new(),
         })
         .collect();
     let mut seen = std::collections::BTreeSet::new();
@@ -545,6 +496,7 @@ pub fn derive(commands: &[(String, String, Reach)], lookup: Lookup) -> Vec<Judge
             &mut Shell {
                 cwd: item.cwd.clone(),
                 stack: Vec::new(),
+                vars: item.vars.clone(),
             },
             &item.command,
         );
@@ -608,6 +560,7 @@ pub fn derive(commands: &[(String, String, Reach)], lookup: Lookup) -> Vec<Judge
                     reach: Reach::Step,
                     depth: item.depth + 1,
                     cwd: dir.clone(),
+                    vars: BTreeMap::new(),
                 });
             }
         }
@@ -629,6 +582,8 @@ struct Item {
     reach: Reach,
     depth: usize,
     cwd: String,
+    /// The variables the script set before this line.
+    vars: BTreeMap<String, Vec<String>>,
 }
 
 /// The lines of a script (or a recipe) `path`, started in `cwd`, as the commands to read, each
@@ -642,27 +597,28 @@ fn script_items(
     parent: &Item,
     out: &mut BTreeMap<String, String>,
 ) -> Vec<Item> {
-    let item = |command: String, cwd: String| Item {
+    let item = |command: String, cwd: String, vars: BTreeMap<String, Vec<String>>| Item {
         origin: parent.origin.clone(),
         via: Some(path.to_string()),
         command,
         reach: Reach::Step,
         depth: parent.depth + 1,
         cwd,
+        vars,
     };
     if !is_recipe(path) {
-        // The working directory carries from line to line.
+        // The working directory and the variables carry from line to line.
         let mut shell = Shell {
             cwd: cwd.to_string(),
-            stack: Vec::new(),
+            ..Shell::default()
         };
         return follow::shell_lines(path, text)
             .into_iter()
             .take(MAX_SCRIPT_LINES)
             .map(|l| {
-                let at = shell.cwd.clone();
+                let (at, vars) = (shell.cwd.clone(), shell.vars.clone());
                 scan(&mut shell, &l);
-                item(l, at)
+                item(l, at, vars)
             })
             .collect();
     }
@@ -695,7 +651,7 @@ fn script_items(
     follow::recipe_lines(text, &defs)
         .into_iter()
         .take(MAX_SCRIPT_LINES)
-        .map(|l| item(l, dir.to_string()))
+        .map(|l| item(l, dir.to_string(), BTreeMap::new()))
         .collect()
 }
 
@@ -717,312 +673,6 @@ pub fn files_of(command: &str) -> Vec<(String, Role)> {
         .into_iter()
         .map(|(p, r, _)| (p, r))
         .collect()
-}
-
-/// Where a shell is: its working directory (`""`: the root) and its `pushd` stack.
-#[derive(Default)]
-struct Shell {
-    cwd: String,
-    stack: Vec<String>,
-}
-
-/// What one command line runs: the files it names (each with its role and the folder the
-/// command that names it runs in), and the package.json scripts it runs (`(folder, script)`).
-#[derive(Default)]
-struct Scan {
-    files: Vec<(String, Role, String)>,
-    scripts: Vec<(String, String)>,
-}
-
-/// Reads one command line in `shell`, which its `cd`, `pushd` and `popd` move.
-fn scan(shell: &mut Shell, command: &str) -> Scan {
-    let mut out = Scan::default();
-    for seg in simple_commands(command) {
-        let words = program_and_arguments(&seg.words);
-        let Some(program) = words.first() else {
-            continue;
-        };
-        let prog = program.rsplit('/').next().unwrap_or(program).to_string();
-        match prog.as_str() {
-            "cd" | "pushd" => {
-                let target = words.iter().skip(1).find(|w| !w.starts_with('-'));
-                if let Some(dir) = target.and_then(|d| normalize_dir(&shell.cwd, d)) {
-                    if prog == "pushd" {
-                        shell.stack.push(shell.cwd.clone());
-                    }
-                    shell.cwd = dir;
-                }
-                continue;
-            }
-            "popd" => {
-                if let Some(dir) = shell.stack.pop() {
-                    shell.cwd = dir;
-                }
-                continue;
-            }
-            _ => {}
-        }
-        let cwd = shell.cwd.clone();
-        // `sh -c '…'`: the inner command; `python3 -c '…'`, `node -e '…'`: inline code.
-        if INTERPRETERS.contains(&prog.as_str()) {
-            let inline = words
-                .iter()
-                .position(|w| w == "-c" || ((w == "-e" || w == "--eval") && is_node(&prog)));
-            if let Some(i) = inline {
-                if let Some(inner) = words.get(i + 1) {
-                    if is_shell(&prog) {
-                        let inner = scan(
-                            &mut Shell {
-                                cwd,
-                                stack: Vec::new(),
-                            },
-                            inner,
-                        );
-                        out.files.extend(inner.files);
-                        out.scripts.extend(inner.scripts);
-                    } else {
-                        let at = |w: &str| normalize(&cwd, w);
-                        let mut files: Vec<(String, Role)> = shadow::inline_imports(&prog, inner)
-                            .into_iter()
-                            .filter_map(|p| at(&p).map(|p| (p, Role::Run)))
-                            .collect();
-                        // The options before the code (`node -r ./hook.js -e …`).
-                        arguments(&prog, &words[..i], &at, &mut files);
-                        out.files
-                            .extend(files.into_iter().map(|(p, r)| (p, r, cwd.clone())));
-                    }
-                }
-                continue;
-            }
-            // `sh < check.sh`: a script on standard input runs.
-            if let Some(script) = seg.stdin.as_deref() {
-                if words.iter().skip(1).all(|w| w.starts_with('-')) {
-                    if let Some(p) = normalize(&cwd, script) {
-                        out.files.push((p, Role::Run, cwd.clone()));
-                    }
-                }
-            }
-        }
-        if let Some((dir, script)) = follow::package_script(&prog, words) {
-            let dir = match dir {
-                Some(d) => normalize_dir(&cwd, &d),
-                None => Some(cwd.clone()),
-            };
-            if let Some(dir) = dir {
-                out.scripts.push((dir, script));
-            }
-        }
-        let at = |w: &str| normalize(&cwd, w);
-        let mut files = Vec::new();
-        // The program itself, when named by a path.
-        if program.contains('/') {
-            if let Some(p) = at(program) {
-                files.push((p, Role::Run));
-            }
-        }
-        let sub = words
-            .iter()
-            .skip(1)
-            .find(|w| !w.starts_with('-'))
-            .map(String::as_str);
-        for c in program_configs(&prog, sub) {
-            if let Some(p) = at(c) {
-                files.push((p, Role::Config));
-            }
-        }
-        arguments(&prog, words, &at, &mut files);
-        out.files
-            .extend(files.into_iter().map(|(p, r)| (p, r, cwd.clone())));
-    }
-    out
-}
-
-/// Options whose value is a configuration file (`--config x.toml`, `-c pytest.ini`).
-fn config_option(flag: &str) -> bool {
-    let f = flag.trim_start_matches('-');
-    f == "c"
-        || f == "f"
-        || [
-            "config", "conf", "rc", "settings", "manifest", "file", "profile",
-        ]
-        .iter()
-        .any(|w| f.contains(w))
-}
-
-/// The files a program's arguments name (see [`files_of`]).
-fn arguments(
-    prog: &str,
-    words: &[String],
-    at: &dyn Fn(&str) -> Option<String>,
-    out: &mut Vec<(String, Role)>,
-) {
-    let shell = is_shell(prog);
-    // `sh -n x.sh` only checks its syntax.
-    let checks_only = shell
-        && words
-            .iter()
-            .skip(1)
-            .take_while(|w| w.starts_with('-'))
-            .any(|w| w == "-n");
-    let mut run_next = INTERPRETERS.contains(&prog) && !checks_only;
-    let mut module_next = false;
-    let mut config_next = false;
-    let mut value_next = false;
-    let mut preload_next = false;
-    for w in words.iter().skip(1) {
-        if std::mem::take(&mut value_next) {
-            continue;
-        }
-        if std::mem::take(&mut preload_next) {
-            for p in shadow::node_module_files(w) {
-                if let Some(p) = at(&p) {
-                    out.push((p, Role::Run));
-                }
-            }
-            continue;
-        }
-        if module_next {
-            module_next = false;
-            for p in shadow::python_module_files(w) {
-                if let Some(p) = at(&p) {
-                    out.push((p, Role::Run));
-                }
-            }
-            continue;
-        }
-        // `sh -o errexit x.sh`, `python3 -W error x.py`: an option's value, not the script.
-        if run_next && (shell || prog.starts_with("python")) && VALUE_OPTIONS.contains(&w.as_str())
-        {
-            value_next = true;
-            continue;
-        }
-        // `node -r ./hook.js x.js`, `--require`, `--import`: a module loaded first runs.
-        if is_node(prog) && matches!(w.as_str(), "-r" | "--require" | "--import" | "--loader") {
-            preload_next = true;
-            continue;
-        }
-        if run_next && w == "-m" && prog.starts_with("python") {
-            module_next = true;
-            run_next = false;
-            continue;
-        }
-        if run_next && matches!(prog, "deno" | "bun") {
-            match w.as_str() {
-                "run" => continue,
-                "test" | "x" | "install" | "task" | "fmt" | "lint" => {
-                    run_next = false;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        let (flag, value) = match w.split_once('=') {
-            Some((f, v)) if f.starts_with('-') => (Some(f), v),
-            _ => (None, w.as_str()),
-        };
-        if flag.is_none() && w.starts_with('-') {
-            config_next = config_option(w) && !(shell || INTERPRETERS.contains(&prog));
-            // `make -C dir`: the recipe there.
-            if (prog == "make" || prog == "gmake") && w == "-C" {
-                config_next = false;
-                module_next = false;
-                run_next = false;
-            }
-            continue;
-        }
-        let after_config = std::mem::take(&mut config_next) || flag.is_some_and(config_option);
-        if run_next {
-            run_next = false;
-            if let Some(p) = at(value) {
-                out.push((p, Role::Run));
-            }
-            continue;
-        }
-        if (prog == "make" || prog == "gmake")
-            && words.iter().any(|x| x == "-C")
-            && words
-                .iter()
-                .position(|x| x == "-C")
-                .and_then(|i| words.get(i + 1))
-                .is_some_and(|d| d == w)
-        {
-            if let Some(p) = at(&format!("{value}/Makefile")) {
-                out.push((p, Role::Config));
-            }
-            continue;
-        }
-        if path_like(value) {
-            let ext = value
-                .rsplit('/')
-                .next()
-                .and_then(|n| n.rsplit_once('.'))
-                .map(|(_, e)| e);
-            // Expected outputs a check compares with judge like its configuration.
-            let expected = ["expected", "golden", "baseline", "snapshot", "fixture"]
-                .iter()
-                .any(|w| value.to_ascii_lowercase().contains(w));
-            let config = after_config || expected || ext.is_some_and(|e| CONFIG_EXTS.contains(&e));
-            if let Some(p) = at(value) {
-                out.push((p, if config { Role::Config } else { Role::Named }));
-            }
-        }
-    }
-}
-
-/// Extensions of configuration files: a command that names one reads it as settings.
-const CONFIG_EXTS: &[&str] = &[
-    "toml", "json", "jsonc", "ini", "cfg", "yml", "yaml", "conf", "xml",
-];
-
-/// A word that names a file: a path with a folder, or a name with a code or configuration
-/// file's extension.
-fn path_like(w: &str) -> bool {
-    if w.is_empty() || w.contains("://") || w.contains('$') || w.contains('{') {
-        return false;
-    }
-    let name = w.rsplit('/').next().unwrap_or(w);
-    let ext_ok = name
-        .rsplit_once('.')
-        .is_some_and(|(stem, e)| !stem.is_empty() && FILE_EXTS.contains(&e));
-    (w.contains('/') && !name.is_empty() && name != "." && name != "..") || ext_ok
-}
-
-/// A word as a path in the repository, relative to `cwd` (`""` for the root): `./`, `$PWD/`,
-/// `a/../` and a script's own folder ([`follow::ROOT`]) resolved; `None` outside the
-/// repository (absolute, `~`, variables, escaping it) or for the root itself.
-fn normalize(cwd: &str, w: &str) -> Option<String> {
-    normalize_dir(cwd, w).filter(|p| !p.is_empty())
-}
-
-/// [`normalize`], with the root itself as `""` (a `cd` there).
-fn normalize_dir(cwd: &str, w: &str) -> Option<String> {
-    let (cwd, w) = match w.strip_prefix(follow::ROOT) {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => ("", &rest[rest.len().min(1)..]),
-        _ => {
-            let w = w
-                .strip_prefix("$PWD/")
-                .or_else(|| w.strip_prefix("${PWD}/"))
-                .unwrap_or(w);
-            if w.is_empty() || w.starts_with('/') {
-                return None;
-            }
-            (cwd, w)
-        }
-    };
-    if w.starts_with('~') || w.contains('$') {
-        return None;
-    }
-    let mut parts: Vec<&str> = cwd.split('/').filter(|p| !p.is_empty()).collect();
-    for p in w.split('/') {
-        match p {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            p => parts.push(p),
-        }
-    }
-    Some(parts.join("/"))
 }
 
 #[cfg(test)]
@@ -1054,12 +704,8 @@ mod tests {
             ),
             (
                 "make -C web test",
-                &[
-                    ("Makefile", Config),
-                    ("makefile", Config),
-                    ("GNUmakefile", Config),
-                    ("web/Makefile", Config),
-                ],
+                // The recipe there, not the one here.
+                &[("web/Makefile", Config)],
             ),
             (
                 "CI=1 node scripts/a.js > out.txt 2>&1",
@@ -1096,8 +742,9 @@ mod tests {
                 "./bin/app > out.txt && diff -u ci/expected/out.txt out.txt",
                 &[
                     ("bin/app", Run),
+                    // Both sides of a comparison: either may be the expected output.
                     ("ci/expected/out.txt", Config),
-                    ("out.txt", Named),
+                    ("out.txt", Config),
                 ],
             ),
         ];

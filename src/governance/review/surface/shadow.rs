@@ -153,20 +153,64 @@ pub fn node_module_files(spec: &str) -> Vec<String> {
     files
 }
 
+/// Whether inline code decides its own exit status: a Python `assert` statement, or an exit
+/// whose status is a comparison (`sys.exit(c.sub(5, 3) != 2)`); in JavaScript an `assert`
+/// call (`assert(…)`, `assert.equal(…)`, `require('assert')…`) or `process.exit` of a
+/// comparison. Comments and strings that only mention `assert` do not count.
+fn judges_itself(prog: &str, code: &str) -> bool {
+    let compares = |s: &str| {
+        ["==", "!=", "<", ">", " in ", " is ", "?"]
+            .iter()
+            .any(|o| s.contains(o))
+    };
+    if prog.starts_with("python") {
+        return code.split(['\n', ';']).map(str::trim).any(|stmt| {
+            stmt.starts_with("assert ")
+                || stmt.starts_with("assert(")
+                || (["sys.exit(", "exit(", "raise SystemExit("]
+                    .iter()
+                    .any(|e| stmt.starts_with(e))
+                    && compares(stmt))
+        });
+    }
+    let code: String = code
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // Text in quotes is data.
+    let mut bare = String::new();
+    let mut quote = None;
+    for c in code.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => bare.push(' '),
+            None if matches!(c, '\'' | '"' | '`') => quote = Some(c),
+            None => bare.push(c),
+        }
+    }
+    bare.contains("assert(")
+        || bare.contains("assert.")
+        || code.contains("require('assert')")
+        || code.contains("require(\"assert\")")
+        || code.contains("node:assert")
+        || bare
+            .split("process.exit(")
+            .skip(1)
+            .any(|rest| compares(rest.split([';', '\n']).next().unwrap_or("")))
+}
+
 /// The files the inline code of `python3 -c CODE` or `node -e CODE` imports, when that code
 /// asserts nothing itself: its verdict is then the modules'. Code that asserts judges by its
 /// own text, and what it imports is the code under test, as a test file's imports are.
 pub fn inline_imports(prog: &str, code: &str) -> Vec<String> {
+    if judges_itself(prog, code) {
+        return Vec::new();
+    }
     let words: Vec<&str> = code
         .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-')))
         .filter(|w| !w.is_empty())
         .collect();
-    if words
-        .iter()
-        .any(|w| *w == "assert" || w.starts_with("assert."))
-    {
-        return Vec::new();
-    }
     if prog.starts_with("python") {
         let mut modules = Vec::new();
         for stmt in code.split(['\n', ';']) {
@@ -178,8 +222,15 @@ pub fn inline_imports(prog: &str, code: &str) -> Vec<String> {
                     }
                 }
             } else if let Some(rest) = stmt.strip_prefix("from ") {
-                if let Some(name) = rest.split_whitespace().next() {
+                // `from tests import verify`: `tests` and, if it is one, the module `tests.verify`.
+                let mut parts = rest.split_whitespace();
+                if let (Some(name), Some("import")) = (parts.next(), parts.next()) {
                     modules.push(name.to_string());
+                    for item in parts.collect::<Vec<_>>().join(" ").split(',') {
+                        if let Some(sub) = item.split_whitespace().next().filter(|s| *s != "*") {
+                            modules.push(format!("{name}.{}", sub.trim_matches(['(', ')'])));
+                        }
+                    }
                 }
             }
         }
