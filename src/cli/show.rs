@@ -60,7 +60,7 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = format!(
-        "proposal {} \"{}\" ({})\nproposed by {}{}\nhead {}\nagainst {}\n\n",
+        "proposal {} \"{}\" ({})\nproposed by {}{}\nhead {}\nagainst {}{}\n\n",
         v.id,
         v.title,
         v.state,
@@ -70,7 +70,12 @@ pub fn show(dir: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
             .map(|o| format!(" (written by {o})"))
             .unwrap_or_default(),
         v.head,
-        v.base
+        v.base,
+        if v.state == "open" {
+            " (the branch's tip now: what a token signed now binds)"
+        } else {
+            ""
+        }
     );
     if let Some(st) = &v.evidence {
         t.push_str("evidence (atelier cycle, as the ledger recorded it):\n");

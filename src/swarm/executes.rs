@@ -181,7 +181,8 @@ fn judges_claimed(plans: &[Plan], reach: &Reach) -> Vec<Refusal> {
                         field: Some("files".into()),
                         message: format!(
                             "the task claims {file}, which the test runners or the build run whatever the checks are: its worker could make them pass. \
-                             Claim the files it should change by name (`tests/test_calc.py`, not `tests/**`), and change {file} in a proposal of its own"
+                             Leave it out of the task's `files` (claim by name the files the task should change, not a folder that holds it) \
+                             and change {file} in a proposal of its own"
                         ),
                     });
                 }
@@ -219,6 +220,9 @@ mod tests {
             ("web/Makefile", "lint:\n\ttrue\n"),
             ("runner", "tests/check.sh"),
             ("tlink", "tests"),
+            ("tests/Makefile", "check:\n\tsh check.sh\n"),
+            ("src/bin/check.rs", "fn main() {}\n"),
+            ("src/main.rs", "fn main() {}\n"),
         ]);
         let reach = Reach {
             files: texts.keys().map(|k| k.to_string()).collect(),
@@ -281,6 +285,27 @@ mod tests {
             // Links to what is claimed.
             "sh runner",
             "sh tlink/check.sh",
+            // Files loaded first, scripts on standard input with arguments, positional
+            // parameters, working directories, text used as code, compiled programs.
+            "BASH_ENV=tests/check.sh bash -c true",
+            "env BASH_ENV=tests/check.sh bash -c true",
+            "ENV=tests/check.sh sh -i -c true",
+            "NODE_OPTIONS=--require=./tests/check.js node -e 'process.exit(0)'",
+            "PYTHONSTARTUP=tests/verify.py python3 -i",
+            "sh -s arg < tests/check.sh",
+            "python3 /dev/stdin < tests/verify.py",
+            "cat tests/check.sh | sh -s arg",
+            "sh -c 'sh \"$1\"' _ tests/check.sh",
+            "set -- tests/check.sh; sh \"$1\"",
+            "find tests -name check.sh | xargs sh",
+            "env -C tests sh check.sh",
+            "make --directory=tests check",
+            "sh $'tests/check.sh'",
+            "trap 'sh tests/check.sh' EXIT",
+            "python3 -m pytest -p tests.verify",
+            "python3 -c 'exec(open(\"tests/verify.py\").read())'",
+            "cargo run --bin check",
+            "cargo run -q",
         ]
         .into_iter()
         .filter(|c| !refused(c))
@@ -322,6 +347,7 @@ mod tests {
             "node -e \"process.exit(require('./src/calc').sub(5,3)===2?0:1)\"",
             "python3 -c 'import src.calc as c, sys; sys.exit(c.sub(5,3)!=2)'",
             "make -C web lint",
+            "node --check src/calc.js",
         ]
         .into_iter()
         .filter(|c| refused(c))

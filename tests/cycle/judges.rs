@@ -5,7 +5,7 @@ use crate::cycle::{flaky_cycle, tuned, SCENARIO};
 use crate::support::Env;
 
 #[test]
-fn a_proposer_whose_change_edits_the_replay_missions_is_blocked_by_the_panel() {
+fn a_proposer_whose_plan_claims_the_replay_missions_is_refused_before_any_worker() {
     // A repository that keeps its missions (as Atelier's own does) and names them judge paths.
     let s = crate::support::swarm::with_proposer();
     s.env.write(
@@ -46,8 +46,11 @@ fn a_proposer_whose_change_edits_the_replay_missions_is_blocked_by_the_panel() {
         "Do better on the replay benchmark",
     ]);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    // The plan claims a judge: refused before any worker, as the panel would block it after.
     assert!(
-        r.stderr.contains("E_SCRUTINY_FAILED") && r.stderr.contains("missions/flaky.toml"),
+        r.stderr
+            .contains("E_CHECK_IN_REACH the task claims missions/flaky.toml")
+            && r.stderr.contains("no worker ran"),
         "{}",
         r.stderr
     );

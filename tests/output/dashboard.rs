@@ -220,6 +220,12 @@ fn the_dashboard_shows_proposals_the_ledger_and_runs_in_a_browser_and_escapes_wh
     );
     assert!(!home.contains("<script>document.title"), "{home}");
     assert!(home.contains("<title>Proposals"), "{home}");
+    // The merged proposal's row names who approved it.
+    let row = home
+        .split("<tr>")
+        .find(|r| r.contains(">Readme<"))
+        .unwrap_or_default();
+    assert!(row.contains("(approved by alice@example.org)"), "{row}");
 
     let page = chromium(&env, &format!("{}/proposals/{id}", ui.base));
     assert!(

@@ -96,6 +96,12 @@ pub const BUILTIN: &[&str] = &[
     // What runs without being source anyone reads: installed packages and the programs
     // they put on PATH (`npm test` runs `node_modules/.bin` first), and compiled bytecode
     // (Python loads a `.pyc` in `__pycache__/` in place of its source).
+    // The package managers' own settings: `.npmrc` can set `node-options` and `script-shell`
+    // for every script they run, `.pnpmfile.cjs` runs on every install.
+    "**/.npmrc",
+    "**/.yarnrc",
+    "**/.yarnrc.yml",
+    "**/.pnpmfile.cjs",
     "**/node_modules/**",
     "**/__pycache__/**",
     "**/*.pyc",
@@ -529,7 +535,9 @@ pub fn derive(commands: &[(String, String, Reach)], lookup: Lookup) -> Vec<Judge
                 continue;
             }
             // A test file a runner is pointed at with its options is tests-tamper's.
-            if role != Role::Run && super::weakened_tests::is_test_path(&path) {
+            // A recipe or a makefile is what a command runs, even in a test folder.
+            let recipe = is_recipe(&path) || path.ends_with(".mk");
+            if role != Role::Run && !recipe && super::weakened_tests::is_test_path(&path) {
                 continue;
             }
             out.entry(path.clone()).or_insert_with(why);
@@ -713,7 +721,12 @@ mod tests {
             ),
             (
                 "cargo run -- bench --config ./conf/x.toml --seed data/s.txt",
-                &[("conf/x.toml", Config), ("data/s.txt", Named)],
+                // The program `cargo run` builds is run.
+                &[
+                    ("conf/x.toml", Config),
+                    ("data/s.txt", Named),
+                    ("src/main.rs", Run),
+                ],
             ),
             (
                 "pytest -q -c ci/pytest.cfg tests/ --cov-fail-under=90",

@@ -99,11 +99,27 @@ impl Shell {
         vec![w]
     }
 
+    /// `$first`, `$first+1`… are `values` (`sh -c '…' NAME ARG…` gives `$0` and `$1`…).
+    fn positional(&mut self, values: &[String], first: usize) {
+        for (i, v) in values.iter().enumerate() {
+            self.vars.insert((first + i).to_string(), vec![v.clone()]);
+        }
+        self.vars.insert(
+            "@".into(),
+            values.iter().skip(1 - first.min(1)).cloned().collect(),
+        );
+    }
+
     /// Takes in what a simple command assigns: `X=v` alone, `for f in a b; do`. True when
     /// the command did nothing else.
     fn assign(&mut self, words: &[String]) -> bool {
         if words.first().is_some_and(|w| w == "for") && words.get(2).is_some_and(|w| w == "in") {
             self.vars.insert(words[1].clone(), words[3..].to_vec());
+            return true;
+        }
+        // `set -- a b`: the positional parameters.
+        if words.first().is_some_and(|w| w == "set") && words.get(1).is_some_and(|w| w == "--") {
+            self.positional(&words[2..], 1);
             return true;
         }
         let assignments: Vec<(&str, &str)> = words
@@ -192,7 +208,7 @@ fn nested(
         }
     }
     let interpreter = INTERPRETERS.contains(&prog);
-    let no_script = words.iter().skip(1).all(|w| w.starts_with('-'));
+    let no_script = reads_stdin(prog, words);
     if interpreter && no_script {
         if let Some(text) = &seg.stdin_text {
             if is_shell(prog) {
@@ -216,11 +232,136 @@ fn nested(
     out
 }
 
+/// The sources `cargo run` builds into the program it runs: `--bin N`'s, `--example N`'s or
+/// the package's `src/main.rs` (in `-p NAME`'s folder when it is one of the workspace's).
+fn cargo_run(prog: &str, words: &[String]) -> Vec<String> {
+    if prog != "cargo"
+        || words
+            .iter()
+            .skip(1)
+            .find(|w| !w.starts_with('-'))
+            .is_none_or(|w| w != "run")
+    {
+        return Vec::new();
+    }
+    let value = |names: &[&str]| {
+        words.iter().enumerate().find_map(|(i, w)| {
+            names.iter().find_map(|n| {
+                w.strip_prefix(&format!("{n}="))
+                    .map(str::to_string)
+                    .or_else(|| (w == n).then(|| words.get(i + 1).cloned()).flatten())
+            })
+        })
+    };
+    let dir = value(&["-p", "--package"]).map_or(String::new(), |p| format!("{p}/"));
+    if let Some(b) = value(&["--bin"]) {
+        vec![
+            format!("{dir}src/bin/{b}.rs"),
+            format!("{dir}src/bin/{b}/main.rs"),
+            format!("{dir}src/main.rs"),
+        ]
+    } else if let Some(e) = value(&["--example"]) {
+        vec![
+            format!("{dir}examples/{e}.rs"),
+            format!("{dir}examples/{e}/main.rs"),
+        ]
+    } else {
+        vec![format!("{dir}src/main.rs")]
+    }
+}
+
+/// What a command's words set up before its program runs: the `PYTHONPATH` its Python sees,
+/// a command line `env -S` runs, the folder `env -C` runs it in (the shell's folder before is
+/// returned, to be put back after it), and the files a variable makes it load first.
+fn prepare(
+    shell: &mut Shell,
+    expanded: &[String],
+    out: &mut Scan,
+) -> (Vec<String>, Option<String>) {
+    let mut moved = None;
+    let pythonpath: Vec<String> = expanded
+        .iter()
+        .map_while(|w| w.split_once('=').filter(|(k, _)| !k.contains('/')))
+        .filter(|(k, _)| *k == "PYTHONPATH")
+        .flat_map(|(_, v)| v.split(':').map(str::to_string).collect::<Vec<_>>())
+        .chain(shell.vars.get("PYTHONPATH").into_iter().flatten().cloned())
+        .collect();
+    // `env -S 'cmd'`: the wrapper is skipped below, its command line is read here; `env
+    // -C dir`: the command runs there.
+    if let Some(i) = expanded.iter().position(|w| shell::canonical(w) == "env") {
+        if let Some(cmd) = command_argument("env", &expanded[i..]) {
+            let found = scan(&mut shell.nested(), &cmd);
+            out.files.extend(found.files);
+            out.scripts.extend(found.scripts);
+        }
+        let dir = expanded[i + 1..].iter().enumerate().find_map(|(k, w)| {
+            w.strip_prefix("--chdir=").map(str::to_string).or_else(|| {
+                (w == "-C" || w == "--chdir")
+                    .then(|| expanded.get(i + 2 + k).cloned())
+                    .flatten()
+            })
+        });
+        if let Some(d) = dir.and_then(|d| normalize_dir(&shell.cwd, &d)) {
+            moved = Some(std::mem::replace(&mut shell.cwd, d));
+        }
+    }
+    out.files.extend(
+        loaded_first(expanded)
+            .into_iter()
+            .filter_map(|p| normalize(&shell.cwd, &p))
+            .map(|p| (p, Role::Run, shell.cwd.clone())),
+    );
+    (pythonpath, moved)
+}
+
+/// What `find DIR -name NAME` lists, as a glob (`DIR/**/NAME`).
+fn find_glob(words: &[String]) -> Option<String> {
+    let dir = words
+        .get(1)
+        .filter(|w| !w.starts_with('-'))
+        .map_or(".", |w| w.as_str());
+    let name = words
+        .iter()
+        .position(|w| w == "-name" || w == "-path")
+        .and_then(|i| words.get(i + 1))
+        .map_or("*", |w| w.as_str());
+    Some(format!("{dir}/**/{name}"))
+}
+
+/// Files a variable makes a program load before its own: `BASH_ENV=x.sh bash -c …`, `ENV=`
+/// (sh -i), `PYTHONSTARTUP=`, `NODE_OPTIONS=--require=./x.js`.
+fn loaded_first(words: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in words.iter().filter_map(|w| w.split_once('=')) {
+        match k {
+            "BASH_ENV" | "ENV" | "PYTHONSTARTUP" => out.push(v.to_string()),
+            "NODE_OPTIONS" => {
+                let opts: Vec<&str> = v.split_whitespace().collect();
+                for (i, o) in opts.iter().enumerate() {
+                    let module = ["--require=", "--import=", "-r="]
+                        .iter()
+                        .find_map(|p| o.strip_prefix(p))
+                        .or_else(|| {
+                            matches!(*o, "-r" | "--require" | "--import")
+                                .then(|| opts.get(i + 1).copied())
+                                .flatten()
+                        });
+                    out.extend(module.map(shadow::node_module_files).unwrap_or_default());
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Options of programs that take a command line as their value (`su -c CMD`, `script -qc CMD`,
 /// `env -S CMD`), and `eval`'s arguments.
 fn command_argument(prog: &str, words: &[String]) -> Option<String> {
     match prog {
         "eval" => Some(words[1..].join(" ")),
+        // `trap 'sh x.sh' EXIT`: its first argument runs.
+        "trap" => words.get(1).filter(|w| !w.starts_with('-')).cloned(),
         "su" | "runuser" | "script" => words
             .iter()
             .position(|w| w.starts_with('-') && !w.starts_with("--") && w.ends_with('c'))
@@ -246,7 +387,11 @@ pub(super) fn scan(shell: &mut Shell, command: &str) -> Scan {
     let mut out = Scan::default();
     let command = command.replace("$(pwd)", "$PWD").replace("`pwd`", "$PWD");
     let mut previous: Vec<String> = Vec::new();
+    let mut restore: Option<String> = None;
     for seg in simple_commands(&command) {
+        if let Some(cwd) = restore.take() {
+            shell.cwd = cwd;
+        }
         // What the command's words run inside them, and what it assigns.
         for inner in seg.words.iter().flat_map(|w| substitutions(w)) {
             let found = scan(&mut shell.nested(), &inner);
@@ -258,20 +403,9 @@ pub(super) fn scan(shell: &mut Shell, command: &str) -> Scan {
             continue;
         }
         let expanded: Vec<String> = seg.words.iter().flat_map(|w| shell.expand(w)).collect();
-        let pythonpath: Vec<String> = expanded
-            .iter()
-            .map_while(|w| w.split_once('=').filter(|(k, _)| !k.contains('/')))
-            .filter(|(k, _)| *k == "PYTHONPATH")
-            .flat_map(|(_, v)| v.split(':').map(str::to_string).collect::<Vec<_>>())
-            .chain(shell.vars.get("PYTHONPATH").into_iter().flatten().cloned())
-            .collect();
-        // `env -S 'cmd'`: the wrapper is skipped below, its command line is read here.
-        if let Some(i) = expanded.iter().position(|w| shell::canonical(w) == "env") {
-            if let Some(cmd) = command_argument("env", &expanded[i..]) {
-                let found = scan(&mut shell.nested(), &cmd);
-                out.files.extend(found.files);
-                out.scripts.extend(found.scripts);
-            }
+        let (pythonpath, moved) = prepare(shell, &expanded, &mut out);
+        if moved.is_some() {
+            restore = moved;
         }
         let words = program_and_arguments(&expanded);
         previous = words
@@ -284,6 +418,9 @@ pub(super) fn scan(shell: &mut Shell, command: &str) -> Scan {
             continue;
         };
         let prog = shell::canonical(program).to_string();
+        if prog == "find" {
+            previous = find_glob(words).into_iter().collect();
+        }
         let found = nested(shell, &prog, words, &seg, &named);
         out.files.extend(found.files);
         out.scripts.extend(found.scripts);
@@ -340,10 +477,16 @@ pub(super) fn scan(shell: &mut Shell, command: &str) -> Scan {
             .map(String::as_str);
         // `make -C dir`, `make -f x.mk`, `just -f j`: not the recipe here.
         let elsewhere = words.iter().any(|w| {
-            matches!(
-                w.as_str(),
-                "-C" | "-f" | "--file" | "--makefile" | "--directory" | "--justfile"
-            )
+            w.starts_with("--directory=")
+                || w.starts_with("--file=")
+                || w.starts_with("--makefile=")
+                || (w.len() > 2
+                    && (w.starts_with("-C") || w.starts_with("-f"))
+                    && !w.starts_with("--"))
+                || matches!(
+                    w.as_str(),
+                    "-C" | "-f" | "--file" | "--makefile" | "--directory" | "--justfile"
+                )
         });
         if !elsewhere {
             for c in program_configs(&prog, sub) {
@@ -353,6 +496,12 @@ pub(super) fn scan(shell: &mut Shell, command: &str) -> Scan {
             }
         }
         arguments(&prog, words, &at, &mut files);
+        files.extend(
+            cargo_run(&prog, words)
+                .into_iter()
+                .filter_map(|p| at(&p))
+                .map(|p| (p, Role::Run)),
+        );
         // `PYTHONPATH=src python3 -m verify`: the module there too.
         if prog.starts_with("python") {
             let extra: Vec<(String, Role)> = files
@@ -399,7 +548,9 @@ fn interpreted(
     if let Some(i) = inline {
         if let Some(inner) = words.get(i + 1) {
             if is_shell(prog) {
-                let inner = scan(&mut shell.nested(), inner);
+                let mut nested = shell.nested();
+                nested.positional(&words[(i + 2).min(words.len())..], 0);
+                let inner = scan(&mut nested, inner);
                 out.files.extend(inner.files);
                 out.scripts.extend(inner.scripts);
             } else {
@@ -421,15 +572,56 @@ fn interpreted(
         }
         return (out, true);
     }
-    // `sh < check.sh`: a script on standard input runs.
+    // `sh < check.sh`, `sh -s arg < check.sh`, `python3 /dev/stdin < x.py`: a script on
+    // standard input runs.
     if let Some(script) = seg.stdin.as_deref() {
-        if words.iter().skip(1).all(|w| w.starts_with('-')) {
+        if reads_stdin(prog, words) {
             if let Some(p) = normalize(&cwd, script) {
                 out.files.push((p, Role::Run, cwd.clone()));
             }
         }
     }
     (out, false)
+}
+
+/// Whether an interpreter reads its program from standard input: no script named (only
+/// options), a shell's `-s` (what follows are arguments), or `/dev/stdin` as the script.
+pub(super) fn reads_stdin(prog: &str, words: &[String]) -> bool {
+    let args: Vec<&String> = words.iter().skip(1).collect();
+    args.iter().all(|w| w.starts_with('-'))
+        || (is_shell(prog)
+            && args
+                .iter()
+                .take_while(|w| w.starts_with('-'))
+                .any(|w| w.contains('s')))
+        || args
+            .iter()
+            .find(|w| !w.starts_with('-'))
+            .is_some_and(|w| *w == "/dev/stdin" || w.starts_with("/dev/fd/") || *w == "-")
+}
+
+/// `pytest -p plugin`, `python3 -m pytest -p plugin`: a module loaded as a plugin runs.
+fn plugins(
+    prog: &str,
+    words: &[String],
+    at: &dyn Fn(&str) -> Option<String>,
+    out: &mut Vec<(String, Role)>,
+) {
+    let pytest = prog == "pytest" || words.iter().any(|w| w == "pytest");
+    for (i, w) in words.iter().enumerate() {
+        let plugin = match w.strip_prefix("-p") {
+            Some("") => words.get(i + 1).map(String::as_str),
+            Some(rest) if pytest => Some(rest),
+            _ => None,
+        };
+        if let Some(m) = plugin.filter(|m| pytest && !m.starts_with("no:")) {
+            for p in shadow::python_module_files(m) {
+                if let Some(p) = at(&p) {
+                    out.push((p, Role::Run));
+                }
+            }
+        }
+    }
 }
 
 /// Options whose value is a configuration file (`--config x.toml`, `-c pytest.ini`).
@@ -452,13 +644,15 @@ fn arguments(
     out: &mut Vec<(String, Role)>,
 ) {
     let shell = is_shell(prog);
-    // `sh -n x.sh` only checks its syntax.
-    let checks_only = shell
+    // `sh -n x.sh` and `node --check x.js` only check its syntax.
+    let checks_only = (shell
         && words
             .iter()
             .skip(1)
             .take_while(|w| w.starts_with('-'))
-            .any(|w| w == "-n");
+            .any(|w| w == "-n"))
+        || (is_node(prog) && words.iter().any(|w| w == "--check" || w == "-c"));
+    plugins(prog, words, at, out);
     let mut run_next = INTERPRETERS.contains(&prog) && !checks_only;
     let mut module_next = false;
     let mut config_next = false;
@@ -499,6 +693,16 @@ fn arguments(
         }
         if run_next && shell && w.starts_with('+') {
             continue;
+        }
+        // `make --directory=dir`, `make -Cdir`: the recipe there.
+        if matches!(prog, "make" | "gmake") {
+            let dir = w
+                .strip_prefix("--directory=")
+                .or_else(|| w.strip_prefix("-C").filter(|r| !r.is_empty()));
+            if let Some(p) = dir.and_then(|d| at(&format!("{d}/Makefile"))) {
+                out.push((p, Role::Config));
+                continue;
+            }
         }
         // `awk -f prog.awk`: the program it runs.
         if matches!(prog, "awk" | "gawk" | "mawk" | "nawk") && w == "-f" {

@@ -234,6 +234,18 @@ pub fn inline_imports(prog: &str, code: &str) -> Vec<String> {
                 }
             }
         }
+        // `exec(open('x.py').read())`, `runpy.run_path('x.py')`: that file runs.
+        let mut files: Vec<String> = Vec::new();
+        for call in ["open(", "run_path(", "exec_file("] {
+            for rest in code.split(call).skip(1) {
+                let rest = rest.trim_start();
+                if let Some(q) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') {
+                    if let Some(lit) = rest[1..].split(q).next() {
+                        files.push(lit.to_string());
+                    }
+                }
+            }
+        }
         // `__import__('x')`, `importlib.import_module('x')`.
         for (i, w) in words.iter().enumerate() {
             if matches!(
@@ -249,6 +261,7 @@ pub fn inline_imports(prog: &str, code: &str) -> Vec<String> {
             .iter()
             .filter(|m| !m.starts_with('.'))
             .flat_map(|m| python_module_files(m))
+            .chain(files)
             .collect()
     } else {
         words

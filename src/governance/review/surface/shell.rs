@@ -47,6 +47,30 @@ pub(super) fn lex(line: &str) -> Vec<Tok> {
                     i += 1;
                 }
             }
+            // `$'…'`: quoted as `'…'` is.
+            '$' if chars.get(i + 1) == Some(&'\'') => has_word = true,
+            // `<(cmd)`, `>(cmd)`: a command whose output is a file; read as `$(cmd)`.
+            '<' | '>' if chars.get(i + 1) == Some(&'(') => {
+                flush(&mut word, &mut has_word, &mut out);
+                let mut depth = 0;
+                let mut inner = String::new();
+                i += 1;
+                while i < chars.len() {
+                    match chars[i] {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        break;
+                    }
+                    if !(depth == 1 && chars[i] == '(') {
+                        inner.push(chars[i]);
+                    }
+                    i += 1;
+                }
+                out.push(Tok::Word(format!("$({inner})")));
+            }
             // A line continued.
             '\\' if chars.get(i + 1) == Some(&'\n') => {
                 i += 1;
