@@ -31,6 +31,7 @@ pub struct LogArgs {
 pub struct ShowArgs {
     /// The proposal id.
     pub(super) id: String,
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     pub(super) json: bool,
 }

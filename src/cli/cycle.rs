@@ -43,6 +43,7 @@ pub struct CycleArgs {
     /// validator (the pull request body and `show` say so).
     #[arg(long)]
     pub(super) submit_anyway: bool,
+    /// Print the result as JSON (one document on stdout) instead of text.
     #[arg(long)]
     pub(super) json: bool,
 }

@@ -121,3 +121,36 @@ fn an_approver_the_change_removes_does_not_count_under_the_new_policy() {
     assert_eq!(code, 1);
     assert_eq!(unmet(&v), ["E_NEW_POLICY_QUORUM"]);
 }
+
+/// A change that touches two rules of the policy it would install is refused for its quorum
+/// once: the ledger's gate decision lists each unmet code once.
+#[test]
+fn a_gate_decision_lists_each_unmet_code_once() {
+    let env = Env::new();
+    let id = env.propose(
+        &[
+            ("GOVERNANCE.md", "# Governance\n\nStricter.\n"),
+            ("src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n"),
+        ],
+        "Rules and code",
+    );
+    env.approve(&id, "alice").ok();
+    let (code, _) = env.gate(&id);
+    assert_eq!(code, 1);
+    let log = env.atelier(&["audit", "log", "--json"]).ok().json();
+    let decision = log
+        .as_array()
+        .expect("entries")
+        .iter()
+        .rev()
+        .find(|e| e["event"]["kind"] == "gate-decision" || e["kind"] == "gate-decision")
+        .cloned()
+        .unwrap_or_else(|| panic!("no gate decision in {log:#}"));
+    let text = decision.to_string();
+    assert!(text.contains("E_CONSTITUTION_QUORUM"), "{decision:#}");
+    assert_eq!(
+        text.matches("E_NEW_POLICY_QUORUM").count(),
+        1,
+        "{decision:#}"
+    );
+}

@@ -6,6 +6,7 @@ mod cockpit;
 pub(crate) mod dashboard;
 mod dashboard_writes;
 mod escapes;
+mod help;
 mod live;
 mod refusals;
 mod snapshots;
