@@ -237,7 +237,7 @@ fn record(dir: &Path, a: RecordArgs) -> anyhow::Result<ExitCode> {
     let events = run_dir.join("events.jsonl");
     if !events.is_file() {
         return Err(workflow::Error::Input(format!(
-            "run {}: no events at {} (`atelier status` lists the runs)",
+            "run {}: no events at {} (`atelier stats` lists the runs)",
             a.run,
             events.display()
         ))

@@ -24,7 +24,7 @@ pub struct ProposeArgs {
     #[arg(long, required_unless_present_any = ["from", "run"], conflicts_with = "run")]
     pub(super) title: Option<String>,
     /// A finished run whose every task succeeded: its combined change becomes the proposal, as
-    /// `run --propose` would have made it (`atelier status` lists the runs).
+    /// `run --propose` would have made it (`atelier stats` lists the runs).
     #[arg(long, value_name = "RUN", conflicts_with_all = ["from", "agent", "rationale"])]
     pub(super) run: Option<String>,
     /// Let one of atelier's proposers write the change: `tune` (atelier.toml's [conductor]

@@ -297,7 +297,7 @@ fn uncommitted_config(ws: &Workspace) -> anyhow::Result<Option<String>> {
     let committed = crate::git::read_file(&ws.repo, &tree, file)?.unwrap_or_default();
     Ok((working != committed).then(|| {
         format!(
-            "the working tree's {file} differs from {branch}'s, and this run uses the working tree's (`git diff {branch} -- {file}` shows the edit). Settings take effect for everyone through a proposal: commit the edit on a branch and `atelier propose` it (after adoption, a change to atelier.toml's roles is a constitution change). Until then a merge leaves your edit in place as an uncommitted change",
+            "the working tree's {file} differs from {branch}'s, and this run uses the working tree's (`git diff {branch} -- {file}` shows the edit). Settings take effect for everyone through a proposal: `git diff > edit.patch`, then `atelier propose --patch edit.patch --title …` (after adoption, a change to atelier.toml's roles is a constitution change). Until then a merge leaves your edit in place as an uncommitted change",
             branch = ws.branch()
         )
     }))
@@ -831,10 +831,14 @@ pub fn validate(dir: &Path, args: ValidateArgs) -> anyhow::Result<ExitCode> {
         }
         let mut t = format!("run {}: scrutiny {}\n", s.run, s.verdict.as_str());
         for e in &s.evidence {
+            let what = if e.kind == "check" {
+                format!("`{}`", e.check)
+            } else {
+                format!("gauntlet step {}", e.check)
+            };
             t.push_str(&format!(
-                "  {} `{}`: {}\n",
+                "  {} {what}: {}\n",
                 e.task,
-                e.check,
                 e.passed_at
                     .map_or("NO passing record".to_string(), |a| format!(
                         "passed at attempt {a}"

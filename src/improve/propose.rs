@@ -430,7 +430,7 @@ pub fn finished_run(ws: &Workspace, run: &str, clock: Clock<'_>) -> Result<Propo
     let path = dir.join("events.jsonl");
     if !path.is_file() {
         return Err(Error::Input(format!(
-            "--run {run}: no such run (no {}); `atelier status` lists the runs",
+            "--run {run}: no such run (no {}); `atelier stats` lists the runs",
             path.display()
         )));
     }
@@ -452,7 +452,7 @@ pub fn finished_run(ws: &Workspace, run: &str, clock: Clock<'_>) -> Result<Propo
         }
         Some((failed, blocked, skipped)) if failed + blocked + skipped > 0 => {
             return Err(Error::Input(format!(
-                "--run {run}: {failed} task(s) failed, {blocked} were blocked and {skipped} skipped; only a run whose every task succeeded becomes a proposal (`atelier status {run}` shows why; `atelier run --resume {run}` retries)"
+                "--run {run}: {failed} task(s) failed, {blocked} were blocked and {skipped} skipped; only a run whose every task succeeded becomes a proposal (`atelier status {run}` shows why; fix what failed and run the plans again with `atelier run PLAN.toml --propose`)"
             )))
         }
         Some(_) => {}

@@ -27,12 +27,14 @@ use crate::workflow::Workspace;
 /// The scrutiny validator's name on its findings.
 pub const NAME: &str = "scrutiny";
 
-/// A criterion's evidence: the check that stands for it and the attempt it passed at.
+/// A criterion's evidence: the check that stands for it and the attempt it passed at; or a
+/// gauntlet step's record at that attempt (`kind`: `check` or `gauntlet step`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Evidence {
     pub task: String,
     pub check: String,
     pub passed_at: Option<u32>,
+    pub kind: &'static str,
 }
 
 /// What the scrutiny validator found.
@@ -109,6 +111,7 @@ pub fn judge(
                 task: key.clone(),
                 check: check.clone(),
                 passed_at: passed_at.filter(|_| ok),
+                kind: "check",
             });
             if succeeded && !ok {
                 findings.push(blocking(
@@ -123,6 +126,12 @@ pub fn judge(
             }
         }
         for (step, _) in gauntlet {
+            evidence.push(Evidence {
+                task: key.clone(),
+                check: step.clone(),
+                passed_at: passed_at.filter(|_| ran.contains(step)),
+                kind: "gauntlet step",
+            });
             if succeeded && !ran.contains(step) {
                 findings.push(blocking(
                     "gauntlet-unchecked",

@@ -123,7 +123,8 @@ pub fn in_reach(plans: &[Plan], reach: &Reach) -> Vec<Refusal> {
                         field: Some("contract.checks".into()),
                         message: format!(
                             "the check `{check}` runs {file}, which task {by} may change: its worker could make the check pass. \
-                             Assert in the check itself (`python3 -c 'import calc; assert calc.sub(5, 3) == 2'`), run a test file \
+                             Assert in the check itself (in Python, with your module and its folder: \
+                             `PYTHONPATH=src python3 -c 'import calc; assert calc.sub(5, 3) == 2'`), run a test file \
                              the task adds or no task claims, or take {file} out of the task's `files`"
                         ),
                     });

@@ -272,7 +272,7 @@ impl Workspace {
         let path = path?;
         read_signing_key(&path).with_context(|| {
             format!(
-                "the gate key {} is needed to sign ledger checkpoints, and this machine has none: the command that records must run where the repository was adopted (`atelier init` kept the key there, outside the repository, in a directory named after the clone's path; if you moved the clone, move the directory whose `repository` file names the old path; if the key is lost, `atelier gate-key recover`)",
+                "the gate key {} is needed to sign ledger checkpoints, and this account has none: whoever adopted the repository keeps it, and this command (merging, recording) must run as them, in their clone. If that is you: `atelier init` kept the key outside the repository, in a directory named after the clone's path; if you moved the clone, move the directory whose `repository` file names the old path; only if the key is lost for good, `atelier gate-key recover`",
                 path.display()
             )
         })

@@ -752,6 +752,35 @@ fn the_scrutiny_validator_finds_a_criterion_without_a_passing_record() {
     );
 }
 
+/// `validate` lists each gauntlet step's record beside the contract checks'.
+#[test]
+fn validate_lists_the_gauntlet_steps_with_the_checks() {
+    let s = Swarm::configured(
+        "",
+        "\n[[gauntlet.steps]]\nname = \"lint\"\nrun = \"test -d src\"\n",
+    );
+    s.scenario("p:A", "echo 'pub fn a() {}' > src/a.rs");
+    let p = s.plan(
+        "p.toml",
+        &crate::support::swarm::plan(
+            "p",
+            &[crate::support::swarm::task(
+                "A",
+                &["src/a.rs"],
+                &[],
+                "grep -q 'pub fn a' src/a.rs",
+            )],
+        ),
+    );
+    s.run(&["run", &p]).ok();
+    let ok = s.run(&["validate"]).ok().stdout;
+    assert!(
+        ok.contains("p:A `grep -q 'pub fn a' src/a.rs`: passed at attempt 1")
+            && ok.contains("p:A gauntlet step lint: passed at attempt 1"),
+        "{ok}"
+    );
+}
+
 #[test]
 fn clean_removes_what_a_killed_proposer_left() {
     let s = Swarm::new("");

@@ -207,8 +207,12 @@ fn rationale(
     rationale.push_str(&format!(
         "Scrutiny validator: {} ({} of {} checks with a passing record at the attempt that passed; {} finding(s)).\n",
         scrutiny.verdict.as_str(),
-        scrutiny.evidence.iter().filter(|e| e.passed_at.is_some()).count(),
-        scrutiny.evidence.len(),
+        scrutiny
+            .evidence
+            .iter()
+            .filter(|e| e.kind == "check" && e.passed_at.is_some())
+            .count(),
+        scrutiny.evidence.iter().filter(|e| e.kind == "check").count(),
         scrutiny.findings.len()
     ));
     for p in plan_files {
@@ -271,11 +275,13 @@ mod tests {
                     task: "p:A".into(),
                     check: "grep -q a src/a.rs".into(),
                     passed_at: Some(1),
+                    kind: "check",
                 },
                 scrutiny::Evidence {
                     task: "p:B".into(),
                     check: "true".into(),
                     passed_at: None,
+                    kind: "check",
                 },
             ],
             findings: vec![],
