@@ -188,9 +188,20 @@ pub fn merge(dir: &Path, args: MergeArgs) -> anyhow::Result<ExitCode> {
                     }
                 });
             }
+            let unmet: Vec<String> = run.eval.decision.unmet().map(|r| r.code.to_string()).fold(
+                Vec::new(),
+                |mut codes, c| {
+                    if !codes.contains(&c) {
+                        codes.push(c);
+                    }
+                    codes
+                },
+            );
             super::note!(
-                "refused: proposal {} (pull request #{}) was not merged (the gate is not satisfied)",
-                run.eval.pull.proposal, run.eval.pull.number
+                "refused: {}: proposal {} (pull request #{}) was not merged: the gate is not satisfied (each requirement and its next step are above)",
+                unmet.join(", "),
+                run.eval.pull.proposal,
+                run.eval.pull.number
             );
             verdict(ExitCode::from(1), || print(&run.eval, args.json))
         }

@@ -59,6 +59,9 @@ pub fn plan(dir: &Path, cmd: PlanCommand) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default(),
                 x.message
             ));
+            if let Some(next) = x.code.next_step() {
+                t.push_str(&format!("  next: {next}\n"));
+            }
         }
         t.push_str(&format!(
             "\nrefused: {} problem(s) in {} plan(s)\n",

@@ -253,7 +253,8 @@ fn a_check_that_runs_a_file_its_task_may_change_is_refused_before_any_worker() {
     assert!(
         r.stdout.contains("E_CHECK_IN_REACH: ")
             && r.stdout.contains("task Sub, field contract.checks: the check `python3 tests/test_calc.py` runs tests/test_calc.py, which task p:Sub may change")
-            && r.stdout.contains("Assert in the check itself"),
+            && r.stdout.contains("Assert in the check itself")
+            && r.stdout.contains("\n  next: assert in the check itself"),
         "{}",
         r.stdout
     );
