@@ -67,7 +67,10 @@ pub(crate) fn render(eval: &Evaluation) -> String {
         }
     }
     if d.tokens.is_empty() {
-        t.push_str("\ntokens: none recorded (`atelier approve ID --key KEY` signs one)\n");
+        t.push_str(&format!(
+            "\ntokens: none recorded (`atelier approve {} --key KEY` signs one)\n",
+            eval.pull.proposal
+        ));
     } else {
         t.push_str("\ntokens:\n");
         for tok in &d.tokens {

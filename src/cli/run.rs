@@ -435,11 +435,16 @@ fn render(
         "run {} ({}) on {}\n\n",
         s.run,
         if s.finished {
-            "finished"
+            "finished".to_string()
         } else if s.paused {
-            "PAUSED by an operator (`atelier control resume`)"
+            "PAUSED by an operator (`atelier control resume`)".to_string()
+        } else if live.is_some() {
+            "in progress: its conductor is reporting".to_string()
         } else {
-            "in progress or interrupted"
+            format!(
+                "not finished, and no conductor is reporting: interrupted (`atelier run --resume {}` continues it), or just starting",
+                s.run
+            )
         },
         s.branch
     );

@@ -348,7 +348,7 @@ fn binds_the_change(c: &Change, p: &token::Payload) -> Result<(), Failed> {
                 | Code::StaleBase
                 | Code::MergeTreeMismatch
                 | Code::PolicyDigestMismatch => format!(
-                    "; it was signed for an earlier state: sign again with `atelier approve {} --key <your key>`",
+                    "; it was signed for an earlier state: its signer signs again (`atelier approve {} --key <their key>`) and sends the new token",
                     c.proposal
                 ),
                 _ => String::new(),

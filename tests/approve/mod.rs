@@ -257,7 +257,7 @@ fn a_moved_base_makes_the_token_stale() {
     let detail = v["tokens"][0]["detail"].as_str().unwrap_or_default();
     assert!(
         detail.contains(&format!(
-            "sign again with `atelier approve {first} --key <your key>`"
+            "its signer signs again (`atelier approve {first} --key <their key>`) and sends the new token"
         )),
         "{detail}"
     );
