@@ -417,6 +417,22 @@ fn output_lines(digest: &[String], indent: &str) -> String {
     t
 }
 
+/// Where a run stands, for `status`'s first line: `reporting` when its conductor is.
+fn run_state(s: &RunState, reporting: bool) -> String {
+    if s.finished {
+        "finished".to_string()
+    } else if s.paused {
+        "PAUSED by an operator (`atelier control resume`)".to_string()
+    } else if reporting {
+        "in progress: its conductor is reporting".to_string()
+    } else {
+        format!(
+            "not finished, and no conductor is reporting: interrupted (`atelier run --resume {}` continues it), or just starting",
+            s.run
+        )
+    }
+}
+
 /// The run's live status (`live.json`), when its conductor is reporting.
 pub(super) fn live_status(ws: &Workspace, run: &str) -> Option<crate::swarm::live::Status> {
     crate::swarm::live::read(&runtime::run_dir(ws, run))
@@ -434,18 +450,7 @@ fn render(
     let mut t = format!(
         "run {} ({}) on {}\n\n",
         s.run,
-        if s.finished {
-            "finished".to_string()
-        } else if s.paused {
-            "PAUSED by an operator (`atelier control resume`)".to_string()
-        } else if live.is_some() {
-            "in progress: its conductor is reporting".to_string()
-        } else {
-            format!(
-                "not finished, and no conductor is reporting: interrupted (`atelier run --resume {}` continues it), or just starting",
-                s.run
-            )
-        },
+        run_state(s, live.is_some()),
         s.branch
     );
     t.push_str(&format!(
