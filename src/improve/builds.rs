@@ -176,15 +176,7 @@ pub fn trusted(
 /// write its files (`.atelier/` included) could otherwise plant the binary atelier runs
 /// uncontained, or edit the worktree or the target directory a trusted build reads.
 fn trusted_home(root: &std::path::Path) -> Result<PathBuf> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".cache"))
-        })
+    let cache = crate::fsutil::machine_dir("XDG_CACHE_HOME", ".cache")
         .ok_or_else(|| {
             Error::input(
                 "neither XDG_CACHE_HOME nor HOME is set, so trusted builds have nowhere outside the repository to go: set HOME",

@@ -191,17 +191,8 @@ fn nested(
                     || (INTERPRETERS.contains(&shell::canonical(w))
                         && words.get(e + 2).is_some_and(|x| x == "{}"))
             });
-            let dir = words
-                .get(1)
-                .filter(|w| !w.starts_with('-'))
-                .map_or(".", |w| w.as_str());
-            let name = words
-                .iter()
-                .position(|w| w == "-name" || w == "-path")
-                .and_then(|i| words.get(i + 1))
-                .map_or("*", |w| w.as_str());
             if runs {
-                if let Some(p) = normalize(&cwd, &format!("{dir}/**/{name}")) {
+                if let Some(p) = find_glob(words).and_then(|g| normalize(&cwd, &g)) {
                     out.files.push((p, Role::Run, cwd.clone()));
                 }
             }
